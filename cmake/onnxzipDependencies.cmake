@@ -1,0 +1,28 @@
+# The libraries onnxzip links, as imported targets. Shared by the build and by the installed
+# package config, so a consumer of the static library finds exactly what the build used.
+include_guard(GLOBAL)
+include(CMakeFindDependencyMacro)
+
+find_dependency(Boost 1.74 COMPONENTS iostreams)
+
+if(NOT TARGET onnxzip::isal)
+  find_path(ONNXZIP_ISAL_INCLUDE_DIR isa-l/crc.h)
+  find_library(ONNXZIP_ISAL_LIBRARY NAMES isal)
+  if(NOT ONNXZIP_ISAL_INCLUDE_DIR OR NOT ONNXZIP_ISAL_LIBRARY)
+    message(FATAL_ERROR "ISA-L not found: install libisal-dev")
+  endif()
+  add_library(onnxzip::isal UNKNOWN IMPORTED)
+  set_target_properties(onnxzip::isal PROPERTIES IMPORTED_LOCATION "${ONNXZIP_ISAL_LIBRARY}"
+                        INTERFACE_INCLUDE_DIRECTORIES "${ONNXZIP_ISAL_INCLUDE_DIR}")
+endif()
+
+if(NOT TARGET onnxzip::deflate)
+  find_path(ONNXZIP_DEFLATE_INCLUDE_DIR libdeflate.h)
+  find_library(ONNXZIP_DEFLATE_LIBRARY NAMES deflate)
+  if(NOT ONNXZIP_DEFLATE_INCLUDE_DIR OR NOT ONNXZIP_DEFLATE_LIBRARY)
+    message(FATAL_ERROR "libdeflate not found: install libdeflate-dev")
+  endif()
+  add_library(onnxzip::deflate UNKNOWN IMPORTED)
+  set_target_properties(onnxzip::deflate PROPERTIES IMPORTED_LOCATION "${ONNXZIP_DEFLATE_LIBRARY}"
+                        INTERFACE_INCLUDE_DIRECTORIES "${ONNXZIP_DEFLATE_INCLUDE_DIR}")
+endif()
