@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs everything onnxzip needs to build, test and benchmark on Debian 12, from Debian's
+# packages only. libprotobuf, libonnx-dev and python3-onnx are test and benchmark oracles: the
+# library itself never links them.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev clang-format
+  libboost-iostreams-dev libisal-dev libdeflate-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libprotobuf-dev protobuf-compiler libonnx-dev python3 python3-onnx python3-numpy libonnx-testdata
+  unzip zip p7zip-full zipalign ziptool
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
