@@ -2,9 +2,9 @@
 //
 // ZipWriter owns one output file from construction to finish(). Each entry is written once, in
 // call order, as a stored (uncompressed) entry whose first data byte sits on a multiple of the
-// chosen alignment, with the layout the .onnxz format decisions fix: padding
-// in one 0xD935 extra record after any zip64 extra, zip64 records only where a value needs them,
-// reproducible headers (time 0, date 1980-01-01, UNIX mode 0644). Entries are either copied from
+// chosen alignment, with the layout the .onnxz format decisions fix: padding in one 0xD935
+// extra record after any zip64 extra, zip64 records only where a value needs them, reproducible
+// headers (time 0, date 1980-01-01, UNIX mode 0644). Entries are either copied from
 // a span or streamed from a producer in pieces, so memory never holds more than one piece.
 // Nothing appears at the destination until finish() renames the finished file over it.
 //
