@@ -1,0 +1,132 @@
+// Writing ZIP archives whose stored entries start on an aligned file offset.
+//
+// ZipWriter owns one output file from construction to finish(). Each entry is written once, in
+// call order, as a stored (uncompressed) entry whose first data byte sits on a multiple of the
+// chosen alignment, with the layout the .onnxz format decisions fix: padding in one 0xD935
+// extra record after any zip64 extra, zip64 records only where a value needs them, reproducible
+// headers (time 0, date 1980-01-01, UNIX mode 0644). Entries are either copied from
+// a span or streamed from a producer in pieces, so memory never holds more than one piece.
+// Nothing appears at the destination until finish() renames the finished file over it.
+//
+// Knows nothing of ONNX: the archive layer decides the names and the order (`__MODEL_PROTO`
+// last). Any module that writes archives may use it.
+#ifndef ONNXZIP_ZIP_WRITER_H_
+#define ONNXZIP_ZIP_WRITER_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "onnxzip/bytes.h"
+
+namespace onnxzip {
+
+class AtomicOutputFile;
+
+struct ZipWriterOptions {
+  // Where every entry's data starts: a power of two in [64, 65536].
+  std::uint32_t alignment = 64;
+  // Forwarded to AtomicOutputFile: fsync before and after the rename.
+  bool durable = false;
+  // Forwarded to AtomicOutputFile: the write buffer; pieces at least this big bypass it.
+  std::size_t buffer_size = 1 << 20;
+};
+
+// What the writer put in the file for one entry.
+struct WrittenEntry {
+  std::string name;
+  std::uint64_t local_header_offset = 0;
+  std::uint64_t data_offset = 0;  // A multiple of the writer's alignment.
+  std::uint64_t size = 0;
+  std::uint32_t crc32 = 0;
+  bool zip64 = false;  // True when a header of the entry carries a zip64 extra field.
+};
+
+// Receives an entry's bytes from a producer, in order. Valid only during the producer call that
+// received it. write() throws Error(kInvalidArgument) naming the entry when a piece would take
+// the entry past its declared size; nothing of that piece is written.
+class EntrySink {
+ public:
+  virtual void write(ByteSpan piece) = 0;
+  // Bytes the entry still expects before it is complete.
+  virtual std::uint64_t remaining() const noexcept = 0;
+
+ protected:
+  EntrySink() = default;
+  EntrySink(const EntrySink&) = delete;
+  EntrySink& operator=(const EntrySink&) = delete;
+  virtual ~EntrySink() = default;
+};
+
+using EntryProducer = std::function<void(EntrySink&)>;
+
+// kTensor: a C identifier of 1 to 255 bytes not starting with "__".
+// kReserved: a name the format reserves, "__" followed by the rest of a C identifier (the archive
+// layer writes `__MODEL_PROTO`).
+enum class NameKind { kTensor, kReserved };
+
+class ZipWriter final {
+ public:
+  // Creates the temporary output file next to `destination`. Throws Error(kInvalidArgument) for
+  // an alignment that is not a power of two in [64, 65536] and Error(kIo) when the temporary
+  // cannot be created.
+  explicit ZipWriter(std::filesystem::path destination, ZipWriterOptions options = {});
+  // Without a successful finish() the temporary is removed and the destination is untouched.
+  ~ZipWriter();
+  ZipWriter(ZipWriter&& other) noexcept;
+  ZipWriter& operator=(ZipWriter&& other) noexcept;
+  ZipWriter(const ZipWriter&) = delete;
+  ZipWriter& operator=(const ZipWriter&) = delete;
+
+  // Adds an entry holding `data`. The returned reference is valid until the next add().
+  // Throws Error(kInvalidArgument) for a name breaking the naming rule or already used (also
+  // when only ASCII case differs), leaving the writer usable; Error(kBadState) after finish()
+  // or after a failed entry.
+  const WrittenEntry& add(std::string_view name, ByteSpan data, NameKind kind = NameKind::kTensor);
+
+  // Adds an entry of exactly `size` bytes that `producer` writes into the sink in pieces
+  // (exporters that never hold a whole tensor). A producer that writes fewer or more bytes gets
+  // Error(kInvalidArgument) naming the entry; an exception from the producer propagates as is.
+  // Either way the writer is unusable afterwards (kBadState) and the destination untouched.
+  // The producer must not call back into this writer.
+  const WrittenEntry& add(std::string_view name, std::uint64_t size, const EntryProducer& producer,
+                          NameKind kind = NameKind::kTensor);
+
+  // Writes the central directory, the zip64 end record and locator when a count, size or offset
+  // needs them, and the end record, then renames the file over the destination. Afterwards
+  // only the accessors are allowed.
+  void finish();
+
+  const std::vector<WrittenEntry>& entries() const noexcept { return entries_; }
+  std::uint32_t alignment() const noexcept { return alignment_; }
+
+  // The format's naming rule (see NameKind). Throws Error(kInvalidArgument) quoting the name
+  // and saying which part of the rule it breaks.
+  static void validate_name(std::string_view name, NameKind kind);
+
+ private:
+  void ensure_usable(const char* operation) const;
+  void check_unique(std::string_view name) const;
+  std::string entry_label(std::string_view name) const;
+  void check_size(std::string_view name, std::uint64_t size) const;
+  void remember(WrittenEntry entry);
+  void write_central_directory();
+
+  std::unique_ptr<AtomicOutputFile> file_;
+  std::uint32_t alignment_ = 64;
+  std::vector<WrittenEntry> entries_;
+  // ASCII-lower-cased name -> index in entries_, so case-only duplicates are found in O(1).
+  std::unordered_map<std::string, std::size_t> lowered_names_;
+  bool finished_ = false;
+  bool failed_ = false;       // An entry failed half-written: the file is inconsistent.
+  bool in_producer_ = false;  // Guards against a producer calling back into the writer.
+};
+
+}  // namespace onnxzip
+
+#endif  // ONNXZIP_ZIP_WRITER_H_
