@@ -10,6 +10,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "little_endian.h"
@@ -120,18 +121,32 @@ std::string_view as_chars(ByteSpan bytes) noexcept {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
-std::string ascii_lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
+char ascii_lower(char c) noexcept {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
 }
 
-// Calls f(); an Error it throws gets `prefix` in front of its message (record decoders name the
-// record and offset but not the file or entry).
-template <typename F>
-auto with_context(const std::string& prefix, F&& f) -> decltype(f()) {
+// Hashing and equality of names under ASCII lower-casing, without copying them.
+struct AsciiCaseHash {
+  std::size_t operator()(std::string_view text) const noexcept {
+    std::uint64_t hash = 0xcbf29ce484222325u;  // FNV-1a.
+    for (const char c : text) {
+      hash = (hash ^ static_cast<unsigned char>(ascii_lower(c))) * 0x100000001b3u;
+    }
+    return static_cast<std::size_t>(hash);
+  }
+};
+struct AsciiCaseEqual {
+  bool operator()(std::string_view a, std::string_view b) const noexcept {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return ascii_lower(x) == ascii_lower(y);
+           });
+  }
+};
+
+// Calls f(); an Error it throws gets prefix() in front of its message (record decoders name the
+// record and offset but not the file or entry). prefix() runs only on that path.
+template <typename Prefix, typename F>
+auto with_context(const Prefix& prefix, F&& f) -> decltype(f()) {
   try {
     return f();
   } catch (const Error& e) {
@@ -141,7 +156,7 @@ auto with_context(const std::string& prefix, F&& f) -> decltype(f()) {
     if (message.substr(0, code.size()) == code && message.substr(code.size(), 2) == ": ") {
       message.remove_prefix(code.size() + 2);
     }
-    throw Error(e.code(), prefix + ": " + std::string(message));
+    throw Error(e.code(), prefix() + ": " + std::string(message));
   }
 }
 
@@ -235,12 +250,22 @@ class ZipReader::Parser final {
   void read_central_directory();
   void read_central_record(std::uint64_t& position, std::uint64_t directory_end,
                            std::size_t central_index);
-  void check_name(std::string_view name, const std::string& place) const;
+  void check_name(std::string_view name, std::uint64_t offset) const;
   void order_entries();
   void read_local_headers();
-  void read_local_header(ZipEntry& e, std::uint64_t limit, const std::string& limit_what);
+  // An entry's bytes end at the next entry's local header, or at the central directory.
+  std::uint64_t limit_of(const ZipEntry* next) const {
+    return next != nullptr ? next->local_header_offset : r_.central_directory_offset_;
+  }
+  std::string limit_text(const ZipEntry* next) const {
+    return next != nullptr
+               ? "the local header of entry " + quote(next->name) + " at offset " +
+                     std::to_string(next->local_header_offset)
+               : "the central directory at offset " + std::to_string(r_.central_directory_offset_);
+  }
+  void read_local_header(ZipEntry& e, const ZipEntry* next);
   std::uint64_t read_data_descriptor(const ZipEntry& e, std::uint64_t at, std::uint64_t limit,
-                                     const std::string& limit_what) const;
+                                     const ZipEntry* next) const;
   void note_unknown_extras(const std::vector<zip::ExtraRecord>& records,
                            std::vector<std::uint16_t>& unknown) const;
 
@@ -334,8 +359,8 @@ ZipReader::Parser::Directory ZipReader::Parser::read_zip64_end_records(
             "points to a zip64 end record at offset " + std::to_string(record_offset) +
                 ", which has no room before the locator");
   }
-  const End64 record =
-      with_context(r_.source_name_, [&] { return End64::decode(file_, record_offset); });
+  const End64 record = with_context([&] { return r_.source_name_; },
+                                    [&] { return End64::decode(file_, record_offset); });
   if (record.record_size < End64::kMinRecordSize) {
     fail_at(ErrorCode::kCorrupt, "zip64 end of central directory record", record_offset,
             "record size " + std::to_string(record.record_size) + " is below the minimum " +
@@ -436,11 +461,11 @@ void ZipReader::Parser::read_central_directory() {
   }
 
   // Case-only duplicates (a problem on case-insensitive file systems, not for ZIP).
-  std::unordered_map<std::string, std::size_t> lowered;
+  std::unordered_map<std::string_view, std::size_t, AsciiCaseHash, AsciiCaseEqual> lowered;
   lowered.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
     const ZipEntry& e = r_.entries_[i];
-    const auto [it, inserted] = lowered.emplace(ascii_lower(e.name), i);
+    const auto [it, inserted] = lowered.emplace(e.name, i);
     if (!inserted) {
       const ZipEntry& other = r_.entries_[it->second];
       add_finding(ZipFindingKind::kCaseOnlyDuplicate, e.name, e.local_header_offset,
@@ -456,8 +481,8 @@ void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64
   using Central = zip::CentralDirectoryHeader;
   const ByteSpan directory = file_.first(static_cast<std::size_t>(directory_end));
   const std::uint64_t offset = position;
-  const Central h =
-      with_context(r_.source_name_, [&] { return Central::decode(directory, offset); });
+  const Central h = with_context([&] { return r_.source_name_; },
+                                 [&] { return Central::decode(directory, offset); });
   const std::uint64_t variable = std::uint64_t{h.name_length} + h.extra_length + h.comment_length;
   if (!fits(offset + Central::kSize, variable, directory_end)) {
     fail_at(ErrorCode::kCorrupt, "central directory record", offset,
@@ -474,26 +499,28 @@ void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64
   position = name_offset + variable;
 
   const std::string_view name = as_chars(name_bytes);
-  const std::string place = central_place(name, offset);
-  check_name(name, place);
+  // Messages are built only when needed: open must stay cheap for millions of entries.
+  const auto place = [&] { return central_place(name, offset); };
+  check_name(name, offset);
   if ((h.flags & kEncryptionFlags) != 0 || h.method == zip::kMethodAesEncrypted) {
     fail(
-        ErrorCode::kUnsupported, place,
+        ErrorCode::kUnsupported, place(),
         "encrypted entry (flags " + hex(h.flags, 4) + ", method " + std::to_string(h.method) + ")");
   }
   if (h.method != zip::kMethodStored && h.method != zip::kMethodDeflated) {
-    fail(ErrorCode::kUnsupported, place,
+    fail(ErrorCode::kUnsupported, place(),
          "compression method " + std::to_string(h.method) +
              " (only stored (0) and deflate (8) are supported)");
   }
 
-  const std::vector<zip::ExtraRecord> records =
-      zip::split_extra_field(extra, name_offset + h.name_length, place);
+  const std::vector<zip::ExtraRecord> records = with_context(place, [&] {
+    return zip::split_extra_field(extra, name_offset + h.name_length, "extra field");
+  });
   const zip::ExtraRecord* zip64 = nullptr;
   for (const zip::ExtraRecord& record : records) {
     if (record.id != zip::kExtraZip64) continue;
     if (zip64 != nullptr) {
-      fail(ErrorCode::kCorrupt, place,
+      fail(ErrorCode::kCorrupt, place(),
            "two zip64 extra fields (offsets " + std::to_string(zip64->offset) + " and " +
                std::to_string(record.offset) + ")");
     }
@@ -528,27 +555,29 @@ void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64
   const bool need_disk = h.disk_number_start == zip::kSentinel16;
   if (zip64 != nullptr) {
     e.zip64 = true;
-    const zip::Zip64Extra z = zip::Zip64Extra::decode(zip64->data, need_size, need_compressed,
-                                                      need_offset, need_disk, place);
+    const zip::Zip64Extra z = with_context(place, [&] {
+      return zip::Zip64Extra::decode(zip64->data, need_size, need_compressed, need_offset,
+                                     need_disk, "extra field");
+    });
     if (z.uncompressed_size) e.size = *z.uncompressed_size;
     if (z.compressed_size) e.compressed_size = *z.compressed_size;
     if (z.local_header_offset) e.local_header_offset = *z.local_header_offset;
     if (z.disk_number_start) disk = *z.disk_number_start;
   } else if (need_size || need_compressed || need_offset) {
-    fail(ErrorCode::kCorrupt, place,
+    fail(ErrorCode::kCorrupt, place(),
          "a size or offset holds the zip64 sentinel 0xffffffff but there is no zip64 extra field");
   }
   if (disk != 0) {
-    fail(ErrorCode::kUnsupported, place,
+    fail(ErrorCode::kUnsupported, place(),
          "multi-disk archive (the entry starts on disk " + std::to_string(disk) + ")");
   }
   if (e.is_stored() && e.compressed_size != e.size) {
-    fail(ErrorCode::kCorrupt, place,
+    fail(ErrorCode::kCorrupt, place(),
          "stored entry with compressed size " + std::to_string(e.compressed_size) +
              " but uncompressed size " + std::to_string(e.size));
   }
   if (e.is_deflated() && e.size / kMaxDeflateRatio > e.compressed_size) {
-    fail(ErrorCode::kCorrupt, place,
+    fail(ErrorCode::kCorrupt, place(),
          "deflated entry claims " + std::to_string(e.size) + " bytes from " +
              std::to_string(e.compressed_size) +
              " compressed bytes, beyond deflate's 1032:1 limit");
@@ -556,7 +585,7 @@ void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64
 
   const auto [it, inserted] = r_.by_name_.emplace(name, central_index);
   if (!inserted) {
-    fail(ErrorCode::kCorrupt, place,
+    fail(ErrorCode::kCorrupt, place(),
          "duplicate name: the central directory record at offset " +
              std::to_string(r_.entries_[it->second].central_header_offset) + " has the same name");
   }
@@ -578,25 +607,26 @@ void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64
 }
 
 // Names that could escape the extraction folder, or that no file system can hold, are refused.
-void ZipReader::Parser::check_name(std::string_view name, const std::string& place) const {
-  if (name.empty()) fail(ErrorCode::kCorrupt, place, "empty entry name");
+void ZipReader::Parser::check_name(std::string_view name, std::uint64_t offset) const {
+  const auto place = [&] { return central_place(name, offset); };
+  if (name.empty()) fail(ErrorCode::kCorrupt, place(), "empty entry name");
   if (name.find('\0') != std::string_view::npos) {
-    fail(ErrorCode::kCorrupt, place, "entry name contains a NUL byte");
+    fail(ErrorCode::kCorrupt, place(), "entry name contains a NUL byte");
   }
   if (name.find('\\') != std::string_view::npos) {
-    fail(ErrorCode::kCorrupt, place, "entry name contains a backslash");
+    fail(ErrorCode::kCorrupt, place(), "entry name contains a backslash");
   }
-  if (name.front() == '/') fail(ErrorCode::kCorrupt, place, "absolute entry name");
+  if (name.front() == '/') fail(ErrorCode::kCorrupt, place(), "absolute entry name");
   const char first = name.front();
   if (name.size() >= 2 && name[1] == ':' &&
       ((first >= 'A' && first <= 'Z') || (first >= 'a' && first <= 'z'))) {
-    fail(ErrorCode::kCorrupt, place, "entry name starts with a drive letter");
+    fail(ErrorCode::kCorrupt, place(), "entry name starts with a drive letter");
   }
   std::size_t start = 0;
   while (start <= name.size()) {
     const std::size_t slash = std::min(name.find('/', start), name.size());
     if (name.substr(start, slash - start) == "..") {
-      fail(ErrorCode::kCorrupt, place, "entry name has a '..' path component");
+      fail(ErrorCode::kCorrupt, place(), "entry name has a '..' path component");
     }
     start = slash + 1;
   }
@@ -614,18 +644,21 @@ void ZipReader::Parser::note_unknown_extras(const std::vector<zip::ExtraRecord>&
 
 void ZipReader::Parser::order_entries() {
   std::vector<ZipEntry>& entries = r_.entries_;
-  std::sort(entries.begin(), entries.end(), [](const ZipEntry& a, const ZipEntry& b) {
+  const auto file_order = [](const ZipEntry& a, const ZipEntry& b) {
     return a.local_header_offset != b.local_header_offset
                ? a.local_header_offset < b.local_header_offset
                : a.central_index < b.central_index;
-  });
+  };
+  // Writers usually list the central directory in file order already.
+  if (!std::is_sorted(entries.begin(), entries.end(), file_order)) {
+    std::sort(entries.begin(), entries.end(), file_order);
+  }
   std::vector<std::size_t> file_index(entries.size());
   for (std::size_t i = 0; i < entries.size(); ++i) {
     entries[i].index = i;
     file_index[entries[i].central_index] = i;
   }
   for (auto& [name, index] : r_.by_name_) index = file_index[index];
-  // Findings so far carry central order only through their offsets; nothing to remap.
 }
 
 void ZipReader::Parser::read_local_headers() {
@@ -653,19 +686,12 @@ void ZipReader::Parser::read_local_headers() {
   }
   for (std::size_t i = 0; i < entries.size(); ++i) {
     ZipEntry& e = entries[i];
-    std::uint64_t limit = directory;
-    std::string limit_what = "the central directory at offset " + std::to_string(directory);
-    if (i + 1 < entries.size()) {
-      const ZipEntry& next = entries[i + 1];
-      if (next.local_header_offset == e.local_header_offset) {
-        fail(ErrorCode::kCorrupt, local_place(e),
-             "shares its local header with entry " + quote(next.name) + " (overlapping entries)");
-      }
-      limit = next.local_header_offset;
-      limit_what =
-          "the local header of entry " + quote(next.name) + " at offset " + std::to_string(limit);
+    const ZipEntry* const next = i + 1 < entries.size() ? &entries[i + 1] : nullptr;
+    if (next != nullptr && next->local_header_offset == e.local_header_offset) {
+      fail(ErrorCode::kCorrupt, local_place(e),
+           "shares its local header with entry " + quote(next->name) + " (overlapping entries)");
     }
-    read_local_header(e, limit, limit_what);
+    read_local_header(e, next);
   }
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto& unknown = unknown_extras_[entries[i].central_index];
@@ -677,47 +703,47 @@ void ZipReader::Parser::read_local_headers() {
   }
 }
 
-void ZipReader::Parser::read_local_header(ZipEntry& e, std::uint64_t limit,
-                                          const std::string& limit_what) {
+void ZipReader::Parser::read_local_header(ZipEntry& e, const ZipEntry* next) {
   using Local = zip::LocalFileHeader;
-  const std::string place = local_place(e);
+  const std::uint64_t limit = limit_of(next);
+  const auto place = [&] { return local_place(e); };
   const std::uint64_t offset = e.local_header_offset;
   if (!fits(offset, Local::kSize, limit)) {
-    fail(ErrorCode::kCorrupt, place, "the 30-byte local header runs into " + limit_what);
+    fail(ErrorCode::kCorrupt, place(), "the 30-byte local header runs into " + limit_text(next));
   }
   const Local h = with_context(place, [&] { return Local::decode(file_, offset); });
   const std::uint64_t header_end = offset + Local::kSize + h.name_length + h.extra_length;
   if (header_end > limit) {
-    fail(ErrorCode::kCorrupt, place,
+    fail(ErrorCode::kCorrupt, place(),
          "the local name and extra field (" + std::to_string(h.name_length) + " + " +
-             std::to_string(h.extra_length) + " bytes) run into " + limit_what);
+             std::to_string(h.extra_length) + " bytes) run into " + limit_text(next));
   }
   const std::string_view local_name = as_chars(file_.subspan(offset + Local::kSize, h.name_length));
   if (local_name != e.name) {
-    fail(ErrorCode::kCorrupt, place,
+    fail(ErrorCode::kCorrupt, place(),
          "the local header names the entry " + quote(local_name) + ", the central directory " +
              quote(e.name));
   }
   if (h.method != e.method) {
-    fail(ErrorCode::kCorrupt, place,
+    fail(ErrorCode::kCorrupt, place(),
          "the local header says compression method " + std::to_string(h.method) +
              ", the central directory " + std::to_string(e.method));
   }
   if ((h.flags & kStructuralFlags) != (e.flags & kStructuralFlags)) {
-    fail(ErrorCode::kCorrupt, place,
+    fail(ErrorCode::kCorrupt, place(),
          "the local header flags " + hex(h.flags, 4) + " and the central directory flags " +
              hex(e.flags, 4) + " disagree on bits 0, 3, 6 or 13");
   }
 
   const std::uint64_t extra_offset = offset + Local::kSize + h.name_length;
   e.local_extra = file_.subspan(extra_offset, h.extra_length);
-  const std::vector<zip::ExtraRecord> records =
-      zip::split_extra_field(e.local_extra, extra_offset, place);
+  const std::vector<zip::ExtraRecord> records = with_context(
+      place, [&] { return zip::split_extra_field(e.local_extra, extra_offset, "extra field"); });
   const zip::ExtraRecord* zip64 = nullptr;
   for (const zip::ExtraRecord& record : records) {
     if (record.id != zip::kExtraZip64) continue;
     if (zip64 != nullptr) {
-      fail(ErrorCode::kCorrupt, place,
+      fail(ErrorCode::kCorrupt, place(),
            "two zip64 extra fields in the local header (offsets " + std::to_string(zip64->offset) +
                " and " + std::to_string(record.offset) + ")");
     }
@@ -730,7 +756,7 @@ void ZipReader::Parser::read_local_header(ZipEntry& e, std::uint64_t limit,
   if (zip64 != nullptr) e.zip64 = true;
   if (compressed == zip::kSentinel32 || size == zip::kSentinel32) {
     if (zip64 == nullptr) {
-      fail(ErrorCode::kCorrupt, place,
+      fail(ErrorCode::kCorrupt, place(),
            "a local size holds the zip64 sentinel 0xffffffff but there is no zip64 extra field");
     }
     // APPNOTE 4.5.3 wants both sizes in the local zip64 field; some writers store only the
@@ -742,7 +768,7 @@ void ZipReader::Parser::read_local_header(ZipEntry& e, std::uint64_t limit,
     } else if (data.size() >= 8 && (size != zip::kSentinel32 || compressed != zip::kSentinel32)) {
       (size == zip::kSentinel32 ? size : compressed) = load_le64(data.data());
     } else {
-      fail(ErrorCode::kCorrupt, place,
+      fail(ErrorCode::kCorrupt, place(),
            "the local zip64 extra field of " + std::to_string(data.size()) +
                " bytes is too short for the sizes");
     }
@@ -755,7 +781,7 @@ void ZipReader::Parser::read_local_header(ZipEntry& e, std::uint64_t limit,
     const auto show = [&](std::uint64_t v) {
       return as_hex ? hex(static_cast<std::uint32_t>(v), 8) : std::to_string(v);
     };
-    fail(ErrorCode::kCorrupt, place,
+    fail(ErrorCode::kCorrupt, place(),
          std::string("the local header says ") + field + " " + show(local) +
              ", the central directory " + show(central));
   };
@@ -772,12 +798,11 @@ void ZipReader::Parser::read_local_header(ZipEntry& e, std::uint64_t limit,
   e.data_offset = header_end;
   std::uint64_t data_end = 0;
   if (__builtin_add_overflow(header_end, e.compressed_size, &data_end) || data_end > limit) {
-    fail(ErrorCode::kCorrupt, place,
+    fail(ErrorCode::kCorrupt, place(),
          "the data at offset " + std::to_string(header_end) + " of " +
-             std::to_string(e.compressed_size) + " bytes overlaps " + limit_what);
+             std::to_string(e.compressed_size) + " bytes overlaps " + limit_text(next));
   }
-  e.end_offset =
-      e.has_data_descriptor ? read_data_descriptor(e, data_end, limit, limit_what) : data_end;
+  e.end_offset = e.has_data_descriptor ? read_data_descriptor(e, data_end, limit, next) : data_end;
   if (e.end_offset < limit) {
     add_finding(ZipFindingKind::kGap, e.name, e.end_offset,
                 std::to_string(limit - e.end_offset) +
@@ -802,7 +827,7 @@ void ZipReader::Parser::read_local_header(ZipEntry& e, std::uint64_t limit,
 // the central record wins. None matching is a contradiction.
 std::uint64_t ZipReader::Parser::read_data_descriptor(const ZipEntry& e, std::uint64_t at,
                                                       std::uint64_t limit,
-                                                      const std::string& limit_what) const {
+                                                      const ZipEntry* next) const {
   struct Layout {
     bool signature;
     bool wide;
@@ -832,7 +857,7 @@ std::uint64_t ZipReader::Parser::read_data_descriptor(const ZipEntry& e, std::ui
     }
   }
   fail(ErrorCode::kCorrupt, local_place(e),
-       "no data descriptor at offset " + std::to_string(at) + " before " + limit_what +
+       "no data descriptor at offset " + std::to_string(at) + " before " + limit_text(next) +
            " matches the central directory (CRC-32 " + hex(e.crc32, 8) + ", sizes " +
            std::to_string(e.compressed_size) + "/" + std::to_string(e.size) + ")" + seen);
 }
@@ -916,6 +941,9 @@ TensorBytes ZipReader::data(const ZipEntry& entry) const {
                                                std::to_string(options_.max_inflated_size) +
                                                " (ZipReaderOptions::max_inflated_size)");
   }
+  // Not a valid deflate stream (RFC 1951 wants one block), but its content is unambiguous and
+  // some writers store empty deflated entries this way.
+  if (e.size == 0 && raw.empty()) return TensorBytes::owned(OwnedBytes());
   OwnedBytes out;
   std::unique_ptr<libdeflate_decompressor, LibdeflateDecompressorDelete> decompressor;
   try {

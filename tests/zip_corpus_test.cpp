@@ -46,7 +46,6 @@ constexpr ErrorCode kUnsupported = ErrorCode::kUnsupported;
 
 // Reasons, as the reader words them.
 constexpr const char* kEncrypted = "encrypted entry";
-constexpr const char* kMethod = "compression method";
 constexpr const char* kNoEnd = "not a ZIP archive";
 constexpr const char* kNotAtEnd = "comment ends at offset";
 constexpr const char* kNotContiguous = "does not end where the end records start";

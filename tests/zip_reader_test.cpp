@@ -139,7 +139,7 @@ TEST(ZipEntry, AlignmentIsTheLargestPowerOfTwoDividingTheOffsetCappedAt65536) {
   }
 }
 
-TEST(ZipReader, IteratesInFileOrderAndFindsEveryNameInConstantTime) {
+TEST(ZipReader, IteratesInFileOrderAndFindsEveryName) {
   std::vector<TestEntry> entries;
   for (int i = 0; i < 5; ++i) entries.push_back(stored("t" + std::to_string(i), pattern(100, i)));
   ZipBuildOptions options;
@@ -222,6 +222,17 @@ TEST_P(DeflatedSizes, InflateIntoOwnedMemory) {
 
 INSTANTIATE_TEST_SUITE_P(ZipReader, DeflatedSizes,
                          ::testing::Values(0, 1, 63, 64, 65, 1000, std::size_t{1} << 20));
+
+TEST(ZipReader, AnEmptyDeflatedEntryMayHaveNoStreamAtAll) {
+  BuiltZip z = build_zip({stored("e", {}, 0)});
+  z.put16(z.entries[0].local_header_offset + field::kLocalMethod, zip::kMethodDeflated);
+  z.put16(z.entries[0].central_header_offset + field::kCentralMethod, zip::kMethodDeflated);
+  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipEntry& e = r.at("e");
+  EXPECT_EQ(e.compressed_size, 0u);
+  EXPECT_TRUE(e.is_deflated());
+  EXPECT_TRUE(r.verified_data(e).empty());
+}
 
 struct InteropEntry {
   std::string name;
