@@ -1,0 +1,182 @@
+// A strict, memory-mapped ZIP reader.
+//
+// ZipReader owns the index of one ZIP archive (PKWARE APPNOTE 6.3.x, single disk, stored and
+// deflated entries, zip64) and borrows the archive's bytes: from a file it maps itself
+// (ZipReader::open), or from a caller's buffer (ZipReader::from_bytes). Opening validates the
+// whole structure -- end records, central directory, every local header against its central
+// record, data descriptors, and that no entry's bytes overlap another's or the central directory --
+// without reading any payload, so its cost grows with the number of entries, not their size.
+// Payload CRCs are checked on demand (verify).
+//
+// What is refused (Error), and what is accepted but reported (ZipFinding), follows the format
+// decisions of .onnxz version 1: structural contradictions are kCorrupt, encryption,
+// multi-disk and compression methods other than stored and deflate are kUnsupported, limits are
+// kLimitExceeded. Every message names the source, the entry when there is one, and the offset.
+//
+// Choices where ZIP readers differ, documented once here:
+// - The end record is the one, among the last 22 + 65535 bytes, whose comment reaches exactly to
+//   the end of the file; when several do (an archive comment may itself hold a ZIP), the one
+//   farthest from the end wins, because every later candidate lies inside its comment. Bytes
+//   after the comment (trailing garbage, a truncated comment) are refused as kCorrupt.
+// - The central directory, the zip64 end record, its locator and the end record must follow each
+//   other with no byte between them (this also refuses archives with bytes prepended without
+//   fixing the offsets). Gaps between entries and before the central directory are allowed.
+// - Ambiguity is refused: two zip64 extra fields in one header, two entries sharing a local
+//   header, byte-identical names.
+//
+// Entries are indexed in file order (by local header offset). A stored entry's data is a
+// borrowed span into the archive (zero copy); a deflated entry is inflated into owned memory by
+// data(). ZipReader is immutable after construction, so const calls may run concurrently.
+// zip knows nothing of ONNX; the archive layer builds on this header.
+#ifndef ONNXZIP_ZIP_READER_H_
+#define ONNXZIP_ZIP_READER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "onnxzip/bytes.h"
+
+namespace onnxzip {
+
+struct ZipReaderOptions {
+  // More central directory records than this is Error(kLimitExceeded).
+  std::uint64_t max_entries = 10'000'000;
+  // data() of a deflated entry allocates its uncompressed size; more than this is
+  // Error(kLimitExceeded).
+  std::uint64_t max_inflated_size = std::uint64_t{16} << 30;
+};
+
+struct ZipEntry {
+  std::string name;               // Exactly the name bytes of the central record.
+  std::size_t index = 0;          // Position in ZipReader::entries() (file order).
+  std::size_t central_index = 0;  // Position of its record in the central directory.
+  std::uint64_t local_header_offset = 0;
+  std::uint64_t central_header_offset = 0;
+  std::uint64_t data_offset = 0;      // First byte of the (compressed) data.
+  std::uint64_t compressed_size = 0;  // Bytes at data_offset.
+  std::uint64_t size = 0;             // Uncompressed size.
+  std::uint64_t end_offset = 0;       // One past the data, or past the data descriptor.
+  std::uint32_t crc32 = 0;            // Of the uncompressed data, from the central record.
+  std::uint16_t method = 0;           // 0 stored, 8 deflated (others are refused).
+  std::uint16_t flags = 0;            // General purpose flags of the central record.
+  std::uint16_t version_made_by = 0;
+  std::uint16_t version_needed = 0;
+  std::uint16_t modified_time = 0;  // DOS time and date, of the central record.
+  std::uint16_t modified_date = 0;
+  std::uint16_t internal_attributes = 0;
+  std::uint32_t external_attributes = 0;
+  bool zip64 = false;                // A zip64 extra field is in the local or central header.
+  bool has_data_descriptor = false;  // Flag bit 3.
+  // Borrowed from the archive bytes (valid while the reader's bytes are): the extra fields of
+  // both headers and the entry comment, for layers that check conformance beyond ZIP.
+  ByteSpan local_extra;
+  ByteSpan central_extra;
+  ByteSpan comment;
+
+  bool is_stored() const noexcept { return method == 0; }
+  bool is_deflated() const noexcept { return method == 8; }
+  // Stored entries are served as borrowed spans of the archive, without a copy.
+  bool zero_copy() const noexcept { return is_stored(); }
+  bool is_directory() const noexcept { return !name.empty() && name.back() == '/'; }
+  // The largest power of two dividing data_offset, capped at 65536 (offset 0 counts as 65536).
+  std::uint64_t alignment() const noexcept;
+};
+
+// Things a strict reader accepts from other tools but a conforming .onnxz never contains.
+enum class ZipFindingKind {
+  kDeflated,           // Inflated into owned memory: not zero-copy.
+  kDataDescriptor,     // Flag bit 3: sizes and CRC follow the data.
+  kUnaligned,          // Data offset aligned to fewer than 64 bytes.
+  kDirectory,          // Name ends in '/'.
+  kNameEncoding,       // Non-ASCII name without the UTF-8 flag, or invalid UTF-8 with it.
+  kArchiveComment,     // Non-empty comment in the end record.
+  kEntryComment,       // Non-empty comment in a central record.
+  kUnknownExtraField,  // Extra field records other than zip64 (0x0001) and alignment (0xD935).
+  kCaseOnlyDuplicate,  // Two names equal when ASCII-lower-cased.
+  kGap,                // Bytes that belong to no entry (before, between or after entries).
+  kHeaderMismatch,     // Local and central headers differ in a field that does not affect data.
+};
+
+std::string_view to_string(ZipFindingKind kind) noexcept;
+
+struct ZipFinding {
+  ZipFindingKind kind;
+  std::string entry;  // Empty for archive-level findings.
+  std::uint64_t offset = 0;
+  std::string message;
+};
+
+class ZipReader final {
+ public:
+  // Maps `path` (MappedFile) and reads its structure. The mapping is the owner token of every
+  // stored entry's data, so that data stays valid after the reader is gone.
+  static ZipReader open(const std::filesystem::path& path, ZipReaderOptions options = {});
+  // Reads an archive held in memory. Borrows `bytes`: they must outlive the reader and, when
+  // `owner` is null, every TensorBytes it returns; `owner` (if any) is handed to those.
+  static ZipReader from_bytes(ByteSpan bytes, ZipReaderOptions options = {},
+                              OwnerToken owner = nullptr, std::string source_name = "<memory>");
+
+  // Every entry, in file order (ascending local header offset).
+  const std::vector<ZipEntry>& entries() const noexcept { return entries_; }
+  // The entry with exactly this name, or nullptr. O(1).
+  const ZipEntry* find(std::string_view name) const noexcept;
+  // The entry with exactly this name, or Error(kNotFound) naming it and the source.
+  const ZipEntry& at(std::string_view name) const;
+
+  // A stored entry's bytes, borrowed from the archive. Error(kUnsupported) for a deflated one.
+  ByteSpan stored_data(const ZipEntry& entry) const;
+  // The entry's uncompressed bytes: for a stored entry borrowed with the owner token (no copy,
+  // no read); for a deflated one inflated into owned memory (Error(kCorrupt) when the stream is
+  // bad or its length differs from the recorded sizes, kLimitExceeded above
+  // max_inflated_size). Does not check the CRC.
+  TensorBytes data(const ZipEntry& entry) const;
+  // data() and its CRC-32 check in one pass (one inflation for a deflated entry).
+  TensorBytes verified_data(const ZipEntry& entry) const;
+  // Checks the CRC-32 of the entry's uncompressed bytes: Error(kCorrupt) naming the entry, its
+  // offset and both CRCs on a mismatch.
+  void verify(const ZipEntry& entry) const;
+
+  const std::vector<ZipFinding>& findings() const noexcept { return findings_; }
+
+  ByteSpan bytes() const noexcept { return bytes_; }
+  const OwnerToken& owner() const noexcept { return owner_; }
+  const std::string& source_name() const noexcept { return source_name_; }
+  std::uint64_t central_directory_offset() const noexcept { return central_directory_offset_; }
+  std::uint64_t central_directory_size() const noexcept { return central_directory_size_; }
+  std::uint64_t end_record_offset() const noexcept { return end_record_offset_; }
+  // Offset of the zip64 end record when there is one, else end_record_offset().
+  std::uint64_t tail_offset() const noexcept { return tail_offset_; }
+  bool has_zip64_end_record() const noexcept { return zip64_end_record_; }
+  ByteSpan comment() const noexcept { return comment_; }
+
+ private:
+  ZipReader(ByteSpan bytes, ZipReaderOptions options, OwnerToken owner, std::string source_name);
+  class Parser;
+
+  const ZipEntry& own_entry(const ZipEntry& entry, const char* operation) const;
+  std::string entry_place(const ZipEntry& entry) const;
+
+  ByteSpan bytes_;
+  ZipReaderOptions options_;
+  OwnerToken owner_;
+  std::string source_name_;
+  std::vector<ZipEntry> entries_;
+  // Keys view the name bytes inside bytes_, which outlive the reader's use of them.
+  std::unordered_map<std::string_view, std::size_t> by_name_;
+  std::vector<ZipFinding> findings_;
+  std::uint64_t central_directory_offset_ = 0;
+  std::uint64_t central_directory_size_ = 0;
+  std::uint64_t end_record_offset_ = 0;
+  std::uint64_t tail_offset_ = 0;
+  bool zip64_end_record_ = false;
+  ByteSpan comment_;
+};
+
+}  // namespace onnxzip
+
+#endif  // ONNXZIP_ZIP_READER_H_

@@ -1,0 +1,1001 @@
+#include "onnxzip/zip_reader.h"
+
+#include <libdeflate.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "little_endian.h"
+#include "onnxzip/crc32.h"
+#include "onnxzip/error.h"
+#include "onnxzip/mapped_file.h"
+#include "zip_records.h"
+
+namespace onnxzip {
+namespace {
+
+using detail::load_le16;
+using detail::load_le32;
+using detail::load_le64;
+
+constexpr std::uint64_t kMaxCommentLength = 0xFFFF;
+// APPNOTE 4.3.16: the end record is the last record, followed only by its comment.
+constexpr std::uint64_t kMaxEndRecordSearch = zip::EndOfCentralDirectory::kSize + kMaxCommentLength;
+// Deflate cannot expand more than 1032:1 (a 258-byte match coded in two bits is the best case),
+// so a larger claimed ratio is a lie, refused before anything is allocated for it.
+constexpr std::uint64_t kMaxDeflateRatio = 1032;
+constexpr std::uint64_t kMaxAlignment = 65536;
+constexpr std::uint64_t kWantedAlignment = 64;
+// Flag bits 0, 6 and 13 all mean some form of encryption (APPNOTE 4.4.4).
+constexpr std::uint16_t kEncryptionFlags =
+    zip::kFlagEncrypted | zip::kFlagStrongEncryption | zip::kFlagMaskedHeaders;
+// Flag bits that change how an entry is read, so local and central headers must agree on them.
+constexpr std::uint16_t kStructuralFlags = kEncryptionFlags | zip::kFlagDataDescriptor;
+
+std::string hex(std::uint32_t value, int digits) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%0*x", digits, value);
+  return text;
+}
+
+// Length of the valid UTF-8 sequence starting at text[i] (overlongs, surrogates and values past
+// U+10FFFF excluded), or 0 when there is none.
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i) noexcept {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  if (lead < 0x80) return 1;
+  std::size_t length = 0;
+  unsigned char low = 0x80;
+  unsigned char high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  } else {
+    return 0;
+  }
+  if (text.size() - i < length) return 0;
+  if (byte(i + 1) < low || byte(i + 1) > high) return 0;
+  for (std::size_t k = 2; k < length; ++k) {
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  }
+  return length;
+}
+
+bool is_valid_utf8(std::string_view text) noexcept {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_sequence_length(text, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+bool is_ascii(std::string_view text) noexcept {
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+// Names come from untrusted bytes: quoted, with control bytes, quotes, backslashes and invalid
+// UTF-8 escaped so a message stays one printable line; very long names are shortened.
+std::string quote(std::string_view name) {
+  constexpr std::size_t kMaxShown = 200;
+  std::string out = "'";
+  for (std::size_t i = 0; i < name.size() && i < kMaxShown;) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    const std::size_t n = utf8_sequence_length(name, i);
+    if (c >= 0x80 && n > 1) {
+      out.append(name.substr(i, n));
+      i += n;
+      continue;
+    }
+    if (c >= 0x20 && c < 0x7F && c != '\'' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char text[8];
+      std::snprintf(text, sizeof text, "\\x%02x", c);
+      out += text;
+    }
+    ++i;
+  }
+  if (name.size() > kMaxShown) out += "...";
+  out += "'";
+  return out;
+}
+
+std::string_view as_chars(ByteSpan bytes) noexcept {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+char ascii_lower(char c) noexcept {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+// Hashing and equality of names under ASCII lower-casing, without copying them.
+struct AsciiCaseHash {
+  std::size_t operator()(std::string_view text) const noexcept {
+    std::uint64_t hash = 0xcbf29ce484222325u;  // FNV-1a.
+    for (const char c : text) {
+      hash = (hash ^ static_cast<unsigned char>(ascii_lower(c))) * 0x100000001b3u;
+    }
+    return static_cast<std::size_t>(hash);
+  }
+};
+struct AsciiCaseEqual {
+  bool operator()(std::string_view a, std::string_view b) const noexcept {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return ascii_lower(x) == ascii_lower(y);
+           });
+  }
+};
+
+// Calls f(); an Error it throws gets prefix() in front of its message (record decoders name the
+// record and offset but not the file or entry). prefix() runs only on that path.
+template <typename Prefix, typename F>
+auto with_context(const Prefix& prefix, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    // what() starts with the code's name, which the new Error adds again.
+    std::string_view message = e.what();
+    const std::string_view code = to_string(e.code());
+    if (message.substr(0, code.size()) == code && message.substr(code.size(), 2) == ": ") {
+      message.remove_prefix(code.size() + 2);
+    }
+    throw Error(e.code(), prefix() + ": " + std::string(message));
+  }
+}
+
+struct LibdeflateDecompressorDelete {
+  void operator()(libdeflate_decompressor* d) const noexcept { libdeflate_free_decompressor(d); }
+};
+
+}  // namespace
+
+std::uint64_t ZipEntry::alignment() const noexcept {
+  if (data_offset == 0) return kMaxAlignment;
+  return std::min(data_offset & (~data_offset + 1), kMaxAlignment);
+}
+
+std::string_view to_string(ZipFindingKind kind) noexcept {
+  switch (kind) {
+    case ZipFindingKind::kDeflated:
+      return "deflated";
+    case ZipFindingKind::kDataDescriptor:
+      return "data_descriptor";
+    case ZipFindingKind::kUnaligned:
+      return "unaligned";
+    case ZipFindingKind::kDirectory:
+      return "directory";
+    case ZipFindingKind::kNameEncoding:
+      return "name_encoding";
+    case ZipFindingKind::kArchiveComment:
+      return "archive_comment";
+    case ZipFindingKind::kEntryComment:
+      return "entry_comment";
+    case ZipFindingKind::kUnknownExtraField:
+      return "unknown_extra_field";
+    case ZipFindingKind::kCaseOnlyDuplicate:
+      return "case_only_duplicate";
+    case ZipFindingKind::kGap:
+      return "gap";
+    case ZipFindingKind::kHeaderMismatch:
+      return "header_mismatch";
+  }
+  return "unknown";
+}
+
+// Reads the structure into a ZipReader; one use. Every number from the file goes through fits()
+// or checked_add() before it becomes an offset, and every loop is bounded by a count checked
+// against the bytes that could hold it.
+class ZipReader::Parser final {
+ public:
+  explicit Parser(ZipReader& reader) : r_(reader), file_(reader.bytes_) {}
+
+  void run() {
+    locate_end_records();
+    read_central_directory();
+    order_entries();
+    read_local_headers();
+    if (!r_.comment_.empty()) {
+      add_finding(ZipFindingKind::kArchiveComment, "", r_.end_record_offset_,
+                  "archive comment of " + std::to_string(r_.comment_.size()) + " bytes");
+    }
+  }
+
+ private:
+  // What the end records say, after zip64 resolution.
+  struct Directory {
+    std::uint64_t entries = 0;
+    std::uint64_t size = 0;
+    std::uint64_t offset = 0;
+  };
+
+  [[noreturn]] void fail(ErrorCode code, const std::string& place, const std::string& what) const {
+    throw Error(code, place + ": " + what);
+  }
+  [[noreturn]] void fail_at(ErrorCode code, const char* record, std::uint64_t offset,
+                            const std::string& what) const {
+    fail(code, r_.source_name_ + ": " + record + " at offset " + std::to_string(offset), what);
+  }
+  std::string central_place(std::string_view name, std::uint64_t offset) const {
+    return r_.source_name_ + ": entry " + quote(name) + " (central directory record at offset " +
+           std::to_string(offset) + ")";
+  }
+  std::string local_place(const ZipEntry& e) const {
+    return r_.source_name_ + ": entry " + quote(e.name) + " (local header at offset " +
+           std::to_string(e.local_header_offset) + ")";
+  }
+  void add_finding(ZipFindingKind kind, const std::string& entry, std::uint64_t offset,
+                   std::string message) {
+    r_.findings_.push_back({kind, entry, offset, std::move(message)});
+  }
+
+  void locate_end_records();
+  Directory read_zip64_end_records(const zip::EndOfCentralDirectory& end, std::uint64_t end_offset);
+  void read_central_directory();
+  void read_central_record(std::uint64_t& position, std::uint64_t directory_end,
+                           std::size_t central_index);
+  void check_name(std::string_view name, std::uint64_t offset) const;
+  void order_entries();
+  void read_local_headers();
+  // An entry's bytes end at the next entry's local header, or at the central directory.
+  std::uint64_t limit_of(const ZipEntry* next) const {
+    return next != nullptr ? next->local_header_offset : r_.central_directory_offset_;
+  }
+  std::string limit_text(const ZipEntry* next) const {
+    return next != nullptr
+               ? "the local header of entry " + quote(next->name) + " at offset " +
+                     std::to_string(next->local_header_offset)
+               : "the central directory at offset " + std::to_string(r_.central_directory_offset_);
+  }
+  void read_local_header(ZipEntry& e, const ZipEntry* next);
+  std::uint64_t read_data_descriptor(const ZipEntry& e, std::uint64_t at, std::uint64_t limit,
+                                     const ZipEntry* next) const;
+  void note_unknown_extras(const std::vector<zip::ExtraRecord>& records,
+                           std::vector<std::uint16_t>& unknown) const;
+
+  ZipReader& r_;
+  const ByteSpan file_;
+  Directory directory_;
+  // Per entry (central order during parsing): unknown extra field ids seen in either header.
+  std::vector<std::vector<std::uint16_t>> unknown_extras_;
+};
+
+void ZipReader::Parser::locate_end_records() {
+  using End = zip::EndOfCentralDirectory;
+  const std::uint64_t size = file_.size();
+  if (size < End::kSize) {
+    fail(ErrorCode::kCorrupt, r_.source_name_,
+         "not a ZIP archive: " + std::to_string(size) +
+             " bytes cannot hold an end of central directory record (22 bytes)");
+  }
+  // Scan back from the end. Several candidates may reach the end exactly when the archive
+  // comment holds a ZIP of its own; the farthest from the end wins (the others lie inside its
+  // comment).
+  const std::uint64_t lowest = size - std::min(size, kMaxEndRecordSearch);
+  std::optional<std::uint64_t> chosen;
+  std::optional<std::uint64_t> nearest_mismatch;
+  for (std::uint64_t pos = size - End::kSize + 1; pos-- > lowest;) {
+    const std::uint8_t* p = file_.data() + pos;
+    if (load_le32(p) != End::kSignature) continue;
+    const std::uint64_t comment_length = load_le16(p + 20);
+    if (pos + End::kSize + comment_length == size) {
+      chosen = pos;
+    } else if (!nearest_mismatch) {
+      nearest_mismatch = pos;
+    }
+  }
+  if (!chosen) {
+    if (nearest_mismatch) {
+      const std::uint64_t comment_end =
+          *nearest_mismatch + End::kSize + load_le16(file_.data() + *nearest_mismatch + 20);
+      fail_at(ErrorCode::kCorrupt, "end of central directory record", *nearest_mismatch,
+              "its comment ends at offset " + std::to_string(comment_end) + " but the file has " +
+                  std::to_string(size) + " bytes (bytes after the archive, or a truncated file)");
+    }
+    fail(ErrorCode::kCorrupt, r_.source_name_,
+         "not a ZIP archive: no end of central directory record in the last " +
+             std::to_string(size - lowest) + " bytes");
+  }
+
+  const std::uint64_t end_offset = *chosen;
+  const End end = End::decode(file_, end_offset);
+  r_.end_record_offset_ = end_offset;
+  r_.comment_ = file_.subspan(end_offset + End::kSize, end.comment_length);
+
+  const std::uint64_t locator_offset = end_offset - std::min<std::uint64_t>(end_offset, 20);
+  const bool has_locator =
+      end_offset >= zip::Zip64EndLocator::kSize &&
+      load_le32(file_.data() + locator_offset) == zip::Zip64EndLocator::kSignature;
+  if (has_locator) {
+    directory_ = read_zip64_end_records(end, end_offset);
+  } else {
+    // Without zip64 records a sentinel value is taken literally (65535 entries is legal there).
+    if (end.disk_number != 0 || end.central_directory_disk != 0) {
+      fail_at(ErrorCode::kUnsupported, "end of central directory record", end_offset,
+              "multi-disk archive (this is disk " + std::to_string(end.disk_number) +
+                  ", the central directory starts on disk " +
+                  std::to_string(end.central_directory_disk) + ")");
+    }
+    if (end.entries_on_disk != end.entries_total) {
+      fail_at(ErrorCode::kCorrupt, "end of central directory record", end_offset,
+              "counts " + std::to_string(end.entries_on_disk) + " entries on this disk but " +
+                  std::to_string(end.entries_total) + " in total, on a single-disk archive");
+    }
+    directory_ = {end.entries_total, end.central_directory_size, end.central_directory_offset};
+    r_.tail_offset_ = end_offset;
+  }
+}
+
+ZipReader::Parser::Directory ZipReader::Parser::read_zip64_end_records(
+    const zip::EndOfCentralDirectory& end, std::uint64_t end_offset) {
+  using Locator = zip::Zip64EndLocator;
+  using End64 = zip::Zip64EndOfCentralDirectory;
+  const std::uint64_t locator_offset = end_offset - Locator::kSize;
+  const Locator locator = Locator::decode(file_, locator_offset);
+  if (locator.zip64_end_disk != 0 || locator.total_disks > 1) {
+    fail_at(ErrorCode::kUnsupported, "zip64 end of central directory locator", locator_offset,
+            "multi-disk archive (" + std::to_string(locator.total_disks) +
+                " disks, zip64 end record on disk " + std::to_string(locator.zip64_end_disk) + ")");
+  }
+  const std::uint64_t record_offset = locator.zip64_end_offset;
+  if (!fits(record_offset, End64::kSize, locator_offset)) {
+    fail_at(ErrorCode::kCorrupt, "zip64 end of central directory locator", locator_offset,
+            "points to a zip64 end record at offset " + std::to_string(record_offset) +
+                ", which has no room before the locator");
+  }
+  const End64 record = with_context([&] { return r_.source_name_; },
+                                    [&] { return End64::decode(file_, record_offset); });
+  if (record.record_size < End64::kMinRecordSize) {
+    fail_at(ErrorCode::kCorrupt, "zip64 end of central directory record", record_offset,
+            "record size " + std::to_string(record.record_size) + " is below the minimum " +
+                std::to_string(End64::kMinRecordSize));
+  }
+  // The record may carry an extensible data sector, but nothing may sit between it and the
+  // locator.
+  if (record.record_size - End64::kMinRecordSize != locator_offset - record_offset - End64::kSize) {
+    fail_at(ErrorCode::kCorrupt, "zip64 end of central directory record", record_offset,
+            "record of " + std::to_string(record.record_size) + " bytes (after its first 12) " +
+                "does not end where the zip64 locator starts (offset " +
+                std::to_string(locator_offset) + ")");
+  }
+  if (record.disk_number != 0 || record.central_directory_disk != 0) {
+    fail_at(ErrorCode::kUnsupported, "zip64 end of central directory record", record_offset,
+            "multi-disk archive (this is disk " + std::to_string(record.disk_number) +
+                ", the central directory starts on disk " +
+                std::to_string(record.central_directory_disk) + ")");
+  }
+  // Where the end record holds a real value (not the sentinel), it must agree with zip64.
+  const auto agree = [&](const char* field, std::uint64_t small, std::uint64_t sentinel,
+                         std::uint64_t wide) {
+    if (small != sentinel && small != wide) {
+      fail_at(ErrorCode::kCorrupt, "end of central directory record", end_offset,
+              std::string(field) + " is " + std::to_string(small) +
+                  " but the zip64 end record at offset " + std::to_string(record_offset) +
+                  " says " + std::to_string(wide));
+    }
+  };
+  agree("the disk number", end.disk_number, zip::kSentinel16, record.disk_number);
+  agree("the central directory disk", end.central_directory_disk, zip::kSentinel16,
+        record.central_directory_disk);
+  agree("the entry count on this disk", end.entries_on_disk, zip::kSentinel16,
+        record.entries_on_disk);
+  agree("the entry count", end.entries_total, zip::kSentinel16, record.entries_total);
+  agree("the central directory size", end.central_directory_size, zip::kSentinel32,
+        record.central_directory_size);
+  agree("the central directory offset", end.central_directory_offset, zip::kSentinel32,
+        record.central_directory_offset);
+  if (record.entries_on_disk != record.entries_total) {
+    fail_at(ErrorCode::kCorrupt, "zip64 end of central directory record", record_offset,
+            "counts " + std::to_string(record.entries_on_disk) + " entries on this disk but " +
+                std::to_string(record.entries_total) + " in total, on a single-disk archive");
+  }
+  r_.zip64_end_record_ = true;
+  r_.tail_offset_ = record_offset;
+  return {record.entries_total, record.central_directory_size, record.central_directory_offset};
+}
+
+void ZipReader::Parser::read_central_directory() {
+  const Directory& d = directory_;
+  const char* const record = r_.zip64_end_record_ ? "zip64 end of central directory record"
+                                                  : "end of central directory record";
+  const std::uint64_t record_offset = r_.tail_offset_;
+  std::uint64_t directory_end = 0;
+  if (__builtin_add_overflow(d.offset, d.size, &directory_end) ||
+      directory_end != r_.tail_offset_) {
+    fail_at(ErrorCode::kCorrupt, record, record_offset,
+            "the central directory at offset " + std::to_string(d.offset) + " of " +
+                std::to_string(d.size) +
+                " bytes does not end where the end records start (offset " +
+                std::to_string(r_.tail_offset_) + ")");
+  }
+  // Never reserve from an unchecked count: each record is at least 46 bytes.
+  const std::uint64_t most = d.size / zip::CentralDirectoryHeader::kSize;
+  if (d.entries > most) {
+    fail_at(ErrorCode::kCorrupt, record, record_offset,
+            "counts " + std::to_string(d.entries) + " entries but a central directory of " +
+                std::to_string(d.size) + " bytes holds at most " + std::to_string(most));
+  }
+  if (d.entries > r_.options_.max_entries) {
+    fail_at(ErrorCode::kLimitExceeded, record, record_offset,
+            std::to_string(d.entries) + " entries exceed the limit of " +
+                std::to_string(r_.options_.max_entries) + " (ZipReaderOptions::max_entries)");
+  }
+  r_.central_directory_offset_ = d.offset;
+  r_.central_directory_size_ = d.size;
+  const auto count = static_cast<std::size_t>(d.entries);
+  r_.entries_.reserve(count);
+  r_.by_name_.reserve(count);
+  unknown_extras_.resize(count);
+
+  std::uint64_t position = d.offset;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (position == directory_end) {
+      fail_at(ErrorCode::kCorrupt, record, record_offset,
+              "counts " + std::to_string(count) + " entries but the central directory ends after " +
+                  std::to_string(i) + " records (offset " + std::to_string(position) + ")");
+    }
+    read_central_record(position, directory_end, i);
+  }
+  if (position != directory_end) {
+    fail_at(ErrorCode::kCorrupt, record, record_offset,
+            "counts " + std::to_string(count) + " entries but " +
+                std::to_string(directory_end - position) +
+                " bytes of the central directory follow the last of them (offset " +
+                std::to_string(position) + ")");
+  }
+
+  // Case-only duplicates (a problem on case-insensitive file systems, not for ZIP).
+  std::unordered_map<std::string_view, std::size_t, AsciiCaseHash, AsciiCaseEqual> lowered;
+  lowered.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const ZipEntry& e = r_.entries_[i];
+    const auto [it, inserted] = lowered.emplace(e.name, i);
+    if (!inserted) {
+      const ZipEntry& other = r_.entries_[it->second];
+      add_finding(ZipFindingKind::kCaseOnlyDuplicate, e.name, e.local_header_offset,
+                  "name " + quote(e.name) + " differs only in case from " + quote(other.name) +
+                      " (local header at offset " + std::to_string(other.local_header_offset) +
+                      ")");
+    }
+  }
+}
+
+void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64_t directory_end,
+                                            std::size_t central_index) {
+  using Central = zip::CentralDirectoryHeader;
+  const ByteSpan directory = file_.first(static_cast<std::size_t>(directory_end));
+  const std::uint64_t offset = position;
+  const Central h = with_context([&] { return r_.source_name_; },
+                                 [&] { return Central::decode(directory, offset); });
+  const std::uint64_t variable = std::uint64_t{h.name_length} + h.extra_length + h.comment_length;
+  if (!fits(offset + Central::kSize, variable, directory_end)) {
+    fail_at(ErrorCode::kCorrupt, "central directory record", offset,
+            "its name, extra field and comment (" + std::to_string(h.name_length) + " + " +
+                std::to_string(h.extra_length) + " + " + std::to_string(h.comment_length) +
+                " bytes) run past the end of the central directory at offset " +
+                std::to_string(directory_end));
+  }
+  const std::uint64_t name_offset = offset + Central::kSize;
+  const ByteSpan name_bytes = file_.subspan(name_offset, h.name_length);
+  const ByteSpan extra = file_.subspan(name_offset + h.name_length, h.extra_length);
+  const ByteSpan comment =
+      file_.subspan(name_offset + h.name_length + h.extra_length, h.comment_length);
+  position = name_offset + variable;
+
+  const std::string_view name = as_chars(name_bytes);
+  // Messages are built only when needed: open must stay cheap for millions of entries.
+  const auto place = [&] { return central_place(name, offset); };
+  check_name(name, offset);
+  if ((h.flags & kEncryptionFlags) != 0 || h.method == zip::kMethodAesEncrypted) {
+    fail(
+        ErrorCode::kUnsupported, place(),
+        "encrypted entry (flags " + hex(h.flags, 4) + ", method " + std::to_string(h.method) + ")");
+  }
+  if (h.method != zip::kMethodStored && h.method != zip::kMethodDeflated) {
+    fail(ErrorCode::kUnsupported, place(),
+         "compression method " + std::to_string(h.method) +
+             " (only stored (0) and deflate (8) are supported)");
+  }
+
+  const std::vector<zip::ExtraRecord> records = with_context(place, [&] {
+    return zip::split_extra_field(extra, name_offset + h.name_length, "extra field");
+  });
+  const zip::ExtraRecord* zip64 = nullptr;
+  for (const zip::ExtraRecord& record : records) {
+    if (record.id != zip::kExtraZip64) continue;
+    if (zip64 != nullptr) {
+      fail(ErrorCode::kCorrupt, place(),
+           "two zip64 extra fields (offsets " + std::to_string(zip64->offset) + " and " +
+               std::to_string(record.offset) + ")");
+    }
+    zip64 = &record;
+  }
+  note_unknown_extras(records, unknown_extras_[central_index]);
+
+  ZipEntry e;
+  e.name = std::string(name);
+  e.central_index = central_index;
+  e.central_header_offset = offset;
+  e.compressed_size = h.compressed_size;
+  e.size = h.uncompressed_size;
+  e.local_header_offset = h.local_header_offset;
+  e.crc32 = h.crc32;
+  e.method = h.method;
+  e.flags = h.flags;
+  e.version_made_by = h.version_made_by;
+  e.version_needed = h.version_needed;
+  e.modified_time = h.modified_time;
+  e.modified_date = h.modified_date;
+  e.internal_attributes = h.internal_attributes;
+  e.external_attributes = h.external_attributes;
+  e.has_data_descriptor = (h.flags & zip::kFlagDataDescriptor) != 0;
+  e.central_extra = extra;
+  e.comment = comment;
+  std::uint64_t disk = h.disk_number_start;
+
+  const bool need_size = h.uncompressed_size == zip::kSentinel32;
+  const bool need_compressed = h.compressed_size == zip::kSentinel32;
+  const bool need_offset = h.local_header_offset == zip::kSentinel32;
+  const bool need_disk = h.disk_number_start == zip::kSentinel16;
+  if (zip64 != nullptr) {
+    e.zip64 = true;
+    const zip::Zip64Extra z = with_context(place, [&] {
+      return zip::Zip64Extra::decode(zip64->data, need_size, need_compressed, need_offset,
+                                     need_disk, "extra field");
+    });
+    if (z.uncompressed_size) e.size = *z.uncompressed_size;
+    if (z.compressed_size) e.compressed_size = *z.compressed_size;
+    if (z.local_header_offset) e.local_header_offset = *z.local_header_offset;
+    if (z.disk_number_start) disk = *z.disk_number_start;
+  } else if (need_size || need_compressed || need_offset) {
+    fail(ErrorCode::kCorrupt, place(),
+         "a size or offset holds the zip64 sentinel 0xffffffff but there is no zip64 extra field");
+  }
+  if (disk != 0) {
+    fail(ErrorCode::kUnsupported, place(),
+         "multi-disk archive (the entry starts on disk " + std::to_string(disk) + ")");
+  }
+  if (e.is_stored() && e.compressed_size != e.size) {
+    fail(ErrorCode::kCorrupt, place(),
+         "stored entry with compressed size " + std::to_string(e.compressed_size) +
+             " but uncompressed size " + std::to_string(e.size));
+  }
+  if (e.is_deflated() && e.size / kMaxDeflateRatio > e.compressed_size) {
+    fail(ErrorCode::kCorrupt, place(),
+         "deflated entry claims " + std::to_string(e.size) + " bytes from " +
+             std::to_string(e.compressed_size) +
+             " compressed bytes, beyond deflate's 1032:1 limit");
+  }
+
+  const auto [it, inserted] = r_.by_name_.emplace(name, central_index);
+  if (!inserted) {
+    fail(ErrorCode::kCorrupt, place(),
+         "duplicate name: the central directory record at offset " +
+             std::to_string(r_.entries_[it->second].central_header_offset) + " has the same name");
+  }
+  if ((h.flags & zip::kFlagUtf8) == 0 && !is_ascii(name)) {
+    add_finding(ZipFindingKind::kNameEncoding, e.name, offset,
+                "non-ASCII name without the UTF-8 flag (bit 11)");
+  } else if ((h.flags & zip::kFlagUtf8) != 0 && !is_valid_utf8(name)) {
+    add_finding(ZipFindingKind::kNameEncoding, e.name, offset,
+                "name is not valid UTF-8 despite the UTF-8 flag (bit 11)");
+  }
+  if (e.is_directory()) {
+    add_finding(ZipFindingKind::kDirectory, e.name, offset, "directory entry");
+  }
+  if (!comment.empty()) {
+    add_finding(ZipFindingKind::kEntryComment, e.name, offset,
+                "entry comment of " + std::to_string(comment.size()) + " bytes");
+  }
+  r_.entries_.push_back(std::move(e));
+}
+
+// Names that could escape the extraction folder, or that no file system can hold, are refused.
+void ZipReader::Parser::check_name(std::string_view name, std::uint64_t offset) const {
+  const auto place = [&] { return central_place(name, offset); };
+  if (name.empty()) fail(ErrorCode::kCorrupt, place(), "empty entry name");
+  if (name.find('\0') != std::string_view::npos) {
+    fail(ErrorCode::kCorrupt, place(), "entry name contains a NUL byte");
+  }
+  if (name.find('\\') != std::string_view::npos) {
+    fail(ErrorCode::kCorrupt, place(), "entry name contains a backslash");
+  }
+  if (name.front() == '/') fail(ErrorCode::kCorrupt, place(), "absolute entry name");
+  const char first = name.front();
+  if (name.size() >= 2 && name[1] == ':' &&
+      ((first >= 'A' && first <= 'Z') || (first >= 'a' && first <= 'z'))) {
+    fail(ErrorCode::kCorrupt, place(), "entry name starts with a drive letter");
+  }
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    const std::size_t slash = std::min(name.find('/', start), name.size());
+    if (name.substr(start, slash - start) == "..") {
+      fail(ErrorCode::kCorrupt, place(), "entry name has a '..' path component");
+    }
+    start = slash + 1;
+  }
+}
+
+void ZipReader::Parser::note_unknown_extras(const std::vector<zip::ExtraRecord>& records,
+                                            std::vector<std::uint16_t>& unknown) const {
+  for (const zip::ExtraRecord& record : records) {
+    if (record.id == zip::kExtraZip64 || record.id == zip::kExtraAlignment) continue;
+    if (std::find(unknown.begin(), unknown.end(), record.id) == unknown.end()) {
+      unknown.push_back(record.id);
+    }
+  }
+}
+
+void ZipReader::Parser::order_entries() {
+  std::vector<ZipEntry>& entries = r_.entries_;
+  const auto file_order = [](const ZipEntry& a, const ZipEntry& b) {
+    return a.local_header_offset != b.local_header_offset
+               ? a.local_header_offset < b.local_header_offset
+               : a.central_index < b.central_index;
+  };
+  // Writers usually list the central directory in file order already.
+  if (!std::is_sorted(entries.begin(), entries.end(), file_order)) {
+    std::sort(entries.begin(), entries.end(), file_order);
+  }
+  std::vector<std::size_t> file_index(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    entries[i].index = i;
+    file_index[entries[i].central_index] = i;
+  }
+  for (auto& [name, index] : r_.by_name_) index = file_index[index];
+}
+
+void ZipReader::Parser::read_local_headers() {
+  std::vector<ZipEntry>& entries = r_.entries_;
+  const std::uint64_t directory = r_.central_directory_offset_;
+  if (entries.empty()) {
+    if (directory > 0) {
+      add_finding(ZipFindingKind::kGap, "", 0,
+                  std::to_string(directory) +
+                      " bytes before the central directory belong to no "
+                      "entry");
+    }
+    return;
+  }
+  const ZipEntry& last = entries.back();
+  if (last.local_header_offset >= directory) {
+    fail(ErrorCode::kCorrupt, central_place(last.name, last.central_header_offset),
+         "local header offset " + std::to_string(last.local_header_offset) +
+             " is not before the central directory at offset " + std::to_string(directory));
+  }
+  if (entries.front().local_header_offset > 0) {
+    add_finding(ZipFindingKind::kGap, "", 0,
+                std::to_string(entries.front().local_header_offset) +
+                    " bytes before the first local header belong to no entry");
+  }
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    ZipEntry& e = entries[i];
+    const ZipEntry* const next = i + 1 < entries.size() ? &entries[i + 1] : nullptr;
+    if (next != nullptr && next->local_header_offset == e.local_header_offset) {
+      fail(ErrorCode::kCorrupt, local_place(e),
+           "shares its local header with entry " + quote(next->name) + " (overlapping entries)");
+    }
+    read_local_header(e, next);
+  }
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& unknown = unknown_extras_[entries[i].central_index];
+    if (unknown.empty()) continue;
+    std::string ids;
+    for (const std::uint16_t id : unknown) ids += (ids.empty() ? "" : ", ") + hex(id, 4);
+    add_finding(ZipFindingKind::kUnknownExtraField, entries[i].name, entries[i].local_header_offset,
+                "extra fields this reader ignores: " + ids);
+  }
+}
+
+void ZipReader::Parser::read_local_header(ZipEntry& e, const ZipEntry* next) {
+  using Local = zip::LocalFileHeader;
+  const std::uint64_t limit = limit_of(next);
+  const auto place = [&] { return local_place(e); };
+  const std::uint64_t offset = e.local_header_offset;
+  if (!fits(offset, Local::kSize, limit)) {
+    fail(ErrorCode::kCorrupt, place(), "the 30-byte local header runs into " + limit_text(next));
+  }
+  const Local h = with_context(place, [&] { return Local::decode(file_, offset); });
+  const std::uint64_t header_end = offset + Local::kSize + h.name_length + h.extra_length;
+  if (header_end > limit) {
+    fail(ErrorCode::kCorrupt, place(),
+         "the local name and extra field (" + std::to_string(h.name_length) + " + " +
+             std::to_string(h.extra_length) + " bytes) run into " + limit_text(next));
+  }
+  const std::string_view local_name = as_chars(file_.subspan(offset + Local::kSize, h.name_length));
+  if (local_name != e.name) {
+    fail(ErrorCode::kCorrupt, place(),
+         "the local header names the entry " + quote(local_name) + ", the central directory " +
+             quote(e.name));
+  }
+  if (h.method != e.method) {
+    fail(ErrorCode::kCorrupt, place(),
+         "the local header says compression method " + std::to_string(h.method) +
+             ", the central directory " + std::to_string(e.method));
+  }
+  if ((h.flags & kStructuralFlags) != (e.flags & kStructuralFlags)) {
+    fail(ErrorCode::kCorrupt, place(),
+         "the local header flags " + hex(h.flags, 4) + " and the central directory flags " +
+             hex(e.flags, 4) + " disagree on bits 0, 3, 6 or 13");
+  }
+
+  const std::uint64_t extra_offset = offset + Local::kSize + h.name_length;
+  e.local_extra = file_.subspan(extra_offset, h.extra_length);
+  const std::vector<zip::ExtraRecord> records = with_context(
+      place, [&] { return zip::split_extra_field(e.local_extra, extra_offset, "extra field"); });
+  const zip::ExtraRecord* zip64 = nullptr;
+  for (const zip::ExtraRecord& record : records) {
+    if (record.id != zip::kExtraZip64) continue;
+    if (zip64 != nullptr) {
+      fail(ErrorCode::kCorrupt, place(),
+           "two zip64 extra fields in the local header (offsets " + std::to_string(zip64->offset) +
+               " and " + std::to_string(record.offset) + ")");
+    }
+    zip64 = &record;
+  }
+  note_unknown_extras(records, unknown_extras_[e.central_index]);
+
+  std::uint64_t compressed = h.compressed_size;
+  std::uint64_t size = h.uncompressed_size;
+  if (zip64 != nullptr) e.zip64 = true;
+  if (compressed == zip::kSentinel32 || size == zip::kSentinel32) {
+    if (zip64 == nullptr) {
+      fail(ErrorCode::kCorrupt, place(),
+           "a local size holds the zip64 sentinel 0xffffffff but there is no zip64 extra field");
+    }
+    // APPNOTE 4.5.3 wants both sizes in the local zip64 field; some writers store only the
+    // one whose 32-bit field overflowed, which is unambiguous when just one is the sentinel.
+    const ByteSpan data = zip64->data;
+    if (data.size() >= 16) {
+      if (size == zip::kSentinel32) size = load_le64(data.data());
+      if (compressed == zip::kSentinel32) compressed = load_le64(data.data() + 8);
+    } else if (data.size() >= 8 && (size != zip::kSentinel32 || compressed != zip::kSentinel32)) {
+      (size == zip::kSentinel32 ? size : compressed) = load_le64(data.data());
+    } else {
+      fail(ErrorCode::kCorrupt, place(),
+           "the local zip64 extra field of " + std::to_string(data.size()) +
+               " bytes is too short for the sizes");
+    }
+  }
+  const auto compare = [&](const char* field, std::uint64_t local, std::uint64_t central,
+                           bool as_hex) {
+    if (local == central) return;
+    // With a data descriptor, the local header may hold zeros instead (APPNOTE 4.4.4 bit 3).
+    if (e.has_data_descriptor && local == 0) return;
+    const auto show = [&](std::uint64_t v) {
+      return as_hex ? hex(static_cast<std::uint32_t>(v), 8) : std::to_string(v);
+    };
+    fail(ErrorCode::kCorrupt, place(),
+         std::string("the local header says ") + field + " " + show(local) +
+             ", the central directory " + show(central));
+  };
+  compare("CRC-32", h.crc32, e.crc32, true);
+  compare("compressed size", compressed, e.compressed_size, false);
+  compare("uncompressed size", size, e.size, false);
+  if (h.modified_time != e.modified_time || h.modified_date != e.modified_date) {
+    add_finding(ZipFindingKind::kHeaderMismatch, e.name, offset,
+                "local and central modification time/date differ (" + hex(h.modified_date, 4) +
+                    "/" + hex(h.modified_time, 4) + " vs " + hex(e.modified_date, 4) + "/" +
+                    hex(e.modified_time, 4) + ")");
+  }
+
+  e.data_offset = header_end;
+  std::uint64_t data_end = 0;
+  if (__builtin_add_overflow(header_end, e.compressed_size, &data_end) || data_end > limit) {
+    fail(ErrorCode::kCorrupt, place(),
+         "the data at offset " + std::to_string(header_end) + " of " +
+             std::to_string(e.compressed_size) + " bytes overlaps " + limit_text(next));
+  }
+  e.end_offset = e.has_data_descriptor ? read_data_descriptor(e, data_end, limit, next) : data_end;
+  if (e.end_offset < limit) {
+    add_finding(ZipFindingKind::kGap, e.name, e.end_offset,
+                std::to_string(limit - e.end_offset) +
+                    " bytes after the entry belong to no "
+                    "entry");
+  }
+  if (e.is_deflated()) {
+    add_finding(ZipFindingKind::kDeflated, e.name, offset, "deflated; not zero-copy");
+  } else if (!e.is_directory() && e.alignment() < kWantedAlignment) {
+    add_finding(ZipFindingKind::kUnaligned, e.name, e.data_offset,
+                "data at offset " + std::to_string(e.data_offset) + " is aligned to only " +
+                    std::to_string(e.alignment()) + " bytes");
+  }
+  if (e.has_data_descriptor) {
+    add_finding(ZipFindingKind::kDataDescriptor, e.name, data_end,
+                "data descriptor at offset " + std::to_string(data_end));
+  }
+}
+
+// APPNOTE 4.3.9: the descriptor's signature is optional and its sizes are 8 bytes wide for
+// zip64 entries; writers disagree on both, so every layout is tried and the one that matches
+// the central record wins. None matching is a contradiction.
+std::uint64_t ZipReader::Parser::read_data_descriptor(const ZipEntry& e, std::uint64_t at,
+                                                      std::uint64_t limit,
+                                                      const ZipEntry* next) const {
+  struct Layout {
+    bool signature;
+    bool wide;
+  };
+  constexpr Layout kNarrowFirst[] = {{true, false}, {true, true}, {false, false}, {false, true}};
+  constexpr Layout kWideFirst[] = {{true, true}, {true, false}, {false, true}, {false, false}};
+  std::string seen;
+  const Layout* const layouts = e.zip64 ? kWideFirst : kNarrowFirst;
+  for (std::size_t k = 0; k < std::size(kNarrowFirst); ++k) {
+    const Layout layout = layouts[k];
+    const std::uint64_t size = (layout.signature ? 4 : 0) + 4 + (layout.wide ? 16 : 8);
+    if (!fits(at, size, limit)) continue;
+    const std::uint8_t* p = file_.data() + at;
+    if (layout.signature) {
+      if (load_le32(p) != zip::DataDescriptor::kSignature) continue;
+      p += 4;
+    }
+    const std::uint32_t crc = load_le32(p);
+    const std::uint64_t compressed = layout.wide ? load_le64(p + 4) : load_le32(p + 4);
+    const std::uint64_t uncompressed = layout.wide ? load_le64(p + 12) : load_le32(p + 8);
+    if (crc == e.crc32 && compressed == e.compressed_size && uncompressed == e.size) {
+      return at + size;
+    }
+    if (seen.empty()) {
+      seen = " (read CRC-32 " + hex(crc, 8) + ", sizes " + std::to_string(compressed) + "/" +
+             std::to_string(uncompressed) + ")";
+    }
+  }
+  fail(ErrorCode::kCorrupt, local_place(e),
+       "no data descriptor at offset " + std::to_string(at) + " before " + limit_text(next) +
+           " matches the central directory (CRC-32 " + hex(e.crc32, 8) + ", sizes " +
+           std::to_string(e.compressed_size) + "/" + std::to_string(e.size) + ")" + seen);
+}
+
+ZipReader::ZipReader(ByteSpan bytes, ZipReaderOptions options, OwnerToken owner,
+                     std::string source_name)
+    : bytes_(bytes),
+      options_(options),
+      owner_(std::move(owner)),
+      source_name_(std::move(source_name)) {}
+
+ZipReader ZipReader::open(const std::filesystem::path& path, ZipReaderOptions options) {
+  std::shared_ptr<const MappedFile> mapped = MappedFile::open(path);
+  const ByteSpan bytes = mapped->bytes();
+  return from_bytes(bytes, options, std::move(mapped), path.string());
+}
+
+ZipReader ZipReader::from_bytes(ByteSpan bytes, ZipReaderOptions options, OwnerToken owner,
+                                std::string source_name) {
+  ZipReader reader(bytes, options, std::move(owner), std::move(source_name));
+  try {
+    Parser(reader).run();
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::kLimitExceeded,
+                reader.source_name_ + ": out of memory while indexing the archive");
+  }
+  return reader;
+}
+
+const ZipEntry* ZipReader::find(std::string_view name) const noexcept {
+  const auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &entries_[it->second];
+}
+
+const ZipEntry& ZipReader::at(std::string_view name) const {
+  const ZipEntry* e = find(name);
+  if (e == nullptr) {
+    throw Error(ErrorCode::kNotFound, source_name_ + ": no entry named " + quote(name));
+  }
+  return *e;
+}
+
+// Callers may pass copies of entries; the reader trusts only its own, validated one.
+const ZipEntry& ZipReader::own_entry(const ZipEntry& entry, const char* operation) const {
+  if (entry.index >= entries_.size() ||
+      entries_[entry.index].local_header_offset != entry.local_header_offset ||
+      entries_[entry.index].central_header_offset != entry.central_header_offset) {
+    throw Error(ErrorCode::kInvalidArgument, source_name_ + ": " + operation + ": entry " +
+                                                 quote(entry.name) +
+                                                 " does not belong to this archive");
+  }
+  return entries_[entry.index];
+}
+
+std::string ZipReader::entry_place(const ZipEntry& e) const {
+  return source_name_ + ": entry " + quote(e.name) + " at offset " +
+         std::to_string(e.local_header_offset);
+}
+
+ByteSpan ZipReader::stored_data(const ZipEntry& entry) const {
+  const ZipEntry& e = own_entry(entry, "stored_data");
+  if (!e.is_stored()) {
+    throw Error(ErrorCode::kUnsupported,
+                entry_place(e) + ": deflated, so there are no stored bytes to borrow (use data())");
+  }
+  return bytes_.subspan(static_cast<std::size_t>(e.data_offset),
+                        static_cast<std::size_t>(e.compressed_size));
+}
+
+TensorBytes ZipReader::data(const ZipEntry& entry) const {
+  const ZipEntry& e = own_entry(entry, "data");
+  // Offsets and sizes were checked against the file when the archive was opened.
+  const ByteSpan raw = bytes_.subspan(static_cast<std::size_t>(e.data_offset),
+                                      static_cast<std::size_t>(e.compressed_size));
+  if (e.is_stored()) return TensorBytes::borrowed(raw, owner_);
+
+  const std::string place = entry_place(e);
+  if (e.size > options_.max_inflated_size || e.size > std::numeric_limits<std::size_t>::max()) {
+    throw Error(ErrorCode::kLimitExceeded, place + ": inflates to " + std::to_string(e.size) +
+                                               " bytes, above the limit of " +
+                                               std::to_string(options_.max_inflated_size) +
+                                               " (ZipReaderOptions::max_inflated_size)");
+  }
+  // Not a valid deflate stream (RFC 1951 wants one block), but its content is unambiguous and
+  // some writers store empty deflated entries this way.
+  if (e.size == 0 && raw.empty()) return TensorBytes::owned(OwnedBytes());
+  OwnedBytes out;
+  std::unique_ptr<libdeflate_decompressor, LibdeflateDecompressorDelete> decompressor;
+  try {
+    out = OwnedBytes(static_cast<std::size_t>(e.size));
+    decompressor.reset(libdeflate_alloc_decompressor());
+  } catch (const std::bad_alloc&) {
+  }
+  if ((e.size > 0 && out.data() == nullptr) || decompressor == nullptr) {
+    throw Error(ErrorCode::kLimitExceeded,
+                place + ": cannot allocate " + std::to_string(e.size) + " bytes to inflate into");
+  }
+  std::size_t in_used = 0;
+  std::size_t out_used = 0;
+  const libdeflate_result result = libdeflate_deflate_decompress_ex(
+      decompressor.get(), raw.data(), raw.size(), out.data(), out.size(), &in_used, &out_used);
+  switch (result) {
+    case LIBDEFLATE_SUCCESS:
+      break;
+    case LIBDEFLATE_INSUFFICIENT_SPACE:
+      throw Error(ErrorCode::kCorrupt, place + ": the deflate stream inflates to more than the " +
+                                           std::to_string(e.size) + " bytes recorded");
+    default:
+      throw Error(ErrorCode::kCorrupt, place + ": invalid deflate stream in the " +
+                                           std::to_string(raw.size()) + " bytes at offset " +
+                                           std::to_string(e.data_offset));
+  }
+  if (out_used != e.size) {
+    throw Error(ErrorCode::kCorrupt, place + ": the deflate stream inflates to " +
+                                         std::to_string(out_used) + " bytes, not the " +
+                                         std::to_string(e.size) + " recorded");
+  }
+  if (in_used != raw.size()) {
+    throw Error(ErrorCode::kCorrupt, place + ": the deflate stream ends at offset " +
+                                         std::to_string(e.data_offset + in_used) + ", " +
+                                         std::to_string(raw.size() - in_used) +
+                                         " bytes before the entry's compressed data does");
+  }
+  return TensorBytes::owned(std::move(out));
+}
+
+TensorBytes ZipReader::verified_data(const ZipEntry& entry) const {
+  const ZipEntry& e = own_entry(entry, "verify");
+  TensorBytes bytes = data(e);
+  const std::uint32_t actual = onnxzip::crc32(bytes.view());
+  if (actual != e.crc32) {
+    throw Error(ErrorCode::kCorrupt, entry_place(e) + ": CRC-32 mismatch: the data has " +
+                                         hex(actual, 8) + ", the central directory says " +
+                                         hex(e.crc32, 8));
+  }
+  return bytes;
+}
+
+void ZipReader::verify(const ZipEntry& entry) const { (void)verified_data(entry); }
+
+}  // namespace onnxzip

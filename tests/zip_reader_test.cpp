@@ -1,0 +1,1070 @@
+#include "onnxzip/zip_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "onnxzip/crc32.h"
+#include "onnxzip/error.h"
+#include "support/zip_builder.h"
+#include "zip_records.h"
+
+namespace onnxzip {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::build_zip;
+using testing::BuiltZip;
+using testing::extra_record;
+using testing::pattern;
+using testing::TestEntry;
+using testing::text_lines;
+using testing::ZipBuildOptions;
+namespace field = testing::field;
+
+using Bytes = std::vector<std::uint8_t>;
+
+TestEntry stored(std::string name, Bytes data, std::uint64_t alignment = 64) {
+  TestEntry e;
+  e.name = std::move(name);
+  e.data = std::move(data);
+  e.alignment = alignment;
+  return e;
+}
+
+TestEntry deflated(std::string name, Bytes data) {
+  TestEntry e;
+  e.name = std::move(name);
+  e.data = std::move(data);
+  e.method = zip::kMethodDeflated;
+  return e;
+}
+
+bool contains(std::string_view text, std::string_view fragment) {
+  return text.find(fragment) != std::string_view::npos;
+}
+
+// Runs f, which must throw Error with `code` and a message holding every fragment.
+void expect_error(const std::function<void()>& f, ErrorCode code,
+                  const std::vector<std::string>& fragments) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected " << to_string(code);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    for (const std::string& fragment : fragments) {
+      EXPECT_TRUE(contains(e.what(), fragment)) << "'" << fragment << "' not in: " << e.what();
+    }
+  }
+}
+
+bool has_finding(const ZipReader& r, ZipFindingKind kind, std::string_view entry) {
+  return std::any_of(r.findings().begin(), r.findings().end(),
+                     [&](const ZipFinding& f) { return f.kind == kind && f.entry == entry; });
+}
+
+fs::path temp_file(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / "onnxzip_zip_reader_test";
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+void write_file(const fs::path& path, ByteSpan bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Valid archives
+
+class StoredSizes : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(StoredSizes, ReadBackAsBorrowedAlignedSpansOfTheArchive) {
+  const std::size_t size = GetParam();
+  // A 3-byte unaligned entry first, so the sized entry's padding is actually needed.
+  const BuiltZip z = build_zip({stored("lead", pattern(3, 9), 0), stored("w", pattern(size, 1))});
+  const auto owner = std::make_shared<Bytes>(z.bytes);
+  const ZipReader r = ZipReader::from_bytes(*owner, {}, owner);
+
+  ASSERT_EQ(r.entries().size(), 2u);
+  const ZipEntry& e = r.at("w");
+  EXPECT_EQ(e.size, size);
+  EXPECT_EQ(e.compressed_size, size);
+  EXPECT_EQ(e.data_offset, z.entries[1].data_offset);
+  EXPECT_EQ(e.data_offset % 64, 0u);
+  EXPECT_GE(e.alignment(), 64u);
+  EXPECT_TRUE(e.zero_copy());
+  EXPECT_FALSE(has_finding(r, ZipFindingKind::kUnaligned, "w"));
+
+  const ByteSpan span = r.stored_data(e);
+  EXPECT_EQ(span.data(), r.bytes().data() + e.data_offset);
+  EXPECT_TRUE(equal_bytes(span, pattern(size, 1)));
+
+  const TensorBytes data = r.data(e);
+  EXPECT_TRUE(data.is_borrowed());
+  EXPECT_EQ(data.data(), r.bytes().data() + e.data_offset);
+  EXPECT_EQ(data.owner(), std::static_pointer_cast<const void>(owner));
+  EXPECT_NO_THROW(r.verify(e));
+}
+
+INSTANTIATE_TEST_SUITE_P(ZipReader, StoredSizes,
+                         ::testing::Values(0, 1, 63, 64, 65, std::size_t{1} << 20));
+
+TEST(ZipReader, ReportsUnalignedStoredEntries) {
+  const BuiltZip z = build_zip({stored("odd", pattern(10, 1), 0)});
+  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipEntry& e = r.at("odd");
+  EXPECT_EQ(e.data_offset, 30u + 3u);
+  EXPECT_EQ(e.alignment(), 1u);
+  EXPECT_TRUE(has_finding(r, ZipFindingKind::kUnaligned, "odd"));
+}
+
+TEST(ZipEntry, AlignmentIsTheLargestPowerOfTwoDividingTheOffsetCappedAt65536) {
+  ZipEntry e;
+  const std::pair<std::uint64_t, std::uint64_t> cases[] = {
+      {0, 65536}, {1, 1}, {6, 2}, {64, 64}, {192, 64}, {4096, 4096}, {1ull << 20, 65536}};
+  for (const auto& [offset, alignment] : cases) {
+    e.data_offset = offset;
+    EXPECT_EQ(e.alignment(), alignment) << offset;
+  }
+}
+
+TEST(ZipReader, IteratesInFileOrderAndFindsEveryName) {
+  std::vector<TestEntry> entries;
+  for (int i = 0; i < 5; ++i) entries.push_back(stored("t" + std::to_string(i), pattern(100, i)));
+  ZipBuildOptions options;
+  options.central_order = {4, 2, 0, 3, 1};
+  const BuiltZip z = build_zip(entries, options);
+  const ZipReader r = ZipReader::from_bytes(z.span());
+
+  ASSERT_EQ(r.entries().size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    const ZipEntry& e = r.entries()[i];
+    EXPECT_EQ(e.name, "t" + std::to_string(i));
+    EXPECT_EQ(e.index, i);
+    EXPECT_EQ(e.local_header_offset, z.entries[i].local_header_offset);
+    EXPECT_EQ(e.central_header_offset, z.entries[i].central_header_offset);
+    EXPECT_EQ(r.find(e.name), &e);
+    EXPECT_TRUE(equal_bytes(r.data(e).view(), pattern(100, static_cast<std::uint32_t>(i))));
+  }
+  EXPECT_EQ(r.entries()[4].central_index, 0u);
+  EXPECT_EQ(r.entries()[0].central_index, 2u);
+  EXPECT_EQ(r.find("t5"), nullptr);
+  EXPECT_EQ(r.find("T0"), nullptr);
+  expect_error([&] { (void)r.at("missing"); }, ErrorCode::kNotFound, {"<memory>", "'missing'"});
+}
+
+TEST(ZipReader, OpenMapsTheFileAndTheOwnerTokenOutlivesTheReader) {
+  const BuiltZip z = build_zip({stored("a", pattern(1000, 3)), deflated("b", text_lines(50))});
+  const fs::path path = temp_file("owner.zip");
+  write_file(path, z.span());
+
+  TensorBytes a;
+  TensorBytes b;
+  {
+    const ZipReader r = ZipReader::open(path);
+    EXPECT_EQ(r.source_name(), path.string());
+    ASSERT_NE(r.owner(), nullptr);
+    a = r.data(r.at("a"));
+    b = r.data(r.at("b"));
+    EXPECT_EQ(a.owner(), r.owner());
+    EXPECT_TRUE(a.is_borrowed());
+    EXPECT_TRUE(b.is_owned());
+  }
+  // The reader is gone; the mapping lives on in a's token (ASan would flag a read of unmapped
+  // memory as a crash).
+  fs::remove(path);
+  EXPECT_EQ(a.owner().use_count(), 1);
+  EXPECT_TRUE(equal_bytes(a.view(), pattern(1000, 3)));
+  EXPECT_EQ(onnxzip::crc32(a.view()), onnxzip::crc32(pattern(1000, 3)));
+  EXPECT_TRUE(equal_bytes(b.view(), text_lines(50)));
+}
+
+TEST(ZipReader, OpenNamesTheMissingFile) {
+  const fs::path path = temp_file("does-not-exist.zip");
+  expect_error([&] { (void)ZipReader::open(path); }, ErrorCode::kNotFound, {"does-not-exist.zip"});
+}
+
+TEST(ZipReader, ErrorsNameTheFilePath) {
+  const fs::path path = temp_file("not-a-zip.zip");
+  write_file(path, pattern(100, 0));
+  expect_error([&] { (void)ZipReader::open(path); }, ErrorCode::kCorrupt,
+               {path.string(), "not a ZIP archive"});
+}
+
+class DeflatedSizes : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(DeflatedSizes, InflateIntoOwnedMemory) {
+  const std::size_t size = GetParam();
+  const Bytes payload = size % 2 == 0 ? text_lines(size / 18 + 1) : pattern(size, 5);
+  const BuiltZip z = build_zip({deflated("d", payload)});
+  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipEntry& e = r.at("d");
+  EXPECT_TRUE(e.is_deflated());
+  EXPECT_FALSE(e.zero_copy());
+  EXPECT_EQ(e.size, payload.size());
+  EXPECT_TRUE(has_finding(r, ZipFindingKind::kDeflated, "d"));
+  const TensorBytes data = r.verified_data(e);
+  EXPECT_TRUE(data.is_owned());
+  EXPECT_TRUE(equal_bytes(data.view(), payload));
+  expect_error([&] { (void)r.stored_data(e); }, ErrorCode::kUnsupported, {"'d'", "deflated"});
+}
+
+INSTANTIATE_TEST_SUITE_P(ZipReader, DeflatedSizes,
+                         ::testing::Values(0, 1, 63, 64, 65, 1000, std::size_t{1} << 20));
+
+TEST(ZipReader, AnEmptyDeflatedEntryMayHaveNoStreamAtAll) {
+  BuiltZip z = build_zip({stored("e", {}, 0)});
+  z.put16(z.entries[0].local_header_offset + field::kLocalMethod, zip::kMethodDeflated);
+  z.put16(z.entries[0].central_header_offset + field::kCentralMethod, zip::kMethodDeflated);
+  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipEntry& e = r.at("e");
+  EXPECT_EQ(e.compressed_size, 0u);
+  EXPECT_TRUE(e.is_deflated());
+  EXPECT_TRUE(r.verified_data(e).empty());
+}
+
+struct InteropEntry {
+  std::string name;
+  Bytes data;
+  bool descriptor;
+};
+
+struct InteropCase {
+  std::string file;
+  std::vector<InteropEntry> entries;  // In file order.
+};
+
+void PrintTo(const InteropCase& c, std::ostream* os) { *os << c.file; }
+
+class Interop : public ::testing::TestWithParam<InteropCase> {};
+
+TEST_P(Interop, ArchivesOtherToolsWroteReadBackEqual) {
+  const InteropCase& c = GetParam();
+  const ZipReader r = ZipReader::open(fs::path(ONNXZIP_TEST_DATA_DIR) / "valid" / c.file);
+  ASSERT_EQ(r.entries().size(), c.entries.size());
+  for (std::size_t i = 0; i < c.entries.size(); ++i) {
+    const ZipEntry& e = r.entries()[i];
+    EXPECT_EQ(e.name, c.entries[i].name);
+    EXPECT_EQ(e.has_data_descriptor, c.entries[i].descriptor) << e.name;
+    EXPECT_EQ(e.has_data_descriptor, has_finding(r, ZipFindingKind::kDataDescriptor, e.name));
+    EXPECT_EQ(e.is_deflated(), has_finding(r, ZipFindingKind::kDeflated, e.name));
+    const TensorBytes data = r.verified_data(e);
+    EXPECT_TRUE(equal_bytes(data.view(), c.entries[i].data)) << e.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ZipReader, Interop,
+                         ::testing::Values(InteropCase{"zip_python_deflated.zip",
+                                                       {{"text.txt", text_lines(200), false},
+                                                        {"pattern.bin", pattern(5000, 1), false},
+                                                        {"empty.bin", {}, false},
+                                                        {"stored.bin", pattern(300, 2), false}}},
+                                           InteropCase{"zip_python_streamed.zip",
+                                                       {{"text.txt", text_lines(200), true},
+                                                        {"stored.bin", pattern(300, 2), true}}},
+                                           InteropCase{"zip_infozip_9.zip",
+                                                       {{"text.txt", text_lines(200), false},
+                                                        {"pattern.bin", pattern(5000, 1), false},
+                                                        {"dir/", {}, false},
+                                                        {"dir/nested.txt", text_lines(3), false}}},
+                                           InteropCase{"zip_infozip_stdin.zip",
+                                                       {{"-", text_lines(50), true}}}),
+                         [](const ::testing::TestParamInfo<InteropCase>& param) {
+                           std::string name =
+                               param.param.file.substr(0, param.param.file.find('.'));
+                           return name;
+                         });
+
+struct DescriptorLayout {
+  bool signature;
+  bool wide;
+  std::uint16_t method;
+};
+
+class DataDescriptors : public ::testing::TestWithParam<DescriptorLayout> {};
+
+TEST_P(DataDescriptors, EveryLayoutIsReadAndCheckedAgainstTheCentralRecord) {
+  const DescriptorLayout layout = GetParam();
+  TestEntry e = layout.method == zip::kMethodStored ? stored("s", pattern(700, 4), 0)
+                                                    : deflated("s", text_lines(40));
+  e.data_descriptor = true;
+  e.descriptor_signature = layout.signature;
+  e.descriptor_wide = layout.wide;
+  const BuiltZip z = build_zip({e, stored("after", pattern(5, 5))});
+  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipEntry& s = r.at("s");
+  EXPECT_TRUE(s.has_data_descriptor);
+  EXPECT_EQ(s.end_offset, z.entries[0].end_offset);
+  EXPECT_TRUE(has_finding(r, ZipFindingKind::kDataDescriptor, "s"));
+  EXPECT_FALSE(has_finding(r, ZipFindingKind::kGap, "s"));
+  EXPECT_TRUE(equal_bytes(r.verified_data(s).view(), e.data));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ZipReader, DataDescriptors,
+    ::testing::Values(DescriptorLayout{true, false, 0}, DescriptorLayout{true, true, 0},
+                      DescriptorLayout{false, false, 0}, DescriptorLayout{false, true, 0},
+                      DescriptorLayout{true, false, 8}, DescriptorLayout{false, true, 8}),
+    [](const ::testing::TestParamInfo<DescriptorLayout>& param) {
+      return std::string(param.param.signature ? "signed" : "unsigned") +
+             (param.param.wide ? "_wide" : "_narrow") +
+             (param.param.method == 0 ? "_stored" : "_deflated");
+    });
+
+TEST(ZipReader, Zip64ArchiveBuiltByHandReadsCorrectly) {
+  for (const bool sentinel_end : {true, false}) {
+    SCOPED_TRACE(sentinel_end ? "sentinel end record" : "real values in the end record");
+    TestEntry big = stored("big", pattern(5000, 7));
+    big.zip64_sizes = true;
+    big.zip64_offset = true;
+    TestEntry small = deflated("small", text_lines(30));
+    small.zip64_sizes = true;
+    TestEntry streamed = stored("streamed", pattern(100, 8));
+    streamed.zip64_sizes = true;
+    streamed.data_descriptor = true;
+    streamed.descriptor_wide = true;
+    ZipBuildOptions options;
+    options.zip64_end = true;
+    options.sentinel_end = sentinel_end;
+    const BuiltZip z = build_zip({big, small, streamed}, options);
+    const ZipReader r = ZipReader::from_bytes(z.span());
+
+    EXPECT_TRUE(r.has_zip64_end_record());
+    EXPECT_EQ(r.tail_offset(), z.zip64_end_offset);
+    EXPECT_EQ(r.central_directory_offset(), z.central_directory_offset);
+    EXPECT_EQ(r.central_directory_size(), z.central_directory_size);
+    ASSERT_EQ(r.entries().size(), 3u);
+    for (const ZipEntry& e : r.entries()) EXPECT_TRUE(e.zip64) << e.name;
+    EXPECT_EQ(r.at("big").size, 5000u);
+    EXPECT_EQ(r.at("big").local_header_offset, 0u);
+    EXPECT_EQ(r.at("big").data_offset % 64, 0u);
+    EXPECT_TRUE(equal_bytes(r.verified_data(r.at("big")).view(), pattern(5000, 7)));
+    EXPECT_TRUE(equal_bytes(r.verified_data(r.at("small")).view(), text_lines(30)));
+    EXPECT_TRUE(equal_bytes(r.verified_data(r.at("streamed")).view(), pattern(100, 8)));
+  }
+}
+
+TEST(ZipReader, EmptyArchiveHasNoEntries) {
+  const BuiltZip z = build_zip({});
+  EXPECT_EQ(z.bytes.size(), 22u);
+  const ZipReader r = ZipReader::from_bytes(z.span());
+  EXPECT_TRUE(r.entries().empty());
+  EXPECT_TRUE(r.findings().empty());
+  EXPECT_EQ(r.find(""), nullptr);
+}
+
+TEST(ZipReader, AcceptsWhatOtherToolsWriteWithFindings) {
+  TestEntry directory = stored("dir/", {}, 0);
+  TestEntry latin1 = stored("caf\xe9", pattern(10, 1));
+  latin1.flags = 0;
+  TestEntry utf8_flag_invalid = stored("bad\xff", pattern(10, 2));
+  TestEntry extras = stored("extras", pattern(10, 3));
+  extras.local_extra = extra_record(0x5455, {1, 2, 3, 4, 5});
+  extras.central_extra = extra_record(0x7875, {1});
+  extras.comment = "hello";
+  TestEntry gap = stored("after_gap", pattern(10, 4));
+  gap.gap_before = 100;
+  ZipBuildOptions options;
+  options.comment = "archive comment";
+  const BuiltZip z = build_zip({directory, stored("Upper", pattern(10, 5)), latin1,
+                                utf8_flag_invalid, extras, gap, stored("upper", pattern(10, 6))},
+                               options);
+  const ZipReader r = ZipReader::from_bytes(z.span());
+  EXPECT_EQ(r.entries().size(), 7u);
+  EXPECT_TRUE(r.at("dir/").is_directory());
+  EXPECT_TRUE(has_finding(r, ZipFindingKind::kDirectory, "dir/"));
+  EXPECT_TRUE(has_finding(r, ZipFindingKind::kNameEncoding, "caf\xe9"));
+  EXPECT_TRUE(has_finding(r, ZipFindingKind::kNameEncoding, "bad\xff"));
+  EXPECT_TRUE(has_finding(r, ZipFindingKind::kUnknownExtraField, "extras"));
+  EXPECT_TRUE(has_finding(r, ZipFindingKind::kEntryComment, "extras"));
+  EXPECT_TRUE(has_finding(r, ZipFindingKind::kCaseOnlyDuplicate, "upper"));
+  EXPECT_TRUE(has_finding(r, ZipFindingKind::kGap, "extras"));  // The gap follows "extras".
+  EXPECT_TRUE(has_finding(r, ZipFindingKind::kArchiveComment, ""));
+  EXPECT_EQ(std::string(r.comment().begin(), r.comment().end()), "archive comment");
+  EXPECT_EQ(std::string(r.at("extras").comment.begin(), r.at("extras").comment.end()), "hello");
+  EXPECT_GT(r.at("extras").local_extra.size(), 9u);  // The 0x5455 record, then padding.
+  EXPECT_EQ(r.at("extras").data_offset % 64, 0u);
+  EXPECT_FALSE(has_finding(r, ZipFindingKind::kUnaligned, "Upper"));
+  for (const ZipEntry& e : r.entries()) EXPECT_NO_THROW(r.verify(e)) << e.name;
+}
+
+TEST(ZipReader, AGapBeforeTheFirstEntryIsAFinding) {
+  TestEntry e = stored("late", pattern(10, 1));
+  e.gap_before = 7;
+  const BuiltZip z = build_zip({e});
+  const ZipReader r = ZipReader::from_bytes(z.span());
+  EXPECT_TRUE(has_finding(r, ZipFindingKind::kGap, ""));
+  EXPECT_EQ(r.at("late").local_header_offset, 7u);
+}
+
+TEST(ZipReader, AZipInsideTheArchiveCommentDoesNotConfuseIt) {
+  const BuiltZip inner = build_zip({stored("inner", pattern(10, 1))});
+  ZipBuildOptions options;
+  options.comment = std::string(inner.bytes.begin(), inner.bytes.end());
+  const BuiltZip outer = build_zip({stored("outer", pattern(20, 2))}, options);
+  const ZipReader r = ZipReader::from_bytes(outer.span());
+  ASSERT_EQ(r.entries().size(), 1u);
+  EXPECT_EQ(r.entries()[0].name, "outer");
+  EXPECT_EQ(r.end_record_offset(), outer.end_offset);
+}
+
+TEST(ZipReader, VerifyNamesTheEntryOffsetAndBothCrcs) {
+  BuiltZip z = build_zip({stored("a", pattern(10, 1)), stored("w", pattern(100, 2))});
+  z.bytes[z.entries[1].data_offset + 50] ^= 0x01;
+  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipEntry& w = r.at("w");
+  Bytes corrupted = pattern(100, 2);
+  corrupted[50] ^= 0x01;
+  char expected[16];
+  char actual[16];
+  std::snprintf(expected, sizeof expected, "0x%08x", z.entries[1].crc32);
+  std::snprintf(actual, sizeof actual, "0x%08x", onnxzip::crc32(corrupted));
+  expect_error(
+      [&] { r.verify(w); }, ErrorCode::kCorrupt,
+      {"<memory>", "'w'", "offset " + std::to_string(w.local_header_offset), expected, actual});
+  EXPECT_NO_THROW(r.verify(r.at("a")));
+  // data() itself does not check: it is the zero-copy path.
+  EXPECT_NO_THROW((void)r.data(w));
+}
+
+TEST(ZipReader, BadDeflateStreamsAreCorruptOnRead) {
+  const Bytes payload = text_lines(100);
+  {
+    SCOPED_TRACE("garbled stream");
+    BuiltZip z = build_zip({deflated("d", payload)});
+    for (std::uint64_t i = 0; i < 8; ++i) z.bytes[z.entries[0].data_offset + i] = 0xFF;
+    const ZipReader r = ZipReader::from_bytes(z.span());
+    expect_error([&] { (void)r.data(r.at("d")); }, ErrorCode::kCorrupt,
+                 {"'d'", "invalid deflate stream"});
+  }
+  const auto with_size = [&](std::uint32_t size) {
+    BuiltZip z = build_zip({deflated("d", payload)});
+    z.put32(z.entries[0].local_header_offset + field::kLocalSize, size);
+    z.put32(z.entries[0].central_header_offset + field::kCentralSize, size);
+    return z;
+  };
+  {
+    SCOPED_TRACE("recorded size too large");
+    const BuiltZip z = with_size(static_cast<std::uint32_t>(payload.size() + 1));
+    const ZipReader r = ZipReader::from_bytes(z.span());
+    expect_error([&] { (void)r.data(r.at("d")); }, ErrorCode::kCorrupt,
+                 {"'d'", "inflates to " + std::to_string(payload.size()) + " bytes"});
+  }
+  {
+    SCOPED_TRACE("recorded size too small");
+    const BuiltZip z = with_size(static_cast<std::uint32_t>(payload.size() - 1));
+    const ZipReader r = ZipReader::from_bytes(z.span());
+    expect_error([&] { (void)r.data(r.at("d")); }, ErrorCode::kCorrupt, {"'d'", "more than the"});
+  }
+  {
+    SCOPED_TRACE("bytes after the end of the stream");
+    TestEntry e = deflated("d", payload);
+    e.method = zip::kMethodStored;  // Built stored, then relabelled with a padded stream.
+    Bytes stream = testing::deflate_raw(payload);
+    stream.push_back(0);
+    stream.push_back(0);
+    e.data = stream;
+    BuiltZip z = build_zip({e});
+    const auto& l = z.entries[0];
+    z.put16(l.local_header_offset + field::kLocalMethod, zip::kMethodDeflated);
+    z.put16(l.central_header_offset + field::kCentralMethod, zip::kMethodDeflated);
+    z.put32(l.local_header_offset + field::kLocalSize, static_cast<std::uint32_t>(payload.size()));
+    z.put32(l.central_header_offset + field::kCentralSize,
+            static_cast<std::uint32_t>(payload.size()));
+    const ZipReader r = ZipReader::from_bytes(z.span());
+    expect_error([&] { (void)r.data(r.at("d")); }, ErrorCode::kCorrupt,
+                 {"'d'", "2 bytes before the entry's compressed data"});
+  }
+  {
+    SCOPED_TRACE("above max_inflated_size");
+    const BuiltZip z = build_zip({deflated("d", payload)});
+    ZipReaderOptions options;
+    options.max_inflated_size = payload.size() - 1;
+    const ZipReader r = ZipReader::from_bytes(z.span(), options);
+    expect_error([&] { (void)r.data(r.at("d")); }, ErrorCode::kLimitExceeded,
+                 {"'d'", "max_inflated_size"});
+  }
+}
+
+TEST(ZipReader, EntriesOfAnotherArchiveAreInvalidArguments) {
+  const BuiltZip one = build_zip({stored("a", pattern(10, 1)), stored("b", pattern(10, 2))});
+  const BuiltZip two = build_zip({stored("x", pattern(500, 1))});
+  const ZipReader r1 = ZipReader::from_bytes(one.span());
+  const ZipReader r2 = ZipReader::from_bytes(two.span());
+  expect_error([&] { (void)r1.data(r2.at("x")); }, ErrorCode::kInvalidArgument,
+               {"'x'", "does not belong"});
+  // A copy of one of its own entries is fine.
+  const ZipEntry copy = r1.at("b");
+  EXPECT_TRUE(equal_bytes(r1.data(copy).view(), pattern(10, 2)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every MUST-reject case of the format decisions, one test case each: the code and a message
+// naming the place.
+
+struct Rejected {
+  Bytes bytes;
+  std::vector<std::string> fragments;
+};
+
+struct RejectCase {
+  std::string name;
+  ErrorCode code;
+  std::function<Rejected()> make;
+  ZipReaderOptions options = {};
+};
+
+// Two aligned stored entries; most cases patch one field of it.
+BuiltZip base() { return build_zip({stored("a", pattern(100, 1)), stored("b", pattern(50, 2))}); }
+
+BuiltZip base_zip64(bool sentinel_end) {
+  TestEntry a = stored("a", pattern(100, 1));
+  a.zip64_sizes = true;
+  ZipBuildOptions options;
+  options.zip64_end = true;
+  options.sentinel_end = sentinel_end;
+  return build_zip({a, stored("b", pattern(50, 2))}, options);
+}
+
+std::string at(std::uint64_t offset) { return "offset " + std::to_string(offset); }
+
+Rejected with_name(const std::string& name) {
+  const BuiltZip z = build_zip({stored("ok", pattern(10, 1)), stored(name, pattern(10, 2))});
+  return {z.bytes, {at(z.entries[1].central_header_offset)}};
+}
+
+Rejected patched_central(std::size_t entry, std::size_t field_offset, std::uint32_t value,
+                         int width = 4) {
+  BuiltZip z = base();
+  const std::uint64_t offset = z.entries[entry].central_header_offset + field_offset;
+  width == 2 ? z.put16(offset, static_cast<std::uint16_t>(value)) : z.put32(offset, value);
+  return {z.bytes, {entry == 0 ? "'a'" : "'b'", at(z.entries[entry].central_header_offset)}};
+}
+
+Rejected patched_local(std::size_t entry, std::size_t field_offset, std::uint32_t value,
+                       int width = 4) {
+  BuiltZip z = base();
+  const std::uint64_t offset = z.entries[entry].local_header_offset + field_offset;
+  width == 2 ? z.put16(offset, static_cast<std::uint16_t>(value)) : z.put32(offset, value);
+  return {z.bytes, {entry == 0 ? "'a'" : "'b'", at(z.entries[entry].local_header_offset)}};
+}
+
+// Gives entry `entry` of base() the sizes `size` in both headers (stays self-consistent).
+Rejected resized(std::size_t entry, std::uint32_t size) {
+  BuiltZip z = base();
+  const auto& l = z.entries[entry];
+  for (const std::size_t f : {field::kLocalCompressedSize, field::kLocalSize}) {
+    z.put32(l.local_header_offset + f, size);
+  }
+  for (const std::size_t f : {field::kCentralCompressedSize, field::kCentralSize}) {
+    z.put32(l.central_header_offset + f, size);
+  }
+  return {z.bytes, {entry == 0 ? "'a'" : "'b'", at(l.local_header_offset)}};
+}
+
+Rejected patched_end(std::size_t field_offset, std::uint32_t value, int width) {
+  BuiltZip z = base();
+  const std::uint64_t offset = z.end_offset + field_offset;
+  width == 2 ? z.put16(offset, static_cast<std::uint16_t>(value)) : z.put32(offset, value);
+  return {z.bytes, {"end of central directory record", at(z.end_offset)}};
+}
+
+std::vector<RejectCase> reject_cases() {
+  using C = ErrorCode;
+  std::vector<RejectCase> cases = {
+      // Not a ZIP, truncated, trailing bytes.
+      {"NotAZip", C::kCorrupt,
+       [] {
+         return Rejected{pattern(1000, 3), {"not a ZIP archive"}};
+       }},
+      {"EmptyFile", C::kCorrupt,
+       [] {
+         return Rejected{{}, {"not a ZIP archive", "0 bytes"}};
+       }},
+      {"TruncatedInsideEndRecord", C::kCorrupt,
+       [] {
+         BuiltZip z = base();
+         z.bytes.resize(z.bytes.size() - 5);
+         return Rejected{z.bytes, {"not a ZIP archive"}};
+       }},
+      {"TruncatedInsideEntries", C::kCorrupt,
+       [] {
+         BuiltZip z = base();
+         z.bytes.resize(z.entries[1].data_offset);
+         return Rejected{z.bytes, {"not a ZIP archive"}};
+       }},
+      {"TrailingGarbage", C::kCorrupt,
+       [] {
+         BuiltZip z = base();
+         z.bytes.push_back('x');
+         return Rejected{
+             z.bytes,
+             {"end of central directory record", at(z.end_offset), "comment ends at offset"}};
+       }},
+      {"CommentLengthPastTheEnd", C::kCorrupt,
+       [] { return patched_end(field::kEndCommentLength, 10, 2); }},
+      {"BytesPrepended", C::kCorrupt,
+       [] {
+         BuiltZip z = base();
+         z.bytes.insert(z.bytes.begin(), 4, 0);
+         return Rejected{z.bytes, {at(z.end_offset + 4), "does not end where the end records"}};
+       }},
+      {"GapBeforeTheEndRecord", C::kCorrupt,
+       [] {
+         BuiltZip z = base();
+         z.bytes.insert(z.bytes.begin() + static_cast<std::ptrdiff_t>(z.end_offset), 0);
+         return Rejected{z.bytes, {at(z.end_offset + 1), "does not end where the end records"}};
+       }},
+      // End record or central directory pointing outside the file.
+      {"DirectoryOffsetOutsideTheFile", C::kCorrupt,
+       [] {
+         Rejected r = patched_end(field::kEndDirectoryOffset, 0x7FFFFFFF, 4);
+         r.fragments.push_back("central directory at offset 2147483647");
+         return r;
+       }},
+      {"DirectorySizeTooLarge", C::kCorrupt,
+       [] {
+         const BuiltZip z = base();
+         Rejected r = patched_end(field::kEndDirectorySize,
+                                  static_cast<std::uint32_t>(z.central_directory_size + 1), 4);
+         r.fragments.push_back("does not end where the end records start");
+         return r;
+       }},
+      // Multi-disk.
+      {"MultiDiskEndRecord", C::kUnsupported,
+       [] {
+         Rejected r = patched_end(field::kEndDisk, 1, 2);
+         r.fragments.push_back("multi-disk");
+         return r;
+       }},
+      {"MultiDiskDirectoryDisk", C::kUnsupported,
+       [] {
+         Rejected r = patched_end(field::kEndDirectoryDisk, 1, 2);
+         r.fragments.push_back("multi-disk");
+         return r;
+       }},
+      {"MultiDiskLocator", C::kUnsupported,
+       [] {
+         BuiltZip z = base_zip64(false);
+         z.put32(z.locator_offset + field::kLocatorTotalDisks, 2);
+         return Rejected{
+             z.bytes,
+             {"zip64 end of central directory locator", at(z.locator_offset), "multi-disk"}};
+       }},
+      {"MultiDiskEntry", C::kUnsupported,
+       [] {
+         Rejected r = patched_central(1, field::kCentralDisk, 1, 2);
+         r.fragments.push_back("disk 1");
+         return r;
+       }},
+      // zip64 end records contradicting the end record.
+      {"Zip64CountContradictsEndRecord", C::kCorrupt,
+       [] {
+         BuiltZip z = base_zip64(false);
+         z.put64(z.zip64_end_offset + field::kEnd64EntriesOnDisk, 3);
+         z.put64(z.zip64_end_offset + field::kEnd64Entries, 3);
+         return Rejected{z.bytes, {at(z.end_offset), at(z.zip64_end_offset), "entry count"}};
+       }},
+      {"Zip64SizeContradictsEndRecord", C::kCorrupt,
+       [] {
+         BuiltZip z = base_zip64(false);
+         z.put64(z.zip64_end_offset + field::kEnd64DirectorySize, z.central_directory_size + 1);
+         return Rejected{z.bytes, {at(z.zip64_end_offset), "central directory size"}};
+       }},
+      {"Zip64OffsetContradictsEndRecord", C::kCorrupt,
+       [] {
+         BuiltZip z = base_zip64(false);
+         z.put64(z.zip64_end_offset + field::kEnd64DirectoryOffset, z.central_directory_offset - 1);
+         return Rejected{z.bytes, {at(z.zip64_end_offset), "central directory offset"}};
+       }},
+      {"Zip64LocatorMisplaced", C::kCorrupt,
+       [] {
+         BuiltZip z = base_zip64(true);
+         z.put64(z.locator_offset + 8, z.zip64_end_offset - 8);
+         return Rejected{z.bytes, {at(z.zip64_end_offset - 8)}};
+       }},
+      // Central entry count that does not match the records found.
+      {"CountHigherThanRecords", C::kCorrupt,
+       [] {
+         const std::string long_name(60, 'n');
+         BuiltZip z = build_zip(
+             {stored(long_name + "1", pattern(10, 1)), stored(long_name + "2", pattern(10, 2))});
+         z.put16(z.end_offset + field::kEndEntriesOnDisk, 3);
+         z.put16(z.end_offset + field::kEndEntries, 3);
+         return Rejected{z.bytes, {at(z.end_offset), "ends after 2 records"}};
+       }},
+      {"CountLowerThanRecords", C::kCorrupt,
+       [] {
+         BuiltZip z = base();
+         z.put16(z.end_offset + field::kEndEntriesOnDisk, 1);
+         z.put16(z.end_offset + field::kEndEntries, 1);
+         return Rejected{z.bytes, {at(z.end_offset), "follow the last of them"}};
+       }},
+      {"AbsurdCount", C::kCorrupt,
+       [] {
+         BuiltZip z = base();
+         z.put16(z.end_offset + field::kEndEntriesOnDisk, 0xFFFE);
+         z.put16(z.end_offset + field::kEndEntries, 0xFFFE);
+         return Rejected{z.bytes, {at(z.end_offset), "counts 65534 entries", "holds at most 2"}};
+       }},
+      {"AbsurdZip64Count", C::kCorrupt,
+       [] {
+         BuiltZip z = base_zip64(true);
+         z.put64(z.zip64_end_offset + field::kEnd64EntriesOnDisk, std::uint64_t{1} << 60);
+         z.put64(z.zip64_end_offset + field::kEnd64Entries, std::uint64_t{1} << 60);
+         return Rejected{z.bytes, {at(z.zip64_end_offset), "holds at most 2"}};
+       }},
+      // Local header disagreeing with its central record.
+      {"LocalSignature", C::kCorrupt,
+       [] {
+         Rejected r = patched_local(1, 0, 0x04034b51);
+         r.fragments.push_back("bad signature");
+         return r;
+       }},
+      {"LocalName", C::kCorrupt,
+       [] {
+         BuiltZip z = base();
+         z.bytes[z.entries[1].local_header_offset + zip::LocalFileHeader::kSize] = 'c';
+         return Rejected{z.bytes,
+                         {"'b'", at(z.entries[1].local_header_offset), "names the entry 'c'"}};
+       }},
+      {"LocalMethod", C::kCorrupt,
+       [] {
+         Rejected r = patched_local(0, field::kLocalMethod, 8, 2);
+         r.fragments.push_back("compression method 8");
+         return r;
+       }},
+      {"LocalDataDescriptorFlag", C::kCorrupt,
+       [] {
+         Rejected r =
+             patched_local(0, field::kLocalFlags, zip::kFlagUtf8 | zip::kFlagDataDescriptor, 2);
+         r.fragments.push_back("flags 0x0808");
+         return r;
+       }},
+      {"LocalCompressedSize", C::kCorrupt,
+       [] {
+         Rejected r = patched_local(0, field::kLocalCompressedSize, 99);
+         r.fragments.push_back("compressed size 99");
+         return r;
+       }},
+      {"LocalUncompressedSize", C::kCorrupt,
+       [] {
+         Rejected r = patched_local(0, field::kLocalSize, 101);
+         r.fragments.push_back("uncompressed size 101");
+         return r;
+       }},
+      {"LocalCrc", C::kCorrupt,
+       [] {
+         Rejected r = patched_local(1, field::kLocalCrc, 0x12345678);
+         r.fragments.push_back("CRC-32 0x12345678");
+         return r;
+       }},
+      {"DataDescriptorContradictsCentralRecord", C::kCorrupt,
+       [] {
+         TestEntry e = stored("s", pattern(64, 1));
+         e.data_descriptor = true;
+         BuiltZip z = build_zip({e});
+         z.put32(z.entries[0].end_offset - 12, 0xDEADBEEF);  // The descriptor's CRC.
+         return Rejected{
+             z.bytes, {"'s'", at(z.entries[0].end_offset - 16), "data descriptor", "0xdeadbeef"}};
+       }},
+      // Data past the file, overlapping another entry or the central directory.
+      {"DataOverlapsTheCentralDirectory", C::kCorrupt,
+       [] {
+         Rejected r = resized(1, 51);
+         r.fragments.push_back("overlaps the central directory");
+         return r;
+       }},
+      {"DataPastTheEndOfTheFile", C::kCorrupt,
+       [] {
+         Rejected r = resized(1, 0x7FFFFFFF);
+         r.fragments.push_back("2147483647 bytes overlaps");
+         return r;
+       }},
+      {"DataOverlapsTheNextLocalHeader", C::kCorrupt,
+       [] {
+         Rejected r = resized(0, 101);
+         r.fragments.push_back("overlaps the local header of entry 'b'");
+         return r;
+       }},
+      {"EntriesShareALocalHeader", C::kCorrupt,
+       [] {
+         BuiltZip z = base();
+         z.put32(z.entries[1].central_header_offset + field::kCentralLocalOffset,
+                 static_cast<std::uint32_t>(z.entries[0].local_header_offset));
+         return Rejected{
+             z.bytes,
+             {"'a'", "'b'", at(z.entries[0].local_header_offset), "shares its local header"}};
+       }},
+      {"LocalHeaderInsideTheCentralDirectory", C::kCorrupt,
+       [] {
+         BuiltZip z = base();
+         z.put32(z.entries[1].central_header_offset + field::kCentralLocalOffset,
+                 static_cast<std::uint32_t>(z.central_directory_offset + 4));
+         return Rejected{
+             z.bytes,
+             {"'b'", at(z.central_directory_offset + 4), "not before the central directory"}};
+       }},
+      // Duplicates, encryption, methods.
+      {"DuplicateName", C::kCorrupt,
+       [] {
+         const BuiltZip z =
+             build_zip({stored("same", pattern(10, 1)), stored("same", pattern(20, 2))});
+         return Rejected{z.bytes,
+                         {"'same'", at(z.entries[0].central_header_offset),
+                          at(z.entries[1].central_header_offset), "duplicate name"}};
+       }},
+      {"EncryptedFlagBit0", C::kUnsupported,
+       [] {
+         Rejected r =
+             patched_central(0, field::kCentralFlags, zip::kFlagUtf8 | zip::kFlagEncrypted, 2);
+         r.fragments.push_back("encrypted");
+         return r;
+       }},
+      {"EncryptedFlagBit6", C::kUnsupported,
+       [] {
+         Rejected r = patched_central(1, field::kCentralFlags,
+                                      zip::kFlagUtf8 | zip::kFlagStrongEncryption, 2);
+         r.fragments.push_back("encrypted");
+         return r;
+       }},
+      {"EncryptedMethod99", C::kUnsupported,
+       [] {
+         Rejected r = patched_central(1, field::kCentralMethod, 99, 2);
+         r.fragments.push_back("method 99");
+         return r;
+       }},
+      {"MethodBzip2", C::kUnsupported,
+       [] {
+         Rejected r = patched_central(0, field::kCentralMethod, 12, 2);
+         r.fragments.push_back("compression method 12");
+         return r;
+       }},
+      // Names.
+      {"NameDotDot", C::kCorrupt,
+       [] {
+         Rejected r = with_name("../evil");
+         r.fragments.push_back("'..' path component");
+         return r;
+       }},
+      {"NameInnerDotDot", C::kCorrupt,
+       [] {
+         Rejected r = with_name("a/../../evil");
+         r.fragments.push_back("'..' path component");
+         return r;
+       }},
+      {"NameFinalDotDot", C::kCorrupt,
+       [] {
+         Rejected r = with_name("a/..");
+         r.fragments.push_back("'..' path component");
+         return r;
+       }},
+      {"NameAbsolute", C::kCorrupt,
+       [] {
+         Rejected r = with_name("/etc/passwd");
+         r.fragments.push_back("absolute");
+         return r;
+       }},
+      {"NameDriveLetter", C::kCorrupt,
+       [] {
+         Rejected r = with_name("C:evil");
+         r.fragments.push_back("drive letter");
+         return r;
+       }},
+      {"NameNul", C::kCorrupt,
+       [] {
+         Rejected r = with_name(std::string("a\0b", 3));
+         r.fragments.push_back("'a\\x00b'");
+         r.fragments.push_back("NUL");
+         return r;
+       }},
+      {"NameBackslash", C::kCorrupt,
+       [] {
+         Rejected r = with_name("a\\b");
+         r.fragments.push_back("backslash");
+         return r;
+       }},
+      {"NameEmpty", C::kCorrupt,
+       [] {
+         Rejected r = with_name("");
+         r.fragments.push_back("empty entry name");
+         return r;
+       }},
+      // Names or extra fields longer than the record allows.
+      {"CentralNameLongerThanTheDirectory", C::kCorrupt,
+       [] {
+         Rejected r = patched_central(1, field::kCentralNameLength, 0xFFFF, 2);
+         r.fragments.erase(r.fragments.begin());  // The name is what cannot be read.
+         r.fragments.push_back("run past the end of the central directory");
+         return r;
+       }},
+      {"CentralExtraRecordLongerThanTheField", C::kCorrupt,
+       [] {
+         TestEntry e = stored("x", pattern(10, 1));
+         e.central_extra = extra_record(0x5455, {1, 2, 3});
+         BuiltZip z = build_zip({e});
+         const std::uint64_t record = z.entries[0].central_header_offset + 46 + 1;
+         z.put16(record + 2, 40);
+         return Rejected{z.bytes, {"'x'", "extra field record 0x5455", at(record)}};
+       }},
+      {"LocalExtraLongerThanTheEntry", C::kCorrupt,
+       [] {
+         Rejected r = patched_local(1, field::kLocalExtraLength, 0x4000, 2);
+         r.fragments.push_back("run into the central directory");
+         return r;
+       }},
+      {"LocalExtraRecordLongerThanTheField", C::kCorrupt,
+       [] {
+         TestEntry e = stored("x", pattern(10, 1), 0);
+         e.local_extra = extra_record(0x5455, {1, 2, 3});
+         BuiltZip z = build_zip({e});
+         const std::uint64_t record = z.entries[0].local_header_offset + 30 + 1;
+         z.put16(record + 2, 4);
+         return Rejected{z.bytes, {"'x'", "extra field record 0x5455", at(record)}};
+       }},
+      // zip64 fields that cannot be resolved or are ambiguous.
+      {"Zip64SentinelWithoutExtraField", C::kCorrupt,
+       [] {
+         BuiltZip z = base();
+         z.put32(z.entries[0].central_header_offset + field::kCentralLocalOffset, 0xFFFFFFFF);
+         return Rejected{z.bytes,
+                         {"'a'", at(z.entries[0].central_header_offset), "no zip64 extra field"}};
+       }},
+      {"Zip64ExtraFieldTooShort", C::kCorrupt,
+       [] {
+         TestEntry e = stored("x", pattern(10, 1));
+         e.zip64_offset = true;
+         BuiltZip z = build_zip({e});
+         // Claim the sizes are in the zip64 field too, which holds only the offset.
+         z.put32(z.entries[0].central_header_offset + field::kCentralSize, 0xFFFFFFFF);
+         z.put32(z.entries[0].central_header_offset + field::kCentralCompressedSize, 0xFFFFFFFF);
+         return Rejected{z.bytes, {"'x'", "zip64 extra field too short"}};
+       }},
+      {"TwoZip64ExtraFields", C::kCorrupt,
+       [] {
+         TestEntry e = stored("x", pattern(10, 1));
+         e.zip64_offset = true;
+         e.central_extra = extra_record(zip::kExtraZip64, {0, 0, 0, 0, 0, 0, 0, 0});
+         const BuiltZip z = build_zip({e});
+         return Rejected{z.bytes, {"'x'", "two zip64 extra fields"}};
+       }},
+      // Sizes that cannot be true.
+      {"StoredSizesDiffer", C::kCorrupt,
+       [] {
+         Rejected r = patched_central(0, field::kCentralCompressedSize, 99);
+         r.fragments.push_back("stored entry with compressed size 99");
+         return r;
+       }},
+      {"DeflateRatioImpossible", C::kCorrupt,
+       [] {
+         BuiltZip z = build_zip({deflated("d", text_lines(10))});
+         z.put32(z.entries[0].central_header_offset + field::kCentralSize, 0x7FFFFFFF);
+         return Rejected{z.bytes, {"'d'", "1032:1"}};
+       }},
+  };
+  RejectCase limit{"MoreEntriesThanMaxEntries", ErrorCode::kLimitExceeded, [] {
+                     const BuiltZip z = base();
+                     return Rejected{z.bytes, {at(z.end_offset), "max_entries"}};
+                   }};
+  limit.options.max_entries = 1;
+  cases.push_back(limit);
+  return cases;
+}
+
+void PrintTo(const RejectCase& c, std::ostream* os) { *os << c.name; }
+
+class MustReject : public ::testing::TestWithParam<RejectCase> {};
+
+TEST_P(MustReject, WithTheCodeAndAMessageNamingThePlace) {
+  const RejectCase& c = GetParam();
+  Rejected r = c.make();
+  r.fragments.push_back("<memory>");
+  expect_error([&] { (void)ZipReader::from_bytes(r.bytes, c.options); }, c.code, r.fragments);
+}
+
+INSTANTIATE_TEST_SUITE_P(ZipReader, MustReject, ::testing::ValuesIn(reject_cases()),
+                         [](const ::testing::TestParamInfo<RejectCase>& param) {
+                           return param.param.name;
+                         });
+
+// ---------------------------------------------------------------------------------------------
+// Damage anywhere must give a result or an Error, never a crash or an out-of-bounds read
+// (ASan/UBSan builds check the latter).
+
+BuiltZip varied_archive() {
+  TestEntry zip64 = stored("z64", pattern(80, 3));
+  zip64.zip64_sizes = true;
+  zip64.zip64_offset = true;
+  TestEntry described = deflated("dd", text_lines(8));
+  described.data_descriptor = true;
+  described.descriptor_signature = false;
+  ZipBuildOptions options;
+  options.zip64_end = true;
+  options.comment = "c";
+  return build_zip({stored("a", pattern(70, 1)), deflated("d", text_lines(12)), zip64, described},
+                   options);
+}
+
+void read_everything(ByteSpan bytes) {
+  try {
+    const ZipReader r = ZipReader::from_bytes(bytes);
+    for (const ZipEntry& e : r.entries()) {
+      try {
+        r.verify(e);
+        (void)r.find(e.name);
+      } catch (const Error&) {
+      }
+    }
+  } catch (const Error&) {
+  }
+}
+
+TEST(ZipReader, EveryPrefixIsRejectedOrReadWithoutCrashing) {
+  const BuiltZip z = varied_archive();
+  ASSERT_NO_THROW({
+    const ZipReader r = ZipReader::from_bytes(z.span());
+    for (const ZipEntry& e : r.entries()) r.verify(e);
+  });
+  std::size_t accepted = 0;
+  for (std::size_t n = 0; n < z.bytes.size(); ++n) {
+    // An exactly-sized heap copy, so any read past the prefix is a heap overflow ASan sees.
+    const auto prefix = std::make_unique<std::uint8_t[]>(n);
+    std::copy_n(z.bytes.begin(), n, prefix.get());
+    try {
+      const ZipReader r = ZipReader::from_bytes({prefix.get(), n});
+      ++accepted;
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.code() == ErrorCode::kCorrupt || e.code() == ErrorCode::kUnsupported)
+          << e.what();
+    }
+    read_everything({prefix.get(), n});
+  }
+  // The end record sits at the very end, so no proper prefix is an archive.
+  EXPECT_EQ(accepted, 0u);
+}
+
+TEST(ZipReader, EveryFlippedByteIsRejectedOrReadWithoutCrashing) {
+  const BuiltZip z = varied_archive();
+  for (std::size_t i = 0; i < z.bytes.size(); ++i) {
+    for (const std::uint8_t mask : {0x01, 0x80, 0xFF}) {
+      const auto copy = std::make_unique<std::uint8_t[]>(z.bytes.size());
+      std::copy(z.bytes.begin(), z.bytes.end(), copy.get());
+      copy[i] ^= mask;
+      read_everything({copy.get(), z.bytes.size()});
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onnxzip
