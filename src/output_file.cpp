@@ -40,7 +40,11 @@ AtomicOutputFile::AtomicOutputFile(std::filesystem::path destination, OutputFile
   for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
     char suffix[24];
     std::snprintf(suffix, sizeof suffix, ".tmp.%016llx", static_cast<unsigned long long>(random()));
-    temporary_ = folder / ("." + destination_.filename().string() + suffix);
+    // Built by appends: g++ 12 at -O3 misreports `"." + string` as an overlapping memcpy.
+    std::string name(".");
+    name += destination_.filename().string();
+    name += suffix;
+    temporary_ = folder / name;
     fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ < 0 && errno != EEXIST) {
       throw Error(ErrorCode::kIo, destination_.string() + ": cannot create temporary file " +
