@@ -293,8 +293,13 @@ class WireWriter final {
   }
 
   void write_varint(std::uint64_t value) {
-    reserve(kMaxVarintSize);
-    cur_ = encode_varint(value, cur_);
+    if (static_cast<std::size_t>(end_ - cur_) >= kMaxVarintSize) {
+      cur_ = encode_varint(value, cur_);
+    } else {
+      // Near the end of the buffer: an exactly sized output has no room to spare.
+      std::uint8_t bytes[kMaxVarintSize];
+      write_bytes(ByteSpan(bytes, static_cast<std::size_t>(encode_varint(value, bytes) - bytes)));
+    }
   }
   void write_tag(std::uint32_t field_number, WireType type) {
     write_varint(make_tag(field_number, type));
