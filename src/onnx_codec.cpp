@@ -70,16 +70,10 @@ struct ParseContext {
   r.fail(ErrorCode::kCorrupt, r.offset_of(p), where, "invalid varint");
 }
 
-// A length-delimited payload, within the limit on field sizes.
-inline ByteSpan read_payload(const ParseContext& ctx, WireReader& r, const WireContext& where) {
-  const std::uint8_t* const length_at = r.position();
-  const ByteSpan payload = r.read_length_delimited(where);
-  if (payload.size() > ctx.options.max_message_size) {
-    r.fail(ErrorCode::kLimitExceeded, r.offset_of(length_at), where,
-           "length " + std::to_string(payload.size()) + " exceeds max_message_size (" +
-               std::to_string(ctx.options.max_message_size) + ")");
-  }
-  return payload;
+// A length-delimited payload. Its length is bounded by the enclosing message (hence by the
+// input, which max_message_size bounds), so no further limit applies here.
+inline ByteSpan read_payload(const ParseContext&, WireReader& r, const WireContext& where) {
+  return r.read_length_delimited(where);
 }
 
 inline void expect_wire_type(const WireReader& r, const std::uint8_t* tag_at, WireType got,

@@ -66,7 +66,8 @@ struct ParseOptions : TensorBufferOptions {
   // Nesting depth of messages, the top-level message counting as 1 (libprotobuf's default
   // recursion limit). Deeper input fails with kLimitExceeded instead of exhausting the stack.
   std::uint32_t max_depth = 100;
-  // Largest input and largest length-delimited field (message, string, bytes, packed block).
+  // Largest input, hence largest message or field: every length-delimited field must also fit
+  // in what remains of its enclosing message (Error(kCorrupt) otherwise).
   std::uint64_t max_message_size = std::uint64_t{1} << 40;
   // Most elements of one repeated field in one message.
   std::uint64_t max_elements = std::uint64_t{1} << 32;
