@@ -16,10 +16,13 @@
 #include <bit>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "onnxzip/mapped_file.h"
 
@@ -113,12 +116,110 @@ inline void put_tag(WireWriter& w) {
   }
 }
 
+// Writes a message back to front, so that each nested message's length is known (it has just
+// been written) when its length prefix is: one pass over the model instead of a sizing pass and a
+// writing pass, each of which touches every message. The output accumulates in a chain of chunks
+// (never moved once written); payloads of kHoleBytes or more are not copied into them but kept as
+// references ("holes") and copied once, straight into the final output.
+class ReverseWriter final {
+ public:
+  static constexpr std::size_t kHoleBytes = 4096;
+
+  ReverseWriter() = default;
+  ReverseWriter(const ReverseWriter&) = delete;
+  ReverseWriter& operator=(const ReverseWriter&) = delete;
+
+  // Bytes written so far, holes included.
+  std::uint64_t written() const noexcept {
+    return closed_bytes_ + static_cast<std::uint64_t>(run_end_ - cur_);
+  }
+
+  void put_varint(std::uint64_t value) {
+    reserve(wire::kMaxVarintSize);
+    cur_ -= wire::varint_size(value);
+    wire::encode_varint(value, cur_);
+  }
+  template <std::uint32_t kNumber, WireType kType>
+  void put_tag() {
+    constexpr std::uint64_t kTag = wire::make_tag(kNumber, kType);
+    if constexpr (kTag < 0x80) {
+      reserve(1);
+      *--cur_ = static_cast<std::uint8_t>(kTag);
+    } else {
+      put_varint(kTag);
+    }
+  }
+  void put_fixed32(std::uint32_t value) {
+    reserve(4);
+    cur_ -= 4;
+    wire::store_fixed32(value, cur_);
+  }
+  void put_fixed64(std::uint64_t value) {
+    reserve(8);
+    cur_ -= 8;
+    wire::store_fixed64(value, cur_);
+  }
+  void put_bytes(ByteSpan bytes) {
+    if (bytes.empty()) return;
+    reserve(bytes.size());
+    cur_ -= bytes.size();
+    std::memcpy(cur_, bytes.data(), bytes.size());
+  }
+  // Tensor data: large payloads become holes.
+  void put_payload(ByteSpan bytes) {
+    if (bytes.size() < kHoleBytes) return put_bytes(bytes);
+    close_run();
+    segments_.push_back(bytes);
+    closed_bytes_ += bytes.size();
+  }
+
+  // Hands the output to `emit_piece` front to back.
+  template <class Emit>
+  void emit(Emit&& emit_piece) const {
+    emit_piece(ByteSpan(cur_, static_cast<std::size_t>(run_end_ - cur_)));
+    for (auto segment = segments_.rbegin(); segment != segments_.rend(); ++segment) {
+      emit_piece(*segment);
+    }
+  }
+
+ private:
+  void reserve(std::size_t size) {
+    if (static_cast<std::size_t>(cur_ - begin_) < size) new_chunk(size);
+  }
+  // Ends the run of bytes written contiguously in the current chunk.
+  void close_run() {
+    if (run_end_ != cur_) {
+      segments_.emplace_back(cur_, static_cast<std::size_t>(run_end_ - cur_));
+      closed_bytes_ += static_cast<std::uint64_t>(run_end_ - cur_);
+    }
+    run_end_ = cur_;
+  }
+  void new_chunk(std::size_t size) {
+    close_run();
+    const std::size_t capacity = std::max(next_chunk_size_, size);
+    next_chunk_size_ = std::min(2 * next_chunk_size_, kMaxChunkSize);
+    chunks_.push_back(std::make_unique_for_overwrite<std::uint8_t[]>(capacity));
+    begin_ = chunks_.back().get();
+    cur_ = run_end_ = begin_ + capacity;
+  }
+
+  static constexpr std::size_t kMaxChunkSize = std::size_t{1} << 20;
+  std::vector<std::unique_ptr<std::uint8_t[]>> chunks_;
+  std::vector<ByteSpan> segments_;  // Closed runs and holes, back of the output first.
+  std::uint8_t* begin_ = nullptr;
+  std::uint8_t* cur_ = nullptr;
+  std::uint8_t* run_end_ = nullptr;
+  std::uint64_t closed_bytes_ = 0;
+  std::size_t next_chunk_size_ = std::size_t{1} << 14;
+};
+
 // --- Per-message functions, declared up front: messages nest recursively ---
 
 #define ONNXZIP_DECLARE_BODY_FUNCTIONS_(Type, Id, Name)                            \
   void parse_body(ParseContext& ctx, WireReader& r, Type& m, std::uint32_t depth); \
   std::uint64_t body_size(const Type& m, SizeTable& sizes);                        \
-  void write_body(const Type& m, WireWriter& w, SizeCursor& sizes);
+  void write_body(const Type& m, WireWriter& w, SizeCursor& sizes);                \
+  void write_body_reverse(const Type& m, ReverseWriter& w);
 ONNXZIP_ONNX_MESSAGES(ONNXZIP_DECLARE_BODY_FUNCTIONS_)
 #undef ONNXZIP_DECLARE_BODY_FUNCTIONS_
 
@@ -158,6 +259,13 @@ inline void write_nested(const M& m, WireWriter& w, SizeCursor& sizes) {
   if (w.position() - start != length) SizeCursor::throw_changed();
 }
 
+template <class M>
+inline void write_nested_reverse(const M& m, ReverseWriter& w) {
+  const std::uint64_t end = w.written();
+  write_body_reverse(m, w);
+  w.put_varint(w.written() - end);
+}
+
 // --- Field kinds ---
 
 template <class Kind>
@@ -180,6 +288,12 @@ struct FieldCodec<field::Int64> {
     if (!v) return;
     put_tag<N, WireType::kVarint>(w);
     w.write_varint(static_cast<std::uint64_t>(*v));
+  }
+  template <std::uint32_t N>
+  static void write_reverse(const std::optional<std::int64_t>& v, ReverseWriter& w) {
+    if (!v) return;
+    w.put_varint(static_cast<std::uint64_t>(*v));
+    w.put_tag<N, WireType::kVarint>();
   }
 };
 
@@ -206,6 +320,12 @@ struct FieldCodec<field::Int32> {
     put_tag<N, WireType::kVarint>(w);
     w.write_varint(to_wire(*v));
   }
+  template <std::uint32_t N>
+  static void write_reverse(const std::optional<std::int32_t>& v, ReverseWriter& w) {
+    if (!v) return;
+    w.put_varint(to_wire(*v));
+    w.put_tag<N, WireType::kVarint>();
+  }
 };
 
 template <>
@@ -224,6 +344,12 @@ struct FieldCodec<field::Float> {
     if (!v) return;
     put_tag<N, WireType::kFixed32>(w);
     w.write_fixed32(std::bit_cast<std::uint32_t>(*v));
+  }
+  template <std::uint32_t N>
+  static void write_reverse(const std::optional<float>& v, ReverseWriter& w) {
+    if (!v) return;
+    w.put_fixed32(std::bit_cast<std::uint32_t>(*v));
+    w.put_tag<N, WireType::kFixed32>();
   }
 };
 
@@ -250,6 +376,13 @@ struct FieldCodec<field::String> {
     put_tag<N, WireType::kLengthDelimited>(w);
     w.write_varint(v->size());
     w.write_bytes(ByteSpan(reinterpret_cast<const std::uint8_t*>(v->data()), v->size()));
+  }
+  template <std::uint32_t N>
+  static void write_reverse(const std::optional<std::string>& v, ReverseWriter& w) {
+    if (!v) return;
+    w.put_bytes(ByteSpan(reinterpret_cast<const std::uint8_t*>(v->data()), v->size()));
+    w.put_varint(v->size());
+    w.put_tag<N, WireType::kLengthDelimited>();
   }
 };
 
@@ -287,6 +420,13 @@ struct FieldCodec<field::TensorData> {
     w.write_varint(v->size());
     w.write_bytes(v->view());
   }
+  template <std::uint32_t N>
+  static void write_reverse(const std::optional<TensorBytes>& v, ReverseWriter& w) {
+    if (!v) return;
+    w.put_payload(v->view());
+    w.put_varint(v->size());
+    w.put_tag<N, WireType::kLengthDelimited>();
+  }
 };
 
 template <class M>
@@ -309,13 +449,63 @@ struct FieldCodec<field::Message<M>> {
     put_tag<N, WireType::kLengthDelimited>(w);
     write_nested(*v, w, sizes);
   }
+  template <std::uint32_t N>
+  static void write_reverse(const Box<M>& v, ReverseWriter& w) {
+    if (!v) return;
+    write_nested_reverse(*v, w);
+    w.put_tag<N, WireType::kLengthDelimited>();
+  }
 };
+
+// How many fields with the tag starting at `tag_at` the rest of the message holds, counting that
+// one. Stops quietly at anything malformed: the parse that follows reports it.
+std::size_t count_occurrences(const std::uint8_t* tag_at, const std::uint8_t* end) {
+  const wire::DecodedVarint wanted = wire::decode_varint(tag_at, end);
+  std::size_t count = 0;
+  const std::uint8_t* p = tag_at;
+  while (p < end) {
+    const wire::DecodedVarint tag = wire::decode_varint(p, end);
+    if (tag.status != wire::VarintStatus::kOk) break;
+    p = tag.next;
+    count += tag.value == wanted.value;
+    switch (static_cast<WireType>(tag.value & 7)) {
+      case WireType::kVarint:
+        while (p < end && *p >= 0x80) ++p;
+        ++p;
+        break;
+      case WireType::kFixed64:
+        p += 8;
+        break;
+      case WireType::kLengthDelimited: {
+        const wire::DecodedVarint length = wire::decode_varint(p, end);
+        if (length.status != wire::VarintStatus::kOk ||
+            length.value > static_cast<std::uint64_t>(end - length.next)) {
+          return count;
+        }
+        p = length.next + length.value;
+        break;
+      }
+      case WireType::kFixed32:
+        p += 4;
+        break;
+      default:
+        return count;
+    }
+  }
+  return count;
+}
 
 template <class M>
 struct FieldCodec<field::Messages<M>> {
   static void parse(ParseContext& ctx, WireReader& r, WireType type, const std::uint8_t* tag_at,
                     std::vector<M>& v, std::uint32_t depth, const WireContext& where) {
     expect_wire_type(r, tag_at, type, WireType::kLengthDelimited, where);
+    if (v.empty()) {
+      // Sizing the vector once avoids moving every message on each regrowth (a graph's nodes).
+      // The count is of fields actually present, so it is bounded by the input.
+      v.reserve(
+          std::min<std::uint64_t>(count_occurrences(tag_at, r.end()), ctx.options.max_elements));
+    }
     if (v.size() >= ctx.options.max_elements) fail_too_many(r, tag_at, ctx, where);
     const ByteSpan payload = read_payload(ctx, r, where);
     parse_nested(ctx, r, tag_at, payload, v.emplace_back(), depth, where);
@@ -331,6 +521,13 @@ struct FieldCodec<field::Messages<M>> {
     for (const M& m : v) {
       put_tag<N, WireType::kLengthDelimited>(w);
       write_nested(m, w, sizes);
+    }
+  }
+  template <std::uint32_t N>
+  static void write_reverse(const std::vector<M>& v, ReverseWriter& w) {
+    for (auto m = v.rbegin(); m != v.rend(); ++m) {
+      write_nested_reverse(*m, w);
+      w.put_tag<N, WireType::kLengthDelimited>();
     }
   }
 };
@@ -356,6 +553,14 @@ struct FieldCodec<field::Strings> {
       put_tag<N, WireType::kLengthDelimited>(w);
       w.write_varint(s.size());
       w.write_bytes(ByteSpan(reinterpret_cast<const std::uint8_t*>(s.data()), s.size()));
+    }
+  }
+  template <std::uint32_t N>
+  static void write_reverse(const std::vector<std::string>& v, ReverseWriter& w) {
+    for (auto s = v.rbegin(); s != v.rend(); ++s) {
+      w.put_bytes(ByteSpan(reinterpret_cast<const std::uint8_t*>(s->data()), s->size()));
+      w.put_varint(s->size());
+      w.put_tag<N, WireType::kLengthDelimited>();
     }
   }
 };
@@ -528,6 +733,37 @@ struct RepeatedScalarCodec {
       }
     }
   }
+
+  static void put_one(T value, ReverseWriter& w) {
+    if constexpr (kEncoding == Encoding::kVarint) {
+      w.put_varint(to_varint(value));
+    } else if constexpr (kEncoding == Encoding::kFixed32) {
+      w.put_fixed32(std::bit_cast<std::uint32_t>(value));
+    } else {
+      w.put_fixed64(std::bit_cast<std::uint64_t>(value));
+    }
+  }
+
+  template <std::uint32_t N>
+  static void write_reverse(const std::vector<T>& v, ReverseWriter& w) {
+    if (v.empty()) return;
+    if constexpr (kPacked) {
+      const std::uint64_t end = w.written();
+      if constexpr (kEncoding != Encoding::kVarint && kLittleEndian) {
+        w.put_payload(
+            ByteSpan(reinterpret_cast<const std::uint8_t*>(v.data()), v.size() * kFixedSize));
+      } else {
+        for (auto value = v.rbegin(); value != v.rend(); ++value) put_one(*value, w);
+      }
+      w.put_varint(w.written() - end);
+      w.put_tag<N, WireType::kLengthDelimited>();
+    } else {
+      for (auto value = v.rbegin(); value != v.rend(); ++value) {
+        put_one(*value, w);
+        w.put_tag<N, kElementType>();
+      }
+    }
+  }
 };
 
 template <>
@@ -578,6 +814,28 @@ void reset_field(std::vector<T>& v) {
 
 // --- The per-message functions, expanded from the field lists ---
 
+// A field as a type, so that a message's fields can be walked in reverse at compile time.
+template <class Kind, auto kMember, std::uint32_t kNumber>
+struct FieldRef {
+  template <class M>
+  static void write_reverse(const M& m, ReverseWriter& w) {
+    FieldCodec<Kind>::template write_reverse<kNumber>(m.*kMember, w);
+  }
+};
+
+// Fields in declaration order; the leading void lets the X-macro put a comma before each field.
+template <class... Fields>
+struct FieldList;
+
+template <class M, class... Fields>
+inline void write_fields_reverse(const M& m, ReverseWriter& w, FieldList<void, Fields...>*) {
+  using Tuple = std::tuple<Fields...>;
+  [&]<std::size_t... kIndex>(std::index_sequence<kIndex...>) {
+    (std::tuple_element_t<sizeof...(Fields) - 1 - kIndex, Tuple>::write_reverse(m, w), ...);
+  }
+  (std::index_sequence_for<Fields...>{});
+}
+
 constexpr bool strictly_ascending(std::initializer_list<std::uint32_t> numbers) {
   std::uint32_t previous = 0;
   for (const std::uint32_t n : numbers) {
@@ -604,45 +862,56 @@ constexpr bool strictly_ascending(std::initializer_list<std::uint32_t> numbers) 
 #define ONNXZIP_SIZE_FIELD_(kind, name, number, oneof) \
   total += FieldCodec<field::kind>::template size<number>(m.name, sizes);
 
+#define ONNXZIP_FIELD_REF_(kind, name, number, oneof) \
+  , FieldRef<field::kind, &MessageType::name, number>
+
 #define ONNXZIP_WRITE_FIELD_(kind, name, number, oneof) \
   FieldCodec<field::kind>::template write<number>(m.name, w, sizes);
 
-#define ONNXZIP_DEFINE_BODY_FUNCTIONS_(Type, Id, Name)                               \
-  static_assert(strictly_ascending({ONNXZIP_FIELDS_##Id(ONNXZIP_FIELD_NUMBER_)}),    \
-                Name ": fields must be listed in field-number order");               \
-                                                                                     \
-  [[maybe_unused]] void clear_oneof_except(Type& m, std::uint32_t kept, int group) { \
-    ONNXZIP_FIELDS_##Id(ONNXZIP_CLEAR_ONEOF_MEMBER_)                                 \
-  }                                                                                  \
-                                                                                     \
-  void parse_body(ParseContext& ctx, WireReader& r, Type& m, std::uint32_t depth) {  \
-    using MessageType = Type;                                                        \
-    while (!r.at_end()) {                                                            \
-      const std::uint8_t* const tag_at = r.position();                               \
-      const FieldTag tag = r.read_tag(WireContext(Name));                            \
-      switch (tag.number) {                                                          \
-        ONNXZIP_FIELDS_##Id(ONNXZIP_PARSE_CASE_) default                             \
-            : keep_unknown(ctx, r, tag, tag_at, m.unknown_fields, depth, Name);      \
-        break;                                                                       \
-      }                                                                              \
-    }                                                                                \
-  }                                                                                  \
-                                                                                     \
-  std::uint64_t body_size(const Type& m, SizeTable& sizes) {                         \
-    std::uint64_t total = m.unknown_fields.size();                                   \
-    ONNXZIP_FIELDS_##Id(ONNXZIP_SIZE_FIELD_) return total;                           \
-  }                                                                                  \
-                                                                                     \
-  void write_body(const Type& m, WireWriter& w, SizeCursor& sizes) {                 \
-    ONNXZIP_FIELDS_##Id(ONNXZIP_WRITE_FIELD_) if (!m.unknown_fields.empty()) {       \
-      w.write_bytes(m.unknown_fields.bytes());                                       \
-    }                                                                                \
+#define ONNXZIP_DEFINE_BODY_FUNCTIONS_(Type, Id, Name)                                         \
+  static_assert(strictly_ascending({ONNXZIP_FIELDS_##Id(ONNXZIP_FIELD_NUMBER_)}),              \
+                Name ": fields must be listed in field-number order");                         \
+                                                                                               \
+  [[maybe_unused]] void clear_oneof_except(Type& m, std::uint32_t kept, int group) {           \
+    ONNXZIP_FIELDS_##Id(ONNXZIP_CLEAR_ONEOF_MEMBER_)                                           \
+  }                                                                                            \
+                                                                                               \
+  void parse_body(ParseContext& ctx, WireReader& r, Type& m, std::uint32_t depth) {            \
+    using MessageType = Type;                                                                  \
+    while (!r.at_end()) {                                                                      \
+      const std::uint8_t* const tag_at = r.position();                                         \
+      const FieldTag tag = r.read_tag(WireContext(Name));                                      \
+      switch (tag.number) {                                                                    \
+        ONNXZIP_FIELDS_##Id(ONNXZIP_PARSE_CASE_) default                                       \
+            : keep_unknown(ctx, r, tag, tag_at, m.unknown_fields, depth, Name);                \
+        break;                                                                                 \
+      }                                                                                        \
+    }                                                                                          \
+  }                                                                                            \
+                                                                                               \
+  std::uint64_t body_size(const Type& m, SizeTable& sizes) {                                   \
+    std::uint64_t total = m.unknown_fields.size();                                             \
+    ONNXZIP_FIELDS_##Id(ONNXZIP_SIZE_FIELD_) return total;                                     \
+  }                                                                                            \
+                                                                                               \
+  void write_body(const Type& m, WireWriter& w, SizeCursor& sizes) {                           \
+    ONNXZIP_FIELDS_##Id(ONNXZIP_WRITE_FIELD_) if (!m.unknown_fields.empty()) {                 \
+      w.write_bytes(m.unknown_fields.bytes());                                                 \
+    }                                                                                          \
+  }                                                                                            \
+                                                                                               \
+  void write_body_reverse(const Type& m, ReverseWriter& w) {                                   \
+    using MessageType = Type;                                                                  \
+    w.put_bytes(m.unknown_fields.bytes());                                                     \
+    write_fields_reverse(                                                                      \
+        m, w, static_cast<FieldList<void ONNXZIP_FIELDS_##Id(ONNXZIP_FIELD_REF_)>*>(nullptr)); \
   }
 
 ONNXZIP_ONNX_MESSAGES(ONNXZIP_DEFINE_BODY_FUNCTIONS_)
 
 #undef ONNXZIP_DEFINE_BODY_FUNCTIONS_
 #undef ONNXZIP_WRITE_FIELD_
+#undef ONNXZIP_FIELD_REF_
 #undef ONNXZIP_SIZE_FIELD_
 #undef ONNXZIP_CLEAR_ONEOF_MEMBER_
 #undef ONNXZIP_PARSE_CASE_
@@ -748,9 +1017,12 @@ void MessageSerializer<M>::write(MutableByteSpan out) const {
 
 template <OnnxMessage M>
 std::vector<std::uint8_t> serialize_message(const M& message, const SerializeOptions& options) {
-  const MessageSerializer<M> serializer(message, options);
-  std::vector<std::uint8_t> out(static_cast<std::size_t>(serializer.size()));
-  serializer.write(MutableByteSpan(out));
+  check_options(options, "serialize");
+  ReverseWriter writer;
+  write_body_reverse(message, writer);
+  std::vector<std::uint8_t> out;
+  out.reserve(static_cast<std::size_t>(writer.written()));
+  writer.emit([&](ByteSpan piece) { out.insert(out.end(), piece.begin(), piece.end()); });
   return out;
 }
 
@@ -795,9 +1067,15 @@ std::vector<std::uint8_t> serialize_model(const ModelProto& model,
 
 OwnedBytes serialize_model_to_owned_bytes(const ModelProto& model,
                                           const SerializeOptions& options) {
-  const MessageSerializer<ModelProto> serializer(model, options);
-  OwnedBytes out(static_cast<std::size_t>(serializer.size()));
-  serializer.write(out.mutable_span());
+  check_options(options, "serialize");
+  ReverseWriter writer;
+  write_body_reverse(model, writer);
+  OwnedBytes out(static_cast<std::size_t>(writer.written()));
+  std::uint8_t* p = out.data();
+  writer.emit([&](ByteSpan piece) {
+    if (!piece.empty()) std::memcpy(p, piece.data(), piece.size());
+    p += piece.size();
+  });
   return out;
 }
 
