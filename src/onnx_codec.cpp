@@ -1,10 +1,11 @@
 // The ONNX protobuf codec, expanded from the field lists of onnx_model.h.
 //
-// For every message the lists expand into three functions: parse_body (a switch on the field
-// number whose cases call the field kind's inline parser), body_size (the sizing pass) and
-// write_body (the writing pass). FieldCodec<kind> holds what one kind of field does in each of
-// them, so the per-message code is straight-line, with no tables looked up or virtual calls per
-// field.
+// For every message the lists expand into four functions: parse_body (a switch on the field
+// number whose cases call the field kind's inline parser), body_size (the sizing pass), write_body
+// (the front-to-back writing pass) and write_body_reverse (the single back-to-front pass used for
+// in-memory output; the fields are walked in reverse at compile time through FieldRef types).
+// FieldCodec<kind> holds what one kind of field does in each of them, so the per-message code is
+// straight-line, with no tables looked up or virtual calls per field.
 //
 // Sizes: body_size visits messages in the order write_body will, appending to a SizeTable the
 // body size of every nested message (slot reserved before its children) and the payload size of
@@ -71,12 +72,6 @@ struct ParseContext {
   WireReader at = r.sub_reader(ByteSpan(p, static_cast<std::size_t>(end - p)));
   at.read_varint(where);
   r.fail(ErrorCode::kCorrupt, r.offset_of(p), where, "invalid varint");
-}
-
-// A length-delimited payload. Its length is bounded by the enclosing message (hence by the
-// input, which max_message_size bounds), so no further limit applies here.
-inline ByteSpan read_payload(const ParseContext&, WireReader& r, const WireContext& where) {
-  return r.read_length_delimited(where);
 }
 
 inline void expect_wire_type(const WireReader& r, const std::uint8_t* tag_at, WireType got,
@@ -359,10 +354,10 @@ inline std::uint64_t length_delimited_size(std::uint64_t length) {
 
 template <>
 struct FieldCodec<field::String> {
-  static void parse(ParseContext& ctx, WireReader& r, WireType type, const std::uint8_t* tag_at,
+  static void parse(ParseContext&, WireReader& r, WireType type, const std::uint8_t* tag_at,
                     std::optional<std::string>& v, std::uint32_t, const WireContext& where) {
     expect_wire_type(r, tag_at, type, WireType::kLengthDelimited, where);
-    const ByteSpan payload = read_payload(ctx, r, where);
+    const ByteSpan payload = r.read_length_delimited(where);
     v.emplace(reinterpret_cast<const char*>(payload.data()), payload.size());
   }
   template <std::uint32_t N>
@@ -392,7 +387,7 @@ struct FieldCodec<field::TensorData> {
                     std::optional<TensorBytes>& v, std::uint32_t, const WireContext& where) {
     expect_wire_type(r, tag_at, type, WireType::kLengthDelimited, where);
     const std::uint8_t* const length_at = r.position();
-    const ByteSpan payload = read_payload(ctx, r, where);
+    const ByteSpan payload = r.read_length_delimited(where);
     const ParseOptions& options = ctx.options;
     if (payload.size() > options.max_tensor_bytes) {
       r.fail(ErrorCode::kLimitExceeded, r.offset_of(length_at), where,
@@ -434,7 +429,7 @@ struct FieldCodec<field::Message<M>> {
   static void parse(ParseContext& ctx, WireReader& r, WireType type, const std::uint8_t* tag_at,
                     Box<M>& v, std::uint32_t depth, const WireContext& where) {
     expect_wire_type(r, tag_at, type, WireType::kLengthDelimited, where);
-    const ByteSpan payload = read_payload(ctx, r, where);
+    const ByteSpan payload = r.read_length_delimited(where);
     // A repeated occurrence merges into the message already there, as protobuf specifies.
     parse_nested(ctx, r, tag_at, payload, v.ensure(), depth, where);
   }
@@ -507,7 +502,7 @@ struct FieldCodec<field::Messages<M>> {
           std::min<std::uint64_t>(count_occurrences(tag_at, r.end()), ctx.options.max_elements));
     }
     if (v.size() >= ctx.options.max_elements) fail_too_many(r, tag_at, ctx, where);
-    const ByteSpan payload = read_payload(ctx, r, where);
+    const ByteSpan payload = r.read_length_delimited(where);
     parse_nested(ctx, r, tag_at, payload, v.emplace_back(), depth, where);
   }
   template <std::uint32_t N>
@@ -538,7 +533,7 @@ struct FieldCodec<field::Strings> {
                     std::vector<std::string>& v, std::uint32_t, const WireContext& where) {
     expect_wire_type(r, tag_at, type, WireType::kLengthDelimited, where);
     if (v.size() >= ctx.options.max_elements) fail_too_many(r, tag_at, ctx, where);
-    const ByteSpan payload = read_payload(ctx, r, where);
+    const ByteSpan payload = r.read_length_delimited(where);
     v.emplace_back(reinterpret_cast<const char*>(payload.data()), payload.size());
   }
   template <std::uint32_t N>
@@ -607,7 +602,7 @@ struct RepeatedScalarCodec {
       return;
     }
     expect_wire_type(r, tag_at, type, WireType::kLengthDelimited, where);
-    const ByteSpan payload = read_payload(ctx, r, where);
+    const ByteSpan payload = r.read_length_delimited(where);
     if constexpr (kEncoding == Encoding::kVarint) {
       parse_packed_varints(ctx, r, tag_at, payload, v, where);
     } else {
@@ -788,13 +783,10 @@ struct FieldCodec<field::PackedDoubles> : RepeatedScalarCodec<double, Encoding::
 
 void keep_unknown(const ParseContext& ctx, WireReader& r, FieldTag tag, const std::uint8_t* tag_at,
                   UnknownFields& unknown, std::uint32_t depth, std::string_view message_name) {
-  const std::string number = std::to_string(tag.number);
-  const WireContext where(message_name, number);
-  if (tag.type == WireType::kLengthDelimited) {
-    read_payload(ctx, r, where);
-  } else {
-    r.skip_value(tag, where, ctx.options.max_depth - std::min(depth, ctx.options.max_depth));
-  }
+  const std::string number = std::to_string(tag.number);  // Errors name the field "Message.N".
+  // Groups count against the nesting limit like messages.
+  r.skip_value(tag, WireContext(message_name, number),
+               ctx.options.max_depth - std::min(depth, ctx.options.max_depth));
   unknown.append(ByteSpan(tag_at, static_cast<std::size_t>(r.position() - tag_at)));
 }
 
@@ -993,9 +985,10 @@ MessageSerializer<M>::MessageSerializer(const M& message, const SerializeOptions
 
 template <OnnxMessage M>
 void MessageSerializer<M>::write(wire::ByteSink& sink) const {
-  std::vector<std::uint8_t> buffer(static_cast<std::size_t>(
-      std::clamp<std::uint64_t>(size_, wire::kMaxFieldHeaderSize, kStreamBufferBytes)));
-  WireWriter writer(buffer, &sink, kDirectWriteBytes);
+  const auto buffer_size = static_cast<std::size_t>(
+      std::clamp<std::uint64_t>(size_, wire::kMaxFieldHeaderSize, kStreamBufferBytes));
+  const auto buffer = std::make_unique_for_overwrite<std::uint8_t[]>(buffer_size);
+  WireWriter writer(MutableByteSpan(buffer.get(), buffer_size), &sink, kDirectWriteBytes);
   SizeCursor cursor{sizes_.data() + 1, sizes_.data() + sizes_.size()};
   write_body(*message_, writer, cursor);
   writer.flush();

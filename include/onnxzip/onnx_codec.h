@@ -10,9 +10,15 @@
 // serialize_model / serialize_message write canonical protobuf: known fields in field-number
 // order, each in the encoding onnx.proto declares (packed only where it says [packed = true]),
 // then the unknown fields in the order they were read. This is what libprotobuf writes, so a model
-// written by the reference onnx package parses and re-serializes to the same bytes. Nested sizes
-// are computed once, in one pass, before writing; a streamed write keeps only that size table and
-// a fixed buffer in memory and hands large tensor payloads to the output without copying.
+// written by the reference onnx package parses and re-serializes to the same bytes. Two writers,
+// generated from the same field declarations, produce identical bytes:
+//   * to memory (serialize_model -> vector / OwnedBytes, serialize_message -> vector): one pass
+//     over the model, back to front, so every nested length is known when it is written; large
+//     tensor payloads are copied once, straight into the result.
+//   * streamed (to a ByteSink, an AtomicOutputFile, a path; MessageSerializer): one sizing pass
+//     stores every nested size in a table, then a front-to-back pass writes through a fixed 1 MiB
+//     buffer and hands large payloads to the output without copying them. Memory use is the size
+//     table (8 bytes per nested message) plus the buffer, whatever the size of the tensors.
 //
 // Ownership of tensor payloads (TensorProto::raw_data) when parsing:
 //   * no_copy = false (default): every payload is copied; the model owns all its bytes.
