@@ -90,7 +90,8 @@ struct SerializeOptions : TensorBufferOptions {
 
 // --- Models ---
 
-// Parses a serialized ModelProto. `source` names the input in error messages.
+// Parses a serialized ModelProto. `source` names the input in error messages. (Bytes held in a
+// std::string must be passed as a ByteSpan: a std::string converts to a path, not to bytes.)
 ModelProto parse_model(ByteSpan bytes, const ParseOptions& options = {},
                        std::string_view source = "<memory>");
 // Parses the file at `path` (memory-mapped). Errors name the path.
