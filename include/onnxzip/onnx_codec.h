@@ -1,0 +1,158 @@
+// Reading and writing ONNX messages in the protobuf wire format, without libprotobuf.
+//
+// parse_model / parse_message turn untrusted bytes into the structs of onnx_model.h. Every
+// problem is an onnxzip::Error whose message reads "<source>: offset N: <Message>.<field>:
+// <problem>", N being the byte offset in the input; the limits in ParseOptions bound nesting
+// depth, sizes and element counts so that hostile input fails cleanly instead of exhausting the
+// stack or memory. Sizes and offsets are 64-bit throughout: a single model over 2 GB (weights
+// inline) parses and serializes.
+//
+// serialize_model / serialize_message write canonical protobuf: known fields in field-number
+// order, each in the encoding onnx.proto declares (packed only where it says [packed = true]),
+// then the unknown fields in the order they were read. This is what libprotobuf writes, so a model
+// written by the reference onnx package parses and re-serializes to the same bytes. Two writers,
+// generated from the same field declarations, produce identical bytes:
+//   * to memory (serialize_model -> vector / OwnedBytes, serialize_message -> vector): one pass
+//     over the model, back to front, so every nested length is known when it is written; large
+//     tensor payloads are copied once, straight into the result.
+//   * streamed (to a ByteSink, an AtomicOutputFile, a path; MessageSerializer): one sizing pass
+//     stores every nested size in a table, then a front-to-back pass writes through a fixed 1 MiB
+//     buffer and hands large payloads to the output without copying them. Memory use is the size
+//     table (8 bytes per nested message) plus the buffer, whatever the size of the tensors.
+//
+// Ownership of tensor payloads (TensorProto::raw_data) when parsing:
+//   * no_copy = false (default): every payload is copied; the model owns all its bytes.
+//   * no_copy = true, parse_model(bytes): payloads of at least raw_data_threshold bytes borrow
+//     from `bytes` without an owner token: the caller must keep `bytes` alive as long as the model
+//     (or any copy of its tensors). Smaller payloads are copied.
+//   * no_copy = true, parse_model(path): the file is mapped and payloads of at least
+//     raw_data_threshold bytes borrow from the mapping with the mapping as owner token: the model
+//     stays valid after the call, and the mapping lives until the last tensor referring to it is
+//     gone. Smaller payloads are copied. (Without no_copy the mapping is released on return.)
+//   * alignment (when non-zero, a power of two): a payload that would be borrowed but does not
+//     start on a multiple of `alignment` is copied instead into a buffer that does; copies are
+//     aligned to max(alignment, 64).
+//
+// This module knows nothing of zip archives. Anyone may use it.
+#ifndef ONNXZIP_ONNX_CODEC_H_
+#define ONNXZIP_ONNX_CODEC_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "onnxzip/bytes.h"
+#include "onnxzip/onnx_model.h"
+#include "onnxzip/output_file.h"
+#include "onnxzip/protobuf_wire.h"
+
+namespace onnxzip {
+
+// Tensor payloads below this many bytes count as small: serializers that move payloads out of
+// the protobuf (external data, archives) leave them inline.
+inline constexpr std::uint64_t kSmallTensorDataThresholdBytes = 64;
+
+// Buffer options shared by every operation that places tensor payloads in memory or on disk.
+struct TensorBufferOptions {
+  // Payloads of at least this many bytes are "large": borrowed by no_copy parsing, moved by
+  // consolidate_tensors_to_buffer. 0 selects every payload.
+  std::uint64_t raw_data_threshold = 0;
+  // When non-zero (a power of two), large payloads are placed at addresses/offsets that are a
+  // multiple of it. 0: no requirement.
+  std::uint64_t alignment = 0;
+};
+
+struct ParseOptions : TensorBufferOptions {
+  ParseOptions() noexcept { raw_data_threshold = 1024; }
+
+  // Borrow large raw_data payloads instead of copying them (see the header comment).
+  bool no_copy = false;
+  // Nesting depth of messages, the top-level message counting as 1 (libprotobuf's default
+  // recursion limit). Deeper input fails with kLimitExceeded instead of exhausting the stack.
+  std::uint32_t max_depth = 100;
+  // Largest input, hence largest message or field: every length-delimited field must also fit
+  // in what remains of its enclosing message (Error(kCorrupt) otherwise).
+  std::uint64_t max_message_size = std::uint64_t{1} << 40;
+  // Most elements of one repeated field in one message.
+  std::uint64_t max_elements = std::uint64_t{1} << 32;
+  // Largest raw_data payload of one tensor.
+  std::uint64_t max_tensor_bytes = std::uint64_t{1} << 40;
+};
+
+struct SerializeOptions : TensorBufferOptions {
+  // raw_data_threshold and alignment are for writers that place payloads outside the protobuf
+  // (external data, archives); the protobuf serializer itself writes every payload inline and
+  // sends large ones to the output without copying them through its buffer.
+  SerializeOptions() noexcept { raw_data_threshold = kSmallTensorDataThresholdBytes; }
+};
+
+// --- Models ---
+
+// Parses a serialized ModelProto. `source` names the input in error messages. (Bytes held in a
+// std::string must be passed as a ByteSpan: a std::string converts to a path, not to bytes.)
+ModelProto parse_model(ByteSpan bytes, const ParseOptions& options = {},
+                       std::string_view source = "<memory>");
+// Parses the file at `path` (memory-mapped). Errors name the path.
+ModelProto parse_model(const std::filesystem::path& path, const ParseOptions& options = {});
+
+std::vector<std::uint8_t> serialize_model(const ModelProto& model,
+                                          const SerializeOptions& options = {});
+OwnedBytes serialize_model_to_owned_bytes(const ModelProto& model,
+                                          const SerializeOptions& options = {});
+// Streams the model to `sink` / appends it to `out` (not committed: the caller commits).
+void serialize_model(const ModelProto& model, wire::ByteSink& sink,
+                     const SerializeOptions& options = {});
+void serialize_model(const ModelProto& model, AtomicOutputFile& out,
+                     const SerializeOptions& options = {});
+// Writes the model to `path` atomically: the file appears complete or not at all.
+void serialize_model_to_file(const ModelProto& model, const std::filesystem::path& path,
+                             const SerializeOptions& options = {});
+
+// --- Any message type of onnx_model.h (a TensorProto alone, a GraphProto...) ---
+
+// Parses `bytes` as one M. With options.no_copy, borrowed payloads carry `owner` as their owner
+// token (null: the caller keeps `bytes` alive).
+template <OnnxMessage M>
+M parse_message(ByteSpan bytes, const ParseOptions& options = {},
+                std::string_view source = "<memory>", OwnerToken owner = nullptr);
+// Parses `bytes` into an existing message with protobuf merge semantics: present scalars
+// replace, repeated fields append, sub-messages merge.
+template <OnnxMessage M>
+void merge_message(ByteSpan bytes, M& message, const ParseOptions& options = {},
+                   std::string_view source = "<memory>", OwnerToken owner = nullptr);
+
+template <OnnxMessage M>
+std::vector<std::uint8_t> serialize_message(const M& message, const SerializeOptions& options = {});
+template <OnnxMessage M>
+void serialize_message(const M& message, wire::ByteSink& sink,
+                       const SerializeOptions& options = {});
+// The exact size serialize_message would produce (one sizing pass).
+template <OnnxMessage M>
+std::uint64_t serialized_size(const M& message);
+
+// Sizes a message once, then writes it any number of times: for writers that must know the size
+// before the bytes (a zip local header, a length prefix). The message must not change between
+// construction and the last write (a change is detected and reported as kBadState).
+template <OnnxMessage M>
+class MessageSerializer final {
+ public:
+  explicit MessageSerializer(const M& message, const SerializeOptions& options = {});
+
+  std::uint64_t size() const noexcept { return size_; }
+  // Streams the bytes to `sink`.
+  void write(wire::ByteSink& sink) const;
+  // Writes the bytes into `out`, which must be exactly size() bytes.
+  void write(MutableByteSpan out) const;
+
+ private:
+  const M* message_;
+  SerializeOptions options_;
+  std::vector<std::uint64_t> sizes_;  // Nested message and packed-field sizes, in write order.
+  std::uint64_t size_ = 0;
+};
+
+}  // namespace onnxzip
+
+#endif  // ONNXZIP_ONNX_CODEC_H_

@@ -1,0 +1,133 @@
+// Tensor payloads: element sizes, byte sizes, typed fields <-> raw bytes, finding every tensor
+// of a model, and gathering payloads into one shared buffer.
+//
+// Sizes follow onnx.proto: raw_data holds elements little-endian at their natural width, except
+// the sub-byte types, packed low bits first: INT4 / UINT4 / FLOAT4E2M1 two per byte, INT2 / UINT2
+// four per byte. A typed field (float_data, int32_data...) holds what raw_data would, element by
+// element: 16- and 8-bit types widened into int32_data (FLOAT16 / BFLOAT16 as their bit pattern
+// in the low 16 bits), sub-byte types as one packed byte per int32_data entry, UINT32 / UINT64 in
+// uint64_data, COMPLEX64 / COMPLEX128 as two floats / doubles.
+//
+// Every number from a file (a dimension, a data type) is checked; a failure is an onnxzip::Error
+// naming the tensor. Anyone may use this header; the archive layer builds on the visitor and
+// consolidate_tensors_to_buffer.
+#ifndef ONNXZIP_TENSOR_H_
+#define ONNXZIP_TENSOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "onnxzip/bytes.h"
+#include "onnxzip/onnx_codec.h"
+#include "onnxzip/onnx_model.h"
+
+namespace onnxzip {
+
+// --- Element and tensor sizes ---
+
+// Bits per element: 2 for INT2 / UINT2, 4 for INT4 / UINT4 / FLOAT4E2M1, 8 for BOOL and the 8-bit
+// types, ... 128 for COMPLEX128; 0 for UNDEFINED, STRING and any value this library does not know.
+std::uint32_t element_bits(std::int32_t data_type) noexcept;
+// True for the types packed several to a byte (INT4, UINT4, FLOAT4E2M1, INT2, UINT2).
+bool is_sub_byte_type(std::int32_t data_type) noexcept;
+// onnx.proto's name of a data type ("FLOAT", "BFLOAT16"), or "" for unknown values.
+std::string_view data_type_name(std::int32_t data_type) noexcept;
+
+// The product of `dims`: Error(kCorrupt) for a negative dimension or a product beyond 64 bits.
+// `what` names the tensor in messages. No dims is a scalar: one element.
+std::uint64_t element_count(std::span<const std::int64_t> dims, std::string_view what = "tensor");
+// Bytes of raw_data for `element_count` elements: ceil(count * bits / 8). Error(kUnsupported) for
+// STRING, UNDEFINED and unknown types; Error(kCorrupt) on overflow.
+std::uint64_t tensor_byte_size(std::uint64_t element_count, std::int32_t data_type,
+                               std::string_view what = "tensor");
+std::uint64_t tensor_byte_size(std::span<const std::int64_t> dims, std::int32_t data_type,
+                               std::string_view what = "tensor");
+// From the tensor's dims and data_type (0 when absent); messages name the tensor.
+std::uint64_t tensor_byte_size(const TensorProto& tensor);
+
+// --- Typed fields and raw bytes ---
+
+enum class TypedField : std::uint8_t {
+  kNone,  // UNDEFINED or an unknown type.
+  kFloatData,
+  kInt32Data,
+  kStringData,
+  kInt64Data,
+  kDoubleData,
+  kUint64Data,
+};
+// The typed field onnx.proto assigns to a data type.
+TypedField typed_field_for(std::int32_t data_type) noexcept;
+
+// The elements of the typed field that tensor.data_type uses, as raw_data bytes (little-endian).
+// Values wider than the element are truncated to it, as a C cast would (an int32_data entry of
+// 0x1ff for UINT8 gives 0xff). STRING has no raw form in ONNX; onnxzip's own layout for it is each
+// string as a varint length followed by its bytes. Error(kUnsupported) for UNDEFINED and unknown
+// types.
+OwnedBytes typed_data_to_raw(const TensorProto& tensor);
+// Replaces the typed field tensor.data_type uses with the elements of `raw` (the inverse of
+// typed_data_to_raw: signed 8/16-bit values are sign-extended into int32_data). Other fields are
+// untouched. Error(kCorrupt) when `raw` is not a whole number of elements (or, for STRING, not a
+// sequence of length-prefixed strings).
+void set_typed_data_from_raw(ByteSpan raw, TensorProto& tensor);
+// raw_data = typed_data_to_raw(tensor), and the typed field cleared. A no-op when raw_data is
+// present.
+void move_typed_data_to_raw(TensorProto& tensor);
+// The typed field filled from raw_data, and raw_data made absent. A no-op when raw_data is absent.
+void move_raw_data_to_typed(TensorProto& tensor);
+
+// --- Finding every tensor ---
+
+enum class TensorPlace : std::uint8_t {
+  kInitializer,                    // GraphProto.initializer[i]
+  kSparseInitializerValues,        // GraphProto.sparse_initializer[i].values
+  kSparseInitializerIndices,       // GraphProto.sparse_initializer[i].indices
+  kAttributeTensor,                // AttributeProto.t
+  kAttributeTensors,               // AttributeProto.tensors[i]
+  kAttributeSparseTensorValues,    // AttributeProto.sparse_tensor.values
+  kAttributeSparseTensorIndices,   // AttributeProto.sparse_tensor.indices
+  kAttributeSparseTensorsValues,   // AttributeProto.sparse_tensors[i].values
+  kAttributeSparseTensorsIndices,  // AttributeProto.sparse_tensors[i].indices
+};
+
+// Where a visited tensor sits. `path` spells the way down from the visited root, fields and
+// indices separated by '/', e.g. "graph/node[3]/attribute[0]/g/initializer[1]" or
+// "functions[0]/attribute_proto[2]/t". It is valid only during the callback.
+struct TensorSite {
+  TensorPlace place;
+  std::string_view path;
+};
+
+using TensorVisitor = std::function<void(TensorProto&, const TensorSite&)>;
+using ConstTensorVisitor = std::function<void(const TensorProto&, const TensorSite&)>;
+
+// Calls `visit` for every TensorProto of the model, wherever it sits: initializers, sparse
+// initializers (values and indices), node attributes (t, tensors, sparse_tensor, sparse_tensors,
+// attribute defaults of functions), subgraphs in g and graphs at any depth, functions, and the
+// training-info graphs. Order: depth-first in field order. The visitor must not add or remove
+// tensors (it may change them).
+void for_each_tensor(ModelProto& model, const TensorVisitor& visit);
+void for_each_tensor(const ModelProto& model, const ConstTensorVisitor& visit);
+void for_each_tensor(GraphProto& graph, const TensorVisitor& visit);
+void for_each_tensor(const GraphProto& graph, const ConstTensorVisitor& visit);
+void for_each_tensor(FunctionProto& function, const TensorVisitor& visit);
+void for_each_tensor(const FunctionProto& function, const ConstTensorVisitor& visit);
+
+// --- Consolidation ---
+
+// Moves the raw_data of every tensor of the model with at least options.raw_data_threshold bytes
+// into one new buffer, each payload at an offset that is a multiple of options.alignment (when
+// non-zero; the buffer start is aligned to max(alignment, 64)), the gaps zeroed. Each moved
+// tensor's raw_data becomes borrowed from the buffer with the buffer as owner token, so the buffer
+// lives as long as any tensor (or copy) refers to it, whether or not the caller keeps the returned
+// pointer. Other tensors keep their state. Returns null when no tensor qualifies.
+// Error(kInvalidArgument) when alignment is not a power of two.
+std::shared_ptr<const OwnedBytes> consolidate_tensors_to_buffer(ModelProto& model,
+                                                                const TensorBufferOptions& options);
+
+}  // namespace onnxzip
+
+#endif  // ONNXZIP_TENSOR_H_

@@ -1,0 +1,184 @@
+#include "onnxzip/protobuf_wire.h"
+
+#include <algorithm>
+#include <string>
+
+namespace onnxzip::wire {
+
+std::string_view to_string(WireType type) noexcept {
+  switch (type) {
+    case WireType::kVarint:
+      return "varint";
+    case WireType::kFixed64:
+      return "fixed64";
+    case WireType::kLengthDelimited:
+      return "length-delimited";
+    case WireType::kStartGroup:
+      return "start-group";
+    case WireType::kEndGroup:
+      return "end-group";
+    case WireType::kFixed32:
+      return "fixed32";
+  }
+  return "invalid";
+}
+
+DecodedVarint decode_varint_slow(const std::uint8_t* p, const std::uint8_t* end) noexcept {
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < kMaxVarintSize; ++i) {
+    if (p + i >= end) return {0, nullptr, VarintStatus::kTruncated};
+    const std::uint8_t byte = p[i];
+    if (i == kMaxVarintSize - 1) {
+      // The 10th byte holds bit 63 only: a continuation bit means an 11th byte, any other
+      // payload bit a value past 64 bits.
+      if (byte & 0x80) return {0, nullptr, VarintStatus::kTooLong};
+      if (byte > 1) return {0, nullptr, VarintStatus::kOverflow};
+    }
+    value |= static_cast<std::uint64_t>(byte & 0x7f) << (7 * i);
+    if (!(byte & 0x80)) return {value, p + i + 1, VarintStatus::kOk};
+  }
+  return {0, nullptr, VarintStatus::kTooLong};  // Unreachable: the 10th byte decides above.
+}
+
+void WireReader::fail(ErrorCode code, std::uint64_t offset, const WireContext& where,
+                      std::string_view problem) const {
+  std::string message;
+  message.reserve(source_.size() + where.message.size() + where.field.size() + problem.size() + 40);
+  message.append(source_).append(": offset ").append(std::to_string(offset)).append(": ");
+  message.append(where.message);
+  if (!where.field.empty()) message.append(".").append(where.field);
+  message.append(": ").append(problem);
+  throw Error(code, message);
+}
+
+void WireReader::fail_varint(VarintStatus status, const WireContext& where) const {
+  switch (status) {
+    case VarintStatus::kTruncated:
+      fail(ErrorCode::kCorrupt, offset(), where, "truncated varint");
+    case VarintStatus::kTooLong:
+      fail(ErrorCode::kCorrupt, offset(), where, "varint longer than 10 bytes");
+    case VarintStatus::kOverflow:
+      fail(ErrorCode::kCorrupt, offset(), where, "varint overflows 64 bits");
+    case VarintStatus::kOk:
+      break;
+  }
+  fail(ErrorCode::kCorrupt, offset(), where, "invalid varint");
+}
+
+void WireReader::fail_short(std::uint64_t wanted, const WireContext& where) const {
+  fail(ErrorCode::kCorrupt, offset(), where,
+       "needs " + std::to_string(wanted) + " bytes but only " + std::to_string(remaining()) +
+           " remain");
+}
+
+void WireReader::fail_length(const std::uint8_t* length_at, std::uint64_t length,
+                             const WireContext& where) const {
+  fail(ErrorCode::kCorrupt, offset_of(length_at), where,
+       "length " + std::to_string(length) + " exceeds the " + std::to_string(remaining()) +
+           " bytes remaining");
+}
+
+FieldTag WireReader::read_tag_slow(const WireContext& where) {
+  const std::uint8_t* const start = p_;
+  const std::uint64_t tag = read_varint(where);
+  const std::uint64_t number = tag >> 3;
+  const auto type = static_cast<std::uint8_t>(tag & 7);
+  if (number == 0 || number > kMaxFieldNumber) {
+    fail(ErrorCode::kCorrupt, offset_of(start), where,
+         "invalid field number " + std::to_string(number) + " in tag");
+  }
+  if (type > 5) {
+    fail(
+        ErrorCode::kCorrupt, offset_of(start), where,
+        "invalid wire type " + std::to_string(type) + " in tag of field " + std::to_string(number));
+  }
+  return {static_cast<std::uint32_t>(number), static_cast<WireType>(type)};
+}
+
+void WireReader::skip_value(FieldTag tag, const WireContext& where, std::uint32_t max_group_depth) {
+  switch (tag.type) {
+    case WireType::kVarint:
+      read_varint(where);
+      return;
+    case WireType::kFixed64:
+      read_fixed64(where);
+      return;
+    case WireType::kLengthDelimited:
+      read_length_delimited(where);
+      return;
+    case WireType::kFixed32:
+      read_fixed32(where);
+      return;
+    case WireType::kStartGroup: {
+      const std::uint8_t* const group_start = p_;
+      if (max_group_depth == 0) {
+        fail(ErrorCode::kLimitExceeded, offset(), where, "groups nested too deeply");
+      }
+      while (true) {
+        if (at_end()) {
+          fail(ErrorCode::kCorrupt, offset_of(group_start), where,
+               "group of field " + std::to_string(tag.number) + " has no end-group tag");
+        }
+        const std::uint8_t* const inner_start = p_;
+        const FieldTag inner = read_tag(where);
+        if (inner.type == WireType::kEndGroup) {
+          if (inner.number != tag.number) {
+            fail(ErrorCode::kCorrupt, offset_of(inner_start), where,
+                 "end-group tag of field " + std::to_string(inner.number) +
+                     " closes the group of field " + std::to_string(tag.number));
+          }
+          return;
+        }
+        skip_value(inner, where, max_group_depth - 1);
+      }
+    }
+    case WireType::kEndGroup:
+      break;
+  }
+  fail(ErrorCode::kCorrupt, offset(), where,
+       "end-group tag of field " + std::to_string(tag.number) + " outside any group");
+}
+
+void WireWriter::flush() {
+  if (sink_ != nullptr && cur_ != begin_) {
+    const auto size = static_cast<std::size_t>(cur_ - begin_);
+    sink_->write(ByteSpan(begin_, size));
+    flushed_ += size;
+    cur_ = begin_;
+  }
+}
+
+void WireWriter::make_room(std::size_t size) {
+  if (sink_ == nullptr) {
+    throw Error(ErrorCode::kBadState,
+                "protobuf writer: output exceeds its precomputed size (was the message "
+                "modified while it was being serialized?)");
+  }
+  flush();
+  if (static_cast<std::size_t>(end_ - cur_) < size) {
+    throw Error(ErrorCode::kInvalidArgument, "protobuf writer: buffer of " +
+                                                 std::to_string(end_ - begin_) +
+                                                 " bytes cannot hold " + std::to_string(size));
+  }
+}
+
+void WireWriter::write_bytes_slow(ByteSpan bytes) {
+  if (sink_ == nullptr) make_room(bytes.size());  // Throws: the output outgrew its size.
+  const auto capacity = static_cast<std::size_t>(end_ - begin_);
+  if (bytes.size() >= direct_threshold_ || bytes.size() >= capacity) {
+    // Large payloads (tensor data) skip the copy through the buffer.
+    flush();
+    sink_->write(bytes);
+    flushed_ += bytes.size();
+    return;
+  }
+  while (!bytes.empty()) {
+    if (cur_ == end_) flush();
+    const std::size_t piece = std::min(bytes.size(), static_cast<std::size_t>(end_ - cur_));
+    std::memcpy(cur_, bytes.data(), piece);
+    cur_ += piece;
+    bytes = bytes.subspan(piece);
+  }
+}
+
+}  // namespace onnxzip::wire

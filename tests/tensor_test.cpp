@@ -1,0 +1,524 @@
+#include "onnxzip/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "onnxzip/error.h"
+#include "onnxzip/onnx_model.h"
+
+namespace onnxzip {
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+template <class Body>
+std::string error_of(ErrorCode code, Body&& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error thrown";
+  return {};
+}
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+Bytes to_bytes(ByteSpan span) { return Bytes(span.begin(), span.end()); }
+
+TEST(ElementSize, EveryDataType) {
+  struct Case {
+    std::int32_t type;
+    std::uint32_t bits;
+    std::string_view name;
+    TypedField field;
+  };
+  const std::vector<Case> cases = {
+      {TensorProto::kUndefined, 0, "UNDEFINED", TypedField::kNone},
+      {TensorProto::kFloat, 32, "FLOAT", TypedField::kFloatData},
+      {TensorProto::kUint8, 8, "UINT8", TypedField::kInt32Data},
+      {TensorProto::kInt8, 8, "INT8", TypedField::kInt32Data},
+      {TensorProto::kUint16, 16, "UINT16", TypedField::kInt32Data},
+      {TensorProto::kInt16, 16, "INT16", TypedField::kInt32Data},
+      {TensorProto::kInt32, 32, "INT32", TypedField::kInt32Data},
+      {TensorProto::kInt64, 64, "INT64", TypedField::kInt64Data},
+      {TensorProto::kString, 0, "STRING", TypedField::kStringData},
+      {TensorProto::kBool, 8, "BOOL", TypedField::kInt32Data},
+      {TensorProto::kFloat16, 16, "FLOAT16", TypedField::kInt32Data},
+      {TensorProto::kDouble, 64, "DOUBLE", TypedField::kDoubleData},
+      {TensorProto::kUint32, 32, "UINT32", TypedField::kUint64Data},
+      {TensorProto::kUint64, 64, "UINT64", TypedField::kUint64Data},
+      {TensorProto::kComplex64, 64, "COMPLEX64", TypedField::kFloatData},
+      {TensorProto::kComplex128, 128, "COMPLEX128", TypedField::kDoubleData},
+      {TensorProto::kBfloat16, 16, "BFLOAT16", TypedField::kInt32Data},
+      {TensorProto::kFloat8e4m3fn, 8, "FLOAT8E4M3FN", TypedField::kInt32Data},
+      {TensorProto::kFloat8e4m3fnuz, 8, "FLOAT8E4M3FNUZ", TypedField::kInt32Data},
+      {TensorProto::kFloat8e5m2, 8, "FLOAT8E5M2", TypedField::kInt32Data},
+      {TensorProto::kFloat8e5m2fnuz, 8, "FLOAT8E5M2FNUZ", TypedField::kInt32Data},
+      {TensorProto::kUint4, 4, "UINT4", TypedField::kInt32Data},
+      {TensorProto::kInt4, 4, "INT4", TypedField::kInt32Data},
+      {TensorProto::kFloat4e2m1, 4, "FLOAT4E2M1", TypedField::kInt32Data},
+      {TensorProto::kFloat8e8m0, 8, "FLOAT8E8M0", TypedField::kInt32Data},
+      {TensorProto::kUint2, 2, "UINT2", TypedField::kInt32Data},
+      {TensorProto::kInt2, 2, "INT2", TypedField::kInt32Data},
+      {27, 0, "", TypedField::kNone},
+      {-1, 0, "", TypedField::kNone},
+  };
+  ASSERT_EQ(cases.size(), static_cast<std::size_t>(TensorProto::kLastDataType) + 3);
+  for (const Case& c : cases) {
+    EXPECT_EQ(element_bits(c.type), c.bits) << c.type;
+    EXPECT_EQ(data_type_name(c.type), c.name) << c.type;
+    EXPECT_EQ(typed_field_for(c.type), c.field) << c.type;
+    EXPECT_EQ(is_sub_byte_type(c.type), c.bits != 0 && c.bits < 8) << c.type;
+  }
+}
+
+TEST(TensorByteSize, FromDimsWithSubByteTypesPacked) {
+  struct Case {
+    std::vector<std::int64_t> dims;
+    std::int32_t type;
+    std::uint64_t bytes;
+  };
+  const std::vector<Case> cases = {
+      {{}, TensorProto::kFloat, 4},  // A scalar.
+      {{2, 3}, TensorProto::kFloat, 24},
+      {{0, 5}, TensorProto::kDouble, 0},
+      {{7}, TensorProto::kBool, 7},
+      {{2}, TensorProto::kComplex128, 32},
+      {{3}, TensorProto::kInt4, 2},
+      {{4}, TensorProto::kUint4, 2},
+      {{1}, TensorProto::kFloat4e2m1, 1},
+      {{4}, TensorProto::kInt2, 1},
+      {{5}, TensorProto::kUint2, 2},
+      {{3, 3}, TensorProto::kFloat16, 18},
+      {{std::int64_t{1} << 62}, TensorProto::kInt2, std::uint64_t{1} << 60},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(tensor_byte_size(c.dims, c.type), c.bytes) << data_type_name(c.type);
+  }
+  // count * bits would overflow here, the byte size does not.
+  EXPECT_EQ(tensor_byte_size(std::uint64_t{1} << 63, TensorProto::kInt4), std::uint64_t{1} << 62);
+  EXPECT_EQ(tensor_byte_size(std::numeric_limits<std::uint64_t>::max(), TensorProto::kUint8),
+            std::numeric_limits<std::uint64_t>::max());
+}
+
+TEST(TensorByteSize, RejectsOverflowNegativeDimsAndTypesWithoutASize) {
+  const std::vector<std::int64_t> huge = {std::int64_t{1} << 62, 8};
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt,
+                           [&] { tensor_byte_size(huge, TensorProto::kUint8, "tensor 'w'"); }),
+                  "tensor 'w': element count");
+  const std::vector<std::int64_t> large = {std::int64_t{1} << 62};
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt,
+                           [&] { tensor_byte_size(large, TensorProto::kFloat, "tensor 'w'"); }),
+                  "overflows 64 bits");
+  const std::vector<std::int64_t> negative = {3, -1};
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt,
+                           [&] { tensor_byte_size(negative, TensorProto::kFloat, "tensor 'w'"); }),
+                  "tensor 'w': dimension -1 is negative");
+  TensorProto strings;
+  strings.name = "s";
+  strings.data_type = TensorProto::kString;
+  EXPECT_CONTAINS(error_of(ErrorCode::kUnsupported, [&] { tensor_byte_size(strings); }),
+                  "tensor 's': data type 8 (STRING) has no fixed element size");
+  TensorProto unknown;
+  unknown.data_type = 99;
+  EXPECT_CONTAINS(error_of(ErrorCode::kUnsupported, [&] { tensor_byte_size(unknown); }),
+                  "data type 99 has no fixed element size");
+}
+
+// One typed <-> raw case: a tensor with its typed field set, and the raw bytes it stands for.
+struct ConversionCase {
+  std::string label;
+  TensorProto tensor;
+  Bytes raw;
+};
+
+TensorProto typed(std::int32_t type) {
+  TensorProto t;
+  t.name = "t";
+  t.data_type = type;
+  return t;
+}
+
+// Packs 4-bit elements two per byte, the first in the low nibble.
+Bytes pack4(const std::vector<int>& elements) {
+  Bytes out((elements.size() + 1) / 2, 0);
+  for (std::size_t i = 0; i < elements.size(); ++i) {
+    out[i / 2] |= static_cast<std::uint8_t>((elements[i] & 0xf) << (4 * (i % 2)));
+  }
+  return out;
+}
+
+// Packs 2-bit elements four per byte, the first in the lowest bits.
+Bytes pack2(const std::vector<int>& elements) {
+  Bytes out((elements.size() + 3) / 4, 0);
+  for (std::size_t i = 0; i < elements.size(); ++i) {
+    out[i / 4] |= static_cast<std::uint8_t>((elements[i] & 0x3) << (2 * (i % 4)));
+  }
+  return out;
+}
+
+std::vector<ConversionCase> conversion_cases() {
+  std::vector<ConversionCase> cases;
+  auto add = [&](std::string label, TensorProto t, Bytes raw) {
+    cases.push_back({std::move(label), std::move(t), std::move(raw)});
+  };
+  TensorProto t = typed(TensorProto::kFloat);
+  t.float_data = {1.0f, -2.5f};
+  add("FLOAT", t, {0, 0, 0x80, 0x3f, 0, 0, 0x20, 0xc0});
+  t = typed(TensorProto::kComplex64);
+  t.float_data = {1.0f, 0.0f};
+  add("COMPLEX64", t, {0, 0, 0x80, 0x3f, 0, 0, 0, 0});
+  t = typed(TensorProto::kDouble);
+  t.double_data = {1.0, -0.0};
+  add("DOUBLE", t, {0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0, 0, 0, 0, 0, 0, 0, 0x80});
+  t = typed(TensorProto::kComplex128);
+  t.double_data = {2.0, 0.5};
+  add("COMPLEX128", t, {0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0xe0, 0x3f});
+  t = typed(TensorProto::kInt32);
+  t.int32_data = {-1, 0x01020304};
+  add("INT32", t, {0xff, 0xff, 0xff, 0xff, 4, 3, 2, 1});
+  t = typed(TensorProto::kInt16);
+  t.int32_data = {-2, 0x1234};
+  add("INT16", t, {0xfe, 0xff, 0x34, 0x12});
+  t = typed(TensorProto::kUint16);
+  t.int32_data = {0xfffe};
+  add("UINT16", t, {0xfe, 0xff});
+  t = typed(TensorProto::kFloat16);
+  t.int32_data = {0x3c00, 0xfbff};  // 1.0 and -65504 as bit patterns, zero-extended.
+  add("FLOAT16", t, {0x00, 0x3c, 0xff, 0xfb});
+  t = typed(TensorProto::kBfloat16);
+  t.int32_data = {0x3f80, 0xc000};
+  add("BFLOAT16", t, {0x80, 0x3f, 0x00, 0xc0});
+  t = typed(TensorProto::kInt8);
+  t.int32_data = {-1, 5, -128};
+  add("INT8", t, {0xff, 0x05, 0x80});
+  t = typed(TensorProto::kUint8);
+  t.int32_data = {255, 0};
+  add("UINT8", t, {0xff, 0x00});
+  t = typed(TensorProto::kBool);
+  t.int32_data = {1, 0, 1};
+  add("BOOL", t, {1, 0, 1});
+  for (const std::int32_t type :
+       {TensorProto::kFloat8e4m3fn, TensorProto::kFloat8e4m3fnuz, TensorProto::kFloat8e5m2,
+        TensorProto::kFloat8e5m2fnuz, TensorProto::kFloat8e8m0}) {
+    t = typed(type);
+    t.int32_data = {0x7e, 0x80};
+    add(std::string(data_type_name(type)), t, {0x7e, 0x80});
+  }
+  // Sub-byte types: int32_data holds the packed bytes, one per entry.
+  t = typed(TensorProto::kInt4);
+  t.dims = {3};
+  const Bytes int4 = pack4({1, -2, 3});
+  EXPECT_EQ(int4, (Bytes{0xe1, 0x03}));
+  t.int32_data = {0xe1, 0x03};
+  add("INT4", t, int4);
+  t = typed(TensorProto::kUint4);
+  t.dims = {4};
+  t.int32_data = {0x21, 0xf0};
+  add("UINT4", t, pack4({1, 2, 0, 15}));
+  t = typed(TensorProto::kFloat4e2m1);
+  t.dims = {2};
+  t.int32_data = {0x9a};
+  add("FLOAT4E2M1", t, pack4({0xa, 0x9}));
+  t = typed(TensorProto::kInt2);
+  t.dims = {5};
+  const Bytes int2 = pack2({1, -2, -1, 0, 1});
+  EXPECT_EQ(int2, (Bytes{0x39, 0x01}));
+  t.int32_data = {0x39, 0x01};
+  add("INT2", t, int2);
+  t = typed(TensorProto::kUint2);
+  t.dims = {4};
+  t.int32_data = {0xe4};
+  add("UINT2", t, pack2({0, 1, 2, 3}));
+  t = typed(TensorProto::kInt64);
+  t.int64_data = {-1, 2};
+  add("INT64", t, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 0, 0, 0});
+  t = typed(TensorProto::kUint32);
+  t.uint64_data = {0xdeadbeef, 1};
+  add("UINT32", t, {0xef, 0xbe, 0xad, 0xde, 1, 0, 0, 0});
+  t = typed(TensorProto::kUint64);
+  t.uint64_data = {(std::uint64_t{1} << 63) + 1};
+  add("UINT64", t, {1, 0, 0, 0, 0, 0, 0, 0x80});
+  t = typed(TensorProto::kString);
+  t.string_data = {"ab", "", std::string(200, 'z')};
+  Bytes strings = {2, 'a', 'b', 0, 0xc8, 0x01};
+  strings.insert(strings.end(), 200, 'z');
+  add("STRING", t, strings);
+  return cases;
+}
+
+TEST(TypedRawConversion, EveryTypeBothWays) {
+  const auto cases = conversion_cases();
+  std::set<std::int32_t> covered;
+  for (const ConversionCase& c : cases) {
+    SCOPED_TRACE(c.label);
+    covered.insert(*c.tensor.data_type);
+    EXPECT_EQ(to_bytes(typed_data_to_raw(c.tensor).span()), c.raw);
+
+    TensorProto back = typed(*c.tensor.data_type);
+    back.dims = c.tensor.dims;
+    set_typed_data_from_raw(c.raw, back);
+    EXPECT_EQ(back, c.tensor);
+
+    TensorProto moved = c.tensor;
+    move_typed_data_to_raw(moved);
+    ASSERT_TRUE(moved.raw_data.has_value());
+    EXPECT_EQ(to_bytes(moved.raw_data->view()), c.raw);
+    EXPECT_TRUE(moved.float_data.empty() && moved.int32_data.empty() && moved.string_data.empty() &&
+                moved.int64_data.empty() && moved.double_data.empty() && moved.uint64_data.empty());
+    move_raw_data_to_typed(moved);
+    EXPECT_FALSE(moved.raw_data.has_value());
+    EXPECT_EQ(moved, c.tensor);
+  }
+  // Every data type but UNDEFINED has a case.
+  EXPECT_EQ(covered.size(), static_cast<std::size_t>(TensorProto::kLastDataType));
+}
+
+TEST(TypedRawConversion, WideValuesAreTruncatedToTheElement) {
+  TensorProto t = typed(TensorProto::kUint8);
+  t.int32_data = {0x1ff};
+  EXPECT_EQ(to_bytes(typed_data_to_raw(t).span()), (Bytes{0xff}));
+  t = typed(TensorProto::kUint32);
+  t.uint64_data = {0x100000002};
+  EXPECT_EQ(to_bytes(typed_data_to_raw(t).span()), (Bytes{2, 0, 0, 0}));
+}
+
+TEST(TypedRawConversion, MovesAreNoOpsWhenThereIsNothingToMove) {
+  TensorProto t = typed(TensorProto::kFloat);
+  t.raw_data = TensorBytes::copy_of(Bytes{0, 0, 0x80, 0x3f});
+  t.float_data = {2.0f};  // Contradictory input: raw_data wins, nothing is touched.
+  const TensorProto before = t;
+  move_typed_data_to_raw(t);
+  EXPECT_EQ(t, before);
+  TensorProto no_raw = typed(TensorProto::kFloat);
+  no_raw.float_data = {2.0f};
+  const TensorProto before_no_raw = no_raw;
+  move_raw_data_to_typed(no_raw);
+  EXPECT_EQ(no_raw, before_no_raw);
+}
+
+TEST(TypedRawConversion, RejectsPartialElementsAndUnknownTypes) {
+  TensorProto half = typed(TensorProto::kFloat16);
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt,
+                           [&] {
+                             set_typed_data_from_raw(Bytes{1, 2, 3}, half);
+                           }),
+                  "tensor 't': 3 bytes are not a whole number of 2-byte FLOAT16 values");
+  TensorProto strings = typed(TensorProto::kString);
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt,
+                           [&] {
+                             set_typed_data_from_raw(Bytes{5, 'a'}, strings);
+                           }),
+                  "tensor 't': offset 0: string element: length 5 exceeds the 1 bytes");
+  TensorProto unknown = typed(99);
+  EXPECT_CONTAINS(error_of(ErrorCode::kUnsupported, [&] { typed_data_to_raw(unknown); }),
+                  "tensor 't': data type 99 has no typed field");
+  TensorProto undefined;
+  EXPECT_CONTAINS(error_of(ErrorCode::kUnsupported, [&] { typed_data_to_raw(undefined); }),
+                  "tensor (unnamed): data type 0 (UNDEFINED) has no typed field");
+}
+
+// --- The visitor ---
+
+TensorProto named(const std::string& name, std::size_t payload = 4) {
+  TensorProto t;
+  t.name = name;
+  t.data_type = TensorProto::kUint8;
+  t.dims = {static_cast<std::int64_t>(payload)};
+  Bytes bytes(payload);
+  for (std::size_t i = 0; i < payload; ++i) bytes[i] = static_cast<std::uint8_t>(name.size() + i);
+  t.raw_data = TensorBytes::copy_of(bytes);
+  return t;
+}
+
+SparseTensorProto sparse(const std::string& prefix) {
+  SparseTensorProto s;
+  s.values = named(prefix + "_values");
+  s.indices = named(prefix + "_indices");
+  return s;
+}
+
+// One tensor in every place a tensor can sit, each named after its place.
+ModelProto tensor_in_every_place() {
+  GraphProto inner;  // Two levels down: model graph -> node attribute g -> node attribute t.
+  inner.initializer = {named("g_init")};
+  NodeProto inner_node;
+  inner_node.attribute.emplace_back().t = named("g_node_t");
+  inner.node = {inner_node};
+
+  GraphProto listed;
+  listed.initializer = {named("graphs_init")};
+
+  AttributeProto attribute;
+  attribute.t = named("attr_t");
+  attribute.g = inner;
+  attribute.tensors = {named("attr_tensors")};
+  attribute.graphs = {listed};
+  attribute.sparse_tensor = sparse("attr_sparse");
+  attribute.sparse_tensors = {sparse("attr_sparses")};
+  NodeProto node;
+  node.attribute = {attribute};
+
+  ModelProto model;
+  GraphProto& graph = model.graph.emplace();
+  graph.node = {node};
+  graph.initializer = {named("init")};
+  graph.sparse_initializer = {sparse("sparse_init")};
+
+  TrainingInfoProto& training = model.training_info.emplace_back();
+  training.initialization.emplace().initializer = {named("ti_init")};
+  training.algorithm.emplace().initializer = {named("ti_algo")};
+
+  FunctionProto& function = model.functions.emplace_back();
+  NodeProto function_node;
+  function_node.attribute.emplace_back().t = named("fn_node_t");
+  function.node = {function_node};
+  function.attribute_proto.emplace_back().tensors = {named("fn_attr_default")};
+  return model;
+}
+
+TEST(ForEachTensor, ReachesATensorInEveryPlace) {
+  ModelProto model = tensor_in_every_place();
+  std::map<std::string, std::pair<TensorPlace, std::string>> seen;
+  for_each_tensor(model, [&](TensorProto& tensor, const TensorSite& site) {
+    EXPECT_TRUE(seen.emplace(*tensor.name, std::pair(site.place, std::string(site.path))).second);
+  });
+  using P = TensorPlace;
+  const std::map<std::string, std::pair<TensorPlace, std::string>> expected = {
+      {"init", {P::kInitializer, "graph/initializer[0]"}},
+      {"sparse_init_values", {P::kSparseInitializerValues, "graph/sparse_initializer[0]/values"}},
+      {"sparse_init_indices",
+       {P::kSparseInitializerIndices, "graph/sparse_initializer[0]/indices"}},
+      {"attr_t", {P::kAttributeTensor, "graph/node[0]/attribute[0]/t"}},
+      {"g_init", {P::kInitializer, "graph/node[0]/attribute[0]/g/initializer[0]"}},
+      {"g_node_t", {P::kAttributeTensor, "graph/node[0]/attribute[0]/g/node[0]/attribute[0]/t"}},
+      {"attr_tensors", {P::kAttributeTensors, "graph/node[0]/attribute[0]/tensors[0]"}},
+      {"graphs_init", {P::kInitializer, "graph/node[0]/attribute[0]/graphs[0]/initializer[0]"}},
+      {"attr_sparse_values",
+       {P::kAttributeSparseTensorValues, "graph/node[0]/attribute[0]/sparse_tensor/values"}},
+      {"attr_sparse_indices",
+       {P::kAttributeSparseTensorIndices, "graph/node[0]/attribute[0]/sparse_tensor/indices"}},
+      {"attr_sparses_values",
+       {P::kAttributeSparseTensorsValues, "graph/node[0]/attribute[0]/sparse_tensors[0]/values"}},
+      {"attr_sparses_indices",
+       {P::kAttributeSparseTensorsIndices, "graph/node[0]/attribute[0]/sparse_tensors[0]/indices"}},
+      {"ti_init", {P::kInitializer, "training_info[0]/initialization/initializer[0]"}},
+      {"ti_algo", {P::kInitializer, "training_info[0]/algorithm/initializer[0]"}},
+      {"fn_node_t", {P::kAttributeTensor, "functions[0]/node[0]/attribute[0]/t"}},
+      {"fn_attr_default", {P::kAttributeTensors, "functions[0]/attribute_proto[0]/tensors[0]"}},
+  };
+  EXPECT_EQ(seen, expected);
+
+  // The const overload reaches the same tensors; graph and function roots start their paths.
+  const ModelProto& const_model = model;
+  std::set<std::string> const_seen;
+  for_each_tensor(const_model, [&](const TensorProto& tensor, const TensorSite&) {
+    const_seen.insert(*tensor.name);
+  });
+  EXPECT_EQ(const_seen.size(), expected.size());
+  std::vector<std::string> graph_paths;
+  for_each_tensor(*model.graph, [&](TensorProto&, const TensorSite& site) {
+    graph_paths.emplace_back(site.path);
+  });
+  EXPECT_EQ(graph_paths.front(), "node[0]/attribute[0]/t");
+  std::vector<std::string> function_paths;
+  for_each_tensor(
+      static_cast<const FunctionProto&>(model.functions[0]),
+      [&](const TensorProto&, const TensorSite& site) { function_paths.emplace_back(site.path); });
+  EXPECT_EQ(function_paths,
+            (std::vector<std::string>{"node[0]/attribute[0]/t", "attribute_proto[0]/tensors[0]"}));
+}
+
+TEST(ForEachTensor, TheVisitorMayChangeTensors) {
+  ModelProto model = tensor_in_every_place();
+  for_each_tensor(model, [](TensorProto& tensor, const TensorSite&) { tensor.doc_string = "x"; });
+  for_each_tensor(model, [](const TensorProto& tensor, const TensorSite&) {
+    EXPECT_EQ(tensor.doc_string, "x");
+  });
+}
+
+// --- Consolidation ---
+
+TEST(Consolidate, MovesLargePayloadsIntoOneAlignedSharedBuffer) {
+  ModelProto model = tensor_in_every_place();
+  model.graph->initializer = {named("big", 100), named("small", 3), named("medium", 10)};
+  const ModelProto original = model;
+  std::map<std::string, Bytes> before;
+  for_each_tensor(model, [&](TensorProto& t, const TensorSite&) {
+    before[*t.name] = to_bytes(t.raw_data->view());
+  });
+
+  TensorBufferOptions options;
+  options.raw_data_threshold = 8;
+  options.alignment = 64;
+  std::shared_ptr<const OwnedBytes> buffer = consolidate_tensors_to_buffer(model, options);
+  ASSERT_NE(buffer, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(buffer->data()) % 64, 0u);
+  EXPECT_EQ(model, original);  // Same bytes everywhere.
+
+  std::size_t moved = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  for_each_tensor(model, [&](TensorProto& t, const TensorSite&) {
+    const TensorBytes& data = *t.raw_data;
+    EXPECT_EQ(to_bytes(data.view()), before[*t.name]) << *t.name;
+    if (data.size() < 8) {
+      EXPECT_TRUE(data.is_owned()) << *t.name;
+      return;
+    }
+    ++moved;
+    EXPECT_TRUE(data.is_borrowed()) << *t.name;
+    EXPECT_EQ(data.owner().get(), buffer.get()) << *t.name;
+    const auto offset = static_cast<std::size_t>(data.data() - buffer->data());
+    EXPECT_EQ(offset % 64, 0u) << *t.name;
+    ranges.emplace_back(offset, offset + data.size());
+  });
+  EXPECT_EQ(moved, 2u);  // "big" and "medium"; every other payload has 4 or 3 bytes.
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(buffer->size(), 128 + 10u);  // "big" at 0, "medium" at 128.
+  for (std::size_t i = 100; i < 128 && i < buffer->size(); ++i) EXPECT_EQ(buffer->data()[i], 0);
+}
+
+TEST(Consolidate, TheTokenKeepsTheBufferAliveWithoutTheCaller) {
+  ModelProto model = tensor_in_every_place();
+  std::weak_ptr<const OwnedBytes> weak = consolidate_tensors_to_buffer(model, {});
+  ASSERT_FALSE(weak.expired());  // Threshold 0 and alignment 0: every payload, packed together.
+  TensorProto copy = model.graph->initializer[0];
+  const Bytes expected = to_bytes(copy.raw_data->view());
+  model = ModelProto();
+  EXPECT_FALSE(weak.expired());
+  EXPECT_EQ(to_bytes(copy.raw_data->view()), expected);
+  copy = TensorProto();
+  EXPECT_TRUE(weak.expired());
+}
+
+TEST(Consolidate, PacksContiguouslyWithoutAlignmentAndRejectsBadAlignment) {
+  ModelProto model;
+  model.graph.emplace().initializer = {named("a", 3), named("b", 5)};
+  const auto buffer = consolidate_tensors_to_buffer(model, {});
+  ASSERT_NE(buffer, nullptr);
+  EXPECT_EQ(buffer->size(), 8u);
+  EXPECT_EQ(model.graph->initializer[1].raw_data->data(), buffer->data() + 3);
+
+  TensorBufferOptions odd;
+  odd.alignment = 48;
+  EXPECT_CONTAINS(
+      error_of(ErrorCode::kInvalidArgument, [&] { consolidate_tensors_to_buffer(model, odd); }),
+      "alignment 48 is not a power of two");
+  TensorBufferOptions high;
+  high.raw_data_threshold = 1000;
+  EXPECT_EQ(consolidate_tensors_to_buffer(model, high), nullptr);
+}
+
+}  // namespace
+}  // namespace onnxzip
