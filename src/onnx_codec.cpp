@@ -81,11 +81,15 @@ inline void expect_wire_type(const WireReader& r, const std::uint8_t* tag_at, Wi
 
 // --- Size table ---
 
-using SizeTable = std::vector<std::uint64_t>;
+// The sizing pass's output, plus the substitutions it applies (SerializeOptions).
+struct SizeTable : std::vector<std::uint64_t> {
+  const TensorSubstitutes* substitutes = nullptr;
+};
 
 struct SizeCursor {
   const std::uint64_t* next;
   const std::uint64_t* end;
+  const TensorSubstitutes* substitutes = nullptr;
 
   std::uint64_t take() {
     if (next == end) throw_changed();
@@ -120,7 +124,8 @@ class ReverseWriter final {
  public:
   static constexpr std::size_t kHoleBytes = 4096;
 
-  ReverseWriter() = default;
+  explicit ReverseWriter(const TensorSubstitutes* substitutes = nullptr) noexcept
+      : substitutes_(substitutes) {}
   ReverseWriter(const ReverseWriter&) = delete;
   ReverseWriter& operator=(const ReverseWriter&) = delete;
 
@@ -168,6 +173,8 @@ class ReverseWriter final {
     closed_bytes_ += bytes.size();
   }
 
+  const TensorSubstitutes* substitutes() const noexcept { return substitutes_; }
+
   // Hands the output to `emit_piece` front to back.
   template <class Emit>
   void emit(Emit&& emit_piece) const {
@@ -199,6 +206,7 @@ class ReverseWriter final {
   }
 
   static constexpr std::size_t kMaxChunkSize = std::size_t{1} << 20;
+  const TensorSubstitutes* substitutes_;
   std::vector<std::unique_ptr<std::uint8_t[]>> chunks_;
   std::vector<ByteSpan> segments_;  // Closed runs and holes, back of the output first.
   std::uint8_t* begin_ = nullptr;
@@ -235,12 +243,24 @@ inline void parse_nested(ParseContext& ctx, WireReader& r, const std::uint8_t* t
   parse_body(ctx, sub, m, depth + 1);
 }
 
+// The message to write at m's position: its substitute when SerializeOptions names one.
+template <class M>
+inline const M& substituted(const M& m, const TensorSubstitutes* substitutes) {
+  if constexpr (std::is_same_v<M, TensorProto>) {
+    if (substitutes != nullptr) {
+      const auto found = substitutes->find(&m);
+      if (found != substitutes->end()) return *found->second;
+    }
+  }
+  return m;
+}
+
 // Reserves the message's slot, sizes its body; returns the bytes after the tag (length + body).
 template <class M>
 inline std::uint64_t nested_size(const M& m, SizeTable& sizes) {
   const std::size_t slot = sizes.size();
   sizes.push_back(0);
-  const std::uint64_t body = body_size(m, sizes);
+  const std::uint64_t body = body_size(substituted(m, sizes.substitutes), sizes);
   sizes[slot] = body;
   return wire::varint_size(body) + body;
 }
@@ -250,14 +270,14 @@ inline void write_nested(const M& m, WireWriter& w, SizeCursor& sizes) {
   const std::uint64_t length = sizes.take();
   w.write_varint(length);
   const std::uint64_t start = w.position();
-  write_body(m, w, sizes);
+  write_body(substituted(m, sizes.substitutes), w, sizes);
   if (w.position() - start != length) SizeCursor::throw_changed();
 }
 
 template <class M>
 inline void write_nested_reverse(const M& m, ReverseWriter& w) {
   const std::uint64_t end = w.written();
-  write_body_reverse(m, w);
+  write_body_reverse(substituted(m, w.substitutes()), w);
   w.put_varint(w.written() - end);
 }
 
@@ -976,11 +996,14 @@ M parse_message(ByteSpan bytes, const ParseOptions& options, std::string_view so
 
 template <OnnxMessage M>
 MessageSerializer<M>::MessageSerializer(const M& message, const SerializeOptions& options)
-    : message_(&message), options_(options) {
+    : message_(&substituted(message, options.tensor_substitutes)), options_(options) {
   check_options(options, "serialize");
-  sizes_.push_back(0);
-  sizes_[0] = body_size(message, sizes_);
-  size_ = sizes_[0];
+  SizeTable sizes;
+  sizes.substitutes = options.tensor_substitutes;
+  sizes.push_back(0);
+  sizes[0] = body_size(*message_, sizes);
+  size_ = sizes[0];
+  sizes_ = std::move(static_cast<std::vector<std::uint64_t>&>(sizes));
 }
 
 template <OnnxMessage M>
@@ -989,7 +1012,7 @@ void MessageSerializer<M>::write(wire::ByteSink& sink) const {
       std::clamp<std::uint64_t>(size_, wire::kMaxFieldHeaderSize, kStreamBufferBytes));
   const auto buffer = std::make_unique_for_overwrite<std::uint8_t[]>(buffer_size);
   WireWriter writer(MutableByteSpan(buffer.get(), buffer_size), &sink, kDirectWriteBytes);
-  SizeCursor cursor{sizes_.data() + 1, sizes_.data() + sizes_.size()};
+  SizeCursor cursor{sizes_.data() + 1, sizes_.data() + sizes_.size(), options_.tensor_substitutes};
   write_body(*message_, writer, cursor);
   writer.flush();
   if (writer.position() != size_ || cursor.next != cursor.end) SizeCursor::throw_changed();
@@ -1003,7 +1026,7 @@ void MessageSerializer<M>::write(MutableByteSpan out) const {
                     " bytes for a message of " + std::to_string(size_));
   }
   WireWriter writer(out, nullptr);
-  SizeCursor cursor{sizes_.data() + 1, sizes_.data() + sizes_.size()};
+  SizeCursor cursor{sizes_.data() + 1, sizes_.data() + sizes_.size(), options_.tensor_substitutes};
   write_body(*message_, writer, cursor);
   if (writer.position() != size_ || cursor.next != cursor.end) SizeCursor::throw_changed();
 }
@@ -1011,8 +1034,8 @@ void MessageSerializer<M>::write(MutableByteSpan out) const {
 template <OnnxMessage M>
 std::vector<std::uint8_t> serialize_message(const M& message, const SerializeOptions& options) {
   check_options(options, "serialize");
-  ReverseWriter writer;
-  write_body_reverse(message, writer);
+  ReverseWriter writer(options.tensor_substitutes);
+  write_body_reverse(substituted(message, options.tensor_substitutes), writer);
   std::vector<std::uint8_t> out;
   out.reserve(static_cast<std::size_t>(writer.written()));
   writer.emit([&](ByteSpan piece) { out.insert(out.end(), piece.begin(), piece.end()); });
@@ -1026,7 +1049,8 @@ void serialize_message(const M& message, wire::ByteSink& sink, const SerializeOp
 
 template <OnnxMessage M>
 std::uint64_t serialized_size(const M& message) {
-  SizeTable sizes{0};
+  SizeTable sizes;
+  sizes.push_back(0);
   return body_size(message, sizes);
 }
 
@@ -1061,7 +1085,7 @@ std::vector<std::uint8_t> serialize_model(const ModelProto& model,
 OwnedBytes serialize_model_to_owned_bytes(const ModelProto& model,
                                           const SerializeOptions& options) {
   check_options(options, "serialize");
-  ReverseWriter writer;
+  ReverseWriter writer(options.tensor_substitutes);
   write_body_reverse(model, writer);
   OwnedBytes out(static_cast<std::size_t>(writer.written()));
   std::uint8_t* p = out.data();

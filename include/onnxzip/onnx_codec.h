@@ -41,6 +41,7 @@
 #include <filesystem>
 #include <memory>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "onnxzip/bytes.h"
@@ -81,11 +82,22 @@ struct ParseOptions : TensorBufferOptions {
   std::uint64_t max_tensor_bytes = std::uint64_t{1} << 40;
 };
 
+// Tensors to write in place of others: key = address of a TensorProto inside the message being
+// serialized, value = the TensorProto written at its position instead.
+using TensorSubstitutes = std::unordered_map<const TensorProto*, const TensorProto*>;
+
 struct SerializeOptions : TensorBufferOptions {
   // raw_data_threshold and alignment are for writers that place payloads outside the protobuf
   // (external data, archives); the protobuf serializer itself writes every payload inline and
   // sends large ones to the output without copying them through its buffer.
   SerializeOptions() noexcept { raw_data_threshold = kSmallTensorDataThresholdBytes; }
+
+  // When set, every TensorProto of the message found as a key is sized and written as its
+  // value instead, by every serializer here (MessageSerializer's size included). This lets a
+  // writer emit a model whose large tensors refer to external data without copying or changing
+  // the caller's model: it builds metadata-only substitutes for those tensors only. Neither the
+  // map nor the substitutes are owned; both must stay unchanged until the last write.
+  const TensorSubstitutes* tensor_substitutes = nullptr;
 };
 
 // --- Models ---

@@ -1,0 +1,52 @@
+// The ONNX IR rules a model's graph must follow (onnx/docs/IR.md, "Graphs" and "Names Within a
+// Graph"), checked without operator schemas: what `verify` reports for legacy files and archives
+// alike.
+//
+// check_ir reports, never throws for, a rule violation: real exported models break these rules
+// at times (nodes out of topological order, duplicate node names) and still run, so conversion
+// never refuses them; only verification reports them. Anyone may use this header.
+#ifndef ONNXZIP_IR_CHECK_H_
+#define ONNXZIP_IR_CHECK_H_
+
+#include <string>
+#include <vector>
+
+#include "onnxzip/onnx_model.h"
+
+namespace onnxzip {
+
+// One violation. `where` spells the place like the tensor visitor's paths, with each node's op
+// type and name: "graph/node[3](Loop 'loop_1')/body/node[0](Add)". `message` says what is wrong
+// and names the values involved.
+struct IrProblem {
+  std::string where;
+  std::string message;
+};
+
+// "where: message", one line.
+std::string to_string(const IrProblem& problem);
+
+// Checks, for the main graph, every subgraph (node attributes g and graphs, at any depth), every
+// function (in its own scope) and the training graphs:
+//   * SSA: each value name is assigned once: graph inputs, initializers (an initializer may
+//     share its name with a graph input, which IR versions < 4 require), sparse initializers,
+//     node outputs; a subgraph may not assign a name visible from an enclosing graph (as the
+//     reference checker rules), but its inputs may.
+//   * references and topological order: every node input is "" (an omitted optional input), a
+//     graph input, an initializer, an earlier node's output, or for a subgraph a value of an
+//     enclosing graph defined before the node that holds the subgraph; an input produced by a
+//     later node is reported as out of order, one produced by nothing as undefined. Graph and
+//     function outputs must be defined.
+//   * acyclic: a graph whose nodes cannot be ordered at all (a cycle, counting the values
+//     subgraphs take from their enclosing graph) is reported once, naming the nodes involved.
+//   * unique names: non-empty node names within a graph or function body; attribute names within
+//     a node; functions by (domain, name, overload); opset_import domains within the model and
+//     within each function; a function's attribute names.
+//   * opset imports: every node's domain ("" and "ai.onnx" are the same) is imported by the
+//     model, or by the function whose body holds the node; IR versions < 3 predate
+//     opset_import and import the default domain implicitly. Reported once per domain and scope.
+std::vector<IrProblem> check_ir(const ModelProto& model);
+
+}  // namespace onnxzip
+
+#endif  // ONNXZIP_IR_CHECK_H_

@@ -1,0 +1,143 @@
+// Legacy ONNX model files: a serialized ModelProto (`model.onnx`), its tensor payloads inline or
+// in external data files next to it, as the reference `onnx` package reads and writes them.
+//
+// read_legacy_model maps the model file and every external data file it names, and returns a
+// model whose tensors all carry their payload (raw_data borrowed from the mappings, no weight
+// byte copied) and no external references. write_legacy_model writes a model the other way:
+// inline when it fits protobuf's 2 GiB, otherwise (or on request) with the dense initializers in
+// external data files. Together with the archive layer (archive.h) they make the conversions
+// legacy <-> .onnxz; this header knows nothing of zip. Anyone may use it.
+//
+// External data references (TensorProto.external_data, read when data_location = EXTERNAL)
+// follow the reference package (onnx/external_data_helper.py and onnx/checker.cc,
+// resolve_external_data_location):
+//   * keys: `location` (required), `offset` (optional, default 0), `length` (optional, default:
+//     the rest of the file), `checksum` and `basepath` (accepted and ignored: the reference never
+//     uses them to find or check the data), any other key (ignored; the reference warns).
+//     offset and length are plain non-negative decimals; offset past the end of the file, or
+//     offset + length past it, is refused, as in the reference.
+//   * stricter than the reference loader (which reads whatever the range holds): the byte count
+//     (length, or the rest of the file) must equal dims x element size, as ONNX Runtime
+//     requires; a repeated location/offset/length key, and a tensor that is EXTERNAL and also
+//     carries raw_data or a typed field (the reference checker's "should not have data field"),
+//     are refused instead of letting the last one win.
+//   * location is a relative path inside the model's folder: not empty, no NUL byte, not
+//     absolute, no `..` component (the reference rejects `..` after lexical normalisation;
+//     refusing the component anywhere also refuses `sub/../x`). Sub-folders are allowed.
+//   * no symbolic link anywhere on the way: each component is opened under the model's folder
+//     with O_NOFOLLOW, so the check and the file mapped are the same (the reference checks the
+//     last component with is_symlink and parent links by canonical containment). With
+//     allow_symlinks links are followed, but the file they lead to must still lie inside the
+//     model's folder (the reference's containment rule).
+//   * a regular file with exactly one hard link (st_nlink == 1): a hard link could expose any
+//     file of the same file system (the reference's "hardlink attack" check).
+// Each refusal is an onnxzip::Error naming the model file, the tensor (name and place) and the
+// location: kCorrupt for a reference the rules refuse, kNotFound for a missing file, kIo when the
+// system refuses to open or map one.
+#ifndef ONNXZIP_LEGACY_H_
+#define ONNXZIP_LEGACY_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "onnxzip/onnx_codec.h"
+#include "onnxzip/onnx_model.h"
+
+namespace onnxzip {
+
+// --- Telling the formats apart ---
+
+enum class ModelFormat : std::uint8_t {
+  kOnnxz,   // A ZIP archive: the file starts with a local file header (or, empty archive, the
+            // end record), which no serialized ModelProto does (field 10 does not exist).
+  kLegacy,  // Anything else, an empty file included: a serialized ModelProto.
+};
+
+// Looks at the first four bytes of `path`. Error(kNotFound) when it does not exist, kIo when it
+// cannot be read.
+ModelFormat detect_format(const std::filesystem::path& path);
+
+// --- Reading ---
+
+struct LegacyReadOptions {
+  LegacyReadOptions() noexcept { parse.no_copy = true; }
+
+  // Limits and ownership of the model file's own parse. no_copy (the default here) borrows the
+  // inline payloads of at least parse.raw_data_threshold bytes from the mapping of the model
+  // file; without it they are copied. External payloads are always borrowed from their mapping.
+  ParseOptions parse;
+  // Resolve external data references (false: leave them as they are, e.g. to inspect a model
+  // whose data files are absent).
+  bool load_external_data = true;
+  // Follow symbolic links in locations; the file must still lie inside the model's folder.
+  bool allow_symlinks = false;
+  // Accept data files with more than one hard link.
+  bool allow_hard_links = false;
+};
+
+// Parses the model at `onnx_path` (mapped) and resolves every external reference wherever its
+// tensor sits (initializers, sparse initializers, attributes, subgraphs at any depth, functions,
+// training graphs): raw_data = the bytes, borrowed from the data file's mapping (each file is
+// mapped once, whatever the number of tensors and spellings of its location), external_data
+// cleared and data_location made absent. The model keeps the mappings alive.
+ModelProto read_legacy_model(const std::filesystem::path& onnx_path,
+                             const LegacyReadOptions& options = {});
+
+// --- Writing ---
+
+// The largest serialized ModelProto that libprotobuf (hence the reference package and ONNX
+// Runtime) accepts: 2 GiB - 1.
+inline constexpr std::uint64_t kMaxProtobufBytes = (std::uint64_t{1} << 31) - 1;
+
+struct LegacyWriteOptions {
+  enum class Mode : std::uint8_t {
+    kAuto,      // kInline when the model serializes to at most kMaxProtobufBytes, else kExternal.
+    kInline,    // Every payload inline. Error(kLimitExceeded) past kMaxProtobufBytes.
+    kExternal,  // Payloads of the selected tensors in data files next to the model.
+  };
+  Mode mode = Mode::kAuto;
+  // Name of the data file, in the model's folder: a plain file name (no '/', not "." or "..").
+  // Empty: "<model file name>.data" ("model.onnx" -> "model.onnx.data").
+  std::string data_file_name;
+  // Largest data file. When the next payload would end past it, a new file is started: "<name>",
+  // "<name>.1", "<name>.2"... A single payload larger than the limit gets a file of its own
+  // (payloads are never split: a tensor's bytes are one location, offset, length). 0: one file.
+  std::uint64_t max_file_size = 0;
+  // Each payload's offset in its data file is a multiple of this (a power of two; 0 or 1: none),
+  // the gaps zero-filled. 4096, the page size of Linux and macOS, lets a reader map each tensor
+  // on its own (ONNX Runtime maps external data whose offset is page-aligned); use 65536 for
+  // Windows' allocation granularity.
+  std::uint64_t alignment = 4096;
+  // Tensors whose payload has fewer bytes stay inline (the reference's size_threshold).
+  std::uint64_t threshold = 1024;
+  // Which tensors go to the data file. The dense initializers of the main graph and of its
+  // subgraphs (If/Loop/Scan bodies at any depth) always may. Attribute tensors (Constant's
+  // value...) and the values/indices of sparse tensors stay inline unless asked, because the
+  // reference checker's shape inference and ONNX Runtime refuse them external; a sparse tensor
+  // in an attribute needs both flags. Tensors of functions and of training graphs, and STRING
+  // tensors, always stay inline: the reference loader resolves no external data there.
+  bool externalize_attributes = false;
+  bool externalize_sparse = false;
+  // fsync every file before renaming it into place (OutputFileOptions::durable).
+  bool durable = false;
+};
+
+// Writes `model` as a legacy model file at `out`, and in kExternal mode its data file(s) in the
+// same folder. The model's tensors hold raw_data or typed fields (as read_legacy_model and the
+// archive loader return them); a tensor that still refers to external data is refused
+// (kInvalidArgument). The caller's model is neither changed nor copied: externalized tensors are
+// written as metadata-only substitutes (SerializeOptions::tensor_substitutes), typed fields
+// converted to raw bytes one tensor at a time, and every payload goes from its memory to the file
+// once. Externalized tensors get external_data {location, offset, length} and data_location =
+// EXTERNAL; location is the data file's name, relative to the model's folder.
+//
+// Atomic: every file is written to a temporary and renamed into place, data files first, the
+// model last. On failure, nothing new remains: data files already renamed into place are removed
+// (a file of the same name that existed before is not restored).
+void write_legacy_model(const ModelProto& model, const std::filesystem::path& out,
+                        const LegacyWriteOptions& options = {});
+
+}  // namespace onnxzip
+
+#endif  // ONNXZIP_LEGACY_H_

@@ -1,0 +1,673 @@
+// Legacy model files: resolving external data on read, placing it on write (legacy.h).
+//
+// Reading walks each location component by component under the model's folder with openat and
+// O_NOFOLLOW, so the file whose links and type were checked is the file mapped: the mapping is
+// opened through /proc/self/fd/N where Linux provides it (elsewhere the path is mapped and its
+// identity compared with the checked descriptor afterwards).
+#include "onnxzip/legacy.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "onnxzip/error.h"
+#include "onnxzip/mapped_file.h"
+#include "onnxzip/output_file.h"
+#include "onnxzip/tensor.h"
+
+namespace onnxzip {
+namespace {
+
+constexpr std::string_view kLocationKey = "location";
+constexpr std::string_view kOffsetKey = "offset";
+constexpr std::string_view kLengthKey = "length";
+
+// `text` in single quotes with control bytes (NUL included) escaped, for messages.
+std::string in_quotes(std::string_view text) {
+  std::string out = "'";
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7F) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 15];
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
+  return out;
+}
+
+std::string tensor_label(const TensorProto& tensor, std::string_view site_path) {
+  std::string label = tensor.name ? "tensor " + in_quotes(*tensor.name) : "unnamed tensor";
+  label += " (";
+  label += site_path;
+  label += ')';
+  return label;
+}
+
+bool has_typed_data(const TensorProto& t) {
+  return !t.float_data.empty() || !t.int32_data.empty() || !t.string_data.empty() ||
+         !t.int64_data.empty() || !t.double_data.empty() || !t.uint64_data.empty();
+}
+
+bool is_external(const TensorProto& t) {
+  return t.data_location.value_or(TensorProto::kDefault) == TensorProto::kExternal;
+}
+
+// A file descriptor closed when it goes away.
+class Fd final {
+ public:
+  Fd() noexcept = default;
+  explicit Fd(int fd) noexcept : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+
+  int get() const noexcept { return fd_; }
+  void reset() noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// --- Reading: external references ---
+
+// A plain non-negative decimal, as the reference writes them (str(int)). nullopt otherwise.
+std::optional<std::uint64_t> parse_decimal(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+struct ExternalReference {
+  const std::string* location = nullptr;
+  std::optional<std::uint64_t> offset;
+  std::optional<std::uint64_t> length;
+};
+
+// Where an error about one tensor's reference is reported: "<model>: <tensor>: location '...'".
+struct ReferenceContext {
+  const std::string& model;
+  std::string tensor;
+  const std::string* location = nullptr;
+
+  std::string prefix() const {
+    std::string text = model + ": " + tensor;
+    if (location != nullptr) text += ": location " + in_quotes(*location);
+    return text + ": ";
+  }
+  [[noreturn]] void fail(ErrorCode code, const std::string& message) const {
+    throw Error(code, prefix() + message);
+  }
+};
+
+ExternalReference parse_reference(const TensorProto& tensor, ReferenceContext& ctx) {
+  static const std::string kAbsent;
+  ExternalReference ref;
+  for (const StringStringEntryProto& entry : tensor.external_data) {
+    const std::string& key = entry.key ? *entry.key : kAbsent;
+    const std::string& value = entry.value ? *entry.value : kAbsent;
+    if (key == kLocationKey) {
+      if (ref.location != nullptr) ctx.fail(ErrorCode::kCorrupt, "'location' is given twice");
+      ref.location = &value;
+      ctx.location = ref.location;
+    } else if (key == kOffsetKey || key == kLengthKey) {
+      std::optional<std::uint64_t>& slot = key == kOffsetKey ? ref.offset : ref.length;
+      if (slot) ctx.fail(ErrorCode::kCorrupt, in_quotes(key) + " is given twice");
+      slot = parse_decimal(value);
+      if (!slot) {
+        ctx.fail(ErrorCode::kCorrupt,
+                 in_quotes(key) + " " + in_quotes(value) + " is not a non-negative decimal number");
+      }
+    }
+    // checksum and basepath: the reference never uses them to find or check the data; other
+    // keys: the reference ignores them (with a warning).
+  }
+  if (ref.location == nullptr) {
+    ctx.fail(ErrorCode::kCorrupt, "data_location is EXTERNAL but external_data has no 'location'");
+  }
+  return ref;
+}
+
+// The lexical rules: relative, no NUL, no `..` component. Returns the components that name
+// something ("" and "." dropped).
+std::vector<std::string_view> location_components(const std::string& location,
+                                                  const ReferenceContext& ctx) {
+  if (location.empty()) ctx.fail(ErrorCode::kCorrupt, "the location is empty");
+  if (location.find('\0') != std::string::npos) {
+    ctx.fail(ErrorCode::kCorrupt, "the location contains a NUL byte");
+  }
+  if (location.front() == '/') {
+    ctx.fail(ErrorCode::kCorrupt,
+             "the location is an absolute path; it must be relative to the "
+             "model's folder");
+  }
+  std::vector<std::string_view> components;
+  std::string_view rest = location;
+  while (true) {
+    const std::size_t slash = rest.find('/');
+    const std::string_view component = rest.substr(0, slash);
+    if (component == "..") {
+      ctx.fail(ErrorCode::kCorrupt,
+               "the location has a '..' component; it must stay inside the model's folder");
+    }
+    if (!component.empty() && component != ".") components.push_back(component);
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  if (components.empty()) ctx.fail(ErrorCode::kCorrupt, "the location names no file");
+  return components;
+}
+
+std::string errno_text(int error) { return std::strerror(error); }
+
+// True when `inner` is `outer` or lies below it (both canonical).
+bool is_within(const std::filesystem::path& inner, const std::filesystem::path& outer) {
+  auto i = inner.begin();
+  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+    if (o->empty() && std::next(o) == outer.end()) break;  // Trailing separator.
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
+// The data files of one model, each opened, checked and mapped once.
+class DataFiles final {
+ public:
+  DataFiles(const std::filesystem::path& model_path, const LegacyReadOptions& options)
+      : options_(options) {
+    folder_ = model_path.parent_path();
+    if (folder_.empty()) folder_ = ".";
+  }
+
+  std::shared_ptr<const MappedFile> map(const std::string& location, const ReferenceContext& ctx) {
+    const auto known = by_location_.find(location);
+    if (known != by_location_.end()) return known->second;
+    const std::vector<std::string_view> components = location_components(location, ctx);
+    Fd file =
+        options_.allow_symlinks ? open_following(location, ctx) : open_strict(components, ctx);
+
+    struct stat st {};
+    if (::fstat(file.get(), &st) != 0) ctx.fail(ErrorCode::kIo, "fstat: " + errno_text(errno));
+    if (!S_ISREG(st.st_mode)) ctx.fail(ErrorCode::kCorrupt, "not a regular file");
+    if (st.st_nlink > 1 && !options_.allow_hard_links) {
+      ctx.fail(ErrorCode::kCorrupt,
+               "the file has " + std::to_string(st.st_nlink) +
+                   " hard links; a hard-linked data file could expose any file of the file system "
+                   "(allow_hard_links accepts it)");
+    }
+    const std::pair<dev_t, ino_t> identity{st.st_dev, st.st_ino};
+    std::shared_ptr<const MappedFile> mapping;
+    if (const auto same = by_identity_.find(identity); same != by_identity_.end()) {
+      mapping = same->second;
+    } else {
+      mapping = map_descriptor(file, st, location, ctx);
+      by_identity_.emplace(identity, mapping);
+    }
+    by_location_.emplace(location, mapping);
+    return mapping;
+  }
+
+ private:
+  const Fd& folder_fd(const ReferenceContext& ctx) {
+    if (folder_fd_.get() < 0) {
+      folder_fd_ = Fd(::open(folder_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (folder_fd_.get() < 0) {
+        ctx.fail(ErrorCode::kIo,
+                 "cannot open the model's folder " + folder_.string() + ": " + errno_text(errno));
+      }
+    }
+    return folder_fd_;
+  }
+
+  // Component by component, never following a link: what is checked is what is opened.
+  Fd open_strict(const std::vector<std::string_view>& components, const ReferenceContext& ctx) {
+    int dir = folder_fd(ctx).get();
+    Fd current;  // The folder opened last (the model's folder is not owned here).
+    for (std::size_t i = 0; i < components.size(); ++i) {
+      const std::string name(components[i]);
+      const bool last = i + 1 == components.size();
+      const std::string what = last ? "the file" : "the folder " + in_quotes(name);
+      struct stat st {};
+      if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        const int error = errno;
+        if (error == ENOENT) ctx.fail(ErrorCode::kNotFound, what + " does not exist");
+        ctx.fail(ErrorCode::kIo, "cannot examine " + what + ": " + errno_text(error));
+      }
+      if (S_ISLNK(st.st_mode)) {
+        ctx.fail(ErrorCode::kCorrupt,
+                 what +
+                     " is a symbolic link; links could lead outside the model's folder "
+                     "(allow_symlinks accepts links that stay inside)");
+      }
+      if (!last && !S_ISDIR(st.st_mode)) ctx.fail(ErrorCode::kCorrupt, what + " is not a folder");
+      if (last && !S_ISREG(st.st_mode)) ctx.fail(ErrorCode::kCorrupt, "not a regular file");
+      // O_NONBLOCK: should the file be swapped for a FIFO after fstatat, open must not hang.
+      const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? O_NONBLOCK : O_DIRECTORY);
+      Fd next(::openat(dir, name.c_str(), flags));
+      if (next.get() < 0) {
+        const int error = errno;
+        if (error == ELOOP) ctx.fail(ErrorCode::kCorrupt, what + " is a symbolic link");
+        if (error == ENOENT) ctx.fail(ErrorCode::kNotFound, what + " does not exist");
+        ctx.fail(ErrorCode::kIo, "cannot open " + what + ": " + errno_text(error));
+      }
+      if (last) return next;
+      current = std::move(next);
+      dir = current.get();
+    }
+    return {};  // Not reached: components is never empty.
+  }
+
+  // allow_symlinks: the path as the system resolves it, then the containment check.
+  Fd open_following(const std::string& location, const ReferenceContext& ctx) {
+    const std::filesystem::path path = folder_ / location;
+    Fd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (file.get() < 0) {
+      const int error = errno;
+      if (error == ENOENT) ctx.fail(ErrorCode::kNotFound, "the file does not exist");
+      ctx.fail(ErrorCode::kIo, "cannot open " + path.string() + ": " + errno_text(error));
+    }
+    std::error_code ec;
+    if (canonical_folder_.empty()) {
+      canonical_folder_ = std::filesystem::canonical(folder_, ec);
+      if (ec) ctx.fail(ErrorCode::kIo, "cannot resolve the model's folder: " + ec.message());
+    }
+    const std::filesystem::path resolved = std::filesystem::canonical(path, ec);
+    if (ec) ctx.fail(ErrorCode::kIo, "cannot resolve " + path.string() + ": " + ec.message());
+    if (!is_within(resolved, canonical_folder_)) {
+      ctx.fail(ErrorCode::kCorrupt, "the file resolves to " + resolved.string() +
+                                        ", outside the model's folder " +
+                                        canonical_folder_.string());
+    }
+    struct stat by_path {};
+    struct stat by_fd {};
+    if (::stat(resolved.c_str(), &by_path) != 0 || ::fstat(file.get(), &by_fd) != 0 ||
+        by_path.st_dev != by_fd.st_dev || by_path.st_ino != by_fd.st_ino) {
+      ctx.fail(ErrorCode::kIo, "the file changed while it was being opened");
+    }
+    return file;
+  }
+
+  // Maps the checked descriptor's file. Through /proc/self/fd the mapping is of that very file;
+  // without /proc, the path is mapped and compared with the descriptor afterwards.
+  std::shared_ptr<const MappedFile> map_descriptor(const Fd& file, const struct stat& checked,
+                                                   const std::string& location,
+                                                   const ReferenceContext& ctx) {
+    const std::filesystem::path by_fd = "/proc/self/fd/" + std::to_string(file.get());
+    std::error_code ec;
+    const bool use_fd = std::filesystem::exists(by_fd, ec);
+    const std::filesystem::path target = use_fd ? by_fd : folder_ / location;
+    std::shared_ptr<const MappedFile> mapping;
+    try {
+      mapping = MappedFile::open(target);
+    } catch (const Error& e) {
+      ctx.fail(e.code() == ErrorCode::kNotFound ? ErrorCode::kNotFound : ErrorCode::kIo,
+               std::string("cannot map the file: ") + e.what());
+    }
+    if (!use_fd) {
+      struct stat now {};
+      if (::stat(target.c_str(), &now) != 0 || now.st_dev != checked.st_dev ||
+          now.st_ino != checked.st_ino) {
+        ctx.fail(ErrorCode::kIo, "the file changed while it was being mapped");
+      }
+    }
+    if (mapping->bytes().size() != static_cast<std::uint64_t>(checked.st_size)) {
+      ctx.fail(ErrorCode::kIo, "the file changed size while it was being mapped");
+    }
+    return mapping;
+  }
+
+  const LegacyReadOptions& options_;
+  std::filesystem::path folder_;
+  std::filesystem::path canonical_folder_;
+  Fd folder_fd_;
+  std::unordered_map<std::string, std::shared_ptr<const MappedFile>> by_location_;
+  std::map<std::pair<dev_t, ino_t>, std::shared_ptr<const MappedFile>> by_identity_;
+};
+
+void resolve_external(TensorProto& tensor, const TensorSite& site, const std::string& model,
+                      DataFiles& files) {
+  ReferenceContext ctx{model, tensor_label(tensor, site.path)};
+  const ExternalReference ref = parse_reference(tensor, ctx);
+  if (tensor.raw_data || has_typed_data(tensor)) {
+    ctx.fail(ErrorCode::kCorrupt,
+             "data_location is EXTERNAL but the tensor also holds its data inline");
+  }
+  std::uint64_t expected = 0;
+  try {
+    expected = tensor_byte_size(tensor);
+  } catch (const Error& e) {
+    ctx.fail(e.code(), e.what());
+  }
+  const std::shared_ptr<const MappedFile> mapping = files.map(*ref.location, ctx);
+  const ByteSpan bytes = mapping->bytes();
+  const std::uint64_t size = bytes.size();
+  const std::uint64_t offset = ref.offset.value_or(0);
+  if (offset > size) {
+    ctx.fail(ErrorCode::kCorrupt, "offset " + std::to_string(offset) +
+                                      " is past the end of the file (" + std::to_string(size) +
+                                      " bytes)");
+  }
+  const std::uint64_t length = ref.length.value_or(size - offset);
+  if (!fits(offset, length, size)) {
+    ctx.fail(ErrorCode::kCorrupt, "offset " + std::to_string(offset) + " + length " +
+                                      std::to_string(length) + " is past the end of the file (" +
+                                      std::to_string(size) + " bytes)");
+  }
+  if (length != expected) {
+    const std::string got = ref.length
+                                ? "length " + std::to_string(length)
+                                : "the rest of the file from offset " + std::to_string(offset) +
+                                      " (" + std::to_string(length) + " bytes)";
+    ctx.fail(ErrorCode::kCorrupt,
+             got + " differs from dims x element size (" + std::to_string(expected) + " bytes)");
+  }
+  tensor.raw_data = TensorBytes::borrowed(
+      bytes.subspan(static_cast<std::size_t>(offset), static_cast<std::size_t>(length)), mapping);
+  tensor.external_data.clear();
+  tensor.data_location.reset();
+}
+
+// --- Writing ---
+
+class FileSink final : public wire::ByteSink {
+ public:
+  explicit FileSink(AtomicOutputFile& file) noexcept : file_(file) {}
+  void write(ByteSpan bytes) override { file_.write(bytes); }
+
+ private:
+  AtomicOutputFile& file_;
+};
+
+bool is_plain_file_name(std::string_view name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string_view("/\0", 2)) == std::string_view::npos;
+}
+
+// Which tensors may go to a data file. Only those of the main graph and its subgraphs: the
+// reference loader resolves external data nowhere else (not in functions, not in training
+// graphs, never for sparse tensors, which therefore need the caller's explicit request).
+bool selected_site(const TensorSite& site, const LegacyWriteOptions& options) {
+  if (!site.path.starts_with("graph/")) return false;
+  switch (site.place) {
+    case TensorPlace::kInitializer:
+      return true;
+    case TensorPlace::kAttributeTensor:
+    case TensorPlace::kAttributeTensors:
+      return options.externalize_attributes;
+    case TensorPlace::kSparseInitializerValues:
+    case TensorPlace::kSparseInitializerIndices:
+      return options.externalize_sparse;
+    case TensorPlace::kAttributeSparseTensorValues:
+    case TensorPlace::kAttributeSparseTensorIndices:
+    case TensorPlace::kAttributeSparseTensorsValues:
+    case TensorPlace::kAttributeSparseTensorsIndices:
+      return options.externalize_sparse && options.externalize_attributes;
+  }
+  return false;
+}
+
+// One payload placed in a data file.
+struct Placement {
+  const TensorProto* tensor;
+  std::string label;  // For messages.
+  std::uint64_t size;
+  std::size_t file;
+  std::uint64_t offset;
+};
+
+// The payload of a tensor selected for a data file: its raw_data, or its typed field converted.
+// `converted` holds the conversion while the caller uses the span.
+ByteSpan payload_of(const TensorProto& tensor, OwnedBytes& converted) {
+  if (tensor.raw_data) return tensor.raw_data->view();
+  converted = typed_data_to_raw(tensor);
+  return converted.span();
+}
+
+// The tensor written in place of an externalized one: everything but its data, plus the
+// reference. external_data keys in the reference's order (set_external_data).
+TensorProto external_substitute(const TensorProto& tensor, const std::string& location,
+                                std::uint64_t offset, std::uint64_t length) {
+  TensorProto out;
+  out.dims = tensor.dims;
+  out.data_type = tensor.data_type;
+  out.segment = tensor.segment;
+  out.name = tensor.name;
+  out.doc_string = tensor.doc_string;
+  out.metadata_props = tensor.metadata_props;
+  out.unknown_fields = tensor.unknown_fields;
+  const std::pair<std::string_view, std::string> entries[] = {
+      {kLocationKey, location},
+      {kOffsetKey, std::to_string(offset)},
+      {kLengthKey, std::to_string(length)},
+  };
+  for (const auto& [key, value] : entries) {
+    StringStringEntryProto& entry = out.external_data.emplace_back();
+    entry.key = std::string(key);
+    entry.value = value;
+  }
+  out.data_location = TensorProto::kExternal;
+  return out;
+}
+
+std::string data_file_name(const std::string& base, std::size_t index) {
+  return index == 0 ? base : base + "." + std::to_string(index);
+}
+
+}  // namespace
+
+ModelFormat detect_format(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) {
+    throw Error(ErrorCode::kNotFound, path.string() + ": no such file");
+  }
+  if (std::filesystem::is_directory(status)) {
+    throw Error(ErrorCode::kInvalidArgument, path.string() + ": is a folder, not a model file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, path.string() + ": cannot open");
+  std::array<char, 4> head{};
+  in.read(head.data(), head.size());
+  if (in.bad()) throw Error(ErrorCode::kIo, path.string() + ": cannot read");
+  const std::string_view bytes(head.data(), static_cast<std::size_t>(in.gcount()));
+  // Local file header, or the end record of an empty archive (so the archive reader, not the
+  // protobuf parser, explains what is wrong with it).
+  if (bytes == std::string_view("PK\x03\x04", 4) || bytes == std::string_view("PK\x05\x06", 4)) {
+    return ModelFormat::kOnnxz;
+  }
+  return ModelFormat::kLegacy;
+}
+
+ModelProto read_legacy_model(const std::filesystem::path& onnx_path,
+                             const LegacyReadOptions& options) {
+  ModelProto model = parse_model(onnx_path, options.parse);
+  if (!options.load_external_data) return model;
+  const std::string source = onnx_path.string();
+  DataFiles files(onnx_path, options);
+  for_each_tensor(model, [&](TensorProto& tensor, const TensorSite& site) {
+    if (is_external(tensor)) resolve_external(tensor, site, source, files);
+  });
+  return model;
+}
+
+void write_legacy_model(const ModelProto& model, const std::filesystem::path& out,
+                        const LegacyWriteOptions& options) {
+  const std::string target = out.string();
+  const std::string model_name = out.filename().string();
+  if (model_name.empty() || !is_plain_file_name(model_name)) {
+    throw Error(ErrorCode::kInvalidArgument, target + ": not a file name");
+  }
+  if (options.alignment > 1 && !is_power_of_two(options.alignment)) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        target + ": alignment " + std::to_string(options.alignment) + " is not a power of two");
+  }
+  const std::string base_name =
+      options.data_file_name.empty() ? model_name + ".data" : options.data_file_name;
+  if (!is_plain_file_name(base_name)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                target + ": data file name " + in_quotes(base_name) + " is not a plain file name");
+  }
+  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
+    if (is_external(tensor)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  target + ": " + tensor_label(tensor, site.path) +
+                      " refers to external data; read the model with read_legacy_model, which "
+                      "resolves it");
+    }
+  });
+  const OutputFileOptions file_options{.durable = options.durable, .buffer_size = 1 << 20};
+  // The serializer buffers already: a small file buffer passes its writes straight through.
+  const OutputFileOptions model_file_options{.durable = options.durable, .buffer_size = 1 << 16};
+
+  using Mode = LegacyWriteOptions::Mode;
+  if (options.mode != Mode::kExternal) {
+    const MessageSerializer<ModelProto> inline_model(model);
+    if (inline_model.size() <= kMaxProtobufBytes) {
+      AtomicOutputFile file(out, model_file_options);
+      FileSink sink(file);
+      inline_model.write(sink);
+      file.commit();
+      return;
+    }
+    if (options.mode == Mode::kInline) {
+      throw Error(ErrorCode::kLimitExceeded,
+                  target + ": the model serializes to " + std::to_string(inline_model.size()) +
+                      " bytes with its data inline, more than protobuf's limit of " +
+                      std::to_string(kMaxProtobufBytes) + "; write it with external data");
+    }
+  }
+
+  // Select and place the payloads.
+  std::vector<Placement> placements;
+  std::size_t file_index = 0;
+  std::uint64_t file_end = 0;
+  bool file_used = false;
+  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
+    if (!selected_site(site, options)) return;
+    if (tensor.data_type.value_or(TensorProto::kUndefined) == TensorProto::kString) return;
+    std::uint64_t size = 0;
+    if (tensor.raw_data) {
+      size = tensor.raw_data->size();
+    } else {
+      const TypedField field = typed_field_for(tensor.data_type.value_or(TensorProto::kUndefined));
+      if (field == TypedField::kNone || field == TypedField::kStringData) return;
+      try {
+        size = typed_data_to_raw(tensor).size();  // Converted again, one at a time, when written.
+      } catch (const Error& e) {
+        throw Error(e.code(), target + ": " + tensor_label(tensor, site.path) + ": " + e.what());
+      }
+    }
+    if (size < options.threshold) return;
+    std::uint64_t offset = options.alignment > 1 ? align_up(file_end, options.alignment) : file_end;
+    if (offset < file_end) {
+      throw Error(ErrorCode::kLimitExceeded, target + ": data file offset overflows");
+    }
+    if (options.max_file_size != 0 && file_used &&
+        (size > options.max_file_size || offset > options.max_file_size - size)) {
+      ++file_index;
+      offset = 0;
+    }
+    placements.push_back({&tensor, tensor_label(tensor, site.path), size, file_index, offset});
+    file_end = checked_add(offset, size, target + ": data file size");
+    file_used = true;
+  });
+
+  // The model as written: the placed tensors replaced by references.
+  std::vector<TensorProto> substitutes;
+  substitutes.reserve(placements.size());
+  TensorSubstitutes substitute_of;
+  substitute_of.reserve(placements.size());
+  for (const Placement& p : placements) {
+    substitutes.push_back(
+        external_substitute(*p.tensor, data_file_name(base_name, p.file), p.offset, p.size));
+    substitute_of.emplace(p.tensor, &substitutes.back());
+  }
+  SerializeOptions serialize_options;
+  serialize_options.tensor_substitutes = &substitute_of;
+  const MessageSerializer<ModelProto> external_model(model, serialize_options);
+  if (external_model.size() > kMaxProtobufBytes) {
+    throw Error(ErrorCode::kLimitExceeded,
+                target + ": the model still serializes to " +
+                    std::to_string(external_model.size()) +
+                    " bytes with its initializers external, more than protobuf's limit of " +
+                    std::to_string(kMaxProtobufBytes) +
+                    "; lower the threshold or externalize attributes and sparse tensors");
+  }
+  const std::size_t file_count = placements.empty() ? 0 : placements.back().file + 1;
+  for (std::size_t i = 0; i < file_count; ++i) {
+    if (data_file_name(base_name, i) == model_name) {
+      throw Error(ErrorCode::kInvalidArgument, target + ": data file name " +
+                                                   in_quotes(data_file_name(base_name, i)) +
+                                                   " is the model's own name");
+    }
+  }
+
+  // Data files first, each renamed into place when complete; the model last. On failure the
+  // data files already in place are removed again.
+  const std::filesystem::path folder = out.parent_path();
+  std::vector<std::filesystem::path> committed;
+  try {
+    auto next = placements.begin();
+    for (std::size_t i = 0; i < file_count; ++i) {
+      AtomicOutputFile file(folder / data_file_name(base_name, i), file_options);
+      for (; next != placements.end() && next->file == i; ++next) {
+        file.write_zeros(next->offset - file.position());
+        OwnedBytes converted;
+        const ByteSpan payload = payload_of(*next->tensor, converted);
+        if (payload.size() != next->size) {
+          throw Error(ErrorCode::kBadState,
+                      target + ": " + next->label + " changed while the model was being written");
+        }
+        file.write(payload);
+      }
+      file.commit();
+      committed.push_back(file.destination());
+    }
+    AtomicOutputFile file(out, model_file_options);
+    FileSink sink(file);
+    external_model.write(sink);
+    file.commit();
+  } catch (...) {
+    for (const std::filesystem::path& path : committed) {
+      std::error_code ignored;
+      std::filesystem::remove(path, ignored);
+    }
+    throw;
+  }
+}
+
+}  // namespace onnxzip

@@ -1,0 +1,819 @@
+// Legacy model files, read and written, judged by the reference onnx package: the models come
+// from tests/data/make_legacy_models.py (python3-onnx), and what write_legacy_model produces is
+// loaded and checked by it again.
+#include "onnxzip/legacy.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "onnxzip/error.h"
+#include "onnxzip/mapped_file.h"
+#include "onnxzip/onnx_codec.h"
+#include "onnxzip/tensor.h"
+#include "support/external_tool.h"
+#include "support/scratch_dir.h"
+#include "support/sha256.h"
+
+namespace onnxzip {
+namespace {
+
+namespace fs = std::filesystem;
+using test_support::find_tool;
+using test_support::run_tool;
+using test_support::ScratchDir;
+using test_support::sha256_hex;
+using test_support::shell_quote;
+
+constexpr char kPython[] = "/usr/bin/python3";
+const fs::path kGenerator = fs::path(ONNXZIP_TEST_DATA_DIR) / "make_legacy_models.py";
+
+const char* const kCases[] = {"inline_raw",          "inline_typed",  "external_one_file",
+                              "external_per_tensor", "external_bare", "external_partial"};
+
+template <class Body>
+std::string error_of(ErrorCode code, Body&& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    EXPECT_EQ(to_string(e.code()), to_string(code)) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error thrown";
+  return {};
+}
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+using Digests = std::map<std::string, std::string>;  // Tensor place -> sha256 of its raw bytes.
+
+Digests digests_of(const ModelProto& model) {
+  Digests out;
+  for_each_tensor(model, [&](const TensorProto& t, const TensorSite& site) {
+    if (t.raw_data) {
+      out[std::string(site.path)] = sha256_hex(t.raw_data->view());
+    } else {
+      out[std::string(site.path)] = sha256_hex(typed_data_to_raw(t).span());
+    }
+  });
+  return out;
+}
+
+Digests read_expected(const fs::path& tsv) {
+  Digests out;
+  std::ifstream in(tsv);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto tab = line.find('\t');
+    if (tab != std::string::npos) out[line.substr(0, tab)] = line.substr(tab + 1);
+  }
+  return out;
+}
+
+// What the reference package makes of a model file.
+struct PythonView {
+  std::string checker;  // "ok" or the checker's complaint.
+  Digests digests;
+};
+
+// One python run for several models.
+std::map<std::string, PythonView> python_dump(const std::vector<fs::path>& models) {
+  std::string command = std::string(kPython) + " " + shell_quote(kGenerator.string()) + " dump";
+  for (const fs::path& m : models) command += " " + shell_quote(m.string());
+  const auto result = run_tool(command);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  std::map<std::string, PythonView> out;
+  PythonView* current = nullptr;
+  std::istringstream lines(result.output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto tab = line.find('\t');
+    if (tab == std::string::npos) continue;  // Warnings on stderr.
+    const std::string key = line.substr(0, tab);
+    const std::string value = line.substr(tab + 1);
+    if (key == "model") {
+      current = &out[value];
+    } else if (current != nullptr && key == "checker") {
+      current->checker = value;
+    } else if (current != nullptr) {
+      current->digests[key] = value;
+    }
+  }
+  return out;
+}
+
+// The models of make_legacy_models.py, generated once for the suite.
+class LegacyModels : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!find_tool(kPython)) return;
+    if (run_tool(std::string(kPython) + " -c 'import onnx'").exit_code != 0) return;
+    generated_ = std::make_unique<ScratchDir>("legacy_models");
+    const auto result = run_tool(std::string(kPython) + " " + shell_quote(kGenerator.string()) +
+                                 " generate " + shell_quote(generated_->path().string()));
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+  }
+  static void TearDownTestSuite() { generated_.reset(); }
+
+  void SetUp() override {
+    if (!generated_) GTEST_SKIP() << "needs " << kPython << " with the onnx package";
+  }
+
+  static fs::path model_path(const std::string& name) {
+    return generated_->path() / name / "model.onnx";
+  }
+  static Digests expected(const std::string& name) {
+    return read_expected(generated_->path() / name / "expected.tsv");
+  }
+
+  static std::unique_ptr<ScratchDir> generated_;
+};
+std::unique_ptr<ScratchDir> LegacyModels::generated_;
+
+TEST_F(LegacyModels, ReadsEveryLegacyFormAsTheReferenceDoes) {
+  for (const std::string name : kCases) {
+    SCOPED_TRACE(name);
+    const ModelProto model = read_legacy_model(model_path(name));
+    EXPECT_EQ(digests_of(model), expected(name));
+    const bool external = name.starts_with("external");
+    std::set<const void*> owners;
+    for_each_tensor(model, [&](const TensorProto& t, const TensorSite& site) {
+      SCOPED_TRACE(std::string(site.path));
+      EXPECT_FALSE(t.data_location.has_value());
+      EXPECT_TRUE(t.external_data.empty());
+      // External payloads borrow from their file's mapping: nothing copied.
+      if (external && t.raw_data && !site.path.starts_with("functions") &&
+          site.place != TensorPlace::kSparseInitializerValues &&
+          site.place != TensorPlace::kSparseInitializerIndices) {
+        EXPECT_TRUE(t.raw_data->is_borrowed());
+        EXPECT_NE(t.raw_data->owner(), nullptr);
+        owners.insert(t.raw_data->owner().get());
+      }
+    });
+    // One mapping per data file, however many tensors it holds.
+    if (name == "external_one_file" || name == "external_partial") {
+      EXPECT_EQ(owners.size(), 1u);
+    }
+    if (name == "external_per_tensor") {
+      EXPECT_EQ(owners.size(), 17u);
+    }
+  }
+}
+
+TEST_F(LegacyModels, WithoutLoadingExternalDataTheReferencesStay) {
+  LegacyReadOptions options;
+  options.load_external_data = false;
+  const ModelProto model = read_legacy_model(model_path("external_one_file"), options);
+  EXPECT_EQ(model.graph->initializer[1].data_location, TensorProto::kExternal);
+  EXPECT_FALSE(model.graph->initializer[1].raw_data.has_value());
+}
+
+TEST_F(LegacyModels, WritesInlineModelsTheReferenceAccepts) {
+  ScratchDir out("legacy_inline");
+  std::vector<fs::path> written;
+  for (const std::string name : {"inline_raw", "inline_typed", "external_one_file"}) {
+    const ModelProto model = read_legacy_model(model_path(name));
+    const fs::path path = out / (name + ".onnx");
+    write_legacy_model(model, path);  // kAuto: small, so inline.
+    written.push_back(path);
+    // Typed fields stay typed inline; the model round-trips exactly.
+    EXPECT_EQ(parse_model(path), model);
+  }
+  EXPECT_EQ(out.file_names(), (std::vector<std::string>{"external_one_file.onnx", "inline_raw.onnx",
+                                                        "inline_typed.onnx"}));
+  const auto views = python_dump(written);
+  for (const fs::path& path : written) {
+    SCOPED_TRACE(path.string());
+    const PythonView& view = views.at(path.string());
+    EXPECT_EQ(view.checker, "ok");
+    EXPECT_EQ(view.digests, expected("inline_raw"));
+  }
+}
+
+struct WrittenReference {
+  std::string location;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+  std::vector<std::string> keys;
+};
+
+// The external references of a written model, by tensor place, as written.
+std::map<std::string, WrittenReference> references_in(const fs::path& path) {
+  const ModelProto raw = parse_model(path);
+  std::map<std::string, WrittenReference> out;
+  for_each_tensor(raw, [&](const TensorProto& t, const TensorSite& site) {
+    if (t.data_location != TensorProto::kExternal) return;
+    WrittenReference ref;
+    for (const StringStringEntryProto& e : t.external_data) {
+      ref.keys.push_back(*e.key);
+      if (*e.key == "location") ref.location = *e.value;
+      if (*e.key == "offset") ref.offset = std::stoull(*e.value);
+      if (*e.key == "length") ref.length = std::stoull(*e.value);
+    }
+    out[std::string(site.path)] = ref;
+  });
+  return out;
+}
+
+TEST_F(LegacyModels, WritesExternalDataSplitAndAligned) {
+  ScratchDir out("legacy_external");
+  LegacyWriteOptions options;
+  options.mode = LegacyWriteOptions::Mode::kExternal;
+  options.threshold = 0;
+  options.alignment = 4096;
+  options.max_file_size = 8192;
+  std::vector<fs::path> written;
+  for (const std::string name : {"inline_typed", "external_per_tensor"}) {
+    SCOPED_TRACE(name);
+    const ModelProto model = read_legacy_model(model_path(name));
+    const ModelProto before = model;
+    const fs::path folder = out / name;
+    fs::create_directory(folder);
+    write_legacy_model(model, folder / "model.onnx", options);
+    EXPECT_EQ(model, before);  // The caller's model is untouched.
+    written.push_back(folder / "model.onnx");
+
+    const auto refs = references_in(folder / "model.onnx");
+    std::map<std::string, std::uint64_t> file_end;
+    std::map<std::string, int> tensors_in_file;
+    for (const auto& [place, ref] : refs) {
+      SCOPED_TRACE(place);
+      // Only initializers of the main graph and its subgraphs: attribute tensors, sparse tensors
+      // and function tensors stay inline by default.
+      EXPECT_TRUE(place.starts_with("graph/"));
+      EXPECT_NE(place.find("initializer["), std::string::npos);
+      EXPECT_EQ(place.find("sparse"), std::string::npos);
+      EXPECT_EQ(ref.keys, (std::vector<std::string>{"location", "offset", "length"}));
+      EXPECT_EQ(ref.offset % 4096, 0u);
+      EXPECT_TRUE(ref.location == "model.onnx.data" ||
+                  ref.location.starts_with("model.onnx.data."));
+      file_end[ref.location] = std::max(file_end[ref.location], ref.offset + ref.length);
+      ++tensors_in_file[ref.location];
+    }
+    EXPECT_EQ(refs.size(), 15u);  // 13 initializers, the loop body's and the then branch's.
+    for (const auto& [file, end] : file_end) {
+      SCOPED_TRACE(file);
+      EXPECT_EQ(fs::file_size(folder / file), end);
+      // Within the limit, unless one tensor larger than it has the file to itself.
+      EXPECT_TRUE(end <= 8192 || tensors_in_file[file] == 1);
+    }
+    EXPECT_GE(file_end.size(), 7u);
+    EXPECT_EQ(file_end.count("model.onnx.data.1"), 1u);
+    std::size_t files = 0;
+    for ([[maybe_unused]] const auto& item : fs::directory_iterator(folder)) ++files;
+    EXPECT_EQ(files, 1 + file_end.size());  // No temporaries left behind.
+
+    // Our reader gives the same tensors back, and the model equals the original for raw input.
+    const ModelProto back = read_legacy_model(folder / "model.onnx");
+    EXPECT_EQ(digests_of(back), expected(name));
+    if (name == "external_per_tensor") {
+      EXPECT_EQ(back, model);
+    }
+  }
+  const auto views = python_dump(written);
+  for (const fs::path& path : written) {
+    SCOPED_TRACE(path.string());
+    EXPECT_EQ(views.at(path.string()).checker, "ok");
+    EXPECT_EQ(views.at(path.string()).digests, expected("inline_raw"));
+  }
+}
+
+TEST_F(LegacyModels, ExternalizesAttributesAndSparseTensorsOnlyWhenAsked) {
+  ScratchDir out("legacy_attributes");
+  const ModelProto model = read_legacy_model(model_path("inline_raw"));
+  LegacyWriteOptions options;
+  options.mode = LegacyWriteOptions::Mode::kExternal;
+  options.threshold = 0;
+  options.externalize_attributes = true;
+  write_legacy_model(model, out / "attributes.onnx", options);
+  auto refs = references_in(out / "attributes.onnx");
+  EXPECT_EQ(refs.count("graph/node[1]/attribute[0]/t"), 1u);
+  // The else branch's Constant (make_node sorts attributes: else_branch comes first).
+  EXPECT_EQ(
+      refs.count("graph/node[3]/attribute[0]/g/node[0]/attribute[0]/g/node[0]/attribute[0]/t"), 1u);
+  EXPECT_EQ(refs.count("graph/sparse_initializer[0]/values"), 0u);
+  EXPECT_EQ(refs.count("functions[0]/node[0]/attribute[0]/t"), 0u);
+  const auto view = python_dump({out / "attributes.onnx"}).at((out / "attributes.onnx").string());
+  EXPECT_EQ(view.checker, "ok");
+  EXPECT_EQ(view.digests, expected("inline_raw"));
+
+  // Sparse tensors: the reference cannot load them external, our reader can.
+  options.externalize_sparse = true;
+  write_legacy_model(model, out / "sparse.onnx", options);
+  refs = references_in(out / "sparse.onnx");
+  EXPECT_EQ(refs.count("graph/sparse_initializer[0]/values"), 1u);
+  EXPECT_EQ(refs.count("graph/sparse_initializer[0]/indices"), 1u);
+  EXPECT_EQ(read_legacy_model(out / "sparse.onnx"), model);
+}
+
+TEST_F(LegacyModels, DetectsTheFormat) {
+  EXPECT_EQ(detect_format(model_path("inline_raw")), ModelFormat::kLegacy);
+  ScratchDir dir("legacy_detect");
+  test_support::write_file_bytes(dir / "a.onnxz", std::string("PK\x03\x04rest", 8));
+  test_support::write_file_bytes(dir / "empty.zip", std::string("PK\x05\x06", 4));
+  test_support::write_file_bytes(dir / "empty.onnx", "");
+  EXPECT_EQ(detect_format(dir / "a.onnxz"), ModelFormat::kOnnxz);
+  EXPECT_EQ(detect_format(dir / "empty.zip"), ModelFormat::kOnnxz);
+  EXPECT_EQ(detect_format(dir / "empty.onnx"), ModelFormat::kLegacy);
+  EXPECT_CONTAINS(error_of(ErrorCode::kNotFound, [&] { detect_format(dir / "nope"); }), "nope");
+  EXPECT_CONTAINS(error_of(ErrorCode::kInvalidArgument, [&] { detect_format(dir.path()); }),
+                  "is a folder");
+}
+
+TEST_F(LegacyModels, ConvertsInPlaceOverTheFilesItReadsFrom) {
+  // The data file is replaced while its old content is still mapped and being copied: the
+  // rename leaves the mapping on the old file, so the bytes survive.
+  ScratchDir dir("legacy_in_place");
+  for (const auto& item : fs::directory_iterator(model_path("external_one_file").parent_path())) {
+    fs::copy_file(item.path(), dir / item.path().filename().string());
+  }
+  LegacyWriteOptions options;
+  options.mode = LegacyWriteOptions::Mode::kExternal;
+  options.data_file_name = "weights.bin";
+  options.threshold = 0;
+  {
+    const ModelProto model = read_legacy_model(dir / "model.onnx");
+    write_legacy_model(model, dir / "model.onnx", options);
+  }
+  EXPECT_EQ(digests_of(read_legacy_model(dir / "model.onnx")), expected("external_one_file"));
+  EXPECT_EQ(dir.file_names(),
+            (std::vector<std::string>{"expected.tsv", "model.onnx", "weights.bin"}));
+}
+
+// --- Hand-built references, hostile and otherwise ---
+
+// A model whose one initializer, FLOAT[4] 'w', refers to external data with `entries`.
+void write_model_referring(const fs::path& path,
+                           const std::vector<std::pair<std::string, std::string>>& entries,
+                           std::int64_t elements = 4) {
+  ModelProto m;
+  m.ir_version = 8;
+  TensorProto w;
+  w.name = "w";
+  w.data_type = TensorProto::kFloat;
+  w.dims = {elements};
+  for (const auto& [key, value] : entries) {
+    StringStringEntryProto& e = w.external_data.emplace_back();
+    e.key = key;
+    e.value = value;
+  }
+  w.data_location = TensorProto::kExternal;
+  m.graph.ensure().initializer.push_back(w);
+  serialize_model_to_file(m, path);
+}
+
+std::string pattern(std::size_t size) {
+  std::string bytes(size, '\0');
+  for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>(i * 7 + 1);
+  return bytes;
+}
+
+TEST(LegacyRead, AcceptsWhatTheReferenceAccepts) {
+  ScratchDir dir("legacy_ok");
+  fs::create_directory(dir / "sub");
+  test_support::write_file_bytes(dir / "sub" / "w.bin", pattern(16));
+  test_support::write_file_bytes(dir / "big.bin", pattern(40));
+  struct Case {
+    std::vector<std::pair<std::string, std::string>> entries;
+    std::size_t first_byte;  // Offset of the payload in the pattern.
+  };
+  const Case cases[] = {
+      {{{"location", "sub/w.bin"}}, 0},
+      {{{"location", "./sub//w.bin"}}, 0},
+      {{{"location", "sub/w.bin"}, {"offset", "0"}, {"length", "16"}}, 0},
+      {{{"location", "big.bin"}, {"offset", "24"}}, 24},
+      {{{"location", "big.bin"}, {"offset", "8"}, {"length", "16"}}, 8},
+      // checksum, basepath and unknown keys are ignored, as by the reference.
+      {{{"location", "big.bin"},
+        {"offset", "4"},
+        {"length", "16"},
+        {"checksum", "x"},
+        {"basepath", "/elsewhere"},
+        {"other", "y"}},
+       4},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.entries[0].second + " case " + std::to_string(&c - cases));
+    write_model_referring(dir / "model.onnx", c.entries);
+    const ModelProto m = read_legacy_model(dir / "model.onnx");
+    const TensorProto& w = m.graph->initializer[0];
+    ASSERT_TRUE(w.raw_data);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(w.raw_data->data()), w.raw_data->size()),
+              pattern(40).substr(c.first_byte, 16));
+    EXPECT_FALSE(w.data_location.has_value());
+  }
+}
+
+TEST(LegacyRead, MapsEachFileOnceWhateverItsSpelling) {
+  ScratchDir dir("legacy_once");
+  test_support::write_file_bytes(dir / "w.bin", pattern(32));
+  ModelProto m;
+  GraphProto& g = m.graph.ensure();
+  for (const char* location : {"w.bin", "./w.bin"}) {
+    for (const char* offset : {"0", "16"}) {
+      TensorProto& t = g.initializer.emplace_back();
+      t.name = std::string(location) + "@" + offset;
+      t.data_type = TensorProto::kFloat;
+      t.dims = {4};
+      t.external_data.resize(2);
+      t.external_data[0].key = "location";
+      t.external_data[0].value = location;
+      t.external_data[1].key = "offset";
+      t.external_data[1].value = offset;
+      t.external_data.push_back(t.external_data[1]);
+      t.external_data[2].key = "length";
+      t.external_data[2].value = "16";
+      t.data_location = TensorProto::kExternal;
+    }
+  }
+  serialize_model_to_file(m, dir / "model.onnx");
+  const ModelProto read = read_legacy_model(dir / "model.onnx");
+  for (const TensorProto& t : read.graph->initializer) {
+    EXPECT_EQ(t.raw_data->owner(), read.graph->initializer[0].raw_data->owner()) << *t.name;
+  }
+  EXPECT_EQ(read.graph->initializer[1].raw_data->data(),
+            read.graph->initializer[0].raw_data->data() + 16);
+}
+
+TEST(LegacyRead, RefusesHostileReferences) {
+  ScratchDir dir("legacy_hostile");
+  ScratchDir outside("legacy_outside");
+  test_support::write_file_bytes(outside / "secret.bin", pattern(16));
+  test_support::write_file_bytes(dir / "w.bin", pattern(16));
+  test_support::write_file_bytes(dir / "odd.bin", pattern(20));
+  fs::create_directory(dir / "sub");
+  fs::create_directory(dir / "real");
+  test_support::write_file_bytes(dir / "real" / "w.bin", pattern(16));
+  fs::create_symlink("w.bin", dir / "link.bin");
+  fs::create_directory_symlink("real", dir / "dirlink");
+  fs::create_symlink(outside / "secret.bin", dir / "escape.bin");
+  test_support::write_file_bytes(dir / "linked.bin", pattern(16));
+  fs::create_hard_link(dir / "linked.bin", dir / "linked_twin.bin");
+
+  using Entries = std::vector<std::pair<std::string, std::string>>;
+  struct Case {
+    Entries entries;
+    ErrorCode code;
+    std::string fragment;
+  };
+  const std::string nul_location("w.bin\0.txt", 10);
+  const Case cases[] = {
+      {{{"location", "../x.bin"}}, ErrorCode::kCorrupt, "'..' component"},
+      {{{"location", "/etc/passwd"}}, ErrorCode::kCorrupt, "absolute path"},
+      {{{"location", "sub/../../x"}}, ErrorCode::kCorrupt, "'..' component"},
+      {{{"location", "sub/../w.bin"}}, ErrorCode::kCorrupt, "'..' component"},
+      {{{"location", "link.bin"}}, ErrorCode::kCorrupt, "the file is a symbolic link"},
+      {{{"location", "dirlink/w.bin"}},
+       ErrorCode::kCorrupt,
+       "the folder 'dirlink' is a symbolic link"},
+      {{{"location", "escape.bin"}}, ErrorCode::kCorrupt, "the file is a symbolic link"},
+      {{{"location", "linked.bin"}}, ErrorCode::kCorrupt, "the file has 2 hard links"},
+      {{{"location", nul_location}}, ErrorCode::kCorrupt, "NUL byte"},
+      {{{"location", ""}}, ErrorCode::kCorrupt, "the location is empty"},
+      {{{"location", "."}}, ErrorCode::kCorrupt, "names no file"},
+      {{{"location", "sub"}}, ErrorCode::kCorrupt, "not a regular file"},
+      {{{"location", "w.bin/x"}}, ErrorCode::kCorrupt, "the folder 'w.bin' is not a folder"},
+      {{{"location", "missing.bin"}}, ErrorCode::kNotFound, "the file does not exist"},
+      {{{"location", "nodir/w.bin"}}, ErrorCode::kNotFound, "the folder 'nodir' does not exist"},
+      {{{"location", "w.bin"}, {"offset", "17"}},
+       ErrorCode::kCorrupt,
+       "offset 17 is past the end of the file (16 bytes)"},
+      {{{"location", "w.bin"}, {"offset", "8"}, {"length", "16"}},
+       ErrorCode::kCorrupt,
+       "offset 8 + length 16 is past the end of the file (16 bytes)"},
+      {{{"location", "w.bin"}, {"length", "18446744073709551615"}},
+       ErrorCode::kCorrupt,
+       "is past the end of the file"},
+      {{{"location", "w.bin"}, {"length", "8"}},
+       ErrorCode::kCorrupt,
+       "length 8 differs from dims x element size (16 bytes)"},
+      {{{"location", "odd.bin"}},
+       ErrorCode::kCorrupt,
+       "the rest of the file from offset 0 (20 bytes) differs from dims x element size"},
+      {{{"location", "w.bin"}, {"offset", "-1"}},
+       ErrorCode::kCorrupt,
+       "'offset' '-1' is not a non-negative decimal number"},
+      {{{"location", "w.bin"}, {"length", "1e3"}},
+       ErrorCode::kCorrupt,
+       "'length' '1e3' is not a non-negative decimal number"},
+      {{{"location", "w.bin"}, {"offset", "18446744073709551616"}},
+       ErrorCode::kCorrupt,
+       "is not a non-negative decimal number"},
+      {{{"offset", "0"}}, ErrorCode::kCorrupt, "has no 'location'"},
+      {{{"location", "w.bin"}, {"location", "odd.bin"}},
+       ErrorCode::kCorrupt,
+       "'location' is given twice"},
+  };
+  for (const Case& c : cases) {
+    const std::string location =
+        c.entries[0].first == "location" ? c.entries[0].second : std::string();
+    SCOPED_TRACE("case " + std::to_string(&c - cases) + ": " + location);
+    write_model_referring(dir / "model.onnx", c.entries);
+    const std::string message = error_of(c.code, [&] { read_legacy_model(dir / "model.onnx"); });
+    EXPECT_CONTAINS(message, c.fragment);
+    EXPECT_CONTAINS(message, (dir / "model.onnx").string() + ": tensor 'w' (graph/initializer[0])");
+    if (c.entries[0].first == "location" && location.find('\0') == std::string::npos &&
+        c.fragment.find("twice") == std::string::npos) {
+      EXPECT_CONTAINS(message, "location '" + location + "'");
+    }
+  }
+  const std::string nul_message = error_of(ErrorCode::kCorrupt, [&] {
+    write_model_referring(dir / "model.onnx", {{"location", nul_location}});
+    read_legacy_model(dir / "model.onnx");
+  });
+  EXPECT_CONTAINS(nul_message, "location 'w.bin\\x00.txt'");
+}
+
+TEST(LegacyRead, OptionsAcceptLinksThatStayInside) {
+  ScratchDir dir("legacy_links");
+  ScratchDir outside("legacy_links_outside");
+  fs::create_directory(dir / "real");
+  test_support::write_file_bytes(dir / "real" / "w.bin", pattern(16));
+  test_support::write_file_bytes(outside / "secret.bin", pattern(16));
+  fs::create_directory_symlink("real", dir / "dirlink");
+  fs::create_symlink(outside / "secret.bin", dir / "escape.bin");
+  fs::create_hard_link(dir / "real" / "w.bin", dir / "twin.bin");
+  LegacyReadOptions options;
+  options.allow_symlinks = true;
+  write_model_referring(dir / "model.onnx", {{"location", "dirlink/w.bin"}});
+  EXPECT_CONTAINS(
+      error_of(ErrorCode::kCorrupt, [&] { read_legacy_model(dir / "model.onnx", options); }),
+      "hard links");
+  options.allow_hard_links = true;
+  EXPECT_EQ(read_legacy_model(dir / "model.onnx", options).graph->initializer[0].raw_data->size(),
+            16u);
+  write_model_referring(dir / "model.onnx", {{"location", "escape.bin"}});
+  EXPECT_CONTAINS(
+      error_of(ErrorCode::kCorrupt, [&] { read_legacy_model(dir / "model.onnx", options); }),
+      "outside the model's folder");
+}
+
+TEST(LegacyRead, RefusesExternalTensorsThatAlsoHoldData) {
+  ScratchDir dir("legacy_both");
+  test_support::write_file_bytes(dir / "w.bin", pattern(16));
+  ModelProto m;
+  TensorProto& w = m.graph.ensure().initializer.emplace_back();
+  w.name = "w";
+  w.data_type = TensorProto::kFloat;
+  w.dims = {4};
+  w.float_data = {1, 2, 3, 4};
+  w.external_data.resize(1);
+  w.external_data[0].key = "location";
+  w.external_data[0].value = "w.bin";
+  w.data_location = TensorProto::kExternal;
+  serialize_model_to_file(m, dir / "model.onnx");
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { read_legacy_model(dir / "model.onnx"); }),
+                  "also holds its data inline");
+}
+
+// --- Writing: refusals and atomicity ---
+
+ModelProto model_with_initializers(std::size_t count, std::size_t bytes) {
+  ModelProto m;
+  m.ir_version = 8;
+  GraphProto& g = m.graph.ensure();
+  for (std::size_t i = 0; i < count; ++i) {
+    TensorProto& t = g.initializer.emplace_back();
+    t.name = "t" + std::to_string(i);
+    t.data_type = TensorProto::kUint8;
+    t.dims = {static_cast<std::int64_t>(bytes)};
+    const std::string data = pattern(bytes);
+    t.raw_data = TensorBytes::copy_of(
+        ByteSpan(reinterpret_cast<const std::uint8_t*>(data.data()), data.size()));
+  }
+  return m;
+}
+
+TEST(LegacyWrite, FailureLeavesNothingNew) {
+  ScratchDir dir("legacy_atomic");
+  const ModelProto model = model_with_initializers(3, 5000);
+  LegacyWriteOptions options;
+  options.mode = LegacyWriteOptions::Mode::kExternal;
+  // The data file's name is taken by a folder: the rename fails, nothing remains.
+  fs::create_directory(dir / "model.onnx.data");
+  error_of(ErrorCode::kIo, [&] { write_legacy_model(model, dir / "model.onnx", options); });
+  EXPECT_EQ(dir.file_names(), std::vector<std::string>{"model.onnx.data"});
+
+  // Split: the first data file is renamed into place, the second cannot be: the first is
+  // removed again.
+  fs::remove(dir / "model.onnx.data");
+  fs::create_directory(dir / "model.onnx.data.1");
+  options.max_file_size = 6000;
+  error_of(ErrorCode::kIo, [&] { write_legacy_model(model, dir / "model.onnx", options); });
+  EXPECT_EQ(dir.file_names(), std::vector<std::string>{"model.onnx.data.1"});
+
+  // The model's own name taken by a folder: the data files are removed again.
+  fs::remove(dir / "model.onnx.data.1");
+  fs::create_directory(dir / "model.onnx");
+  error_of(ErrorCode::kIo, [&] { write_legacy_model(model, dir / "model.onnx", options); });
+  EXPECT_EQ(dir.file_names(), std::vector<std::string>{"model.onnx"});
+
+  fs::remove(dir / "model.onnx");
+  write_legacy_model(model, dir / "model.onnx", options);
+  EXPECT_EQ(dir.file_names(), (std::vector<std::string>{"model.onnx", "model.onnx.data",
+                                                        "model.onnx.data.1", "model.onnx.data.2"}));
+  EXPECT_EQ(read_legacy_model(dir / "model.onnx"), model);
+}
+
+TEST(LegacyWrite, RefusesBadOptionsAndUnresolvedReferences) {
+  ScratchDir dir("legacy_refuse");
+  const ModelProto model = model_with_initializers(1, 2000);
+  LegacyWriteOptions options;
+  options.alignment = 3;
+  EXPECT_CONTAINS(error_of(ErrorCode::kInvalidArgument,
+                           [&] { write_legacy_model(model, dir / "m.onnx", options); }),
+                  "alignment 3 is not a power of two");
+  options = {};
+  options.data_file_name = "sub/w.bin";
+  EXPECT_CONTAINS(error_of(ErrorCode::kInvalidArgument,
+                           [&] { write_legacy_model(model, dir / "m.onnx", options); }),
+                  "data file name 'sub/w.bin' is not a plain file name");
+  options.data_file_name = "m.onnx";
+  options.mode = LegacyWriteOptions::Mode::kExternal;
+  EXPECT_CONTAINS(error_of(ErrorCode::kInvalidArgument,
+                           [&] { write_legacy_model(model, dir / "m.onnx", options); }),
+                  "is the model's own name");
+
+  ModelProto unresolved = model;
+  unresolved.graph->initializer[0].data_location = TensorProto::kExternal;
+  EXPECT_CONTAINS(error_of(ErrorCode::kInvalidArgument,
+                           [&] { write_legacy_model(unresolved, dir / "m.onnx"); }),
+                  "tensor 't0' (graph/initializer[0]) refers to external data");
+  EXPECT_TRUE(dir.file_names().empty());
+}
+
+// Address space for a tensor of `size` bytes that is sized but never read (PROT_NONE).
+class Reservation final {
+ public:
+  explicit Reservation(std::size_t size) : size_(size) {
+    address_ = ::mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  }
+  ~Reservation() {
+    if (address_ != MAP_FAILED) ::munmap(address_, size_);
+  }
+  Reservation(const Reservation&) = delete;
+  Reservation& operator=(const Reservation&) = delete;
+  bool ok() const { return address_ != MAP_FAILED; }
+  ByteSpan span() const { return {static_cast<const std::uint8_t*>(address_), size_}; }
+
+ private:
+  std::size_t size_;
+  void* address_;
+};
+
+TEST(LegacyWrite, ProtobufLimitDecidesInlineOrExternal) {
+  ScratchDir dir("legacy_limit");
+  const Reservation huge(std::size_t{3} << 30);
+  ASSERT_TRUE(huge.ok());
+  ModelProto model;
+  model.ir_version = 8;
+  NodeProto& constant = model.graph.ensure().node.emplace_back();
+  constant.op_type = "Constant";
+  AttributeProto& value = constant.attribute.emplace_back();
+  value.name = "value";
+  TensorProto& t = value.t.ensure();
+  t.name = "huge";
+  t.data_type = TensorProto::kUint8;
+  t.dims = {static_cast<std::int64_t>(huge.span().size())};
+  t.raw_data = TensorBytes::borrowed(huge.span());
+
+  LegacyWriteOptions options;
+  options.mode = LegacyWriteOptions::Mode::kInline;
+  EXPECT_CONTAINS(error_of(ErrorCode::kLimitExceeded,
+                           [&] { write_legacy_model(model, dir / "m.onnx", options); }),
+                  "more than protobuf's limit of 2147483647; write it with external data");
+  // kAuto goes external, but an attribute tensor stays inline unless asked.
+  options.mode = LegacyWriteOptions::Mode::kAuto;
+  EXPECT_CONTAINS(error_of(ErrorCode::kLimitExceeded,
+                           [&] { write_legacy_model(model, dir / "m.onnx", options); }),
+                  "still serializes to");
+  EXPECT_TRUE(dir.file_names().empty());
+}
+
+// The codec hook write_legacy_model relies on: every writer and the sizing pass write the
+// substitute at the substituted tensor's position, and the model itself is not touched.
+TEST(CodecTensorSubstitutes, EveryWriterHonoursThem) {
+  const ModelProto model = model_with_initializers(3, 5000);
+  TensorProto substitute;
+  substitute.name = "replaced";
+  substitute.data_type = TensorProto::kUint8;
+  substitute.dims = {5000};
+  substitute.data_location = TensorProto::kExternal;
+  const TensorSubstitutes substitutes{{&model.graph->initializer[1], &substitute}};
+  SerializeOptions options;
+  options.tensor_substitutes = &substitutes;
+
+  ModelProto expected_model = model;
+  expected_model.graph->initializer[1] = substitute;
+  const std::vector<std::uint8_t> expected_bytes = serialize_model(expected_model);
+
+  EXPECT_EQ(serialize_model(model, options), expected_bytes);
+  const OwnedBytes owned = serialize_model_to_owned_bytes(model, options);
+  EXPECT_TRUE(equal_bytes(owned.span(), expected_bytes));
+  const MessageSerializer<ModelProto> serializer(model, options);
+  EXPECT_EQ(serializer.size(), expected_bytes.size());
+  std::vector<std::uint8_t> streamed(serializer.size());
+  serializer.write(streamed);
+  EXPECT_EQ(streamed, expected_bytes);
+  EXPECT_EQ(parse_model(ByteSpan(streamed)), expected_model);
+  // Without the option, the model as it is.
+  EXPECT_EQ(serialize_model(model), serialize_model(model_with_initializers(3, 5000)));
+}
+
+// --- Over 4 GiB ---
+
+// Byte i of the big tensor.
+std::uint8_t big_byte(std::uint64_t i) {
+  return static_cast<std::uint8_t>((i ^ (i >> 13) ^ (i >> 32)) * 0x9Du);
+}
+
+TEST(LegacySlow, ExternalDataOver4GiB) {
+  ScratchDir source("legacy_big_source");
+  ScratchDir target("legacy_big_target");
+  constexpr std::uint64_t kBig = (std::uint64_t{1} << 32) + 12345;  // Bytes of tensor 'big'.
+  constexpr std::uint64_t kSmallOffset = (kBig + 4095) / 4096 * 4096 + 4096;
+  const std::string small = pattern(1024);
+  {
+    // The data file, written in pieces: big at 0, small past 4 GiB.
+    std::ofstream out(source / "weights.bin", std::ios::binary);
+    std::vector<char> piece(std::size_t{1} << 24);
+    for (std::uint64_t at = 0; at < kBig; at += piece.size()) {
+      const std::size_t n =
+          static_cast<std::size_t>(std::min<std::uint64_t>(piece.size(), kBig - at));
+      for (std::size_t i = 0; i < n; ++i) piece[i] = static_cast<char>(big_byte(at + i));
+      out.write(piece.data(), static_cast<std::streamsize>(n));
+    }
+    out.write(std::string(kSmallOffset - kBig, '\0').data(),
+              static_cast<std::streamsize>(kSmallOffset - kBig));
+    out.write(small.data(), static_cast<std::streamsize>(small.size()));
+    ASSERT_TRUE(out.good());
+  }
+  ModelProto m;
+  m.ir_version = 8;
+  GraphProto& g = m.graph.ensure();
+  auto add = [&](const std::string& name, std::uint64_t offset, std::uint64_t length) {
+    TensorProto& t = g.initializer.emplace_back();
+    t.name = name;
+    t.data_type = TensorProto::kUint8;
+    t.dims = {static_cast<std::int64_t>(length)};
+    for (const auto& [key, value] : {std::pair<std::string, std::string>{"location", "weights.bin"},
+                                     {"offset", std::to_string(offset)},
+                                     {"length", std::to_string(length)}}) {
+      StringStringEntryProto& e = t.external_data.emplace_back();
+      e.key = key;
+      e.value = value;
+    }
+    t.data_location = TensorProto::kExternal;
+  };
+  add("big", 0, kBig);
+  add("small", kSmallOffset, small.size());
+  serialize_model_to_file(m, source / "model.onnx");
+
+  const auto check_big = [&](ByteSpan big) {
+    ASSERT_EQ(big.size(), kBig);
+    for (const std::uint64_t i : {std::uint64_t{0}, std::uint64_t{1} << 31,
+                                  (std::uint64_t{1} << 32) - 1, std::uint64_t{1} << 32, kBig - 1}) {
+      EXPECT_EQ(big[i], big_byte(i)) << i;
+    }
+  };
+  {
+    const ModelProto model = read_legacy_model(source / "model.onnx");
+    const TensorProto& big = model.graph->initializer[0];
+    EXPECT_TRUE(big.raw_data->is_borrowed());
+    check_big(big.raw_data->view());
+    EXPECT_EQ(model.graph->initializer[1].raw_data->view()[5], static_cast<std::uint8_t>(small[5]));
+
+    write_legacy_model(model, target / "model.onnx");  // kAuto: over 2 GiB, so external.
+  }
+  EXPECT_EQ(target.file_names(), (std::vector<std::string>{"model.onnx", "model.onnx.data"}));
+  const auto refs = references_in(target / "model.onnx");
+  EXPECT_EQ(refs.at("graph/initializer[0]").offset, 0u);
+  EXPECT_EQ(refs.at("graph/initializer[0]").length, kBig);
+  const std::uint64_t small_at = (kBig + 4095) / 4096 * 4096;
+  EXPECT_EQ(refs.at("graph/initializer[1]").offset, small_at);
+  EXPECT_EQ(fs::file_size(target / "model.onnx.data"), small_at + small.size());
+  {
+    const auto data = MappedFile::open(target / "model.onnx.data");
+    check_big(data->bytes().first(kBig));
+    EXPECT_TRUE(
+        equal_bytes(data->bytes().subspan(small_at),
+                    ByteSpan(reinterpret_cast<const std::uint8_t*>(small.data()), small.size())));
+    const ModelProto back = read_legacy_model(target / "model.onnx");
+    check_big(back.graph->initializer[0].raw_data->view());
+  }
+}
+
+}  // namespace
+}  // namespace onnxzip
