@@ -17,10 +17,11 @@
 //     offset and length are plain non-negative decimals; offset past the end of the file, or
 //     offset + length past it, is refused, as in the reference.
 //   * stricter than the reference loader (which reads whatever the range holds): the byte count
-//     (length, or the rest of the file) must equal dims x element size, as ONNX Runtime
-//     requires; a repeated location/offset/length key, and a tensor that is EXTERNAL and also
-//     carries raw_data or a typed field (the reference checker's "should not have data field"),
-//     are refused instead of letting the last one win.
+//     (length, or the rest of the file) must equal dims x element size (no other count is a
+//     tensor of that shape; STRING and UNDEFINED tensors cannot be external); a repeated
+//     location/offset/length key, and a tensor that is EXTERNAL and also carries raw_data or a
+//     typed field (the reference checker's "should not have data field"), are refused instead of
+//     letting the last one win.
 //   * location is a relative path inside the model's folder: not empty, no NUL byte, not
 //     absolute, no `..` component (the reference rejects `..` after lexical normalisation;
 //     refusing the component anywhere also refuses `sub/../x`). Sub-folders are allowed.
@@ -106,8 +107,9 @@ struct LegacyWriteOptions {
   std::uint64_t max_file_size = 0;
   // Each payload's offset in its data file is a multiple of this (a power of two; 0 or 1: none),
   // the gaps zero-filled. 4096, the page size of Linux and macOS, lets a reader map each tensor
-  // on its own (ONNX Runtime maps external data whose offset is page-aligned); use 65536 for
-  // Windows' allocation granularity.
+  // on its own, starting on a page boundary, and keeps every tensor aligned for any SIMD width;
+  // the cost is under one page of padding per tensor. 65536 matches Windows' allocation
+  // granularity.
   std::uint64_t alignment = 4096;
   // Tensors whose payload has fewer bytes stay inline (the reference's size_threshold).
   std::uint64_t threshold = 1024;
