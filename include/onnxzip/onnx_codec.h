@@ -41,6 +41,7 @@
 #include <filesystem>
 #include <memory>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "onnxzip/bytes.h"
@@ -81,11 +82,21 @@ struct ParseOptions : TensorBufferOptions {
   std::uint64_t max_tensor_bytes = std::uint64_t{1} << 40;
 };
 
+// Tensors to write in place of others, keyed by the address of a TensorProto inside the message
+// being serialized: each such tensor (the message itself included, if it is one) is written as
+// the mapped TensorProto instead. Lets a writer change how a few tensors are written -- the
+// archive writer replaces payloads with external references -- without copying or modifying a
+// model whose weights may be gigabytes. Substitutes are not looked up again.
+using TensorSubstitutions = std::unordered_map<const TensorProto*, TensorProto>;
+
 struct SerializeOptions : TensorBufferOptions {
   // raw_data_threshold and alignment are for writers that place payloads outside the protobuf
   // (external data, archives); the protobuf serializer itself writes every payload inline and
   // sends large ones to the output without copying them through its buffer.
   SerializeOptions() noexcept { raw_data_threshold = kSmallTensorDataThresholdBytes; }
+
+  // Optional; must outlive the serialization (for MessageSerializer: its last write).
+  const TensorSubstitutions* substitutions = nullptr;
 };
 
 // --- Models ---
