@@ -607,17 +607,15 @@ void write_legacy_model(const ModelProto& model, const std::filesystem::path& ou
   });
 
   // The model as written: the placed tensors replaced by references.
-  std::vector<TensorProto> substitutes;
-  substitutes.reserve(placements.size());
-  TensorSubstitutes substitute_of;
+  TensorSubstitutions substitute_of;
   substitute_of.reserve(placements.size());
   for (const Placement& p : placements) {
-    substitutes.push_back(
+    substitute_of.emplace(
+        p.tensor,
         external_substitute(*p.tensor, data_file_name(base_name, p.file), p.offset, p.size));
-    substitute_of.emplace(p.tensor, &substitutes.back());
   }
   SerializeOptions serialize_options;
-  serialize_options.tensor_substitutes = &substitute_of;
+  serialize_options.substitutions = &substitute_of;
   const MessageSerializer<ModelProto> external_model(model, serialize_options);
   if (external_model.size() > kMaxProtobufBytes) {
     throw Error(ErrorCode::kLimitExceeded,

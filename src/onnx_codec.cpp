@@ -81,15 +81,14 @@ inline void expect_wire_type(const WireReader& r, const std::uint8_t* tag_at, Wi
 
 // --- Size table ---
 
-// The sizing pass's output, plus the substitutions it applies (SerializeOptions).
 struct SizeTable : std::vector<std::uint64_t> {
-  const TensorSubstitutes* substitutes = nullptr;
+  const TensorSubstitutions* substitutions = nullptr;  // SerializeOptions::substitutions.
 };
 
 struct SizeCursor {
   const std::uint64_t* next;
   const std::uint64_t* end;
-  const TensorSubstitutes* substitutes = nullptr;
+  const TensorSubstitutions* substitutions = nullptr;  // The same map as when sizing.
 
   std::uint64_t take() {
     if (next == end) throw_changed();
@@ -124,10 +123,12 @@ class ReverseWriter final {
  public:
   static constexpr std::size_t kHoleBytes = 4096;
 
-  explicit ReverseWriter(const TensorSubstitutes* substitutes = nullptr) noexcept
-      : substitutes_(substitutes) {}
+  explicit ReverseWriter(const TensorSubstitutions* substitutions) noexcept
+      : substitutions_(substitutions) {}
   ReverseWriter(const ReverseWriter&) = delete;
   ReverseWriter& operator=(const ReverseWriter&) = delete;
+
+  const TensorSubstitutions* substitutions() const noexcept { return substitutions_; }
 
   // Bytes written so far, holes included.
   std::uint64_t written() const noexcept {
@@ -173,8 +174,6 @@ class ReverseWriter final {
     closed_bytes_ += bytes.size();
   }
 
-  const TensorSubstitutes* substitutes() const noexcept { return substitutes_; }
-
   // Hands the output to `emit_piece` front to back.
   template <class Emit>
   void emit(Emit&& emit_piece) const {
@@ -206,7 +205,7 @@ class ReverseWriter final {
   }
 
   static constexpr std::size_t kMaxChunkSize = std::size_t{1} << 20;
-  const TensorSubstitutes* substitutes_;
+  const TensorSubstitutions* substitutions_;
   std::vector<std::unique_ptr<std::uint8_t[]>> chunks_;
   std::vector<ByteSpan> segments_;  // Closed runs and holes, back of the output first.
   std::uint8_t* begin_ = nullptr;
@@ -243,13 +242,14 @@ inline void parse_nested(ParseContext& ctx, WireReader& r, const std::uint8_t* t
   parse_body(ctx, sub, m, depth + 1);
 }
 
-// The message to write at m's position: its substitute when SerializeOptions names one.
+// What to write for `m`: the substitute SerializeOptions::substitutions gives a tensor, or `m`.
+// Every pass goes through here, so sizing and writing agree.
 template <class M>
-inline const M& substituted(const M& m, const TensorSubstitutes* substitutes) {
+inline const M& written_form(const M& m, const TensorSubstitutions* substitutions) {
   if constexpr (std::is_same_v<M, TensorProto>) {
-    if (substitutes != nullptr) {
-      const auto found = substitutes->find(&m);
-      if (found != substitutes->end()) return *found->second;
+    if (substitutions != nullptr) {
+      const auto found = substitutions->find(&m);
+      if (found != substitutions->end()) return found->second;
     }
   }
   return m;
@@ -260,7 +260,7 @@ template <class M>
 inline std::uint64_t nested_size(const M& m, SizeTable& sizes) {
   const std::size_t slot = sizes.size();
   sizes.push_back(0);
-  const std::uint64_t body = body_size(substituted(m, sizes.substitutes), sizes);
+  const std::uint64_t body = body_size(written_form(m, sizes.substitutions), sizes);
   sizes[slot] = body;
   return wire::varint_size(body) + body;
 }
@@ -270,14 +270,14 @@ inline void write_nested(const M& m, WireWriter& w, SizeCursor& sizes) {
   const std::uint64_t length = sizes.take();
   w.write_varint(length);
   const std::uint64_t start = w.position();
-  write_body(substituted(m, sizes.substitutes), w, sizes);
+  write_body(written_form(m, sizes.substitutions), w, sizes);
   if (w.position() - start != length) SizeCursor::throw_changed();
 }
 
 template <class M>
 inline void write_nested_reverse(const M& m, ReverseWriter& w) {
   const std::uint64_t end = w.written();
-  write_body_reverse(substituted(m, w.substitutes()), w);
+  write_body_reverse(written_form(m, w.substitutions()), w);
   w.put_varint(w.written() - end);
 }
 
@@ -996,12 +996,12 @@ M parse_message(ByteSpan bytes, const ParseOptions& options, std::string_view so
 
 template <OnnxMessage M>
 MessageSerializer<M>::MessageSerializer(const M& message, const SerializeOptions& options)
-    : message_(&substituted(message, options.tensor_substitutes)), options_(options) {
+    : message_(&message), options_(options) {
   check_options(options, "serialize");
   SizeTable sizes;
-  sizes.substitutes = options.tensor_substitutes;
+  sizes.substitutions = options.substitutions;
   sizes.push_back(0);
-  sizes[0] = body_size(*message_, sizes);
+  sizes[0] = body_size(written_form(message, sizes.substitutions), sizes);
   size_ = sizes[0];
   sizes_ = std::move(static_cast<std::vector<std::uint64_t>&>(sizes));
 }
@@ -1012,8 +1012,8 @@ void MessageSerializer<M>::write(wire::ByteSink& sink) const {
       std::clamp<std::uint64_t>(size_, wire::kMaxFieldHeaderSize, kStreamBufferBytes));
   const auto buffer = std::make_unique_for_overwrite<std::uint8_t[]>(buffer_size);
   WireWriter writer(MutableByteSpan(buffer.get(), buffer_size), &sink, kDirectWriteBytes);
-  SizeCursor cursor{sizes_.data() + 1, sizes_.data() + sizes_.size(), options_.tensor_substitutes};
-  write_body(*message_, writer, cursor);
+  SizeCursor cursor{sizes_.data() + 1, sizes_.data() + sizes_.size(), options_.substitutions};
+  write_body(written_form(*message_, cursor.substitutions), writer, cursor);
   writer.flush();
   if (writer.position() != size_ || cursor.next != cursor.end) SizeCursor::throw_changed();
 }
@@ -1026,16 +1026,16 @@ void MessageSerializer<M>::write(MutableByteSpan out) const {
                     " bytes for a message of " + std::to_string(size_));
   }
   WireWriter writer(out, nullptr);
-  SizeCursor cursor{sizes_.data() + 1, sizes_.data() + sizes_.size(), options_.tensor_substitutes};
-  write_body(*message_, writer, cursor);
+  SizeCursor cursor{sizes_.data() + 1, sizes_.data() + sizes_.size(), options_.substitutions};
+  write_body(written_form(*message_, cursor.substitutions), writer, cursor);
   if (writer.position() != size_ || cursor.next != cursor.end) SizeCursor::throw_changed();
 }
 
 template <OnnxMessage M>
 std::vector<std::uint8_t> serialize_message(const M& message, const SerializeOptions& options) {
   check_options(options, "serialize");
-  ReverseWriter writer(options.tensor_substitutes);
-  write_body_reverse(substituted(message, options.tensor_substitutes), writer);
+  ReverseWriter writer(options.substitutions);
+  write_body_reverse(written_form(message, options.substitutions), writer);
   std::vector<std::uint8_t> out;
   out.reserve(static_cast<std::size_t>(writer.written()));
   writer.emit([&](ByteSpan piece) { out.insert(out.end(), piece.begin(), piece.end()); });
@@ -1085,8 +1085,8 @@ std::vector<std::uint8_t> serialize_model(const ModelProto& model,
 OwnedBytes serialize_model_to_owned_bytes(const ModelProto& model,
                                           const SerializeOptions& options) {
   check_options(options, "serialize");
-  ReverseWriter writer(options.tensor_substitutes);
-  write_body_reverse(model, writer);
+  ReverseWriter writer(options.substitutions);
+  write_body_reverse(written_form(model, options.substitutions), writer);
   OwnedBytes out(static_cast<std::size_t>(writer.written()));
   std::uint8_t* p = out.data();
   writer.emit([&](ByteSpan piece) {

@@ -702,36 +702,6 @@ TEST(LegacyWrite, ProtobufLimitDecidesInlineOrExternal) {
   EXPECT_TRUE(dir.file_names().empty());
 }
 
-// The codec hook write_legacy_model relies on: every writer and the sizing pass write the
-// substitute at the substituted tensor's position, and the model itself is not touched.
-TEST(CodecTensorSubstitutes, EveryWriterHonoursThem) {
-  const ModelProto model = model_with_initializers(3, 5000);
-  TensorProto substitute;
-  substitute.name = "replaced";
-  substitute.data_type = TensorProto::kUint8;
-  substitute.dims = {5000};
-  substitute.data_location = TensorProto::kExternal;
-  const TensorSubstitutes substitutes{{&model.graph->initializer[1], &substitute}};
-  SerializeOptions options;
-  options.tensor_substitutes = &substitutes;
-
-  ModelProto expected_model = model;
-  expected_model.graph->initializer[1] = substitute;
-  const std::vector<std::uint8_t> expected_bytes = serialize_model(expected_model);
-
-  EXPECT_EQ(serialize_model(model, options), expected_bytes);
-  const OwnedBytes owned = serialize_model_to_owned_bytes(model, options);
-  EXPECT_TRUE(equal_bytes(owned.span(), expected_bytes));
-  const MessageSerializer<ModelProto> serializer(model, options);
-  EXPECT_EQ(serializer.size(), expected_bytes.size());
-  std::vector<std::uint8_t> streamed(serializer.size());
-  serializer.write(streamed);
-  EXPECT_EQ(streamed, expected_bytes);
-  EXPECT_EQ(parse_model(ByteSpan(streamed)), expected_model);
-  // Without the option, the model as it is.
-  EXPECT_EQ(serialize_model(model), serialize_model(model_with_initializers(3, 5000)));
-}
-
 // Every model of the ONNX test data, written with all its initializers external and read back:
 // the same model, except that typed fields became raw_data.
 TEST(LegacyRoundTrip, EveryModelOfTheOnnxTestData) {

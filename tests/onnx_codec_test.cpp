@@ -777,6 +777,47 @@ TEST(OnnxCodec, AChangeBetweenSizingAndWritingIsDetected) {
                   "changed between sizing and writing");
 }
 
+// SerializeOptions::substitutions: every writer writes the substitute in place of the tensor
+// (nested at any depth, or the message itself) and leaves the model alone.
+TEST(OnnxCodec, SubstitutedTensorsAreWrittenInPlaceOfTheOriginals) {
+  ModelProto model = every_field_model();
+  GraphProto& graph = *model.graph;
+  TensorProto& initializer = graph.initializer.emplace_back();
+  initializer.name = "big";
+  initializer.raw_data = TensorBytes::copy_of(Bytes(10000, 0x11));
+  AttributeProto& attribute = graph.node[0].attribute.emplace_back();
+  attribute.name = "value";
+  attribute.t.emplace().float_data = {1.0f, 2.0f};
+  const ModelProto before = model;
+
+  TensorSubstitutions substitutions;
+  TensorProto reference;
+  reference.name = "big";
+  reference.data_location = TensorProto::kExternal;
+  substitutions.emplace(&initializer, reference);
+  TensorProto replaced_attribute;
+  replaced_attribute.int64_data = {7};
+  substitutions.emplace(&*attribute.t, replaced_attribute);
+  ModelProto expected_model = model;
+  expected_model.graph->initializer.back() = reference;
+  *expected_model.graph->node[0].attribute.back().t = replaced_attribute;
+  const Bytes expected = serialize_model(expected_model);
+
+  SerializeOptions options;
+  options.substitutions = &substitutions;
+  EXPECT_EQ(serialize_model(model, options), expected);
+  EXPECT_EQ(to_bytes(serialize_model_to_owned_bytes(model, options).span()), expected);
+  const MessageSerializer<ModelProto> serializer(model, options);
+  EXPECT_EQ(serializer.size(), expected.size());
+  Bytes streamed;
+  wire::VectorSink sink(streamed);
+  serializer.write(sink);
+  EXPECT_EQ(streamed, expected);
+  EXPECT_EQ(model, before);
+  // The message itself may be a substituted tensor.
+  EXPECT_EQ(serialize_message(initializer, options), serialize_message(reference));
+}
+
 // An anonymous private mapping: untouched pages are the shared zero page, so gigabytes cost no
 // memory.
 class ZeroMapping final {

@@ -129,7 +129,7 @@ struct LegacyWriteOptions {
 // same folder. The model's tensors hold raw_data or typed fields (as read_legacy_model and the
 // archive loader return them); a tensor that still refers to external data is refused
 // (kInvalidArgument). The caller's model is neither changed nor copied: externalized tensors are
-// written as metadata-only substitutes (SerializeOptions::tensor_substitutes), typed fields
+// written as metadata-only substitutes (SerializeOptions::substitutions), typed fields
 // converted to raw bytes one tensor at a time, and every payload goes from its memory to the file
 // once. Externalized tensors get external_data {location, offset, length} and data_location =
 // EXTERNAL; location is the data file's name, relative to the model's folder.

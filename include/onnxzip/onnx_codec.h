@@ -82,9 +82,12 @@ struct ParseOptions : TensorBufferOptions {
   std::uint64_t max_tensor_bytes = std::uint64_t{1} << 40;
 };
 
-// Tensors to write in place of others: key = address of a TensorProto inside the message being
-// serialized, value = the TensorProto written at its position instead.
-using TensorSubstitutes = std::unordered_map<const TensorProto*, const TensorProto*>;
+// Tensors to write in place of others, keyed by the address of a TensorProto inside the message
+// being serialized: each such tensor (the message itself included, if it is one) is written as
+// the mapped TensorProto instead. Lets a writer change how a few tensors are written -- the
+// archive writer replaces payloads with external references -- without copying or modifying a
+// model whose weights may be gigabytes. Substitutes are not looked up again.
+using TensorSubstitutions = std::unordered_map<const TensorProto*, TensorProto>;
 
 struct SerializeOptions : TensorBufferOptions {
   // raw_data_threshold and alignment are for writers that place payloads outside the protobuf
@@ -92,12 +95,8 @@ struct SerializeOptions : TensorBufferOptions {
   // sends large ones to the output without copying them through its buffer.
   SerializeOptions() noexcept { raw_data_threshold = kSmallTensorDataThresholdBytes; }
 
-  // When set, every TensorProto of the message found as a key is sized and written as its
-  // value instead, by every serializer here (MessageSerializer's size included). This lets a
-  // writer emit a model whose large tensors refer to external data without copying or changing
-  // the caller's model: it builds metadata-only substitutes for those tensors only. Neither the
-  // map nor the substitutes are owned; both must stay unchanged until the last write.
-  const TensorSubstitutes* tensor_substitutes = nullptr;
+  // Optional; must outlive the serialization (for MessageSerializer: its last write).
+  const TensorSubstitutions* substitutions = nullptr;
 };
 
 // --- Models ---

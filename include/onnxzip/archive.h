@@ -1,0 +1,328 @@
+// The .onnxz archive: one ONNX model in a ZIP file whose tensor payloads are stored, aligned
+// entries and whose last entry, `__MODEL_PROTO`, is the ModelProto referring to them as external
+// data (spec/onnxz-format.md, cited "spec §N" below).
+//
+// Writing (exporters):
+//   * save(model, path) externalizes every tensor at or above a size threshold, wherever it sits
+//     (initializers, attributes, subgraphs, functions, training info), without modifying or
+//     copying the caller's model.
+//   * ArchiveWriter streams tensors one at a time (bytes or a producer), hands back the reference
+//     to put in the model, and writes the model last. save() is ArchiveWriter::finish() with no
+//     tensor added beforehand.
+//   Both write atomically: the archive appears at its path complete or not at all.
+//
+// Reading (runtimes):
+//   * load(path) returns an ordinary inline ModelProto whose external tensors borrow their slices
+//     of the mapped archive (no weight byte read or copied), each holding the mapping's owner
+//     token, so the model outlives every archive object.
+//   * Archive is the view for runtimes with their own ONNX parser: the `__MODEL_PROTO` bytes and,
+//     per tensor, data type, dims and the aligned span.
+//   * verify(path) checks everything load checks plus CRC-32, alignment and the rest of the spec,
+//     and reports each finding instead of throwing.
+//   * write_view_model() writes a small legacy .onnx next to an archive whose initializers point
+//     into the archive file itself, for runtimes that know only ONNX external data.
+//
+// This is the layer that joins the ZIP reader/writer and the ONNX codec; neither knows of it.
+// Every failure is an onnxzip::Error naming the file, and the tensor and entry when there are
+// ones. Any module above the archive (conversion, CLI, bindings) may use this header.
+#ifndef ONNXZIP_ARCHIVE_H_
+#define ONNXZIP_ARCHIVE_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "onnxzip/bytes.h"
+#include "onnxzip/onnx_codec.h"
+#include "onnxzip/onnx_model.h"
+#include "onnxzip/zip_reader.h"
+#include "onnxzip/zip_writer.h"
+
+namespace onnxzip {
+
+// The model entry's name (spec §6.2, §7.1).
+inline constexpr std::string_view kModelEntryName = "__MODEL_PROTO";
+// The default externalization threshold T in bytes (spec §7.4).
+inline constexpr std::uint64_t kDefaultExternalThreshold = 1024;
+
+// --- Writing ---
+
+struct SaveOptions {
+  // A: every entry's data offset is a multiple of it; a power of two in [64, 65536] (spec §4.1).
+  std::uint32_t alignment = 64;
+  // T: tensors whose payload (dims x element size, spec §7.3) has at least this many bytes
+  // become entries; smaller ones stay inline. 0 externalizes every tensor that may be, empty
+  // ones included (as zero-length entries, spec §7.4 item 4).
+  std::uint64_t threshold = kDefaultExternalThreshold;
+  // Store identical payloads once (equal size, CRC-32 and bytes): every tensor with those bytes
+  // refers to the one entry (spec §7.2 allows sharing). Applies to the tensors finish()/save()
+  // externalize, not to tensors added to an ArchiveWriter.
+  bool dedupe = false;
+  // Also externalize the values and indices of sparse tensors. Off by default: the reference
+  // onnx package neither loads nor accepts them as external data (spec §7.4 item 3, §8).
+  bool externalize_sparse = false;
+  // fsync the archive and its folder around the final rename.
+  bool durable = false;
+};
+
+// Writes `model` to `path` as an .onnxz archive. Every tensor of a known fixed-size data type
+// (not STRING / UNDEFINED) whose payload has at least options.threshold bytes becomes a stored
+// entry, aligned to options.alignment, named after the tensor (EntryNamer); the tensor in
+// `__MODEL_PROTO` keeps its name, dims, data type, doc string, segment, metadata and unknown
+// fields and refers to the entry (data_location EXTERNAL, external_data [location, length],
+// spec §7.2). Typed-field payloads (float_data, int32_data...) are written as raw little-endian
+// bytes (spec §7.3). Sparse values/indices stay inline unless options.externalize_sparse.
+// `model` is neither modified nor copied: payloads are streamed from it, a typed-field payload is
+// converted one tensor at a time.
+// Errors (nothing is written at `path`): Error(kInvalidArgument) naming the tensor for a tensor
+// already EXTERNAL (legacy external data: load it first, or convert), a tensor carrying both
+// raw_data and a typed field, or a payload whose size differs from dims x element size; for a bad
+// alignment; Error(kIo) when the file cannot be written.
+void save(const ModelProto& model, const std::filesystem::path& path,
+          const SaveOptions& options = {});
+
+// Where a tensor's payload is in the archive: what its TensorProto must say (spec §7.2).
+struct TensorRef {
+  std::string location;  // The payload entry's name.
+  std::uint64_t length = 0;
+
+  // Makes `tensor` refer to the entry: data_location EXTERNAL, external_data exactly
+  // [location, length], raw_data and every typed field cleared. dims and data_type are the
+  // caller's to set (finish() checks that they match the length).
+  void apply_to(TensorProto& tensor) const;
+};
+
+// Derives payload entry names from tensor names (spec §6.1): readable C identifiers, unique
+// under ASCII lower-casing. Every byte that is not an ASCII letter, digit or '_' becomes '_'
+// (a run of them, or one next to an '_', collapses into one, and none is left at either end);
+// a leading digit gets a '_' prefix, leading "__" (reserved, spec §6.2) is cut to one '_', an
+// empty result becomes "tensor", and names are cut to kMaxBaseLength bytes. A name already
+// taken (ignoring ASCII case) gets the suffix "_2", "_3"...
+//   "/encoder/layer.0/attn/MatMul_output_0" -> "encoder_layer_0_attn_MatMul_output_0"
+//   "onnx::Conv_123" -> "onnx_Conv_123"     "W" after "w" -> "W_2"
+class EntryNamer final {
+ public:
+  // Longest name before a suffix: with "_" and up to 14 digits it stays within 255 bytes.
+  static constexpr std::size_t kMaxBaseLength = 240;
+
+  // The readable form of `tensor_name`, before de-duplication (a valid payload entry name).
+  static std::string sanitize(std::string_view tensor_name);
+  // A valid payload entry name, not yet handed out, and now reserved.
+  std::string name_for(std::string_view tensor_name);
+  // Reserves `name` (already valid); false if it, or a case variant, was taken.
+  bool reserve(std::string_view name);
+  bool is_taken(std::string_view name) const;
+
+ private:
+  std::unordered_map<std::string, std::uint64_t> next_suffix_;  // Lower-cased name -> next n.
+};
+
+// Writes an archive tensor by tensor, for exporters that produce weights one at a time and
+// cannot hold them all: memory stays bounded by one piece of one tensor (plus the model).
+//
+//   ArchiveWriter writer("model.onnxz");
+//   const TensorRef ref = writer.add_tensor("w", TensorProto::kFloat, dims, bytes);
+//   ref.apply_to(*model.graph->initializer.emplace_back(...));   // metadata only
+//   writer.finish(model);
+//
+// Each added tensor becomes a payload entry at once. finish(model) then:
+//   1. checks every EXTERNAL tensor of `model`: its location names an added entry, its length
+//      (if given) and dims x element size equal the entry's size, it carries no payload, its type
+//      is a fixed-size one, and its only keys are location, length and an offset of "0"; and
+//      every added entry is referred to (spec §7.2). Error(kInvalidArgument) naming the tensor or
+//      entry; the writer stays usable, so the caller may fix the model and call finish() again.
+//   2. externalizes the model's inline tensors exactly as save() does (threshold, dedupe,
+//      externalize_sparse).
+//   3. writes `__MODEL_PROTO` last, with every reference in the canonical form of spec §7.2,
+//      then renames the archive into place. The caller's model is not modified.
+// Destroyed without a successful finish(), the writer leaves nothing at the path. Not thread-safe.
+class ArchiveWriter final {
+ public:
+  // Error(kInvalidArgument) for a bad alignment, Error(kIo) when the temporary file next to
+  // `path` cannot be created.
+  explicit ArchiveWriter(std::filesystem::path path, const SaveOptions& options = {});
+  ~ArchiveWriter();
+  ArchiveWriter(ArchiveWriter&& other) noexcept;
+  ArchiveWriter& operator=(ArchiveWriter&& other) noexcept;
+  ArchiveWriter(const ArchiveWriter&) = delete;
+  ArchiveWriter& operator=(const ArchiveWriter&) = delete;
+
+  // Adds the payload of tensor `tensor_name` (any string; it only names the entry): `bytes` must
+  // be exactly dims x element size of `data_type` (spec §7.3), else Error(kInvalidArgument), as
+  // for STRING, UNDEFINED or unknown types. Error(kBadState) after finish() or after a failed
+  // add.
+  TensorRef add_tensor(std::string_view tensor_name, std::int32_t data_type,
+                       std::span<const std::int64_t> dims, ByteSpan bytes);
+  // The same, the payload written by `producer` in pieces (exactly dims x element size bytes,
+  // else Error(kInvalidArgument) and the writer is unusable). An exception from the producer
+  // propagates and makes the writer unusable too.
+  TensorRef add_tensor(std::string_view tensor_name, std::int32_t data_type,
+                       std::span<const std::int64_t> dims, const EntryProducer& producer);
+
+  // See the class comment. Error(kBadState) when called again after success.
+  void finish(const ModelProto& model);
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  struct State;
+  std::filesystem::path path_;
+  std::unique_ptr<State> state_;
+};
+
+// --- Reading ---
+
+struct LoadOptions {
+  // Stored payloads are borrowed from the archive bytes (the mapping, for load(path)) instead of
+  // copied: no weight byte is read by load. Deflated payloads (archives other tools wrote,
+  // spec §9.3 item 1) are always inflated into owned memory, their CRC-32 checked. false: every
+  // payload is an owned, 64-byte aligned copy. Also replaces parse.no_copy, so that inline
+  // payloads of `__MODEL_PROTO` at or above parse.raw_data_threshold are borrowed likewise.
+  bool no_copy = true;
+  // Check the CRC-32 of every referenced payload (reads every weight byte once).
+  bool verify_crc = false;
+  // Limits for parsing `__MODEL_PROTO`.
+  ParseOptions parse{};
+  // Limits for the ZIP structure.
+  ZipReaderOptions zip{};
+};
+
+// Reads the archive at `path` (memory-mapped) and returns its model with every external tensor
+// resolved: raw_data set (borrowed with the mapping as owner token, or owned; see LoadOptions),
+// external_data and data_location cleared, so the result is an ordinary inline model that stays
+// valid after every archive object is gone.
+// Errors: the ZipReader's for a bad ZIP; Error(kCorrupt) when `__MODEL_PROTO` is missing, not
+// last, or does not parse (spec §9.4 items 1-2), and for every reference breaking spec §9.4
+// item 3 (no or several locations, a location that is not a payload entry name -- "..", an
+// absolute path, "#...", "_ORT_MEM_ADDR_" -- or names no entry, a payload besides the
+// reference, STRING / UNDEFINED type, negative dims, an entry size different from dims x element
+// size or from `length`, an `offset` other than "0"), naming the tensor and the entry;
+// Error(kUnsupported) for a data type this library does not know.
+ModelProto load(const std::filesystem::path& path, const LoadOptions& options = {});
+// The same from an archive in memory. Borrowed payloads carry `owner` as owner token; without
+// one the caller must keep `archive_bytes` alive as long as the model. `source_name` names the
+// input in errors.
+ModelProto load(ByteSpan archive_bytes, const LoadOptions& options = {}, OwnerToken owner = nullptr,
+                std::string_view source_name = "<memory>");
+
+// A read-only view of an archive for runtimes with their own ONNX parser: the model bytes, and
+// every external tensor with its data type, dims and payload span. Opening validates the archive
+// exactly as load() does (same errors) without resolving anything. Immutable; const calls may
+// run concurrently. Movable.
+class Archive final {
+ public:
+  struct TensorInfo {
+    std::string tensor_name;  // TensorProto.name ("" when absent).
+    std::string site;         // Where it sits, e.g. "graph/initializer[3]" (see TensorSite).
+    std::string location;     // The payload entry's name.
+    std::int32_t data_type = 0;
+    std::vector<std::int64_t> dims;
+    // The payload: a slice of the archive bytes for a stored entry (valid while this Archive or
+    // a copy of owner() lives), or inflated memory the Archive owns for a deflated one (valid
+    // while this Archive lives).
+    ByteSpan data;
+    std::uint64_t file_offset = 0;  // Offset of the entry's (compressed) data in the archive.
+    std::uint64_t alignment = 0;    // Largest power of two dividing file_offset (<= 65536).
+    bool zero_copy = true;          // False for a deflated entry.
+  };
+
+  // Maps `path`. LoadOptions::no_copy selects whether model()'s inline payloads borrow; with
+  // verify_crc every referenced entry's CRC-32 is checked.
+  static Archive open(const std::filesystem::path& path, const LoadOptions& options = {});
+  // Borrows `bytes` (they must outlive the Archive, and the spans it gives when `owner` is null).
+  static Archive from_bytes(ByteSpan bytes, const LoadOptions& options = {},
+                            OwnerToken owner = nullptr, std::string source_name = "<memory>");
+
+  ~Archive();
+  Archive(Archive&& other) noexcept;
+  Archive& operator=(Archive&& other) noexcept;
+  Archive(const Archive&) = delete;
+  Archive& operator=(const Archive&) = delete;
+
+  // The serialized ModelProto (a slice of the archive, or inflated memory when deflated).
+  ByteSpan model_bytes() const noexcept;
+  // The parsed model; external tensors are left as references.
+  const ModelProto& model() const noexcept;
+  // Every external tensor, in for_each_tensor order. Several may share one location (tied
+  // weights).
+  const std::vector<TensorInfo>& tensors() const noexcept;
+  // The first external tensor with this TensorProto.name, or nullptr. O(1).
+  const TensorInfo* find_tensor(std::string_view tensor_name) const noexcept;
+  // The first external tensor referring to this entry, or nullptr. O(1).
+  const TensorInfo* find_location(std::string_view location) const noexcept;
+
+  const ZipReader& zip() const noexcept;
+  // Keeps the archive bytes alive (the mapping for open(); the caller's token for from_bytes).
+  const OwnerToken& owner() const noexcept;
+
+  struct State;
+
+ private:
+  explicit Archive(std::unique_ptr<State> state) noexcept;
+  std::unique_ptr<State> state_;
+};
+
+// --- Verification (spec §9.5) ---
+
+struct VerifyFinding {
+  // kError: load() refuses the archive for this (or the CRC-32 is wrong). kWarning: a deviation
+  // from the spec that load() accepts (spec §9.3, §9.4 item 4, §11).
+  enum class Severity { kError, kWarning };
+  Severity severity = Severity::kError;
+  std::string entry;   // "" when the finding concerns no entry.
+  std::string tensor;  // "" when it concerns no tensor; else name and site.
+  std::uint64_t offset = 0;
+  std::string message;
+};
+
+std::string_view to_string(VerifyFinding::Severity severity) noexcept;
+
+struct VerifyReport {
+  std::vector<VerifyFinding> findings;
+
+  // The archive conforms to spec version 1: no finding of either severity (spec §9.5).
+  bool ok() const noexcept { return findings.empty(); }
+  // load() would succeed, and every CRC-32 is right.
+  bool loadable() const noexcept;
+};
+
+struct VerifyOptions {
+  // Check the CRC-32 of every entry (reads the whole archive).
+  bool check_crc = true;
+  ParseOptions parse{};
+  ZipReaderOptions zip{};
+};
+
+// Checks the archive at `path` against the spec: everything load() checks (as kError), the
+// CRC-32 of every entry, the alignment of every entry (64 and the archive's declared A), and the
+// rest of §2 to §7 -- stored entries only, no data descriptors, the fixed header values, the
+// extra fields, payload names (§6), `__MODEL_PROTO` last in file and central order, every payload
+// entry referred to, external_data keys exactly [location, length] -- plus every ZipReader
+// finding (as kWarning). A file that is not a readable ZIP is one kError finding. Never throws
+// for the archive's content: Error(kNotFound / kIo) only when the file cannot be mapped.
+VerifyReport verify(const std::filesystem::path& path, const VerifyOptions& options = {});
+VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options = {},
+                    std::string_view source_name = "<memory>");
+
+// --- Interoperability ---
+
+// Writes `view_path`, a legacy .onnx model for runtimes that know ONNX external data but not
+// .onnxz: the archive's model with every graph initializer (main graph and subgraphs) that is a
+// stored, non-empty payload entry referring to the archive file itself (location = the archive's
+// file name, offset = the payload's file offset, length), so it loads in place with no
+// extraction. Every other external tensor -- node attribute tensors (Constant values), sparse
+// tensors, function and training-info tensors, empty and deflated payloads -- is copied inline,
+// since today's runtimes refuse or skip those as external data. The view must be in the
+// archive's folder (external data locations cannot go up a folder): else Error(kInvalidArgument).
+// The archive is validated as by load(). The view appears atomically.
+void write_view_model(const std::filesystem::path& archive_path,
+                      const std::filesystem::path& view_path);
+
+}  // namespace onnxzip
+
+#endif  // ONNXZIP_ARCHIVE_H_
