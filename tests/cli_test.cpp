@@ -372,7 +372,8 @@ TEST_F(Cli, ExtractViewRepack) {
                          ": entry 'README.txt' left out: no tensor refers to it\n");
   run = run_cli({"verify", dir / "fixed.onnxz"});
   EXPECT_EQ(run.exit_code, 0) << run;
-  for (const ZipEntry& e : ZipReader::open(dir / "fixed.onnxz").entries()) {
+  const ZipReader fixed = ZipReader::open(dir / "fixed.onnxz");
+  for (const ZipEntry& e : fixed.entries()) {
     EXPECT_EQ(e.data_offset % 4096, 0u) << e.name;
   }
   EXPECT_EQ(load(dir / "fixed.onnxz"), load(archive));
