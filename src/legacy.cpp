@@ -30,6 +30,7 @@
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/output_file.h"
 #include "onnxzip/tensor.h"
+#include "progress_meter.h"
 
 namespace onnxzip {
 namespace {
@@ -402,13 +403,22 @@ void resolve_external(TensorProto& tensor, const TensorSite& site, const std::st
 
 // --- Writing ---
 
+// The serializer's output into a file; with a meter, every byte counts as progress.
 class FileSink final : public wire::ByteSink {
  public:
-  explicit FileSink(AtomicOutputFile& file) noexcept : file_(file) {}
-  void write(ByteSpan bytes) override { file_.write(bytes); }
+  explicit FileSink(AtomicOutputFile& file, detail::ProgressMeter* meter = nullptr) noexcept
+      : file_(file), meter_(meter) {}
+  void write(ByteSpan bytes) override {
+    if (meter_ == nullptr) {
+      file_.write(bytes);
+      return;
+    }
+    detail::write_with_progress(bytes, *meter_, [&](ByteSpan piece) { file_.write(piece); });
+  }
 
  private:
   AtomicOutputFile& file_;
+  detail::ProgressMeter* meter_;
 };
 
 bool is_plain_file_name(std::string_view name) {
@@ -558,8 +568,10 @@ void write_legacy_model(const ModelProto& model, const std::filesystem::path& ou
     const MessageSerializer<ModelProto> inline_model(model);
     if (inline_model.size() <= kMaxProtobufBytes) {
       AtomicOutputFile file(out, model_file_options);
-      FileSink sink(file);
+      detail::ProgressMeter meter(options.progress, inline_model.size());
+      FileSink sink(file, &meter);
       inline_model.write(sink);
+      meter.finish();  // Before the rename: a callback that throws still cancels the write.
       file.commit();
       return;
     }
@@ -639,6 +651,9 @@ void write_legacy_model(const ModelProto& model, const std::filesystem::path& ou
   const std::filesystem::path folder = out.parent_path();
   std::vector<std::filesystem::path> committed;
   try {
+    std::uint64_t payload_bytes = 0;
+    for (const Placement& p : placements) payload_bytes += p.size;
+    detail::ProgressMeter meter(options.progress, payload_bytes);
     auto next = placements.begin();
     for (std::size_t i = 0; i < file_count; ++i) {
       AtomicOutputFile file(folder / data_file_name(base_name, i), file_options);
@@ -650,7 +665,7 @@ void write_legacy_model(const ModelProto& model, const std::filesystem::path& ou
           throw Error(ErrorCode::kBadState,
                       target + ": " + next->label + " changed while the model was being written");
         }
-        file.write(payload);
+        detail::write_with_progress(payload, meter, [&](ByteSpan piece) { file.write(piece); });
       }
       file.commit();
       committed.push_back(file.destination());
@@ -658,6 +673,7 @@ void write_legacy_model(const ModelProto& model, const std::filesystem::path& ou
     AtomicOutputFile file(out, model_file_options);
     FileSink sink(file);
     external_model.write(sink);
+    meter.finish();  // Before the model's rename: a callback that throws still cancels the write.
     file.commit();
   } catch (...) {
     for (const std::filesystem::path& path : committed) {

@@ -40,6 +40,7 @@
 #include "onnxzip/bytes.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
+#include "onnxzip/progress.h"
 #include "onnxzip/zip_reader.h"
 #include "onnxzip/zip_writer.h"
 
@@ -68,6 +69,9 @@ struct SaveOptions {
   bool externalize_sparse = false;
   // fsync the archive and its folder around the final rename.
   bool durable = false;
+  // Called as finish()/save() writes the payloads it externalizes (progress.h); `total` is their
+  // byte count (tensors added to an ArchiveWriter are not counted: their caller writes them).
+  ProgressCallback progress = nullptr;
 };
 
 // Writes `model` to `path` as an .onnxz archive. Every tensor of a known fixed-size data type

@@ -44,6 +44,7 @@
 
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
+#include "onnxzip/progress.h"
 
 namespace onnxzip {
 
@@ -123,6 +124,9 @@ struct LegacyWriteOptions {
   bool externalize_sparse = false;
   // fsync every file before renaming it into place (OutputFileOptions::durable).
   bool durable = false;
+  // Called as the payloads are written (progress.h): `total` is the bytes of the payloads that go
+  // to data files, or, for a model written inline, the size of the whole model file.
+  ProgressCallback progress = nullptr;
 };
 
 // Writes `model` as a legacy model file at `out`, and in kExternal mode its data file(s) in the

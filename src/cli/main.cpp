@@ -1,20 +1,114 @@
-// The onnxzip command-line tool. Prints and exits here, never in the library.
+// The onnxzip command-line tool: CLI11 setup and the exit-code policy. Prints and exits here,
+// never in the library. Each command lives in its own cli_*.cpp.
+//
+// Exit codes: 0 success; 1 a runtime failure (one line "onnxzip: error: <message>" on standard
+// error, the message naming the file and the problem) or problems found by verify; 2 a usage
+// error (a one-line message and a pointer to --help).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
+#include <new>
+#include <string>
+#include <vector>
 
+#include "cli_common.h"
 #include "onnxzip/error.h"
 
+#ifndef ONNXZIP_VERSION
+#define ONNXZIP_VERSION "unknown"
+#endif
+
+namespace {
+
+using onnxzip::cli::Command;
+using onnxzip::cli::kExitFailure;
+using onnxzip::cli::kExitUsage;
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "onnxzip: error: %s\nRun with --help for more information.\n",
+               message.c_str());
+  return kExitUsage;
+}
+
+int runtime_error(const std::string& message) {
+  std::fprintf(stderr, "onnxzip: error: %s\n", message.c_str());
+  return kExitFailure;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  CLI::App app{"onnxzip: the ONNX zip container (.onnxz)"};
-  app.set_version_flag("--version", "onnxzip 0.1.0");
+  CLI::App app{
+      "onnxzip: the ONNX zip container (.onnxz).\n"
+      "An .onnxz file is a ZIP archive holding an ONNX model whose weights are stored,\n"
+      "64-byte aligned entries that runtimes can memory-map and use in place."};
+  app.set_version_flag("--version", "onnxzip " ONNXZIP_VERSION);
   app.require_subcommand(1);
+  // Global flags may also follow the command: `onnxzip convert a b --quiet`.
+  app.fallthrough();
+  onnxzip::cli::GlobalOptions global;
+  app.add_flag("-q,--quiet", global.quiet,
+               "No progress bar, no 'ok' lines, no notes: only results and errors");
+  app.footer(
+      "Examples:\n"
+      "  onnxzip convert model.onnx model.onnxz\n"
+      "  onnxzip info model.onnxz\n"
+      "  onnxzip verify model.onnxz\n"
+      "Run 'onnxzip COMMAND --help' for a command's options.");
+
+  const std::vector<Command> commands = {
+      onnxzip::cli::add_convert_command(app, global),
+      onnxzip::cli::add_info_command(app, global),
+      onnxzip::cli::add_verify_command(app, global),
+      onnxzip::cli::add_extract_command(app, global),
+      onnxzip::cli::add_view_command(app, global),
+      onnxzip::cli::add_repack_command(app, global),
+  };
+
+  // CLI11 would report an unknown command as a missing one.
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.starts_with("-")) continue;  // A global flag.
+    std::string names;
+    for (const Command& command : commands) {
+      if (command.app->get_name() == word) {
+        names.clear();
+        break;
+      }
+      names += (names.empty() ? "" : ", ") + command.app->get_name();
+    }
+    if (!names.empty()) {
+      return usage_error("unknown command '" + onnxzip::cli::printable(word) +
+                         "' (the commands are " + names + ")");
+    }
+    break;
+  }
+
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    return usage_error(e.what());
   }
-  return 0;
+
+  try {
+    for (const Command& command : commands) {
+      if (command.app->parsed()) return command.run();
+    }
+    return usage_error("no command given");
+  } catch (const onnxzip::cli::UsageError& e) {
+    return usage_error(e.what());
+  } catch (const onnxzip::Error& e) {
+    return runtime_error(onnxzip::cli::without_code(e.what()));
+  } catch (const std::bad_alloc&) {
+    return runtime_error("out of memory");
+  } catch (const std::exception& e) {
+    return runtime_error(e.what());
+  }
 }

@@ -1,0 +1,87 @@
+// Conversion between legacy ONNX model files and .onnxz archives, and repair of ZIP archives of
+// ONNX models that other tools made.
+//
+// convert() reads the input in whichever form it is (the format is told by its content, not its
+// name: detect_format) and writes the other form: a legacy model (inline, or with external data
+// in one file, in several, or per tensor; legacy.h) becomes an .onnxz archive (archive.h); an
+// archive becomes a legacy model, weights inline when the model fits protobuf's 2 GiB, otherwise
+// (or on request) in external data files. The model is carried over unchanged apart from where
+// its payloads live: a model that breaks the ONNX IR rules (ir_check.h) converts all the same.
+//
+// The input is never written to: both functions refuse (Error(kInvalidArgument), before writing
+// anything) an output that is the input file itself, or any file the input consists of, under any
+// name (hard or symbolic links included). Outputs appear atomically, so after a failure nothing
+// new is left. This layer uses only the public headers below; anyone may use it (the CLI does).
+#ifndef ONNXZIP_CONVERT_H_
+#define ONNXZIP_CONVERT_H_
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "onnxzip/archive.h"
+#include "onnxzip/legacy.h"
+#include "onnxzip/progress.h"
+
+namespace onnxzip {
+
+struct ConvertOptions {
+  // How a legacy input is written as an archive (alignment, threshold, dedupe...).
+  SaveOptions archive;
+  // How an archive is written as a legacy model (inline or external data, data file name, split
+  // size, data file alignment...).
+  LegacyWriteOptions legacy;
+  // How a legacy input is read (limits, links).
+  LegacyReadOptions read;
+  // How an archive input is read (limits, CRC checks).
+  LoadOptions load;
+  // When set, used for whichever writer runs, in place of archive.progress / legacy.progress.
+  ProgressCallback progress = nullptr;
+};
+
+// Converts `in` to the other format at `out`:
+//   * legacy -> .onnxz: read_legacy_model(in, options.read), then save(model, out,
+//     options.archive). Typed fields (float_data...) of externalized tensors become raw bytes.
+//   * .onnxz -> legacy: load(in, options.load), then write_legacy_model(model, out,
+//     options.legacy); the loaded model, which borrows from the archive's mapping, lives until
+//     the write is done.
+// Returns the input's format. Errors: the reader's and writer's (each names the file, and the
+// tensor or entry); Error(kInvalidArgument) when `out` (or, for a legacy output, one of its data
+// files) is `in` or one of `in`'s external data files.
+ModelFormat convert(const std::filesystem::path& in, const std::filesystem::path& out,
+                    const ConvertOptions& options = {});
+
+// What repack() did with the input's entries.
+struct RepackResult {
+  // Entries carried over whole under their name (or, when two differ only in case, the
+  // de-duplicated name the writer gave the second), in input order.
+  std::vector<std::string> kept_entries;
+  // Entries whose bytes were carried over per tensor instead: referred to by a byte range
+  // (legacy offset/length into a shared file), or under a name that is not a valid payload
+  // entry name (spec §6.1). Their tensors' payloads are stored as save() stores inline ones.
+  std::vector<std::string> unpacked_entries;
+  // Entries whose bytes are not in the output: no tensor refers to them (stale files, folders,
+  // reserved names of unknown later versions).
+  std::vector<std::string> dropped_entries;
+};
+
+// Writes a conforming .onnxz at `out` from a ZIP archive `in_zip` that another tool made and that
+// holds an ONNX model in an entry named `__MODEL_PROTO` (at the top, or in one folder:
+// "model/__MODEL_PROTO", whose locations are then relative to that folder). Any ZIP the reader
+// accepts will do (zip_reader.h): deflated entries, data descriptors, unaligned data, directory
+// entries, the model entry anywhere in the archive, legacy references with offset/length.
+// Entries referred to whole by a valid name keep that name, their tensors the same entry (tied
+// weights stay shared); every other reference is resolved and its tensor stored like an inline
+// one (options.threshold decides whether it becomes an entry, named after the tensor). Every
+// payload's CRC-32 is checked. Inline tensors of the model are externalized as save() does.
+//
+// Errors: the ZipReader's for a broken ZIP; Error(kCorrupt) naming the archive when there is no
+// `__MODEL_PROTO` entry or several, when it does not parse, and for a reference that names no
+// entry, lies outside its entry, or whose size is not dims x element size (naming the tensor and
+// the location); Error(kInvalidArgument) when `out` is `in_zip`.
+RepackResult repack(const std::filesystem::path& in_zip, const std::filesystem::path& out,
+                    const SaveOptions& options = {});
+
+}  // namespace onnxzip
+
+#endif  // ONNXZIP_CONVERT_H_

@@ -1,0 +1,177 @@
+#include "cli_common.h"
+
+#include <CLI/CLI.hpp>
+
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <utility>
+
+#include "onnxzip/error.h"
+
+namespace onnxzip::cli {
+namespace {
+
+std::string upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+std::uint64_t parse_size(std::string_view text, std::string_view flag) {
+  const auto bad = [&]() -> UsageError {
+    return UsageError(std::string(flag) + ": '" + printable(text) +
+                      "' is not a size (a byte count such as 4096, 64K, 1MiB or 2GB)");
+  };
+  std::uint64_t number = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (ec == std::errc::result_out_of_range) {
+    throw UsageError(std::string(flag) + ": " + printable(text) + " is too large");
+  }
+  if (ec != std::errc() || end == text.data()) throw bad();
+  static constexpr std::array<std::pair<std::string_view, std::uint64_t>, 14> kUnits{{
+      {"", 1},
+      {"B", 1},
+      {"K", 1ull << 10},
+      {"KIB", 1ull << 10},
+      {"KB", 1000ull},
+      {"M", 1ull << 20},
+      {"MIB", 1ull << 20},
+      {"MB", 1000ull * 1000},
+      {"G", 1ull << 30},
+      {"GIB", 1ull << 30},
+      {"GB", 1000ull * 1000 * 1000},
+      {"T", 1ull << 40},
+      {"TIB", 1ull << 40},
+      {"TB", 1000ull * 1000 * 1000 * 1000},
+  }};
+  const std::string unit = upper(std::string_view(end, text.data() + text.size() - end));
+  for (const auto& [name, factor] : kUnits) {
+    if (unit != name) continue;
+    if (number > UINT64_MAX / factor) {
+      throw UsageError(std::string(flag) + ": " + printable(text) + " is too large");
+    }
+    return number * factor;
+  }
+  throw bad();
+}
+
+std::optional<std::uint64_t> SizeOption::value() const {
+  if (option == nullptr || option->count() == 0) return std::nullopt;
+  return parse_size(text, option->get_name());
+}
+
+void add_size_option(CLI::App& app, const std::string& name, SizeOption& size,
+                     const std::string& description) {
+  size.option = app.add_option(name, size.text, description)->type_name("SIZE");
+}
+
+void require_power_of_two(std::uint64_t value, std::uint64_t min, std::uint64_t max,
+                          std::string_view flag) {
+  if (value >= min && value <= max && (value & (value - 1)) == 0) return;
+  throw UsageError(std::string(flag) + ": " + std::to_string(value) +
+                   " is not a power of two from " + std::to_string(min) + " to " +
+                   std::to_string(max));
+}
+
+void require_plain_file_name(std::string_view name, std::string_view flag) {
+  if (name.empty() || name == "." || name == ".." ||
+      name.find_first_of(std::string_view("/\\\0", 3)) != std::string_view::npos) {
+    throw UsageError(std::string(flag) + ": '" + printable(name) +
+                     "' is not a plain file name (the data file is written next to the model; "
+                     "no folder part)");
+  }
+}
+
+std::size_t utf8_sequence_length(std::string_view text) {
+  if (text.empty()) return 0;
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(0);
+  std::size_t length = 0;
+  std::uint32_t code = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+    code = lead & 0x1F;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    code = lead & 0x0F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    code = lead & 0x07;
+  } else {
+    return 0;
+  }
+  if (text.size() < length) return 0;
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (byte(i) & 0x3F);
+  }
+  const bool overlong = (length == 3 && code < 0x800) || (length == 4 && code < 0x10000);
+  const bool surrogate = code >= 0xD800 && code <= 0xDFFF;
+  if (overlong || surrogate || code > 0x10FFFF) return 0;
+  return length;
+}
+
+std::string printable(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    const auto byte = static_cast<unsigned char>(text.front());
+    if (byte >= 0x20 && byte < 0x7F) {
+      out += text.front();
+      text.remove_prefix(1);
+      continue;
+    }
+    const std::size_t sequence = byte >= 0x80 ? utf8_sequence_length(text) : 0;
+    // C1 control characters (U+0080..U+009F) steer terminals too.
+    if (sequence != 0 &&
+        !(sequence == 2 && byte == 0xC2 && static_cast<unsigned char>(text[1]) < 0xA0)) {
+      out.append(text.substr(0, sequence));
+      text.remove_prefix(sequence);
+      continue;
+    }
+    out += "\\x";
+    out += kHex[byte >> 4];
+    out += kHex[byte & 0xF];
+    text.remove_prefix(1);
+  }
+  return out;
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes) / 1024;
+  std::size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  std::array<char, 32> text{};
+  std::snprintf(text.data(), text.size(), "%.1f %s", value, kUnits[unit]);
+  return text.data();
+}
+
+std::string without_code(std::string_view what) {
+  static constexpr ErrorCode kCodes[] = {
+      ErrorCode::kCorrupt,         ErrorCode::kUnsupported,   ErrorCode::kNotFound, ErrorCode::kIo,
+      ErrorCode::kInvalidArgument, ErrorCode::kLimitExceeded, ErrorCode::kBadState};
+  for (const ErrorCode code : kCodes) {
+    const std::string prefix = std::string(to_string(code)) + ": ";
+    if (what.starts_with(prefix)) return std::string(what.substr(prefix.size()));
+  }
+  return std::string(what);
+}
+
+std::string with_file(const std::filesystem::path& file, std::string_view what) {
+  const std::string message = without_code(what);
+  const std::string name = file.string();
+  if (message.starts_with(name + ": ")) return std::string(message);
+  return name + ": " + std::string(message);
+}
+
+}  // namespace onnxzip::cli

@@ -1,0 +1,104 @@
+// What every command of the onnxzip tool shares: the usage error, argument parsing (sizes,
+// alignments, file names), printing untrusted text safely, and the global flags. Private to
+// src/cli/.
+#ifndef ONNXZIP_CLI_COMMON_H_
+#define ONNXZIP_CLI_COMMON_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
+
+namespace onnxzip::cli {
+
+// Exit codes.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // A runtime failure, or problems found by verify.
+inline constexpr int kExitUsage = 2;    // The command line is wrong.
+
+// A command line that parses but makes no sense (a bad value, a flag that does not apply):
+// reported like CLI11's own parse errors, exit code 2.
+class UsageError final : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Flags of the main program that every command honours.
+struct GlobalOptions {
+  bool quiet = false;  // No progress bar, no "ok" lines, no notes.
+};
+
+// One subcommand: its CLI11 App (owned by the parent) and what runs it once parsed. run()
+// returns the exit code or throws (onnxzip::Error: exit 1, UsageError: exit 2).
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+// The SIZE syntax of --threshold, --max-file-size and --alignment, for --help.
+inline constexpr std::string_view kSizeSyntax =
+    "SIZE is a byte count: 1000, or with a unit: K, M, G, T or KiB, MiB, GiB, TiB (powers of "
+    "1024), KB, MB, GB, TB (powers of 1000); case does not matter";
+
+// Parses SIZE (see kSizeSyntax). UsageError naming `flag` for anything else, or a value that does
+// not fit in 64 bits.
+std::uint64_t parse_size(std::string_view text, std::string_view flag);
+
+// A SIZE option: its text, and whether it was given at all (an empty value is not a size).
+struct SizeOption {
+  std::string text;
+  const CLI::Option* option = nullptr;
+
+  // nullopt when the option is absent; else parse_size (UsageError for a bad value).
+  std::optional<std::uint64_t> value() const;
+};
+
+// Adds `--name SIZE` to `app`, bound to `size`.
+void add_size_option(CLI::App& app, const std::string& name, SizeOption& size,
+                     const std::string& description);
+
+// `value` must be a power of two in [min, max]: else UsageError naming `flag`.
+void require_power_of_two(std::uint64_t value, std::uint64_t min, std::uint64_t max,
+                          std::string_view flag);
+
+// `name` must be a plain file name (no folder part, not "." or ".."): else UsageError.
+void require_plain_file_name(std::string_view name, std::string_view flag);
+
+// The length of the valid UTF-8 sequence of two to four bytes that starts `text` (shortest
+// form, no surrogates, at most U+10FFFF), or 0 (for ASCII too).
+std::size_t utf8_sequence_length(std::string_view text);
+
+// Untrusted text (names and strings from a model) made safe for a terminal: valid UTF-8 is kept,
+// control characters and invalid bytes become \xNN.
+std::string printable(std::string_view text);
+
+// "12.3 MiB" (or "123 bytes").
+std::string human_bytes(std::uint64_t bytes);
+
+// An onnxzip::Error's what() without its leading error code ("corrupt: a.onnxz: ..." ->
+// "a.onnxz: ..."): the message itself names the file and the problem.
+std::string without_code(std::string_view what);
+
+// "FILE: message" (message without_code) unless the message already starts with "FILE: " (library
+// errors name the file themselves).
+std::string with_file(const std::filesystem::path& file, std::string_view message);
+
+// Registers each command under `app` (definitions in the cli_*.cpp files).
+Command add_convert_command(CLI::App& app, const GlobalOptions& global);
+Command add_repack_command(CLI::App& app, const GlobalOptions& global);
+Command add_info_command(CLI::App& app, const GlobalOptions& global);
+Command add_verify_command(CLI::App& app, const GlobalOptions& global);
+Command add_extract_command(CLI::App& app, const GlobalOptions& global);
+Command add_view_command(CLI::App& app, const GlobalOptions& global);
+
+}  // namespace onnxzip::cli
+
+#endif  // ONNXZIP_CLI_COMMON_H_

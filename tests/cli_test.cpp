@@ -1,0 +1,509 @@
+// The onnxzip tool (ONNXZIP_CLI_PATH), run as a user would: exit codes, what it prints on
+// standard output and standard error (captured separately, so never a terminal: no progress
+// bar), the files it writes and the inputs it must leave alone. Models come from
+// tests/data/make_legacy_models.py; JSON output is judged by Python's json module.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "onnxzip/archive.h"
+#include "onnxzip/legacy.h"
+#include "onnxzip/onnx_codec.h"
+#include "onnxzip/tensor.h"
+#include "support/external_tool.h"
+#include "support/legacy_models.h"
+#include "support/model_builder.h"
+#include "support/scratch_dir.h"
+#include "support/sha256.h"
+
+extern char** environ;
+
+namespace onnxzip {
+namespace {
+
+namespace fs = std::filesystem;
+using test_support::kPython;
+using test_support::LegacyModelSet;
+using test_support::python_dump;
+using test_support::read_file_bytes;
+using test_support::run_tool;
+using test_support::ScratchDir;
+using test_support::sha256_hex;
+using test_support::shell_quote;
+
+const fs::path kCli = ONNXZIP_CLI_PATH;
+const fs::path kRezip = fs::path(ONNXZIP_TEST_DATA_DIR) / "rezip_archive.py";
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::ostream& operator<<(std::ostream& os, const CliRun& run) {
+  return os << "exit " << run.exit_code << "\n--- stdout\n" << run.out << "--- stderr\n" << run.err;
+}
+
+std::string read_text(const fs::path& path) {
+  const std::vector<std::uint8_t> bytes = read_file_bytes(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+// Runs the tool with `args`, standard output and error into files of a scratch folder.
+CliRun run_cli(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const fs::path capture =
+      fs::temp_directory_path() /
+      ("onnxzip_cli_capture_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  fs::create_directories(capture);
+  const std::string out_path = (capture / "out").string();
+  const std::string err_path = (capture / "err").string();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  std::vector<std::string> argv_strings = {kCli.string()};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  CliRun run;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0) {
+    int status = 0;
+    if (::waitpid(pid, &status, 0) == pid && WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  run.out = read_text(out_path);
+  run.err = read_text(err_path);
+  fs::remove_all(capture);
+  return run;
+}
+
+// Every file under `folder` (recursively) with its digest.
+std::map<std::string, std::string> snapshot(const fs::path& folder) {
+  std::map<std::string, std::string> out;
+  for (const auto& item : fs::recursive_directory_iterator(folder)) {
+    const std::string name = fs::relative(item.path(), folder).string();
+    out[name] = item.is_regular_file() ? sha256_hex(read_file_bytes(item.path())) : "(folder)";
+  }
+  return out;
+}
+
+// A usage error: exit 2, nothing on standard output, two lines on standard error.
+void expect_usage_error(const CliRun& run, const std::string& fragment) {
+  EXPECT_EQ(run.exit_code, 2) << run;
+  EXPECT_EQ(run.out, "") << run;
+  const std::vector<std::string> lines = lines_of(run.err);
+  ASSERT_EQ(lines.size(), 2u) << run;
+  EXPECT_TRUE(lines[0].starts_with("onnxzip: error: ")) << run;
+  EXPECT_CONTAINS(lines[0], fragment);
+  EXPECT_EQ(lines[1], "Run with --help for more information.");
+}
+
+// A runtime failure: exit 1, nothing on standard output, one line on standard error.
+void expect_failure(const CliRun& run, const std::vector<std::string>& fragments) {
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_EQ(run.out, "") << run;
+  const std::vector<std::string> lines = lines_of(run.err);
+  ASSERT_EQ(lines.size(), 1u) << run;
+  EXPECT_TRUE(lines[0].starts_with("onnxzip: error: ")) << run;
+  for (const std::string& fragment : fragments) EXPECT_CONTAINS(lines[0], fragment);
+}
+
+// Runs Python over a JSON document; `script` reads it as `d` and prints what it checks.
+std::string python_on_json(const std::string& json, const std::string& script) {
+  ScratchDir dir("cli_json");
+  test_support::write_file_bytes(dir / "doc.json", json);
+  const auto result =
+      run_tool(std::string(kPython) + " -c " +
+               shell_quote("import json, sys\nd = json.load(open(sys.argv[1]))\n" + script) + " " +
+               shell_quote((dir / "doc.json").string()));
+  EXPECT_EQ(result.exit_code, 0) << result.output << "\n" << json;
+  return result.output;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string(ONNXZIP_CLI_PATH).empty()) GTEST_SKIP() << "built without the CLI";
+    models_ = LegacyModelSet::get();
+    if (models_ == nullptr) GTEST_SKIP() << "needs " << kPython << " with the onnx package";
+  }
+
+  // A copy of one generated model folder in `dir`.
+  fs::path copy_case(const ScratchDir& dir, const std::string& name) const {
+    const fs::path folder = dir / name;
+    fs::create_directories(folder);
+    for (const auto& item : fs::directory_iterator(models_->model(name).parent_path())) {
+      fs::copy_file(item.path(), folder / item.path().filename());
+    }
+    return folder / "model.onnx";
+  }
+
+  const LegacyModelSet* models_ = nullptr;
+};
+
+// --- Help and usage ---
+
+TEST_F(Cli, EveryCommandHasHelpWithAnExample) {
+  for (const std::string command : {"convert", "info", "verify", "extract", "view", "repack"}) {
+    SCOPED_TRACE(command);
+    const CliRun run = run_cli({command, "--help"});
+    EXPECT_EQ(run.exit_code, 0) << run;
+    EXPECT_CONTAINS(run.out, "Example");
+    EXPECT_CONTAINS(run.out, "onnxzip " + command);
+    EXPECT_EQ(run.err, "");
+  }
+  const CliRun main_help = run_cli({"--help"});
+  EXPECT_EQ(main_help.exit_code, 0);
+  EXPECT_CONTAINS(main_help.out, "Example");
+  const CliRun version = run_cli({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_TRUE(version.out.starts_with("onnxzip ")) << version;
+}
+
+TEST_F(Cli, UsageErrorsExitWithTwoAndWriteNothing) {
+  ScratchDir dir("cli_usage");
+  const fs::path legacy = copy_case(dir, "inline_raw");
+  const fs::path archive = dir / "m.onnxz";
+  ASSERT_EQ(run_cli({"convert", legacy, archive}).exit_code, 0);
+  const auto before = snapshot(dir.path());
+  const std::string out = (dir / "out.onnx").string();
+  const std::string a = archive.string();
+  const std::string l = legacy.string();
+
+  expect_usage_error(run_cli({}), "subcommand is required");
+  expect_usage_error(run_cli({"frobnicate"}), "unknown command 'frobnicate'");
+  expect_usage_error(run_cli({"convert", l, out, "--bogus"}), "--bogus");
+  expect_usage_error(run_cli({"convert", l}), "OUT is required");
+  expect_usage_error(run_cli({"convert", l, out, "--alignment", "100"}),
+                     "--alignment: 100 is not a power of two from 64 to 65536");
+  expect_usage_error(run_cli({"convert", a, out, "--alignment", "100"}),
+                     "--alignment: 100 is not a power of two");
+  expect_usage_error(run_cli({"convert", a, out, "--max-file-size", "banana"}),
+                     "--max-file-size: 'banana' is not a size");
+  expect_usage_error(run_cli({"convert", a, out, "--max-file-size", "0"}), "--max-file-size");
+  expect_usage_error(run_cli({"convert", l, out, "--external-data"}),
+                     "--external-data applies to conversions to a legacy .onnx");
+  expect_usage_error(run_cli({"convert", l, out, "--max-file-size", "1M"}),
+                     "--max-file-size applies to conversions to a legacy .onnx");
+  expect_usage_error(run_cli({"convert", a, out, "--dedupe"}),
+                     "--dedupe applies to conversions to .onnxz");
+  expect_usage_error(run_cli({"convert", a, out, "--external-data", "../x"}),
+                     "'../x' is not a plain file name");
+  expect_usage_error(run_cli({"convert", a, out, "--external-data=sub/x"}),
+                     "'sub/x' is not a plain file name");
+  expect_usage_error(run_cli({"repack", a, out, "--alignment", "32"}), "--alignment: 32");
+  expect_usage_error(run_cli({"info"}), "FILE is required");
+  expect_usage_error(run_cli({"extract", a}), "DIR is required");
+
+  EXPECT_EQ(snapshot(dir.path()), before);
+}
+
+TEST_F(Cli, SizesTakeBinaryAndDecimalUnits) {
+  ScratchDir dir("cli_sizes");
+  const fs::path legacy = copy_case(dir, "inline_raw");
+  // w_big has 16384 bytes, w_i32_big 1200: the threshold decides which become entries.
+  struct Case {
+    const char* threshold;
+    std::size_t payload_entries;
+  };
+  const Case cases[] = {{"16384", 1}, {"16K", 1},  {"16kib", 1}, {"16385", 0}, {"16KB", 1},
+                        {"17KB", 0},  {"1KB", 2},  {"1K", 2},    {"1201", 1},  {"2K", 1},
+                        {"0", 18},    {"1MiB", 0}, {"1mb", 0}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.threshold);
+    const fs::path archive = dir / "t.onnxz";
+    const CliRun run = run_cli({"convert", legacy, archive, "--threshold", c.threshold});
+    ASSERT_EQ(run.exit_code, 0) << run;
+    EXPECT_EQ(ZipReader::open(archive).entries().size(), c.payload_entries + 1);
+  }
+  for (const std::string bad :
+       {"1.5K", "-1", "K", "16 K", "16Q", "99999999999999999999", "17179869184G", ""}) {
+    SCOPED_TRACE(bad);
+    const CliRun run = run_cli({"convert", legacy, dir / "bad.onnxz", "--threshold", bad});
+    EXPECT_EQ(run.exit_code, 2) << run;
+    EXPECT_CONTAINS(run.err, "--threshold");
+  }
+  EXPECT_FALSE(fs::exists(dir / "bad.onnxz"));
+}
+
+// --- The commands ---
+
+TEST_F(Cli, ConvertVerifyInfoBothWays) {
+  ScratchDir dir("cli_convert");
+  const fs::path legacy = copy_case(dir, "external_one_file");
+  const fs::path archive = dir / "model.onnxz";
+  const auto inputs = snapshot(legacy.parent_path());
+
+  CliRun run = run_cli({"convert", legacy, archive});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_EQ(run.out + run.err, "");  // No progress bar on a pipe, nothing to say.
+  EXPECT_TRUE(verify(archive).ok());
+
+  run = run_cli({"verify", archive});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_EQ(run.out, archive.string() + ": ok\n");
+  run = run_cli({"verify", "--quiet", archive, legacy});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_EQ(run.out + run.err, "");
+
+  run = run_cli({"info", archive});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_CONTAINS(run.out, "producer        make_legacy_models");
+  EXPECT_CONTAINS(run.out, "opset_import    ai.onnx 13, custom 1");
+  EXPECT_CONTAINS(run.out, "ENTRY");
+  EXPECT_CONTAINS(run.out, "ALIGN");
+  EXPECT_CONTAINS(run.out, "w_big          w_big        FLOAT  [64, 64]      64  16384     64");
+
+  run = run_cli({"info", "--json", archive});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  const std::string checked = python_on_json(
+      run.out,
+      "assert d['format'] == 'onnxz' and d['model']['ir_version'] == 8\n"
+      "assert d['model']['opset_import'] == [{'domain': '', 'version': 13},"
+      " {'domain': 'custom', 'version': 1}]\n"
+      "for e in d['entries']:\n"
+      "    assert e['offset'] % 64 == 0 and e['alignment'] >= 64 and e['stored']\n"
+      "print(' '.join(e['name'] + '=' + ','.join(e['tensors']) + ':' + str(e['size'])"
+      " for e in d['entries']))\n");
+  EXPECT_EQ(checked, "w_big=w_big:16384 w_i32_big=w_i32_big:1200 __MODEL_PROTO=:1474\n");
+
+  run = run_cli({"info", legacy});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_CONTAINS(run.out, "w_big       FLOAT    [64, 64]  weights.bin      24  16384");
+  run = run_cli({"info", "--json", legacy});
+  EXPECT_EQ(python_on_json(run.out,
+                           "print(sum(1 for t in d['tensors'] if t['location'] == 'weights.bin'))"),
+            "17\n");
+
+  // Back, with the weights in two files at most 8 KiB each where they can be.
+  const fs::path back_folder = dir / "back";
+  fs::create_directory(back_folder);
+  run = run_cli({"convert", archive, back_folder / "model.onnx", "--external-data=w.bin",
+                 "--max-file-size", "8K", "--threshold", "0", "--alignment", "64"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  std::vector<std::string> names;
+  for (const auto& item : fs::directory_iterator(back_folder)) {
+    names.push_back(item.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"model.onnx", "w.bin", "w.bin.1", "w.bin.2"}));
+  // Default: small, so inline.
+  run = run_cli({"convert", archive, dir / "inline.onnx"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  const auto views = python_dump({back_folder / "model.onnx", dir / "inline.onnx"});
+  for (const auto& [path, view] : views) {
+    SCOPED_TRACE(path);
+    EXPECT_EQ(view.checker, "ok");
+    EXPECT_EQ(view.digests, models_->expected("external_one_file"));
+  }
+  EXPECT_EQ(snapshot(legacy.parent_path()), inputs);
+}
+
+TEST_F(Cli, ExtractViewRepack) {
+  ScratchDir dir("cli_extract");
+  const fs::path legacy = copy_case(dir, "inline_typed");
+  const fs::path archive = dir / "net.onnxz";
+  ASSERT_EQ(run_cli({"convert", legacy, archive, "--threshold", "0"}).exit_code, 0);
+  const std::string archive_digest = sha256_hex(read_file_bytes(archive));
+
+  // extract: DIR made, <stem>.onnx and its data, loadable by the reference.
+  CliRun run = run_cli({"extract", archive, dir / "out"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_TRUE(fs::exists(dir / "out" / "net.onnx"));
+  EXPECT_TRUE(fs::exists(dir / "out" / "net.onnx.data"));
+  run = run_cli({"extract", archive, dir / "out"});
+  expect_failure(run, {"net.onnx: already exists (--force replaces it)"});
+  run = run_cli({"extract", "--force", archive, dir / "out"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+
+  // view: next to the archive by default, referring into it.
+  run = run_cli({"view", archive});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_TRUE(fs::exists(dir / "net.view.onnx"));
+  run = run_cli({"view", archive, dir / "out" / "elsewhere.onnx"});
+  expect_failure(run, {"the view must be in the archive's folder"});
+  run = run_cli({"view", archive, archive});
+  expect_failure(run, {"would overwrite the archive"});
+
+  const auto views = python_dump({dir / "out" / "net.onnx", dir / "net.view.onnx"});
+  for (const auto& [path, view] : views) {
+    SCOPED_TRACE(path);
+    EXPECT_EQ(view.checker, "ok");
+    EXPECT_EQ(view.digests, models_->expected("inline_raw"));
+  }
+
+  // repack: what Python's zipfile made of the archive (deflated, model not last, a stray file).
+  const auto made = run_tool(std::string(kPython) + " " + shell_quote(kRezip.string()) + " " +
+                             shell_quote(archive.string()) + " " +
+                             shell_quote((dir / "other.zip").string()) + " deflated --extra");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const std::string zip_digest = sha256_hex(read_file_bytes(dir / "other.zip"));
+  run = run_cli({"verify", dir / "other.zip"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  run = run_cli({"repack", dir / "other.zip", dir / "fixed.onnxz", "--alignment", "4K"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_EQ(run.err, "onnxzip: note: " + (dir / "other.zip").string() +
+                         ": entry 'README.txt' left out: no tensor refers to it\n");
+  run = run_cli({"verify", dir / "fixed.onnxz"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  const ZipReader fixed = ZipReader::open(dir / "fixed.onnxz");
+  for (const ZipEntry& e : fixed.entries()) {
+    EXPECT_EQ(e.data_offset % 4096, 0u) << e.name;
+  }
+  EXPECT_EQ(load(dir / "fixed.onnxz"), load(archive));
+  run = run_cli({"repack", "-q", dir / "other.zip", dir / "quiet.onnxz"});
+  EXPECT_EQ(run.out + run.err, "") << run;
+
+  EXPECT_EQ(sha256_hex(read_file_bytes(archive)), archive_digest);
+  EXPECT_EQ(sha256_hex(read_file_bytes(dir / "other.zip")), zip_digest);
+}
+
+TEST_F(Cli, InfoJsonEscapesWhateverTheModelHolds) {
+  ScratchDir dir("cli_json_escape");
+  ModelProto model = read_legacy_model(models_->model("inline_raw"));
+  // Quotes, backslash, control characters, valid UTF-8, and bytes that are not UTF-8.
+  model.producer_name = std::string("q\"b\\c\x01\x1f\n\t\x7f") + "\xc3\xa9\xe2\x82\xac" +
+                        "\xff\xc3(\xed\xa0\x80\xf0\x9f\x98\x80";
+  model.doc_string = "first line\nsecond line";
+  model.graph->initializer[1].name = "w\xff\"big";
+  serialize_model_to_file(model, dir / "odd.onnx");
+  ASSERT_EQ(run_cli({"convert", dir / "odd.onnx", dir / "odd.onnxz"}).exit_code, 0);
+  for (const fs::path& file : {dir / "odd.onnx", dir / "odd.onnxz"}) {
+    SCOPED_TRACE(file.string());
+    const CliRun run = run_cli({"info", "--json", file});
+    EXPECT_EQ(run.exit_code, 0) << run;
+    EXPECT_EQ(python_on_json(run.out,
+                             "print(ascii(d['model']['producer_name']))\n"
+                             "print(ascii(d['model']['doc_string']))"),
+              "'q\"b\\\\c\\x01\\x1f\\n\\t\\x7f\\xe9\\u20ac\\ufffd\\ufffd(\\ufffd\\ufffd\\ufffd"
+              "\\U0001f600'\n'first line\\nsecond line'\n");
+    // The text form never sends control bytes to the terminal.
+    const CliRun text = run_cli({"info", file});
+    EXPECT_EQ(text.exit_code, 0) << text;
+    EXPECT_CONTAINS(text.out, "doc_string      first line\n");
+    EXPECT_CONTAINS(text.out, "q\"b\\c\\x01\\x1f\\x0a\\x09\\x7f\xc3\xa9\xe2\x82\xac\\xff");
+    EXPECT_TRUE(std::none_of(text.out.begin(), text.out.end(), [](char c) {
+      return (static_cast<unsigned char>(c) < 0x20 && c != '\n') || c == 0x7f;
+    }));
+  }
+  const CliRun run = run_cli({"info", "--json", dir / "odd.onnxz"});
+  EXPECT_EQ(python_on_json(run.out, "print(ascii([e['tensors'] for e in d['entries']]))"),
+            "[['w\\ufffd\"big'], ['w_i32_big'], []]\n");
+}
+
+// --- Failures ---
+
+TEST_F(Cli, RuntimeErrorsNameTheFileAndLeaveNothing) {
+  ScratchDir dir("cli_errors");
+  const fs::path legacy = copy_case(dir, "inline_raw");
+  const fs::path archive = dir / "good.onnxz";
+  ASSERT_EQ(run_cli({"convert", legacy, archive}).exit_code, 0);
+
+  // A truncated model, a flipped byte in an archive's payload, a hostile reference.
+  const std::vector<std::uint8_t> model_bytes = read_file_bytes(legacy);
+  test_support::write_file_bytes(dir / "truncated.onnx",
+                                 std::string(model_bytes.begin(), model_bytes.begin() + 700));
+  std::vector<std::uint8_t> corrupt = read_file_bytes(archive);
+  const ZipEntry w_big = *ZipReader::open(archive).find("w_big");
+  corrupt[w_big.data_offset + 100] ^= 0x40;
+  test_support::write_file_bytes(dir / "corrupt.onnxz",
+                                 std::string(corrupt.begin(), corrupt.end()));
+  ModelProto hostile;
+  hostile.ir_version = 8;
+  TensorProto& w = hostile.graph.ensure().initializer.emplace_back();
+  w.name = "w";
+  w.data_type = TensorProto::kFloat;
+  w.dims = {4};
+  w.data_location = TensorProto::kExternal;
+  StringStringEntryProto& location = w.external_data.emplace_back();
+  location.key = "location";
+  location.value = "../x";
+  serialize_model_to_file(hostile, dir / "hostile.onnx");
+
+  fs::create_directory(dir / "out");
+  const auto before = snapshot(dir.path());
+  const std::string out = (dir / "out" / "result").string();
+
+  expect_failure(run_cli({"convert", dir / "missing.onnx", out}), {"missing.onnx: no such file"});
+  expect_failure(run_cli({"info", dir / "missing.onnxz"}), {"missing.onnxz: no such file"});
+  expect_failure(run_cli({"convert", dir / "truncated.onnx", out}), {"truncated.onnx: "});
+  expect_failure(run_cli({"info", dir / "truncated.onnx"}), {"truncated.onnx: "});
+  expect_failure(run_cli({"convert", dir / "corrupt.onnxz", out}),
+                 {"corrupt.onnxz", "'w_big'", "CRC-32"});
+  expect_failure(run_cli({"extract", dir / "corrupt.onnxz", dir / "new_folder"}),
+                 {"corrupt.onnxz", "'w_big'", "CRC-32"});
+  expect_failure(run_cli({"convert", dir / "hostile.onnx", out}),
+                 {"hostile.onnx", "tensor 'w'", "'../x'"});
+  expect_failure(run_cli({"convert", archive, archive}), {"good.onnxz", "never written to"});
+  expect_failure(run_cli({"extract", legacy, dir / "out"}), {"not an .onnxz archive"});
+  expect_failure(run_cli({"repack", legacy, out}), {"model.onnx"});
+
+  // verify reports instead of failing: one line per problem on standard output, exit 1.
+  CliRun run = run_cli({"verify", dir / "corrupt.onnxz"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  ASSERT_EQ(lines_of(run.out).size(), 1u) << run;
+  EXPECT_TRUE(run.out.starts_with((dir / "corrupt.onnxz").string() + ": entry 'w_big'")) << run;
+  EXPECT_CONTAINS(run.out, "CRC-32 mismatch");
+  run = run_cli({"verify", dir / "hostile.onnx", dir / "missing.onnx", archive});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  const std::vector<std::string> lines = lines_of(run.out);
+  ASSERT_EQ(lines.size(), 3u) << run;
+  EXPECT_TRUE(lines[0].starts_with((dir / "hostile.onnx").string() + ": tensor 'w'")) << run;
+  EXPECT_CONTAINS(lines[0], "'../x'");
+  EXPECT_EQ(lines[1], (dir / "missing.onnx").string() + ": no such file");
+  EXPECT_EQ(lines[2], archive.string() + ": ok");
+
+  EXPECT_EQ(snapshot(dir.path()), before);  // No output, no temporary, inputs untouched.
+}
+
+TEST_F(Cli, VerifyReportsIrViolationsOfModelsThatStillConvert) {
+  ScratchDir dir("cli_ir");
+  ModelProto model = read_legacy_model(models_->model("inline_raw"));
+  std::swap(model.graph->node[0], model.graph->node[2]);  // Out of topological order.
+  model.graph->node[3].domain = "unimported";
+  serialize_model_to_file(model, dir / "bad.onnx");
+  for (const fs::path& file : {dir / "bad.onnx", dir / "bad.onnxz"}) {
+    if (file.extension() == ".onnxz") {
+      const CliRun run = run_cli({"convert", dir / "bad.onnx", file});
+      ASSERT_EQ(run.exit_code, 0) << run;
+    }
+    SCOPED_TRACE(file.string());
+    const CliRun run = run_cli({"verify", file});
+    EXPECT_EQ(run.exit_code, 1) << run;
+    const std::vector<std::string> lines = lines_of(run.out);
+    ASSERT_GE(lines.size(), 2u) << run;
+    for (const std::string& line : lines) {
+      EXPECT_TRUE(line.starts_with(file.string() + ": graph")) << line;
+    }
+    EXPECT_CONTAINS(run.out, "'unimported'");
+  }
+}
+
+}  // namespace
+}  // namespace onnxzip

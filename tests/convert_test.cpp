@@ -1,0 +1,494 @@
+// convert() and repack(): legacy models from tests/data/make_legacy_models.py (python3-onnx)
+// converted both ways and judged by the reference package again; archives rewritten by Python's
+// zipfile (tests/data/rezip_archive.py) repacked into conforming ones.
+#include "onnxzip/convert.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "onnxzip/error.h"
+#include "onnxzip/ir_check.h"
+#include "onnxzip/onnx_codec.h"
+#include "onnxzip/tensor.h"
+#include "support/external_tool.h"
+#include "support/legacy_models.h"
+#include "support/model_builder.h"
+#include "support/scratch_dir.h"
+#include "support/sha256.h"
+
+namespace onnxzip {
+namespace {
+
+namespace fs = std::filesystem;
+using test_support::Digests;
+using test_support::digests_of;
+using test_support::kLegacyCases;
+using test_support::kPython;
+using test_support::LegacyModelSet;
+using test_support::python_dump;
+using test_support::read_file_bytes;
+using test_support::run_tool;
+using test_support::ScratchDir;
+using test_support::sha256_hex;
+using test_support::shell_quote;
+
+const fs::path kRezip = fs::path(ONNXZIP_TEST_DATA_DIR) / "rezip_archive.py";
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+template <class Body>
+std::string error_of(ErrorCode code, Body&& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    EXPECT_EQ(to_string(e.code()), to_string(code)) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error thrown";
+  return {};
+}
+
+// The model with every typed field moved to raw_data: conversions may do that to the tensors
+// they externalize, and nothing else.
+ModelProto normalized(ModelProto model) {
+  for_each_tensor(model, [](TensorProto& t, const TensorSite&) {
+    if (t.data_type.value_or(0) != TensorProto::kString) move_typed_data_to_raw(t);
+  });
+  return model;
+}
+
+std::string file_digest(const fs::path& path) {
+  const std::vector<std::uint8_t> bytes = read_file_bytes(path);
+  return sha256_hex(bytes);
+}
+
+// Every file of a folder with its digest: to prove an input untouched and nothing else written.
+std::map<std::string, std::string> snapshot(const fs::path& folder) {
+  std::map<std::string, std::string> out;
+  for (const auto& item : fs::directory_iterator(folder)) {
+    out[item.path().filename().string()] = file_digest(item.path());
+  }
+  return out;
+}
+
+class ConvertModels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    models_ = LegacyModelSet::get();
+    if (models_ == nullptr) GTEST_SKIP() << "needs " << kPython << " with the onnx package";
+  }
+  const LegacyModelSet* models_ = nullptr;
+};
+
+TEST_F(ConvertModels, EveryLegacyFormToArchiveAndBack) {
+  ScratchDir out("convert_both_ways");
+  std::vector<fs::path> legacy_outputs;
+  for (const std::string name : kLegacyCases) {
+    SCOPED_TRACE(name);
+    const fs::path in = models_->model(name);
+    const auto before = snapshot(in.parent_path());
+    const ModelProto original = read_legacy_model(in);
+
+    const fs::path archive = out / (name + ".onnxz");
+    EXPECT_EQ(convert(in, archive), ModelFormat::kLegacy);
+    const VerifyReport report = verify(archive);
+    EXPECT_TRUE(report.ok()) << (report.findings.empty() ? "" : report.findings[0].message);
+    const ModelProto loaded = load(archive);
+    EXPECT_EQ(digests_of(loaded), models_->expected(name));
+    EXPECT_EQ(normalized(loaded), normalized(original));
+
+    const fs::path back = out / (name + ".onnx");
+    EXPECT_EQ(convert(archive, back), ModelFormat::kOnnxz);
+    const ModelProto reread = read_legacy_model(back);
+    EXPECT_EQ(normalized(reread), normalized(original));
+    legacy_outputs.push_back(back);
+
+    EXPECT_EQ(snapshot(in.parent_path()), before);  // The input, data files included, untouched.
+  }
+  // Small models: written inline, so no data file next to them.
+  std::vector<std::string> names = out.file_names();
+  EXPECT_EQ(names.size(), 2 * std::size(kLegacyCases));
+  EXPECT_TRUE(std::none_of(names.begin(), names.end(),
+                           [](const std::string& n) { return n.ends_with(".data"); }));
+  const auto views = python_dump(legacy_outputs);
+  for (const fs::path& path : legacy_outputs) {
+    SCOPED_TRACE(path.string());
+    EXPECT_EQ(views.at(path.string()).checker, "ok");
+    EXPECT_EQ(views.at(path.string()).digests, models_->expected("inline_raw"));
+  }
+}
+
+// The external references of a legacy model file, by tensor place: location, offset, length.
+struct Ref {
+  std::string location;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
+std::map<std::string, Ref> references_in(const fs::path& path) {
+  std::map<std::string, Ref> out;
+  for_each_tensor(parse_model(path), [&](const TensorProto& t, const TensorSite& site) {
+    if (t.data_location != TensorProto::kExternal) return;
+    Ref ref;
+    for (const StringStringEntryProto& e : t.external_data) {
+      if (*e.key == "location") ref.location = *e.value;
+      if (*e.key == "offset") ref.offset = std::stoull(*e.value);
+      if (*e.key == "length") ref.length = std::stoull(*e.value);
+    }
+    out[std::string(site.path)] = ref;
+  });
+  return out;
+}
+
+TEST_F(ConvertModels, ExternalDataOnRequestOneFileOrSplit) {
+  ScratchDir out("convert_external");
+  const fs::path archive = out / "m.onnxz";
+  convert(models_->model("inline_typed"), archive);
+
+  struct Case {
+    const char* name;
+    std::string data_file;
+    std::uint64_t max_file_size;
+    std::uint64_t alignment;
+    std::uint64_t threshold;
+  };
+  const Case cases[] = {
+      {"default_name", "", 0, 4096, 1024},
+      {"named", "weights.bin", 0, 64, 0},
+      {"split", "weights.bin", 256, 128, 0},
+  };
+  std::vector<fs::path> written;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const fs::path folder = out / c.name;
+    fs::create_directory(folder);
+    ConvertOptions options;
+    options.legacy.mode = LegacyWriteOptions::Mode::kExternal;
+    options.legacy.data_file_name = c.data_file;
+    options.legacy.max_file_size = c.max_file_size;
+    options.legacy.alignment = c.alignment;
+    options.legacy.threshold = c.threshold;
+    EXPECT_EQ(convert(archive, folder / "model.onnx", options), ModelFormat::kOnnxz);
+    written.push_back(folder / "model.onnx");
+
+    const auto refs = references_in(folder / "model.onnx");
+    const std::string base = c.data_file.empty() ? "model.onnx.data" : c.data_file;
+    std::map<std::string, std::uint64_t> file_end;
+    for (const auto& [place, ref] : refs) {
+      SCOPED_TRACE(place);
+      EXPECT_EQ(ref.offset % c.alignment, 0u);
+      EXPECT_TRUE(ref.location == base || ref.location.starts_with(base + "."));
+      file_end[ref.location] = std::max(file_end[ref.location], ref.offset + ref.length);
+    }
+    EXPECT_EQ(refs.size(), c.threshold == 0 ? 15u : 2u);  // w_big and w_i32_big at 1 KiB.
+    for (const auto& [file, end] : file_end) EXPECT_EQ(fs::file_size(folder / file), end);
+    if (c.max_file_size != 0) {
+      EXPECT_GE(file_end.size(), 3u);
+      EXPECT_EQ(file_end.count(base + ".1"), 1u);
+    } else {
+      EXPECT_EQ(file_end.size(), 1u);
+    }
+    EXPECT_EQ(digests_of(read_legacy_model(folder / "model.onnx")),
+              models_->expected("inline_typed"));
+  }
+  const auto views = python_dump(written);
+  for (const fs::path& path : written) {
+    SCOPED_TRACE(path.string());
+    EXPECT_EQ(views.at(path.string()).checker, "ok");
+    EXPECT_EQ(views.at(path.string()).digests, models_->expected("inline_raw"));
+  }
+}
+
+TEST_F(ConvertModels, NeverWritesOverItsInput) {
+  ScratchDir dir("convert_same_file");
+  for (const auto& item :
+       fs::directory_iterator(models_->model("external_one_file").parent_path())) {
+    fs::copy_file(item.path(), dir / item.path().filename().string());
+  }
+  const fs::path model = dir / "model.onnx";
+  const fs::path archive = dir / "model.onnxz";
+  convert(model, archive);
+  fs::create_hard_link(archive, dir / "alias.onnxz");
+  fs::create_symlink("model.onnx", dir / "link.onnx");
+  const auto before = snapshot(dir.path());
+
+  // The model itself, under its name, a symbolic link, and its data file as output.
+  EXPECT_CONTAINS(error_of(ErrorCode::kInvalidArgument, [&] { convert(model, model); }),
+                  "the input is never written to");
+  EXPECT_CONTAINS(error_of(ErrorCode::kInvalidArgument, [&] { convert(model, dir / "link.onnx"); }),
+                  "link.onnx");
+  EXPECT_CONTAINS(
+      error_of(ErrorCode::kInvalidArgument, [&] { convert(model, dir / "weights.bin"); }),
+      "external data file 'weights.bin'");
+  // The archive, by name, by a hard link, and as a data file of the legacy output.
+  error_of(ErrorCode::kInvalidArgument, [&] { convert(archive, archive); });
+  error_of(ErrorCode::kInvalidArgument, [&] { convert(archive, dir / "alias.onnxz"); });
+  ConvertOptions options;
+  options.legacy.mode = LegacyWriteOptions::Mode::kExternal;
+  options.legacy.data_file_name = "model.onnxz";
+  EXPECT_CONTAINS(
+      error_of(ErrorCode::kInvalidArgument, [&] { convert(archive, dir / "other.onnx", options); }),
+      "as a data file of the output");
+  options.legacy.data_file_name = "alias";
+  options.legacy.max_file_size = 1;
+  fs::rename(dir / "alias.onnxz", dir / "alias.3");
+  error_of(ErrorCode::kInvalidArgument, [&] { convert(archive, dir / "other.onnx", options); });
+  fs::rename(dir / "alias.3", dir / "alias.onnxz");
+  error_of(ErrorCode::kInvalidArgument, [&] { repack(archive, dir / "alias.onnxz"); });
+
+  EXPECT_EQ(snapshot(dir.path()), before);
+}
+
+TEST_F(ConvertModels, ModelsBreakingIrRulesConvertUnchanged) {
+  ScratchDir dir("convert_ir");
+  ModelProto model = read_legacy_model(models_->model("inline_raw"));
+  // Nodes out of topological order and two nodes with one name: exporters do this.
+  GraphProto& graph = *model.graph;
+  std::swap(graph.node[0], graph.node[2]);
+  graph.node[0].name = "twin";
+  graph.node[1].name = "twin";
+  serialize_model_to_file(model, dir / "bad.onnx");
+  ASSERT_FALSE(check_ir(model).empty());
+
+  convert(dir / "bad.onnx", dir / "bad.onnxz");
+  EXPECT_TRUE(verify(dir / "bad.onnxz").ok());
+  EXPECT_EQ(normalized(load(dir / "bad.onnxz")), normalized(model));
+  EXPECT_EQ(check_ir(load(dir / "bad.onnxz")).size(), check_ir(model).size());
+  convert(dir / "bad.onnxz", dir / "back.onnx");
+  EXPECT_EQ(read_legacy_model(dir / "back.onnx"), model);
+}
+
+// --- Progress ---
+
+struct Call {
+  std::uint64_t done;
+  std::uint64_t total;
+};
+
+// The promise of progress.h: a first call at 0, `done` never decreasing and below `total` until
+// the one last call at `total`, `total` fixed.
+void expect_well_formed(const std::vector<Call>& calls, std::uint64_t total) {
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_EQ(calls.front().done, 0u);
+  EXPECT_EQ(calls.back().done, total);
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(calls[i].total, total);
+    if (i > 0) {
+      EXPECT_GE(calls[i].done, calls[i - 1].done);
+    }
+    if (i + 1 < calls.size()) {
+      EXPECT_LT(calls[i].done, total);
+    }
+  }
+}
+
+ModelProto model_with_big_tensor(std::int64_t floats) {
+  ModelProto model;
+  model.ir_version = 8;
+  GraphProto& graph = model.graph.ensure();
+  graph.initializer.push_back(test_support::raw_tensor("big", TensorProto::kFloat, {floats}, 1));
+  graph.initializer.push_back(test_support::raw_tensor("small", TensorProto::kFloat, {600}, 2));
+  graph.initializer.push_back(test_support::raw_tensor("tiny", TensorProto::kFloat, {3}, 3));
+  return model;
+}
+
+TEST(ConvertProgress, ReportsEveryDirectionMonotonicallyToTheTotal) {
+  ScratchDir dir("convert_progress");
+  constexpr std::int64_t kFloats = 10 << 20;  // 40 MiB: several steps of 16 MiB.
+  constexpr std::uint64_t kPayload = kFloats * 4 + 2400;
+  serialize_model_to_file(model_with_big_tensor(kFloats), dir / "m.onnx");
+
+  std::vector<Call> calls;
+  ConvertOptions options;
+  options.progress = [&](std::uint64_t done, std::uint64_t total) {
+    calls.push_back({done, total});
+  };
+  convert(dir / "m.onnx", dir / "m.onnxz", options);
+  expect_well_formed(calls, kPayload);  // The externalized payloads: big and small.
+  EXPECT_GE(calls.size(), 4u);          // Within the 40 MiB tensor too.
+
+  for (const auto mode : {LegacyWriteOptions::Mode::kInline, LegacyWriteOptions::Mode::kExternal}) {
+    SCOPED_TRACE(static_cast<int>(mode));
+    calls.clear();
+    options.legacy.mode = mode;
+    convert(dir / "m.onnxz", dir / "back.onnx", options);
+    // Inline: the whole file; external: the payloads that go to the data file.
+    expect_well_formed(calls, mode == LegacyWriteOptions::Mode::kInline
+                                  ? fs::file_size(dir / "back.onnx")
+                                  : kPayload);
+    EXPECT_GE(calls.size(), 4u);
+  }
+
+  calls.clear();
+  SaveOptions save_options;
+  save_options.progress = options.progress;
+  repack(dir / "m.onnxz", dir / "repacked.onnxz", save_options);
+  expect_well_formed(calls, kPayload);
+}
+
+TEST(ConvertProgress, ACallbackThatThrowsCancelsAndLeavesNothing) {
+  ScratchDir dir("convert_cancel");
+  serialize_model_to_file(model_with_big_tensor(1 << 20), dir / "m.onnx");
+  ConvertOptions options;
+  for (const bool at_end : {false, true}) {
+    SCOPED_TRACE(at_end);
+    options.progress = [&](std::uint64_t done, std::uint64_t total) {
+      if (done == total || (!at_end && done == 0)) throw Error(ErrorCode::kBadState, "cancelled");
+    };
+    EXPECT_CONTAINS(
+        error_of(ErrorCode::kBadState, [&] { convert(dir / "m.onnx", dir / "m.onnxz", options); }),
+        "cancelled");
+    EXPECT_EQ(dir.file_names(), std::vector<std::string>{"m.onnx"});
+  }
+  options.progress = nullptr;
+  convert(dir / "m.onnx", dir / "m.onnxz", options);
+  options.progress = [&](std::uint64_t done, std::uint64_t total) {
+    if (done == total) throw Error(ErrorCode::kBadState, "cancelled");
+  };
+  options.legacy.mode = LegacyWriteOptions::Mode::kExternal;
+  options.legacy.threshold = 0;
+  error_of(ErrorCode::kBadState, [&] { convert(dir / "m.onnxz", dir / "back.onnx", options); });
+  EXPECT_EQ(dir.file_names(), (std::vector<std::string>{"m.onnx", "m.onnxz"}));
+}
+
+// --- repack ---
+
+class Repack : public ConvertModels {
+ protected:
+  // rezip_archive.py SRC DST MODE ARGS...
+  static void rezip(const fs::path& src, const fs::path& dst, const std::string& mode,
+                    const std::string& args = "") {
+    const auto result = run_tool(std::string(kPython) + " " + shell_quote(kRezip.string()) + " " +
+                                 shell_quote(src.string()) + " " + shell_quote(dst.string()) + " " +
+                                 mode + " " + args);
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+  }
+};
+
+TEST_F(Repack, ArchivesOtherToolsRewrote) {
+  ScratchDir dir("repack_rezipped");
+  const fs::path original = dir / "original.onnxz";
+  SaveOptions dedupe;
+  dedupe.threshold = 0;
+  dedupe.dedupe = true;  // Tied weights: several tensors share an entry.
+  save(test_support::checker_model_typed_fields(), original, dedupe);
+  const ModelProto expected = load(original);
+  const auto entries_of = [](const fs::path& path) {
+    std::vector<std::string> names;
+    const ZipReader zip = ZipReader::open(path);
+    for (const ZipEntry& e : zip.entries()) names.push_back(e.name);
+    return names;
+  };
+
+  struct Case {
+    const char* name;
+    const char* mode;
+    const char* args;
+    std::vector<std::string> dropped;
+  };
+  const Case cases[] = {
+      {"deflated", "deflated", "", {}},
+      {"streamed", "streamed", "", {}},
+      {"folder_and_extra", "deflated", "--folder model --extra", {"model/", "model/README.txt"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const fs::path rezipped = dir / (std::string(c.name) + ".zip");
+    rezip(original, rezipped, c.mode, c.args);
+    // The archive layer refuses these: __MODEL_PROTO is not last (or not even at the top).
+    EXPECT_FALSE(verify(rezipped).loadable());
+    const std::string before = file_digest(rezipped);
+
+    const fs::path repacked = dir / (std::string(c.name) + ".onnxz");
+    const RepackResult result = repack(rezipped, repacked);
+    const VerifyReport report = verify(repacked);
+    EXPECT_TRUE(report.ok()) << (report.findings.empty() ? "" : report.findings[0].message);
+    EXPECT_EQ(load(repacked), expected);
+    // Entry names kept (in name order now, as the tool wrote them), nothing unpacked.
+    std::vector<std::string> names = entries_of(original);
+    names.pop_back();  // __MODEL_PROTO
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(result.kept_entries, names);
+    names.push_back(std::string(kModelEntryName));
+    EXPECT_EQ(entries_of(repacked), names);
+    EXPECT_TRUE(result.unpacked_entries.empty());
+    EXPECT_EQ(result.dropped_entries, c.dropped);
+    EXPECT_EQ(file_digest(rezipped), before);
+  }
+
+  // A conforming archive repacks to the same bytes.
+  repack(original, dir / "again.onnxz", dedupe);
+  EXPECT_EQ(file_digest(dir / "again.onnxz"), file_digest(original));
+}
+
+TEST_F(Repack, LegacyReferencesIntoOneFileAreUnpackedPerTensor) {
+  ScratchDir dir("repack_legacy");
+  // A legacy folder zipped with the model renamed: references with offsets into weights.bin.
+  const fs::path folder = models_->model("external_one_file").parent_path();
+  const fs::path zip = dir / "legacy.zip";
+  const std::string script =
+      "import sys, zipfile\n"
+      "folder, out = sys.argv[1:3]\n"
+      "with zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as z:\n"
+      "    z.write(folder + '/weights.bin', 'weights.bin')\n"
+      "    z.write(folder + '/model.onnx', '__MODEL_PROTO')\n";
+  const auto made = run_tool(std::string(kPython) + " -c " + shell_quote(script) + " " +
+                             shell_quote(folder.string()) + " " + shell_quote(zip.string()));
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+
+  SaveOptions options;
+  options.threshold = 0;
+  const RepackResult result = repack(zip, dir / "out.onnxz", options);
+  EXPECT_TRUE(result.kept_entries.empty());
+  EXPECT_EQ(result.unpacked_entries, std::vector<std::string>{"weights.bin"});
+  EXPECT_TRUE(verify(dir / "out.onnxz").ok());
+  EXPECT_EQ(digests_of(load(dir / "out.onnxz")), models_->expected("external_one_file"));
+}
+
+TEST(RepackErrors, NamesTheArchiveTheTensorAndTheLocation) {
+  ScratchDir dir("repack_errors");
+  // ZIPs built with our own writer, entries stored and aligned; the model entry is what differs.
+  const auto write_zip = [&](const std::string& name, const ModelProto* model,
+                             const std::string& payload_name, std::size_t payload_size) {
+    ZipWriter zip(dir / name);
+    const std::vector<std::uint8_t> payload(payload_size, 7);
+    zip.add(payload_name, payload);
+    if (model != nullptr) {
+      zip.add(kModelEntryName, serialize_model(*model), NameKind::kReserved);
+    }
+    zip.finish();
+  };
+  ModelProto model;
+  TensorProto& w = model.graph.ensure().initializer.emplace_back();
+  w.name = "w";
+  w.data_type = TensorProto::kFloat;
+  w.dims = {4};
+  TensorRef{"data", 16}.apply_to(w);
+
+  write_zip("no_model.zip", nullptr, "data", 16);
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { repack(dir / "no_model.zip", dir / "o"); }),
+                  "no_model.zip: no entry named __MODEL_PROTO");
+  write_zip("short.zip", &model, "data", 12);
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { repack(dir / "short.zip", dir / "o"); }),
+                  "tensor 'w' at graph/initializer[0]: offset 0 + length 16 is past the end of "
+                  "entry 'data' (12 bytes)");
+  write_zip("elsewhere.zip", &model, "other", 16);
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { repack(dir / "elsewhere.zip", dir / "o"); }),
+                  "tensor 'w' at graph/initializer[0]: refers to 'data', which is no file of the "
+                  "archive");
+  w.external_data[0].value = "../data";
+  write_zip("escape.zip", &model, "data", 16);
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { repack(dir / "escape.zip", dir / "o"); }),
+                  "refers to '../data'");
+  EXPECT_FALSE(fs::exists(dir / "o"));
+}
+
+}  // namespace
+}  // namespace onnxzip
