@@ -226,9 +226,9 @@ TEST(Zip64Slow, EntryOf4GiBPlusOneThenAnEntryPastTheFourGiBOffset) {
     // second even under sanitizers.
     const auto verify_start = std::chrono::steady_clock::now();
     EXPECT_NO_THROW(reader.verify(reader.at("big")));
-    std::printf("[ timing   ] ZipReader::verify of 4 GiB: %.1f s\n",
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - verify_start)
-                    .count());
+    std::printf(
+        "[ timing   ] ZipReader::verify of 4 GiB: %.1f s\n",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - verify_start).count());
   }
 
   expect_tools_accept(path, 3);
