@@ -659,13 +659,63 @@ TEST(OnnxCodec, SinglePassAndSizedWritersAgreeAcrossChunksAndLargePayloads) {
             serialize_message(parse_message<TensorProto>(serialize_message(tensor))));
 }
 
+SerializeOptions sized_only() {
+  SerializeOptions options;
+  options.max_buffered_structure_bytes = 0;  // Never snapshot: size, then write front to back.
+  return options;
+}
+
 TEST(OnnxCodec, AChangeBetweenSizingAndWritingIsDetected) {
   ModelProto model = every_field_model();
-  const MessageSerializer<ModelProto> serializer(model);
+  const MessageSerializer<ModelProto> serializer(model, sized_only());
   model.graph->node[0].op_type = "AMuchLongerOperatorName";
   ChunkRecorder sink;
   EXPECT_CONTAINS(error_of(ErrorCode::kBadState, [&] { serializer.write(sink); }),
                   "changed between sizing and writing");
+}
+
+// A serializer whose structure fits the budget keeps a snapshot of it and reads only the large
+// payloads from the message when writing: a payload replaced meanwhile is detected.
+TEST(OnnxCodec, ASnapshotDetectsAReplacedPayload) {
+  ModelProto model = every_field_model();
+  model.graph->initializer[0].raw_data = TensorBytes::copy_of(Bytes(10000, 0x21));
+  const Bytes expected = serialize_model(model);
+  const MessageSerializer<ModelProto> serializer(model);
+  ChunkRecorder before;
+  serializer.write(before);
+  EXPECT_EQ(before.out, expected);
+
+  model.graph->initializer[0].raw_data = TensorBytes::copy_of(Bytes(10000, 0x22));
+  ChunkRecorder sink;
+  EXPECT_CONTAINS(error_of(ErrorCode::kBadState, [&] { serializer.write(sink); }),
+                  "changed between sizing and writing");
+  Bytes out(static_cast<std::size_t>(serializer.size()));
+  EXPECT_CONTAINS(error_of(ErrorCode::kBadState, [&] { serializer.write(MutableByteSpan(out)); }),
+                  "changed between sizing and writing");
+}
+
+// Both strategies of the streamed writers (one-pass snapshot within the structure budget, sizing
+// pass beyond it) give the same bytes, for every budget from none to ample.
+TEST(OnnxCodec, StreamedOutputIsTheSameWithAndWithoutTheStructureBudget) {
+  ModelProto model = every_field_model();
+  model.graph->initializer[0].raw_data = TensorBytes::copy_of(Bytes(300000, 0x5c));
+  model.graph->initializer[0].float_data.assign(5000, 0.5f);  // A packed block over 4 KiB.
+  for (int i = 0; i < 2000; ++i) model.graph->node.push_back(model.graph->node[0]);
+  const Bytes expected = serialize_model(model);
+  for (const std::uint64_t budget : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{16384},
+                                     std::uint64_t{1} << 20, std::uint64_t{1} << 30}) {
+    SCOPED_TRACE(budget);
+    SerializeOptions options;
+    options.max_buffered_structure_bytes = budget;
+    ChunkRecorder sink;
+    serialize_model(model, sink, options);
+    EXPECT_EQ(sink.out, expected);
+    const MessageSerializer<ModelProto> serializer(model, options);
+    EXPECT_EQ(serializer.size(), expected.size());
+    Bytes out(expected.size());
+    serializer.write(MutableByteSpan(out));
+    EXPECT_EQ(out, expected);
+  }
 }
 
 // An anonymous private mapping: untouched pages are the shared zero page, so gigabytes cost no
