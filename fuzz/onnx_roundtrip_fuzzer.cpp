@@ -1,7 +1,7 @@
 // Fuzzes the codec's fixed point: whatever parses, serializes to bytes that parse back to an equal
-// model and serialize to the same bytes again, through both writers (single-pass in memory, and
-// sized then streamed). Input that does not parse is skipped (onnx_parse_fuzzer covers errors).
-// Any mismatch traps.
+// model and serialize to the same bytes again, through every writer (single pass to memory, the
+// streamed and sized writers with and without their one-pass snapshot). Input that does not parse
+// is skipped (onnx_parse_fuzzer covers errors). Any mismatch traps.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -31,10 +31,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   const std::vector<std::uint8_t> bytes = onnxzip::serialize_model(first);
-  std::vector<std::uint8_t> streamed;
-  onnxzip::wire::VectorSink sink(streamed);
-  onnxzip::serialize_model(first, sink);
-  check(streamed == bytes);
+  // Streamed: one pass into a snapshot (default budget), and sized then written front to back
+  // (no budget).
+  for (const std::uint64_t budget : {std::uint64_t{256} << 20, std::uint64_t{0}}) {
+    onnxzip::SerializeOptions serialize_options;
+    serialize_options.max_buffered_structure_bytes = budget;
+    std::vector<std::uint8_t> streamed;
+    onnxzip::wire::VectorSink sink(streamed);
+    onnxzip::serialize_model(first, sink, serialize_options);
+    check(streamed == bytes);
+    const onnxzip::MessageSerializer<onnxzip::ModelProto> serializer(first, serialize_options);
+    check(serializer.size() == bytes.size());
+    std::vector<std::uint8_t> exact(bytes.size());
+    serializer.write(onnxzip::MutableByteSpan(exact));
+    check(exact == bytes);
+  }
 
   // Serialized output must parse under the same limits: an Error here is a bug too.
   onnxzip::ModelProto second;

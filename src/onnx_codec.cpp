@@ -514,15 +514,18 @@ std::size_t count_run(const std::uint8_t* tag_at, const std::uint8_t* end) {
     }
     return true;
   };
+  // Every step keeps p <= end: a value cut short ends the count.
   while (static_cast<std::size_t>(end - p) > tag_size && same_tag(p)) {
     p += tag_size;
     ++count;
     switch (static_cast<WireType>(wanted.value & 7)) {
       case WireType::kVarint:
         while (p < end && *p >= 0x80) ++p;
+        if (p == end) return count;
         ++p;
         break;
       case WireType::kFixed64:
+        if (end - p < 8) return count;
         p += 8;
         break;
       case WireType::kLengthDelimited: {
@@ -535,6 +538,7 @@ std::size_t count_run(const std::uint8_t* tag_at, const std::uint8_t* end) {
         break;
       }
       case WireType::kFixed32:
+        if (end - p < 4) return count;
         p += 4;
         break;
       default:

@@ -493,6 +493,23 @@ TEST(OnnxCodecMalformed, WrongWireTypeForAKnownField) {
                   "offset 0: ModelProto.graph: wire type varint, expected length-delimited");
 }
 
+// Regression (found by onnx_roundtrip_fuzzer): sizing a repeated field from its run of elements
+// read past the input when the last element was cut short.
+TEST(OnnxCodecMalformed, ARunOfRepeatedElementsCutShortFailsCleanly) {
+  const Bytes varints = Pb().varint(1, 1).varint(1, 2).raw({0x08, 0x80}).bytes();
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { parse_message<TensorProto>(varints); }),
+                  "offset 5: TensorProto.dims: truncated varint");
+  const Bytes floats = Pb().fixed32(7, 1).raw({0x3d, 0x00, 0x00}).bytes();
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { parse_message<AttributeProto>(floats); }),
+                  "offset 6: AttributeProto.floats: needs 4 bytes but only 2 remain");
+  const Bytes doubles = Pb().fixed64(10, 1).raw({0x51, 0x00}).bytes();
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { parse_message<TensorProto>(doubles); }),
+                  "offset 10: TensorProto.double_data: needs 8 bytes but only 1 remain");
+  const Bytes strings = Pb().str(1, "x").raw({0x0a, 0x05, 'y'}).bytes();
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { parse_message<NodeProto>(strings); }),
+                  "offset 4: NodeProto.input: length 5 exceeds the 1 bytes remaining");
+}
+
 TEST(OnnxCodecMalformed, InvalidTagsAndPackedLengths) {
   const Bytes field_zero = Pb().msg(7, Pb().raw({0x00})).bytes();
   EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { parse_model(field_zero); }),
