@@ -5,6 +5,7 @@
 #include <string>
 
 #include "onnxzip/error.h"
+#include "page_advice.h"
 
 namespace onnxzip {
 
@@ -50,6 +51,8 @@ OwnedBytes::OwnedBytes(std::size_t size, std::size_t alignment)
   if (size != 0) {
     auto* p = static_cast<std::uint8_t*>(::operator new[](size, std::align_val_t{alignment}));
     data_ = std::unique_ptr<std::uint8_t[], AlignedDelete>(p, AlignedDelete{alignment});
+    // Owned buffers are about to be filled (copies of tensors, serialized models).
+    detail::advise_huge_pages(p, size);
   }
 }
 

@@ -19,6 +19,7 @@
 #include <initializer_list>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -26,6 +27,7 @@
 #include <utility>
 
 #include "onnxzip/mapped_file.h"
+#include "page_advice.h"
 
 namespace onnxzip {
 namespace {
@@ -81,8 +83,9 @@ inline void expect_wire_type(const WireReader& r, const std::uint8_t* tag_at, Wi
 
 // --- Size table ---
 
+// The sizing pass's output, and the substitutions it applies (SerializeOptions::substitutions).
 struct SizeTable : std::vector<std::uint64_t> {
-  const TensorSubstitutions* substitutions = nullptr;  // SerializeOptions::substitutions.
+  const TensorSubstitutions* substitutions = nullptr;
 };
 
 struct SizeCursor {
@@ -118,13 +121,20 @@ inline void put_tag(WireWriter& w) {
 // been written) when its length prefix is: one pass over the model instead of a sizing pass and a
 // writing pass, each of which touches every message. The output accumulates in a chain of chunks
 // (never moved once written); payloads of kHoleBytes or more are not copied into them but kept as
-// references ("holes") and copied once, straight into the final output.
+// references ("holes") and copied once, straight into the final output or handed to a sink as
+// they are. With a budget, a write that needs more chunk memory than that throws OverBudget (the
+// streamed writers then fall back to sizing first). A snapshot (kept to be written later, by
+// MessageSerializer) makes holes only of tensor payloads, remembering which TensorBytes each came
+// from so that check_payloads() can tell whether the message changed meanwhile; everything else
+// is copied.
 class ReverseWriter final {
  public:
   static constexpr std::size_t kHoleBytes = 4096;
+  struct OverBudget {};
 
-  explicit ReverseWriter(const TensorSubstitutions* substitutions) noexcept
-      : substitutions_(substitutions) {}
+  explicit ReverseWriter(const TensorSubstitutions* substitutions,
+                         std::uint64_t budget = UINT64_MAX, bool snapshot = false) noexcept
+      : substitutions_(substitutions), budget_(budget), snapshot_(snapshot) {}
   ReverseWriter(const ReverseWriter&) = delete;
   ReverseWriter& operator=(const ReverseWriter&) = delete;
 
@@ -166,12 +176,34 @@ class ReverseWriter final {
     cur_ -= bytes.size();
     std::memcpy(cur_, bytes.data(), bytes.size());
   }
-  // Tensor data: large payloads become holes.
-  void put_payload(ByteSpan bytes) {
-    if (bytes.size() < kHoleBytes) return put_bytes(bytes);
+  // A length-delimited string or bytes field without its tag: payload, then length. One room
+  // check for both.
+  void put_length_delimited(ByteSpan bytes) {
+    const std::size_t size = bytes.size();
+    reserve(size + wire::kMaxVarintSize);
+    cur_ -= size;
+    if (size != 0) std::memcpy(cur_, bytes.data(), size);
+    cur_ -= wire::varint_size(size);
+    wire::encode_varint(size, cur_);
+  }
+  // Tensor data (`source` is where it comes from, when it is a TensorBytes): large payloads
+  // become holes.
+  void put_payload(ByteSpan bytes, const TensorBytes* source = nullptr) {
+    if (bytes.size() < kHoleBytes || (snapshot_ && source == nullptr)) return put_bytes(bytes);
     close_run();
     segments_.push_back(bytes);
     closed_bytes_ += bytes.size();
+    if (snapshot_) payload_sources_.push_back({source, bytes});
+  }
+
+  // Throws Error(kBadState) when a payload a snapshot refers to was replaced or resized.
+  void check_payloads() const {
+    for (const PayloadSource& payload : payload_sources_) {
+      if (payload.tensor->data() != payload.bytes.data() ||
+          payload.tensor->size() != payload.bytes.size()) {
+        SizeCursor::throw_changed();
+      }
+    }
   }
 
   // Hands the output to `emit_piece` front to back.
@@ -185,7 +217,9 @@ class ReverseWriter final {
 
  private:
   void reserve(std::size_t size) {
-    if (static_cast<std::size_t>(cur_ - begin_) < size) new_chunk(size);
+    if (static_cast<std::size_t>(cur_ - begin_) < size) [[unlikely]] {
+      new_chunk(size);
+    }
   }
   // Ends the run of bytes written contiguously in the current chunk.
   void close_run() {
@@ -198,20 +232,32 @@ class ReverseWriter final {
   void new_chunk(std::size_t size) {
     close_run();
     const std::size_t capacity = std::max(next_chunk_size_, size);
+    if (capacity > budget_ - std::min(budget_, chunk_bytes_)) throw OverBudget{};
+    chunk_bytes_ += capacity;
     next_chunk_size_ = std::min(2 * next_chunk_size_, kMaxChunkSize);
-    chunks_.push_back(std::make_unique_for_overwrite<std::uint8_t[]>(capacity));
-    begin_ = chunks_.back().get();
+    // Large chunks start on a 2 MiB boundary so that OwnedBytes' huge-page advice covers them.
+    chunks_.emplace_back(capacity, capacity >= kMaxChunkSize ? kMaxChunkSize / 2 : 64);
+    begin_ = chunks_.back().data();
     cur_ = run_end_ = begin_ + capacity;
   }
 
-  static constexpr std::size_t kMaxChunkSize = std::size_t{1} << 20;
+  struct PayloadSource {
+    const TensorBytes* tensor;
+    ByteSpan bytes;
+  };
+
+  static constexpr std::size_t kMaxChunkSize = std::size_t{4} << 20;
   const TensorSubstitutions* substitutions_;
-  std::vector<std::unique_ptr<std::uint8_t[]>> chunks_;
-  std::vector<ByteSpan> segments_;  // Closed runs and holes, back of the output first.
+  std::vector<OwnedBytes> chunks_;
+  std::vector<PayloadSource> payload_sources_;  // Snapshots only.
+  std::vector<ByteSpan> segments_;              // Closed runs and holes, back of the output first.
   std::uint8_t* begin_ = nullptr;
   std::uint8_t* cur_ = nullptr;
   std::uint8_t* run_end_ = nullptr;
   std::uint64_t closed_bytes_ = 0;
+  std::uint64_t chunk_bytes_ = 0;
+  std::uint64_t budget_;
+  bool snapshot_;
   std::size_t next_chunk_size_ = std::size_t{1} << 14;
 };
 
@@ -395,8 +441,7 @@ struct FieldCodec<field::String> {
   template <std::uint32_t N>
   static void write_reverse(const std::optional<std::string>& v, ReverseWriter& w) {
     if (!v) return;
-    w.put_bytes(ByteSpan(reinterpret_cast<const std::uint8_t*>(v->data()), v->size()));
-    w.put_varint(v->size());
+    w.put_length_delimited(ByteSpan(reinterpret_cast<const std::uint8_t*>(v->data()), v->size()));
     w.put_tag<N, WireType::kLengthDelimited>();
   }
 };
@@ -438,7 +483,7 @@ struct FieldCodec<field::TensorData> {
   template <std::uint32_t N>
   static void write_reverse(const std::optional<TensorBytes>& v, ReverseWriter& w) {
     if (!v) return;
-    w.put_payload(v->view());
+    w.put_payload(v->view(), &*v);
     w.put_varint(v->size());
     w.put_tag<N, WireType::kLengthDelimited>();
   }
@@ -472,23 +517,36 @@ struct FieldCodec<field::Message<M>> {
   }
 };
 
-// How many fields with the tag starting at `tag_at` the rest of the message holds, counting that
-// one. Stops quietly at anything malformed: the parse that follows reports it.
-std::size_t count_occurrences(const std::uint8_t* tag_at, const std::uint8_t* end) {
+// How many fields with the tag starting at `tag_at` follow one another from there, counting that
+// one: the capacity to reserve for a repeated field, so that its vector is allocated once instead
+// of regrowing (a graph's nodes, a node's inputs). Encoders write a repeated field's elements
+// together, so the run is usually all of them; when it is not, the vector simply grows later.
+// Stops quietly at anything malformed: the parse that follows reports it.
+std::size_t count_run(const std::uint8_t* tag_at, const std::uint8_t* end) {
   const wire::DecodedVarint wanted = wire::decode_varint(tag_at, end);
+  if (wanted.status != wire::VarintStatus::kOk) return 1;
+  const auto tag_size = static_cast<std::size_t>(wanted.next - tag_at);
   std::size_t count = 0;
   const std::uint8_t* p = tag_at;
-  while (p < end) {
-    const wire::DecodedVarint tag = wire::decode_varint(p, end);
-    if (tag.status != wire::VarintStatus::kOk) break;
-    p = tag.next;
-    count += tag.value == wanted.value;
-    switch (static_cast<WireType>(tag.value & 7)) {
+  // Tags are 1 or 2 bytes; comparing them byte by byte beats a call to memcmp.
+  const auto same_tag = [&](const std::uint8_t* q) {
+    for (std::size_t i = 0; i < tag_size; ++i) {
+      if (q[i] != tag_at[i]) return false;
+    }
+    return true;
+  };
+  // Every step keeps p <= end: a value cut short ends the count.
+  while (static_cast<std::size_t>(end - p) > tag_size && same_tag(p)) {
+    p += tag_size;
+    ++count;
+    switch (static_cast<WireType>(wanted.value & 7)) {
       case WireType::kVarint:
         while (p < end && *p >= 0x80) ++p;
+        if (p == end) return count;
         ++p;
         break;
       case WireType::kFixed64:
+        if (end - p < 8) return count;
         p += 8;
         break;
       case WireType::kLengthDelimited: {
@@ -501,13 +559,25 @@ std::size_t count_occurrences(const std::uint8_t* tag_at, const std::uint8_t* en
         break;
       }
       case WireType::kFixed32:
+        if (end - p < 4) return count;
         p += 4;
         break;
       default:
         return count;
     }
   }
-  return count;
+  return std::max<std::size_t>(count, 1);
+}
+
+// Reserves room for the run of elements starting at `tag_at` in an empty repeated field.
+template <class T>
+inline void reserve_run(std::vector<T>& v, const std::uint8_t* tag_at, const WireReader& r,
+                        const ParseContext& ctx) {
+  if (v.empty()) {
+    v.reserve(static_cast<std::size_t>(
+        std::min<std::uint64_t>(count_run(tag_at, r.end()), ctx.options.max_elements)));
+    detail::advise_huge_pages(v.data(), v.capacity() * sizeof(T));
+  }
 }
 
 template <class M>
@@ -515,12 +585,9 @@ struct FieldCodec<field::Messages<M>> {
   static void parse(ParseContext& ctx, WireReader& r, WireType type, const std::uint8_t* tag_at,
                     std::vector<M>& v, std::uint32_t depth, const WireContext& where) {
     expect_wire_type(r, tag_at, type, WireType::kLengthDelimited, where);
-    if (v.empty()) {
-      // Sizing the vector once avoids moving every message on each regrowth (a graph's nodes).
-      // The count is of fields actually present, so it is bounded by the input.
-      v.reserve(
-          std::min<std::uint64_t>(count_occurrences(tag_at, r.end()), ctx.options.max_elements));
-    }
+    // Sizing the vector once avoids moving every message on each regrowth (a graph's nodes).
+    // The count is of fields actually present, so it is bounded by the input.
+    reserve_run(v, tag_at, r, ctx);
     if (v.size() >= ctx.options.max_elements) fail_too_many(r, tag_at, ctx, where);
     const ByteSpan payload = r.read_length_delimited(where);
     parse_nested(ctx, r, tag_at, payload, v.emplace_back(), depth, where);
@@ -552,6 +619,7 @@ struct FieldCodec<field::Strings> {
   static void parse(ParseContext& ctx, WireReader& r, WireType type, const std::uint8_t* tag_at,
                     std::vector<std::string>& v, std::uint32_t, const WireContext& where) {
     expect_wire_type(r, tag_at, type, WireType::kLengthDelimited, where);
+    reserve_run(v, tag_at, r, ctx);
     if (v.size() >= ctx.options.max_elements) fail_too_many(r, tag_at, ctx, where);
     const ByteSpan payload = r.read_length_delimited(where);
     v.emplace_back(reinterpret_cast<const char*>(payload.data()), payload.size());
@@ -573,8 +641,7 @@ struct FieldCodec<field::Strings> {
   template <std::uint32_t N>
   static void write_reverse(const std::vector<std::string>& v, ReverseWriter& w) {
     for (auto s = v.rbegin(); s != v.rend(); ++s) {
-      w.put_bytes(ByteSpan(reinterpret_cast<const std::uint8_t*>(s->data()), s->size()));
-      w.put_varint(s->size());
+      w.put_length_delimited(ByteSpan(reinterpret_cast<const std::uint8_t*>(s->data()), s->size()));
       w.put_tag<N, WireType::kLengthDelimited>();
     }
   }
@@ -617,6 +684,7 @@ struct RepeatedScalarCodec {
   static void parse(ParseContext& ctx, WireReader& r, WireType type, const std::uint8_t* tag_at,
                     std::vector<T>& v, std::uint32_t, const WireContext& where) {
     if (type == kElementType) {
+      reserve_run(v, tag_at, r, ctx);
       if (v.size() >= ctx.options.max_elements) fail_too_many(r, tag_at, ctx, where);
       v.push_back(read_one(r, where));
       return;
@@ -998,16 +1066,35 @@ template <OnnxMessage M>
 MessageSerializer<M>::MessageSerializer(const M& message, const SerializeOptions& options)
     : message_(&message), options_(options) {
   check_options(options, "serialize");
+  const M& written = written_form(message, options.substitutions);
+  auto snapshot = std::make_shared<ReverseWriter>(options.substitutions,
+                                                  options.max_buffered_structure_bytes, true);
+  try {
+    write_body_reverse(written, *snapshot);
+    size_ = snapshot->written();
+    snapshot_ = std::move(snapshot);
+    return;
+  } catch (const ReverseWriter::OverBudget&) {
+  }
+  snapshot.reset();
   SizeTable sizes;
   sizes.substitutions = options.substitutions;
   sizes.push_back(0);
-  sizes[0] = body_size(written_form(message, sizes.substitutions), sizes);
+  sizes[0] = body_size(written, sizes);
   size_ = sizes[0];
   sizes_ = std::move(static_cast<std::vector<std::uint64_t>&>(sizes));
 }
 
 template <OnnxMessage M>
 void MessageSerializer<M>::write(wire::ByteSink& sink) const {
+  if (snapshot_) {
+    const auto& snapshot = *static_cast<const ReverseWriter*>(snapshot_.get());
+    snapshot.check_payloads();
+    snapshot.emit([&](ByteSpan piece) {
+      if (!piece.empty()) sink.write(piece);
+    });
+    return;
+  }
   const auto buffer_size = static_cast<std::size_t>(
       std::clamp<std::uint64_t>(size_, wire::kMaxFieldHeaderSize, kStreamBufferBytes));
   const auto buffer = std::make_unique_for_overwrite<std::uint8_t[]>(buffer_size);
@@ -1025,6 +1112,16 @@ void MessageSerializer<M>::write(MutableByteSpan out) const {
                 "serialize: output span of " + std::to_string(out.size()) +
                     " bytes for a message of " + std::to_string(size_));
   }
+  if (snapshot_) {
+    const auto& snapshot = *static_cast<const ReverseWriter*>(snapshot_.get());
+    snapshot.check_payloads();
+    std::uint8_t* p = out.data();
+    snapshot.emit([&](ByteSpan piece) {
+      if (!piece.empty()) std::memcpy(p, piece.data(), piece.size());
+      p += piece.size();
+    });
+    return;
+  }
   WireWriter writer(out, nullptr);
   SizeCursor cursor{sizes_.data() + 1, sizes_.data() + sizes_.size(), options_.substitutions};
   write_body(written_form(*message_, cursor.substitutions), writer, cursor);
@@ -1038,6 +1135,7 @@ std::vector<std::uint8_t> serialize_message(const M& message, const SerializeOpt
   write_body_reverse(written_form(message, options.substitutions), writer);
   std::vector<std::uint8_t> out;
   out.reserve(static_cast<std::size_t>(writer.written()));
+  detail::advise_huge_pages(out.data(), out.capacity());
   writer.emit([&](ByteSpan piece) { out.insert(out.end(), piece.begin(), piece.end()); });
   return out;
 }

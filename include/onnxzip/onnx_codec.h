@@ -12,13 +12,16 @@
 // then the unknown fields in the order they were read. This is what libprotobuf writes, so a model
 // written by the reference onnx package parses and re-serializes to the same bytes. Two writers,
 // generated from the same field declarations, produce identical bytes:
-//   * to memory (serialize_model -> vector / OwnedBytes, serialize_message -> vector): one pass
-//     over the model, back to front, so every nested length is known when it is written; large
-//     tensor payloads are copied once, straight into the result.
-//   * streamed (to a ByteSink, an AtomicOutputFile, a path; MessageSerializer): one sizing pass
-//     stores every nested size in a table, then a front-to-back pass writes through a fixed 1 MiB
-//     buffer and hands large payloads to the output without copying them. Memory use is the size
-//     table (8 bytes per nested message) plus the buffer, whatever the size of the tensors.
+//   * single pass, back to front (serialize_model -> vector / OwnedBytes / ByteSink /
+//     AtomicOutputFile / path, serialize_message): every nested length is known when it is
+//     written. The structure accumulates in chunks; tensor payloads of 4 KiB or more are only
+//     referred to, and copied once, straight into the result (or handed to the sink as they are).
+//     Streamed output therefore holds the structure (not the tensors) in memory, up to
+//     SerializeOptions::max_buffered_structure_bytes; a larger structure falls back to:
+//   * sized, front to back (MessageSerializer, and the fallback above): one sizing pass stores
+//     every nested size in a table, then a front-to-back pass writes through a fixed 1 MiB buffer
+//     and hands large payloads to the output without copying them. Memory use is the size table
+//     (8 bytes per nested message) plus the buffer, whatever the size of the model.
 //
 // Ownership of tensor payloads (TensorProto::raw_data) when parsing:
 //   * no_copy = false (default): every payload is copied; the model owns all its bytes.
@@ -97,6 +100,12 @@ struct SerializeOptions : TensorBufferOptions {
 
   // Optional; must outlive the serialization (for MessageSerializer: its last write).
   const TensorSubstitutions* substitutions = nullptr;
+
+  // The streamed writers (to a ByteSink, an AtomicOutputFile, a path) build the structure of the
+  // message (every byte but the large tensor payloads, which are only referred to) in memory in
+  // one pass when it takes at most this many bytes; beyond, they size the message first and then
+  // write it front to back through a fixed buffer (two passes, memory independent of the model).
+  std::uint64_t max_buffered_structure_bytes = std::uint64_t{256} << 20;
 };
 
 // --- Models ---
@@ -145,7 +154,11 @@ std::uint64_t serialized_size(const M& message);
 
 // Sizes a message once, then writes it any number of times: for writers that must know the size
 // before the bytes (a zip local header, a length prefix). The message must not change between
-// construction and the last write (a change is detected and reported as kBadState).
+// construction and the last write. When the structure (everything but tensor payloads of 4 KiB or
+// more) takes at most options.max_buffered_structure_bytes, construction serializes it (one pass)
+// and the writes copy that snapshot, reading the large payloads from the message: a payload
+// replaced or resized meanwhile is reported as kBadState. Otherwise construction sizes the message
+// and each write serializes it again; a change that alters the size is reported as kBadState.
 template <OnnxMessage M>
 class MessageSerializer final {
  public:
@@ -160,7 +173,8 @@ class MessageSerializer final {
  private:
   const M* message_;
   SerializeOptions options_;
-  std::vector<std::uint64_t> sizes_;  // Nested message and packed-field sizes, in write order.
+  std::shared_ptr<const void> snapshot_;  // The serialized structure, when it fit the budget.
+  std::vector<std::uint64_t> sizes_;      // Otherwise nested and packed sizes, in write order.
   std::uint64_t size_ = 0;
 };
 

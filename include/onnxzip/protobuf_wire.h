@@ -105,6 +105,10 @@ DecodedVarint decode_varint_slow(const std::uint8_t* p, const std::uint8_t* end)
 // carrying bits past bit 63, are rejected.
 inline DecodedVarint decode_varint(const std::uint8_t* p, const std::uint8_t* end) noexcept {
   if (p < end && *p < 0x80) return {*p, p + 1, VarintStatus::kOk};
+  // Two bytes: the length of most nested messages and strings.
+  if (end - p >= 2 && p[1] < 0x80) {
+    return {(std::uint64_t{p[0]} & 0x7f) | (std::uint64_t{p[1]} << 7), p + 2, VarintStatus::kOk};
+  }
   return decode_varint_slow(p, end);
 }
 
