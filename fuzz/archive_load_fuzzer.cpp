@@ -31,10 +31,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const onnxzip::ModelProto model = onnxzip::load(bytes, load_options);
     loaded = true;
-    // The promise of load: an ordinary inline model, no reference left.
+    // The promise of load: an ordinary inline model, no external reference left. (external_data
+    // on a tensor whose data_location is not EXTERNAL means nothing, as in the reference onnx
+    // package: load leaves it there and verify reports it.)
     onnxzip::for_each_tensor(model, [](const onnxzip::TensorProto& t, const onnxzip::TensorSite&) {
       check(t.data_location != onnxzip::TensorProto::kExternal);
-      check(t.external_data.empty());
     });
   } catch (const onnxzip::Error&) {
   }
