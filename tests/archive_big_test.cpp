@@ -39,18 +39,6 @@ using test_support::ScratchDir;
 constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 constexpr std::uint64_t kFourGiB = std::uint64_t{1} << 32;
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // Checks the sampled ranges of every tensor of `model` (inline payloads) against the generator.
 void expect_samples(const ModelProto& model, const std::vector<BigTensor>& layout) {
   ASSERT_EQ(model.graph->initializer.size(), layout.size());
@@ -202,7 +190,7 @@ TEST(ArchiveSlow, ModelOver4GiBConvertsBothWaysInBoundedMemory) {
       memory.growth_bytes() / 1048576.0, test_support::proc_status_bytes("VmHWM") / 1048576.0);
   // Streaming: one write buffer and the model structure, not a tensor (900 MiB), let alone the
   // model. Sanitizers keep freed memory in quarantine, so the bound applies without them.
-  if (!kSanitized) {
+  if (!test_support::kSanitizedBuild) {
     EXPECT_LT(memory.growth_bytes(), 512 * kMiB);
   }
 }

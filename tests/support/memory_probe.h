@@ -12,6 +12,20 @@
 
 namespace onnxzip::test_support {
 
+// Sanitizers keep freed memory in quarantine and map shadow memory, so bounds on a process's
+// memory or page faults hold only without them.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitizedBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitizedBuild = true;
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+#else
+inline constexpr bool kSanitizedBuild = false;
+#endif
+
 // A field of /proc/self/status in bytes ("RssAnon", "VmHWM", "VmRSS"...), or 0 when absent.
 std::uint64_t proc_status_bytes(const char* field);
 
