@@ -16,12 +16,26 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if ((${#missing[@]} == 0)); then
-  echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
-fi
 sudo=()
 if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+else
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# ONNX Runtime for the interoperability tests (tests/archive_ort_test.cpp): the npm package
+# onnxruntime-node, pinned by tests/interop/package-lock.json, bundles the CPU runtime. Its
+# install script only fetches optional GPU binaries, so it is skipped (--ignore-scripts).
+interop="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/interop"
+if [[ -d "$interop/node_modules/onnxruntime-node" ]]; then
+  echo "install-deps: onnxruntime-node present"
+else
+  if ! command -v npm >/dev/null 2>&1; then
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends npm
+  fi
+  (cd "$interop" && npm ci --ignore-scripts --no-audit --no-fund)
+fi

@@ -22,6 +22,7 @@
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
+#include "support/big_model.h"
 #include "support/external_tool.h"
 #include "support/scratch_dir.h"
 #include "support/sha256.h"
@@ -741,52 +742,18 @@ TEST(LegacyRoundTrip, EveryModelOfTheOnnxTestData) {
 
 // --- Over 4 GiB ---
 
-// Byte i of the big tensor.
-std::uint8_t big_byte(std::uint64_t i) {
-  return static_cast<std::uint8_t>((i ^ (i >> 13) ^ (i >> 32)) * 0x9Du);
-}
-
 TEST(LegacySlow, ExternalDataOver4GiB) {
   ScratchDir source("legacy_big_source");
   ScratchDir target("legacy_big_target");
   constexpr std::uint64_t kBig = (std::uint64_t{1} << 32) + 12345;  // Bytes of tensor 'big'.
-  constexpr std::uint64_t kSmallOffset = (kBig + 4095) / 4096 * 4096 + 4096;
-  const std::string small = pattern(1024);
-  {
-    // The data file, written in pieces: big at 0, small past 4 GiB.
-    std::ofstream out(source / "weights.bin", std::ios::binary);
-    std::vector<char> piece(std::size_t{1} << 24);
-    for (std::uint64_t at = 0; at < kBig; at += piece.size()) {
-      const std::size_t n =
-          static_cast<std::size_t>(std::min<std::uint64_t>(piece.size(), kBig - at));
-      for (std::size_t i = 0; i < n; ++i) piece[i] = static_cast<char>(big_byte(at + i));
-      out.write(piece.data(), static_cast<std::streamsize>(n));
-    }
-    out.write(std::string(kSmallOffset - kBig, '\0').data(),
-              static_cast<std::streamsize>(kSmallOffset - kBig));
-    out.write(small.data(), static_cast<std::streamsize>(small.size()));
-    ASSERT_TRUE(out.good());
-  }
-  ModelProto m;
-  m.ir_version = 8;
-  GraphProto& g = m.graph.ensure();
-  auto add = [&](const std::string& name, std::uint64_t offset, std::uint64_t length) {
-    TensorProto& t = g.initializer.emplace_back();
-    t.name = name;
-    t.data_type = TensorProto::kUint8;
-    t.dims = {static_cast<std::int64_t>(length)};
-    for (const auto& [key, value] : {std::pair<std::string, std::string>{"location", "weights.bin"},
-                                     {"offset", std::to_string(offset)},
-                                     {"length", std::to_string(length)}}) {
-      StringStringEntryProto& e = t.external_data.emplace_back();
-      e.key = key;
-      e.value = value;
-    }
-    t.data_location = TensorProto::kExternal;
-  };
-  add("big", 0, kBig);
-  add("small", kSmallOffset, small.size());
-  serialize_model_to_file(m, source / "model.onnx");
+  // The data file, written in pieces: big at 0, small (1 KiB) past 4 GiB.
+  const std::vector<test_support::BigTensor> layout =
+      test_support::write_big_external_model(source.path(), {{"big", kBig}, {"small", 1024, 4096}});
+  const std::uint64_t kSmallOffset = layout[1].offset;
+  ASSERT_EQ(kSmallOffset, (kBig + 4095) / 4096 * 4096 + 4096);
+  const auto big_byte = [&](std::uint64_t i) { return test_support::big_byte(layout[0].seed, i); };
+  std::vector<std::uint8_t> small(1024);
+  test_support::fill_big_bytes(layout[1].seed, 0, small);
 
   const auto check_big = [&](ByteSpan big) {
     ASSERT_EQ(big.size(), kBig);
@@ -800,7 +767,7 @@ TEST(LegacySlow, ExternalDataOver4GiB) {
     const TensorProto& big = model.graph->initializer[0];
     EXPECT_TRUE(big.raw_data->is_borrowed());
     check_big(big.raw_data->view());
-    EXPECT_EQ(model.graph->initializer[1].raw_data->view()[5], static_cast<std::uint8_t>(small[5]));
+    EXPECT_EQ(model.graph->initializer[1].raw_data->view()[5], small[5]);
 
     write_legacy_model(model, target / "model.onnx");  // kAuto: over 2 GiB, so external.
   }
@@ -814,9 +781,7 @@ TEST(LegacySlow, ExternalDataOver4GiB) {
   {
     const auto data = MappedFile::open(target / "model.onnx.data");
     check_big(data->bytes().first(kBig));
-    EXPECT_TRUE(
-        equal_bytes(data->bytes().subspan(small_at),
-                    ByteSpan(reinterpret_cast<const std::uint8_t*>(small.data()), small.size())));
+    EXPECT_TRUE(equal_bytes(data->bytes().subspan(small_at), small));
     const ModelProto back = read_legacy_model(target / "model.onnx");
     check_big(back.graph->initializer[0].raw_data->view());
   }

@@ -34,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -72,8 +73,9 @@ struct ZipEntry {
   std::uint32_t external_attributes = 0;
   bool zip64 = false;                // A zip64 extra field is in the local or central header.
   bool has_data_descriptor = false;  // Flag bit 3.
-  // Borrowed from the archive bytes (valid while the reader's bytes are): the extra fields of
-  // both headers and the entry comment, for layers that check conformance beyond ZIP.
+  // The extra fields of both headers and the entry comment, for layers that check conformance
+  // beyond ZIP. Borrowed from the archive bytes (valid while the reader's bytes are), except
+  // local_extra after ZipReader::open, which is a copy shared by the reader and its copies.
   ByteSpan local_extra;
   ByteSpan central_extra;
   ByteSpan comment;
@@ -114,7 +116,8 @@ struct ZipFinding {
 class ZipReader final {
  public:
   // Maps `path` (MappedFile) and reads its structure. The mapping is the owner token of every
-  // stored entry's data, so that data stays valid after the reader is gone.
+  // stored entry's data, so that data stays valid after the reader is gone. No payload page of
+  // the mapping is touched: the cost is per entry, whatever the bytes between the entries.
   static ZipReader open(const std::filesystem::path& path, ZipReaderOptions options = {});
   // Reads an archive held in memory. Borrows `bytes`: they must outlive the reader and, when
   // `owner` is null, every TensorBytes it returns; `owner` (if any) is handed to those.
@@ -157,6 +160,8 @@ class ZipReader final {
  private:
   ZipReader(ByteSpan bytes, ZipReaderOptions options, OwnerToken owner, std::string source_name);
   class Parser;
+  // Reads the structure; local headers from `local_fd` when it is not -1 (the file of bytes_).
+  void parse(int local_fd);
 
   const ZipEntry& own_entry(const ZipEntry& entry, const char* operation) const;
   std::string entry_place(const ZipEntry& entry) const;
@@ -175,6 +180,10 @@ class ZipReader final {
   std::uint64_t tail_offset_ = 0;
   bool zip64_end_record_ = false;
   ByteSpan comment_;
+  // open() reads the local headers with pread() rather than through the mapping (see
+  // ZipReader::Parser::local_bytes); their bytes live here, for ZipEntry::local_extra, shared
+  // with copies of the reader. Each inner buffer keeps its address when the outer vector grows.
+  std::shared_ptr<std::vector<std::vector<std::uint8_t>>> local_header_copies_;
 };
 
 }  // namespace onnxzip

@@ -1,0 +1,238 @@
+// What the archive and conversion benchmarks share: a scratch folder removed at exit, payload
+// bytes no layer could shortcut, the real `cp` as the reference for writers, flushing dirty
+// pages between timed writes, /proc/self/status readings, and a console reporter that prints the
+// ratios each benchmark is judged by after the usual table.
+//
+// Header-only and for bench/*_bench.cpp alone.
+#ifndef ONNXZIP_BENCH_BENCH_SUPPORT_H_
+#define ONNXZIP_BENCH_BENCH_SUPPORT_H_
+
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "onnxzip/bytes.h"
+#include "onnxzip/legacy.h"
+
+extern char** environ;
+
+namespace onnxzip::bench {
+
+namespace fs = std::filesystem;
+
+inline constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+inline constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+
+[[noreturn]] inline void fail(const std::string& what) {
+  throw std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+// ONNXZIP_BENCH_DIR, else TMPDIR, else /tmp.
+inline fs::path scratch_root() {
+  for (const char* variable : {"ONNXZIP_BENCH_DIR", "TMPDIR"}) {
+    const char* value = std::getenv(variable);
+    if (value != nullptr && *value != '\0') return value;
+  }
+  return "/tmp";
+}
+
+// A fresh folder under scratch_root(), removed with its content when the object goes.
+class ScratchFolder final {
+ public:
+  explicit ScratchFolder(const std::string& tag)
+      : path_(scratch_root() / ("onnxzip_" + tag + "." + std::to_string(::getpid()))) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~ScratchFolder() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+
+  const fs::path& path() const noexcept { return path_; }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+
+  // Writes back the dirty pages of the folder's file system, so that each timed write starts
+  // with an empty writeback backlog instead of paying for its predecessor's.
+  void settle() const {
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) fail("open " + path_.string());
+    ::syncfs(fd);
+    ::close(fd);
+  }
+
+ private:
+  fs::path path_;
+};
+
+// xorshift64*, keyed by `seed` and the 8-byte word index: incompressible, and any piece of a
+// payload can be produced on its own (for producers that stream gigabytes).
+inline void fill_random_ish(std::uint64_t seed, std::uint64_t at, MutableByteSpan out) {
+  for (std::size_t i = 0; i < out.size(); i += 8) {
+    std::uint64_t x = ((at + i) / 8 + 1) * 0x9E3779B97F4A7C15u ^ (seed * 0xD1B54A32D192ED03u);
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    const std::uint64_t word = x * 0x2545F4914F6CDD1Du;
+    std::memcpy(out.data() + i, &word, std::min<std::size_t>(8, out.size() - i));
+  }
+}
+
+inline void write_all(int fd, ByteSpan bytes, const fs::path& path) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("write " + path.string());
+    bytes = bytes.subspan(static_cast<std::size_t>(n));
+  }
+}
+
+// Runs a program (looked up in PATH) and waits for it; true when it exited with status 0.
+inline bool run_program(const std::vector<std::string>& args, const char* stdout_path = nullptr) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (stdout_path != nullptr) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_path,
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
+  pid_t pid = 0;
+  const int spawn_error = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawn_error != 0) return false;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// The real cp binary, as a user would copy the bytes (process start included). coreutils 9
+// copies with copy_file_range, inside the kernel: its bytes never pass through user memory, and
+// on file systems that share extents (btrfs, XFS with reflink) it copies no byte at all. On ext4
+// it is an in-kernel page-cache-to-page-cache copy.
+inline bool run_cp(const fs::path& from, const fs::path& to) {
+  return run_program({"cp", from.string(), to.string()});
+}
+
+// A field of /proc/self/status in bytes ("RssAnon", "VmHWM"...), 0 when absent.
+inline std::uint64_t proc_status_bytes(const char* field) {
+  std::ifstream status("/proc/self/status");
+  const std::string prefix = std::string(field) + ":";
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(prefix, 0) == 0)
+      return std::strtoull(line.c_str() + prefix.size(), nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
+inline LegacyWriteOptions legacy_options(LegacyWriteOptions::Mode mode) {
+  LegacyWriteOptions options;
+  options.mode = mode;
+  return options;
+}
+
+// Removes a destination between iterations, outside the timing, and flushes what was written.
+inline void remove_untimed(benchmark::State& state, const ScratchFolder& folder,
+                           const std::vector<fs::path>& paths) {
+  state.PauseTiming();
+  for (const fs::path& p : paths) fs::remove_all(p);
+  folder.settle();
+  state.ResumeTiming();
+}
+
+// The console table, then lines the caller adds from the collected figures: real seconds per
+// iteration (median when --benchmark_repetitions is given) by benchmark name prefix.
+class FigureReporter final : public benchmark::ConsoleReporter {
+ public:
+  explicit FigureReporter(OutputOptions options) : ConsoleReporter(options) {}
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.error_occurred) continue;
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      if (run.run_type == Run::RT_Aggregate && !median) continue;
+      const std::string name = run.run_name.str();
+      if (!median && medians_.count(name) != 0) continue;
+      if (median) medians_.insert(name);
+      seconds_[name] = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit);
+      for (const auto& [counter, value] : run.counters) counters_[name][counter] = value.value;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+
+  // Seconds per iteration of the first benchmark whose name is `prefix` or starts with
+  // `prefix/`.
+  std::optional<double> seconds(const std::string& prefix) const {
+    for (const auto& [name, value] : seconds_) {
+      if (name == prefix || name.rfind(prefix + "/", 0) == 0) return value;
+    }
+    return std::nullopt;
+  }
+  std::optional<double> counter(const std::string& prefix, const std::string& counter) const {
+    for (const auto& [name, values] : counters_) {
+      if (name != prefix && name.rfind(prefix + "/", 0) != 0) continue;
+      const auto it = values.find(counter);
+      if (it != values.end()) return it->second;
+    }
+    return std::nullopt;
+  }
+
+  // "  label   ratio  (a s vs b s)  goal" for measured / reference.
+  void ratio(const char* label, const std::string& measured, const std::string& reference,
+             const char* goal) const {
+    const auto m = seconds(measured);
+    const auto r = seconds(reference);
+    if (!m || !r) return;
+    std::printf("  %-44s %7.3f   (%9.4f s vs %9.4f s)   %s\n", label, *m / *r, *m, *r, goal);
+  }
+
+ private:
+  std::map<std::string, double> seconds_;
+  std::map<std::string, std::map<std::string, double>> counters_;
+  std::set<std::string> medians_;
+};
+
+// Runs the benchmarks with a FigureReporter, then `summary(reporter)`.
+inline int run_main(int argc, char** argv, const char* program,
+                    const std::function<void(const FigureReporter&)>& summary) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  try {
+    FigureReporter reporter(::isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_Defaults
+                                                    : benchmark::ConsoleReporter::OO_Tabular);
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    summary(reporter);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 1;
+  }
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace onnxzip::bench
+
+#endif  // ONNXZIP_BENCH_BENCH_SUPPORT_H_
