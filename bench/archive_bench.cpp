@@ -14,6 +14,8 @@
 // the page cache, as cp does) and dirty pages are flushed, untimed, between iterations.
 //   cmake -G Ninja -S . -B build-rel -DCMAKE_BUILD_TYPE=Release && ninja -C build-rel archive_bench
 //   build-rel/bench/archive_bench
+// Each benchmark runs 3 times, the repetitions of all of them shuffled, and medians are shown
+// (bench_support.h); --benchmark_repetitions=1 gives one quick pass.
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/resource.h>
@@ -84,7 +86,7 @@ namespace {
 
 constexpr std::size_t kTensorCount = 1000;
 constexpr std::uint64_t kPiece = 4 * kMiB;  // Producer piece size.
-constexpr int kWriteIterations = 5;
+constexpr int kWriteIterations = 3;
 constexpr int kPythonRuns = 3;
 
 std::string tensor_name(std::size_t i) {
