@@ -215,9 +215,29 @@ class FigureReporter final : public benchmark::ConsoleReporter {
   std::set<std::string> medians_;
 };
 
-// Runs the benchmarks with a FigureReporter, then `summary(reporter)`.
+// Runs the benchmarks with a FigureReporter, then `summary(reporter)`. Unless the command line
+// says otherwise, every benchmark runs 3 times, the repetitions of all benchmarks shuffled
+// together, and the table and summary show medians: on a shared machine a reference measured
+// minutes before or after what it is compared with would say more about the neighbours.
 inline int run_main(int argc, char** argv, const char* program,
                     const std::function<void(const FigureReporter&)>& summary) {
+  std::vector<std::string> arguments(argv, argv + argc);
+  const auto given = [&](const std::string& flag) {
+    for (const std::string& a : arguments) {
+      if (a.rfind(flag, 0) == 0) return true;
+    }
+    return false;
+  };
+  if (!given("--benchmark_repetitions")) {
+    arguments.insert(arguments.begin() + 1,
+                     {"--benchmark_repetitions=3", "--benchmark_enable_random_interleaving=true",
+                      "--benchmark_display_aggregates_only=true"});
+  }
+  std::vector<char*> args;
+  for (std::string& a : arguments) args.push_back(a.data());
+  args.push_back(nullptr);
+  argc = static_cast<int>(arguments.size());
+  argv = args.data();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   try {

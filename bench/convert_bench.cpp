@@ -15,8 +15,8 @@
 // Outputs are removed and dirty pages flushed (syncfs) between iterations, untimed.
 //   cmake -G Ninja -S . -B build-rel -DCMAKE_BUILD_TYPE=Release && ninja -C build-rel convert_bench
 //   build-rel/bench/convert_bench
-// On a shared or noisy machine, medians of interleaved repetitions are steadier:
-//   build-rel/bench/convert_bench --benchmark_repetitions=3 --benchmark_enable_random_interleaving
+// Each benchmark runs 3 times, the repetitions of all of them shuffled, and medians are shown
+// (bench_support.h); --benchmark_repetitions=1 gives one quick pass.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -32,7 +32,7 @@ namespace onnxzip::bench {
 namespace {
 
 constexpr std::size_t kTensorCount = 1000;
-constexpr int kIterations = 5;
+constexpr int kIterations = 3;
 
 std::uint64_t tensor_floats(std::size_t i) {
   constexpr std::uint64_t kFloatsPerGiB = kGiB / 4;
