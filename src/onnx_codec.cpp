@@ -528,6 +528,32 @@ std::size_t count_run(const std::uint8_t* tag_at, const std::uint8_t* end) {
   const auto tag_size = static_cast<std::size_t>(wanted.next - tag_at);
   std::size_t count = 0;
   const std::uint8_t* p = tag_at;
+  if (tag_size == 1 && static_cast<WireType>(wanted.value & 7) == WireType::kLengthDelimited) {
+    // The common case (strings and messages of fields 1 to 15), kept tight.
+    const std::uint8_t tag = *tag_at;
+    while (p < end && *p == tag) {
+      ++count;
+      const wire::DecodedVarint length = wire::decode_varint(p + 1, end);
+      if (length.status != wire::VarintStatus::kOk ||
+          length.value > static_cast<std::uint64_t>(end - length.next)) {
+        return count;
+      }
+      p = length.next + length.value;
+    }
+    return count;
+  }
+  if (tag_size == 1 && static_cast<WireType>(wanted.value & 7) == WireType::kVarint) {
+    // Unpacked integers (dims, ints).
+    const std::uint8_t tag = *tag_at;
+    while (p < end && *p == tag) {
+      ++count;
+      ++p;
+      while (p < end && *p >= 0x80) ++p;
+      if (p == end) return count;
+      ++p;
+    }
+    return count;
+  }
   // Tags are 1 or 2 bytes; comparing them byte by byte beats a call to memcmp.
   const auto same_tag = [&](const std::uint8_t* q) {
     for (std::size_t i = 0; i < tag_size; ++i) {
