@@ -45,7 +45,7 @@ TensorProto make_reference(const TensorProto& tensor, std::string_view location,
                            std::uint64_t length);
 
 // The value of the first external_data entry with key `key`, or nullptr.
-const std::string* external_value(const TensorProto& tensor, std::string_view key) noexcept;
+const Text* external_value(const TensorProto& tensor, std::string_view key) noexcept;
 
 // --- Reading side ---
 

@@ -83,7 +83,7 @@ std::unique_ptr<Archive::State> open_state(ZipReader zip, const LoadOptions& opt
     info.alignment = entry->alignment();
     info.zero_copy = entry->zero_copy();
     state->payloads.push_back(found->second);
-    if (tensor.name) state->by_name.try_emplace(*tensor.name, index);
+    if (tensor.name) state->by_name.try_emplace(tensor.name->str(), index);
     state->by_location.try_emplace(entry->name, index);
   });
   return state;

@@ -138,7 +138,7 @@ TensorProto make_reference(const TensorProto& tensor, std::string_view location,
   return reference;
 }
 
-const std::string* external_value(const TensorProto& tensor, std::string_view key) noexcept {
+const Text* external_value(const TensorProto& tensor, std::string_view key) noexcept {
   for (const StringStringEntryProto& entry : tensor.external_data) {
     if (entry.key && *entry.key == key) return entry.value ? &*entry.value : nullptr;
   }
@@ -253,8 +253,8 @@ const ZipEntry* check_reference(const TensorProto& tensor, std::string_view site
   // The other keys: length must match, offset must be 0, the rest are findings (§9.4 item 4).
   bool has_length = false;
   for (const StringStringEntryProto& kv : tensor.external_data) {
-    const std::string key = kv.key.value_or("");
-    const std::string value = kv.value.value_or("");
+    const std::string key(kv.key.value_or(""));
+    const std::string value(kv.value.value_or(""));
     if (key == kLocationKey) continue;
     std::uint64_t number = 0;
     const bool numeric = parse_decimal(value, number);

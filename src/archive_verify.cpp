@@ -300,7 +300,7 @@ void Verifier::check_model(const ZipEntry& model_entry) {
     if (tensor.data_location == TensorProto::kExternal) {
       // An entry counts as referenced even when the reference has other errors: the report
       // should not add "unreferenced" to "length mismatch".
-      if (const std::string* location = archive_detail::external_value(tensor, "location")) {
+      if (const Text* location = archive_detail::external_value(tensor, "location")) {
         if (const ZipEntry* e = zip.find(*location)) referenced_.insert(e->index);
       }
       archive_detail::check_reference(tensor, site.path, zip, sink);

@@ -193,9 +193,9 @@ std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
     const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
 
     if (tensor.data_location == TensorProto::kExternal) {
-      const std::string* location = external_value(tensor, archive_detail::kLocationKey);
+      const Text* location = external_value(tensor, archive_detail::kLocationKey);
       if (location == nullptr) fail("data_location is EXTERNAL but external_data has no location");
-      const auto found = added_by_location.find(*location);
+      const auto found = added_by_location.find(location->str());
       if (found == added_by_location.end()) {
         fail("refers to external data " + quote(*location) +
              ", which is not an entry added to this archive (for a model with legacy external "
@@ -221,8 +221,8 @@ std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
              " bytes and the entry holds " + std::to_string(entry.size));
       }
       for (const StringStringEntryProto& kv : tensor.external_data) {
-        const std::string key = kv.key.value_or("");
-        const std::string value = kv.value.value_or("");
+        const std::string key(kv.key.value_or(""));
+        const std::string value(kv.value.value_or(""));
         std::uint64_t number = 0;
         const bool numeric = parse_decimal(value, number);
         if (key == archive_detail::kLocationKey) {

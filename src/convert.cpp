@@ -77,7 +77,7 @@ void check_archive_output(const fs::path& in, const fs::path& out, const LegacyR
     if (tensor.data_location != TensorProto::kExternal) return;
     for (const StringStringEntryProto& kv : tensor.external_data) {
       if (kv.key != "location" || !kv.value) continue;
-      if (same_file(folder / *kv.value, out)) {
+      if (same_file(folder / kv.value->view(), out)) {
         refuse_overwrite(in, out, "the input's external data file " + in_quotes(*kv.value));
       }
     }
@@ -185,12 +185,12 @@ Reference Repacker::resolve(TensorProto& tensor, std::string_view site,
   const auto fail_tensor = [&](const std::string& what) {
     fail(tensor_label(tensor, site) + ": " + what);
   };
-  const std::string* location = nullptr;
+  const Text* location = nullptr;
   std::optional<std::uint64_t> offset;
   std::optional<std::uint64_t> length;
   for (const StringStringEntryProto& kv : tensor.external_data) {
-    const std::string key = kv.key.value_or("");
-    const std::string value = kv.value.value_or("");
+    const std::string key(kv.key.value_or(""));
+    const std::string value(kv.value.value_or(""));
     if (key == "location") {
       if (location != nullptr) fail_tensor("has several locations");
       location = &*kv.value;
@@ -232,7 +232,7 @@ Reference Repacker::resolve(TensorProto& tensor, std::string_view site,
     fail_tensor("its " + std::to_string(count) + " bytes in entry " + in_quotes(entry->name) +
                 " differ from dims x element size (" + std::to_string(expected) + " bytes)");
   }
-  return {&tensor, entry, *location, start, count};
+  return {&tensor, entry, location->str(), start, count};
 }
 
 std::shared_ptr<const TensorBytes> Repacker::payload(const ZipEntry& entry) {

@@ -20,11 +20,11 @@ namespace {
 constexpr std::string_view kDefaultDomainAlias = "ai.onnx";
 constexpr std::size_t kMaxNodesListed = 5;
 
-std::string_view text_of(const std::optional<std::string>& text) {
+std::string_view text_of(const std::optional<Text>& text) {
   return text ? std::string_view(*text) : std::string_view();
 }
 
-std::string_view normalized_domain(const std::optional<std::string>& domain) {
+std::string_view normalized_domain(const std::optional<Text>& domain) {
   const std::string_view text = text_of(domain);
   return text == kDefaultDomainAlias ? std::string_view() : text;
 }
@@ -126,7 +126,7 @@ struct BodyView {
 // takes from its enclosing graph through its subgraphs, for the cycle check.
 void collect_uses(const GraphProto& graph, std::vector<std::string_view>& uses) {
   for (const NodeProto& node : graph.node) {
-    for (const std::string& input : node.input) uses.push_back(input);
+    for (const Text& input : node.input) uses.push_back(input);
     for (const AttributeProto& attribute : node.attribute) {
       if (attribute.g) collect_uses(*attribute.g, uses);
       for (const GraphProto& g : attribute.graphs) collect_uses(g, uses);
@@ -261,7 +261,7 @@ class Checker final {
     scope.parent = parent;
     scope.where = where;
     for (std::size_t i = 0; i < view.nodes.size(); ++i) {
-      for (const std::string& output : view.nodes[i].output) {
+      for (const Text& output : view.nodes[i].output) {
         if (!output.empty()) scope.producers.try_emplace(output, i);
       }
     }
@@ -318,20 +318,20 @@ class Checker final {
         }
       }
 
-      for (const std::string& input : node.input) {
+      for (const Text& input : node.input) {
         if (!input.empty()) resolve(input, scope, i, node_where, "input");
       }
 
       for (std::size_t a = 0; a < node.attribute.size(); ++a) {
         const AttributeProto& attribute = node.attribute[a];
-        const std::string name = attribute.name ? *attribute.name : indexed("attribute", a);
+        const std::string name = attribute.name ? attribute.name->str() : indexed("attribute", a);
         if (attribute.g) graph(*attribute.g, join(node_where, name), &scope, opsets, nullptr);
         for (std::size_t k = 0; k < attribute.graphs.size(); ++k) {
           graph(attribute.graphs[k], join(node_where, indexed(name, k)), &scope, opsets, nullptr);
         }
       }
 
-      for (const std::string& output : node.output) {
+      for (const Text& output : node.output) {
         if (output.empty()) continue;  // An omitted optional output.
         if (const auto known = scope.defined.find(output); known != scope.defined.end()) {
           add(node_where, "output " + in_quotes(output) + " is already assigned by " +
@@ -399,7 +399,7 @@ class Checker final {
     std::vector<std::string_view> uses;
     for (std::size_t i = 0; i < n; ++i) {
       uses.clear();
-      for (const std::string& input : nodes[i].input) uses.push_back(input);
+      for (const Text& input : nodes[i].input) uses.push_back(input);
       for (const AttributeProto& attribute : nodes[i].attribute) {
         if (attribute.g) collect_uses(*attribute.g, uses);
         for (const GraphProto& g : attribute.graphs) collect_uses(g, uses);

@@ -113,7 +113,7 @@ std::optional<std::uint64_t> parse_decimal(std::string_view text) {
 }
 
 struct ExternalReference {
-  const std::string* location = nullptr;
+  const Text* location = nullptr;
   std::optional<std::uint64_t> offset;
   std::optional<std::uint64_t> length;
 };
@@ -122,7 +122,7 @@ struct ExternalReference {
 struct ReferenceContext {
   const std::string& model;
   std::string tensor;
-  const std::string* location = nullptr;
+  const Text* location = nullptr;
 
   std::string prefix() const {
     std::string text = model + ": " + tensor;
@@ -135,11 +135,11 @@ struct ReferenceContext {
 };
 
 ExternalReference parse_reference(const TensorProto& tensor, ReferenceContext& ctx) {
-  static const std::string kAbsent;
+  static const Text kAbsent;
   ExternalReference ref;
   for (const StringStringEntryProto& entry : tensor.external_data) {
-    const std::string& key = entry.key ? *entry.key : kAbsent;
-    const std::string& value = entry.value ? *entry.value : kAbsent;
+    const Text& key = entry.key ? *entry.key : kAbsent;
+    const Text& value = entry.value ? *entry.value : kAbsent;
     if (key == kLocationKey) {
       if (ref.location != nullptr) ctx.fail(ErrorCode::kCorrupt, "'location' is given twice");
       ref.location = &value;
@@ -372,7 +372,7 @@ void resolve_external(TensorProto& tensor, const TensorSite& site, const std::st
   } catch (const Error& e) {
     ctx.fail(e.code(), e.what());
   }
-  const std::shared_ptr<const MappedFile> mapping = files.map(*ref.location, ctx);
+  const std::shared_ptr<const MappedFile> mapping = files.map(ref.location->str(), ctx);
   const ByteSpan bytes = mapping->bytes();
   const std::uint64_t size = bytes.size();
   const std::uint64_t offset = ref.offset.value_or(0);

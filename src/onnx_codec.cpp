@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "bulk_copy.h"
 #include "onnxzip/mapped_file.h"
 #include "page_advice.h"
 
@@ -47,7 +48,16 @@ struct ParseContext {
   const ParseOptions& options;
   OwnerToken owner;
   std::size_t copy_alignment;
+  // Strings borrow from the input when payloads borrow from it without an owner token: the caller
+  // keeps those bytes alive (no_copy from a caller's bytes). With a token (a mapped file), strings
+  // are copied rather than each holding a reference to the token.
+  bool borrow_text;
 };
+
+inline Text make_text(const ParseContext& ctx, ByteSpan payload) {
+  const std::string_view view(reinterpret_cast<const char*>(payload.data()), payload.size());
+  return ctx.borrow_text ? Text::borrow(view) : Text(view);
+}
 
 [[noreturn]] void fail_wire_type(const WireReader& r, const std::uint8_t* tag_at, WireType got,
                                  WireType expected, const WireContext& where) {
@@ -264,6 +274,7 @@ class ReverseWriter final {
 // --- Per-message functions, declared up front: messages nest recursively ---
 
 #define ONNXZIP_DECLARE_BODY_FUNCTIONS_(Type, Id, Name)                            \
+  void own_strings_body(Type& m);                                                  \
   void parse_body(ParseContext& ctx, WireReader& r, Type& m, std::uint32_t depth); \
   std::uint64_t body_size(const Type& m, SizeTable& sizes);                        \
   void write_body(const Type& m, WireWriter& w, SizeCursor& sizes);                \
@@ -420,26 +431,25 @@ inline std::uint64_t length_delimited_size(std::uint64_t length) {
 
 template <>
 struct FieldCodec<field::String> {
-  static void parse(ParseContext&, WireReader& r, WireType type, const std::uint8_t* tag_at,
-                    std::optional<std::string>& v, std::uint32_t, const WireContext& where) {
+  static void parse(ParseContext& ctx, WireReader& r, WireType type, const std::uint8_t* tag_at,
+                    std::optional<Text>& v, std::uint32_t, const WireContext& where) {
     expect_wire_type(r, tag_at, type, WireType::kLengthDelimited, where);
-    const ByteSpan payload = r.read_length_delimited(where);
-    v.emplace(reinterpret_cast<const char*>(payload.data()), payload.size());
+    v.emplace(make_text(ctx, r.read_length_delimited(where)));
   }
   template <std::uint32_t N>
-  static std::uint64_t size(const std::optional<std::string>& v, SizeTable&) {
+  static std::uint64_t size(const std::optional<Text>& v, SizeTable&) {
     if (!v) return 0;
     return kTagSize<N, WireType::kLengthDelimited> + length_delimited_size(v->size());
   }
   template <std::uint32_t N>
-  static void write(const std::optional<std::string>& v, WireWriter& w, SizeCursor&) {
+  static void write(const std::optional<Text>& v, WireWriter& w, SizeCursor&) {
     if (!v) return;
     put_tag<N, WireType::kLengthDelimited>(w);
     w.write_varint(v->size());
     w.write_bytes(ByteSpan(reinterpret_cast<const std::uint8_t*>(v->data()), v->size()));
   }
   template <std::uint32_t N>
-  static void write_reverse(const std::optional<std::string>& v, ReverseWriter& w) {
+  static void write_reverse(const std::optional<Text>& v, ReverseWriter& w) {
     if (!v) return;
     w.put_length_delimited(ByteSpan(reinterpret_cast<const std::uint8_t*>(v->data()), v->size()));
     w.put_tag<N, WireType::kLengthDelimited>();
@@ -489,70 +499,96 @@ struct FieldCodec<field::TensorData> {
   }
 };
 
-template <class M>
-struct FieldCodec<field::Message<M>> {
+// Box<M> and Inline<M> alike.
+template <class Holder>
+struct SubMessageCodec {
   static void parse(ParseContext& ctx, WireReader& r, WireType type, const std::uint8_t* tag_at,
-                    Box<M>& v, std::uint32_t depth, const WireContext& where) {
+                    Holder& v, std::uint32_t depth, const WireContext& where) {
     expect_wire_type(r, tag_at, type, WireType::kLengthDelimited, where);
     const ByteSpan payload = r.read_length_delimited(where);
     // A repeated occurrence merges into the message already there, as protobuf specifies.
     parse_nested(ctx, r, tag_at, payload, v.ensure(), depth, where);
   }
   template <std::uint32_t N>
-  static std::uint64_t size(const Box<M>& v, SizeTable& sizes) {
+  static std::uint64_t size(const Holder& v, SizeTable& sizes) {
     if (!v) return 0;
     return kTagSize<N, WireType::kLengthDelimited> + nested_size(*v, sizes);
   }
   template <std::uint32_t N>
-  static void write(const Box<M>& v, WireWriter& w, SizeCursor& sizes) {
+  static void write(const Holder& v, WireWriter& w, SizeCursor& sizes) {
     if (!v) return;
     put_tag<N, WireType::kLengthDelimited>(w);
     write_nested(*v, w, sizes);
   }
   template <std::uint32_t N>
-  static void write_reverse(const Box<M>& v, ReverseWriter& w) {
+  static void write_reverse(const Holder& v, ReverseWriter& w) {
     if (!v) return;
     write_nested_reverse(*v, w);
     w.put_tag<N, WireType::kLengthDelimited>();
   }
 };
 
+template <class M>
+struct FieldCodec<field::Message<M>> : SubMessageCodec<Box<M>> {};
+template <class M>
+struct FieldCodec<field::InlineMessage<M>> : SubMessageCodec<Inline<M>> {};
+
 // How many fields with the tag starting at `tag_at` follow one another from there, counting that
-// one: the capacity to reserve for a repeated field, so that its vector is allocated once instead
-// of regrowing (a graph's nodes, a node's inputs). Encoders write a repeated field's elements
-// together, so the run is usually all of them; when it is not, the vector simply grows later.
-// Stops quietly at anything malformed: the parse that follows reports it.
-std::size_t count_run(const std::uint8_t* tag_at, const std::uint8_t* end) {
+// one, looking no further than kCountRunBytes: the capacity to reserve for a repeated field, so
+// that its vector is allocated once instead of regrowing (a node's inputs). Encoders write a
+// repeated field's elements together, so the run is usually all of them; when it is not, the
+// vector simply grows later. The look-ahead is bounded because counting is a chain of dependent
+// loads: over a graph's 200,000 nodes (tens of megabytes, more than the cache holds) it cost a
+// quarter of the parse, while within the bound the bytes it reads are still cached when the
+// parser gets to them. Stops quietly at anything malformed: the parse that follows reports it.
+constexpr std::size_t kCountRunBytes = std::size_t{1} << 17;
+
+struct RunAhead {
+  std::size_t count;  // Elements seen, at least 1.
+  std::size_t bytes;  // Bytes they span.
+  bool more;          // The look-ahead ended inside the run: more elements may follow.
+};
+
+RunAhead count_run(const std::uint8_t* tag_at, const std::uint8_t* input_end) {
+  // New elements are counted only before `stop`; each is checked against the whole input.
+  const std::uint8_t* const stop = static_cast<std::size_t>(input_end - tag_at) > kCountRunBytes
+                                       ? tag_at + kCountRunBytes
+                                       : input_end;
+  const std::uint8_t* const end = input_end;
   const wire::DecodedVarint wanted = wire::decode_varint(tag_at, end);
-  if (wanted.status != wire::VarintStatus::kOk) return 1;
+  if (wanted.status != wire::VarintStatus::kOk) return {1, 0, false};
   const auto tag_size = static_cast<std::size_t>(wanted.next - tag_at);
   std::size_t count = 0;
   const std::uint8_t* p = tag_at;
+  const auto result = [&](bool complete) {
+    return RunAhead{std::max<std::size_t>(count, 1), static_cast<std::size_t>(p - tag_at),
+                    complete && p >= stop && stop != input_end};
+  };
   if (tag_size == 1 && static_cast<WireType>(wanted.value & 7) == WireType::kLengthDelimited) {
     // The common case (strings and messages of fields 1 to 15), kept tight.
     const std::uint8_t tag = *tag_at;
-    while (p < end && *p == tag) {
-      ++count;
+    while (p < stop && *p == tag) {
       const wire::DecodedVarint length = wire::decode_varint(p + 1, end);
       if (length.status != wire::VarintStatus::kOk ||
           length.value > static_cast<std::uint64_t>(end - length.next)) {
-        return count;
+        return result(false);
       }
+      ++count;
       p = length.next + length.value;
     }
-    return count;
+    return result(true);
   }
   if (tag_size == 1 && static_cast<WireType>(wanted.value & 7) == WireType::kVarint) {
     // Unpacked integers (dims, ints).
     const std::uint8_t tag = *tag_at;
-    while (p < end && *p == tag) {
+    while (p < stop && *p == tag) {
+      const std::uint8_t* q = p + 1;
+      while (q < end && *q >= 0x80) ++q;
+      if (q == end) return result(false);
       ++count;
-      ++p;
-      while (p < end && *p >= 0x80) ++p;
-      if (p == end) return count;
-      ++p;
+      p = q + 1;
     }
-    return count;
+    return result(true);
   }
   // Tags are 1 or 2 bytes; comparing them byte by byte beats a call to memcmp.
   const auto same_tag = [&](const std::uint8_t* q) {
@@ -562,48 +598,66 @@ std::size_t count_run(const std::uint8_t* tag_at, const std::uint8_t* end) {
     return true;
   };
   // Every step keeps p <= end: a value cut short ends the count.
-  while (static_cast<std::size_t>(end - p) > tag_size && same_tag(p)) {
-    p += tag_size;
-    ++count;
+  while (p<stop&& static_cast<std::size_t>(end - p)> tag_size && same_tag(p)) {
+    const std::uint8_t* q = p + tag_size;
     switch (static_cast<WireType>(wanted.value & 7)) {
       case WireType::kVarint:
-        while (p < end && *p >= 0x80) ++p;
-        if (p == end) return count;
-        ++p;
+        while (q < end && *q >= 0x80) ++q;
+        if (q == end) return result(false);
+        ++q;
         break;
       case WireType::kFixed64:
-        if (end - p < 8) return count;
-        p += 8;
+        if (end - q < 8) return result(false);
+        q += 8;
         break;
       case WireType::kLengthDelimited: {
-        const wire::DecodedVarint length = wire::decode_varint(p, end);
+        const wire::DecodedVarint length = wire::decode_varint(q, end);
         if (length.status != wire::VarintStatus::kOk ||
             length.value > static_cast<std::uint64_t>(end - length.next)) {
-          return count;
+          return result(false);
         }
-        p = length.next + length.value;
+        q = length.next + length.value;
         break;
       }
       case WireType::kFixed32:
-        if (end - p < 4) return count;
-        p += 4;
+        if (end - q < 4) return result(false);
+        q += 4;
         break;
       default:
-        return count;
+        return result(false);
     }
+    ++count;
+    p = q;
   }
-  return std::max<std::size_t>(count, 1);
+  return result(true);
 }
 
-// Reserves room for the run of elements starting at `tag_at` in an empty repeated field.
+// Makes room, in a full repeated field, for the run of elements starting at `tag_at`. An empty
+// field whose run ends within count_run's look-ahead gets exactly its length. A longer run (a
+// graph's nodes) gets an estimate from the bytes left in the enclosing message at the density of
+// the elements seen, so that its vector is neither regrown nor moved: reserved memory that is
+// never written is never faulted in either. The estimate is capped at 4 bytes of memory per byte
+// of input left. A field that is full again (a run that outgrew the estimate, or elements
+// interleaved with other fields) at least doubles, so that a field of n elements is moved O(n)
+// times in all.
 template <class T>
 inline void reserve_run(std::vector<T>& v, const std::uint8_t* tag_at, const WireReader& r,
                         const ParseContext& ctx) {
-  if (v.empty()) {
-    v.reserve(static_cast<std::size_t>(
-        std::min<std::uint64_t>(count_run(tag_at, r.end()), ctx.options.max_elements)));
-    detail::advise_huge_pages(v.data(), v.capacity() * sizeof(T));
+  if (v.size() < v.capacity()) return;
+  const RunAhead ahead = count_run(tag_at, r.end());
+  std::uint64_t more = ahead.count;
+  if (ahead.more) {
+    const auto left = static_cast<std::uint64_t>(r.end() - tag_at);
+    const auto estimate =
+        static_cast<std::uint64_t>(static_cast<double>(ahead.count) * static_cast<double>(left) /
+                                   static_cast<double>(std::max<std::size_t>(ahead.bytes, 1)));
+    const std::uint64_t cap = std::max<std::uint64_t>(ahead.count, left * 4 / sizeof(T));
+    more = std::min(estimate, cap);
   }
+  const std::uint64_t wanted = v.size() + std::max<std::uint64_t>(more, v.size());
+  v.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(
+      wanted, std::max<std::uint64_t>(ctx.options.max_elements, v.size() + 1))));
+  detail::advise_huge_pages(v.data(), v.capacity() * sizeof(T));
 }
 
 template <class M>
@@ -643,29 +697,28 @@ struct FieldCodec<field::Messages<M>> {
 template <>
 struct FieldCodec<field::Strings> {
   static void parse(ParseContext& ctx, WireReader& r, WireType type, const std::uint8_t* tag_at,
-                    std::vector<std::string>& v, std::uint32_t, const WireContext& where) {
+                    std::vector<Text>& v, std::uint32_t, const WireContext& where) {
     expect_wire_type(r, tag_at, type, WireType::kLengthDelimited, where);
     reserve_run(v, tag_at, r, ctx);
     if (v.size() >= ctx.options.max_elements) fail_too_many(r, tag_at, ctx, where);
-    const ByteSpan payload = r.read_length_delimited(where);
-    v.emplace_back(reinterpret_cast<const char*>(payload.data()), payload.size());
+    v.push_back(make_text(ctx, r.read_length_delimited(where)));
   }
   template <std::uint32_t N>
-  static std::uint64_t size(const std::vector<std::string>& v, SizeTable&) {
+  static std::uint64_t size(const std::vector<Text>& v, SizeTable&) {
     std::uint64_t total = v.size() * kTagSize<N, WireType::kLengthDelimited>;
-    for (const std::string& s : v) total += length_delimited_size(s.size());
+    for (const Text& s : v) total += length_delimited_size(s.size());
     return total;
   }
   template <std::uint32_t N>
-  static void write(const std::vector<std::string>& v, WireWriter& w, SizeCursor&) {
-    for (const std::string& s : v) {
+  static void write(const std::vector<Text>& v, WireWriter& w, SizeCursor&) {
+    for (const Text& s : v) {
       put_tag<N, WireType::kLengthDelimited>(w);
       w.write_varint(s.size());
       w.write_bytes(ByteSpan(reinterpret_cast<const std::uint8_t*>(s.data()), s.size()));
     }
   }
   template <std::uint32_t N>
-  static void write_reverse(const std::vector<std::string>& v, ReverseWriter& w) {
+  static void write_reverse(const std::vector<Text>& v, ReverseWriter& w) {
     for (auto s = v.rbegin(); s != v.rend(); ++s) {
       w.put_length_delimited(ByteSpan(reinterpret_cast<const std::uint8_t*>(s->data()), s->size()));
       w.put_tag<N, WireType::kLengthDelimited>();
@@ -912,11 +965,42 @@ template <class T>
 void reset_field(Box<T>& v) {
   v.reset();
 }
+template <class T>
+void reset_field(Inline<T>& v) {
+  v.reset();
+}
 // Only oneof members are ever reset; this overload lets the expansion compile for the others.
 template <class T>
 void reset_field(std::vector<T>& v) {
   v.clear();
 }
+
+// --- Turning borrowed strings into owned ones (own_strings) ---
+
+inline void own_field(std::optional<Text>& v) {
+  if (v) v->own();
+}
+inline void own_field(std::vector<Text>& v) {
+  for (Text& text : v) text.own();
+}
+template <class M>
+void own_field(Box<M>& v) {
+  if (v) own_strings_body(*v);
+}
+template <class M>
+void own_field(Inline<M>& v) {
+  if (v) own_strings_body(*v);
+}
+template <class T>
+void own_field(std::vector<T>& v) {
+  if constexpr (OnnxMessage<T>) {
+    for (T& m : v) own_strings_body(m);
+  }
+}
+template <class T>
+void own_field(T&) {}  // Numbers, tensor payloads.
+
+#define ONNXZIP_OWN_FIELD_(kind, name, number, oneof) own_field(m.name);
 
 // --- The per-message functions, expanded from the field lists ---
 
@@ -977,6 +1061,8 @@ constexpr bool strictly_ascending(std::initializer_list<std::uint32_t> numbers) 
 #define ONNXZIP_DEFINE_BODY_FUNCTIONS_(Type, Id, Name)                                         \
   static_assert(strictly_ascending({ONNXZIP_FIELDS_##Id(ONNXZIP_FIELD_NUMBER_)}),              \
                 Name ": fields must be listed in field-number order");                         \
+                                                                                               \
+  void own_strings_body(Type& m) { ONNXZIP_FIELDS_##Id(ONNXZIP_OWN_FIELD_) }                   \
                                                                                                \
   [[maybe_unused]] void clear_oneof_except(Type& m, std::uint32_t kept, int group) {           \
     ONNXZIP_FIELDS_##Id(ONNXZIP_CLEAR_ONEOF_MEMBER_)                                           \
@@ -1067,7 +1153,9 @@ void merge_message(ByteSpan bytes, M& message, const ParseOptions& options, std:
                 "input of " + std::to_string(bytes.size()) + " bytes exceeds max_message_size (" +
                     std::to_string(options.max_message_size) + ")");
   }
-  ParseContext ctx{options, options.no_copy ? std::move(owner) : nullptr, copy_alignment(options)};
+  const bool borrow_text = options.no_copy && owner == nullptr;
+  ParseContext ctx{options, options.no_copy ? std::move(owner) : nullptr, copy_alignment(options),
+                   borrow_text};
   try {
     parse_body(ctx, reader, message, 1);
   } catch (const std::bad_alloc&) {
@@ -1143,7 +1231,7 @@ void MessageSerializer<M>::write(MutableByteSpan out) const {
     snapshot.check_payloads();
     std::uint8_t* p = out.data();
     snapshot.emit([&](ByteSpan piece) {
-      if (!piece.empty()) std::memcpy(p, piece.data(), piece.size());
+      detail::copy_bytes(p, piece.data(), piece.size());
       p += piece.size();
     });
     return;
@@ -1178,6 +1266,11 @@ std::uint64_t serialized_size(const M& message) {
   return body_size(message, sizes);
 }
 
+template <OnnxMessage M>
+void own_strings(M& message) {
+  own_strings_body(message);
+}
+
 #define ONNXZIP_INSTANTIATE_(Type, Id, Name)                                                      \
   template Type parse_message<Type>(ByteSpan, const ParseOptions&, std::string_view, OwnerToken); \
   template void merge_message<Type>(ByteSpan, Type&, const ParseOptions&, std::string_view,       \
@@ -1186,6 +1279,7 @@ std::uint64_t serialized_size(const M& message) {
                                                              const SerializeOptions&);            \
   template void serialize_message<Type>(const Type&, wire::ByteSink&, const SerializeOptions&);   \
   template std::uint64_t serialized_size<Type>(const Type&);                                      \
+  template void own_strings<Type>(Type&);                                                         \
   template class MessageSerializer<Type>;
 ONNXZIP_ONNX_MESSAGES(ONNXZIP_INSTANTIATE_)
 #undef ONNXZIP_INSTANTIATE_
@@ -1214,7 +1308,7 @@ OwnedBytes serialize_model_to_owned_bytes(const ModelProto& model,
   OwnedBytes out(static_cast<std::size_t>(writer.written()));
   std::uint8_t* p = out.data();
   writer.emit([&](ByteSpan piece) {
-    if (!piece.empty()) std::memcpy(p, piece.data(), piece.size());
+    detail::copy_bytes(p, piece.data(), piece.size());
     p += piece.size();
   });
   return out;

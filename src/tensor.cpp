@@ -155,12 +155,12 @@ std::vector<T> raw_to_floats(ByteSpan raw) {
   return values;
 }
 
-OwnedBytes strings_to_raw(const std::vector<std::string>& strings) {
+OwnedBytes strings_to_raw(const std::vector<Text>& strings) {
   std::uint64_t total = 0;
-  for (const std::string& s : strings) total += wire::varint_size(s.size()) + s.size();
+  for (const Text& s : strings) total += wire::varint_size(s.size()) + s.size();
   OwnedBytes out(static_cast<std::size_t>(total));
   std::uint8_t* p = out.data();
-  for (const std::string& s : strings) {
+  for (const Text& s : strings) {
     p = wire::encode_varint(s.size(), p);
     if (!s.empty()) std::memcpy(p, s.data(), s.size());
     p += s.size();
@@ -168,8 +168,8 @@ OwnedBytes strings_to_raw(const std::vector<std::string>& strings) {
   return out;
 }
 
-std::vector<std::string> raw_to_strings(ByteSpan raw, const TensorProto& tensor) {
-  std::vector<std::string> strings;
+std::vector<Text> raw_to_strings(ByteSpan raw, const TensorProto& tensor) {
+  std::vector<Text> strings;
   const std::string label = tensor_label(tensor);
   wire::WireReader reader(raw, label);
   while (!reader.at_end()) {

@@ -17,8 +17,8 @@ NodeProto node(const std::string& op, std::initializer_list<std::string> inputs,
                std::initializer_list<std::string> outputs, const std::string& name = "") {
   NodeProto n;
   n.op_type = op;
-  n.input = inputs;
-  n.output = outputs;
+  n.input.assign(inputs.begin(), inputs.end());
+  n.output.assign(outputs.begin(), outputs.end());
   if (!name.empty()) n.name = name;
   return n;
 }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -391,6 +392,122 @@ TEST(OnnxCodec, NoCopyFromBytesBorrowsLargePayloadsWithoutAToken) {
   const ModelProto copied = parse_model(input);
   EXPECT_TRUE(copied.graph->initializer[0].raw_data->is_owned());
   EXPECT_EQ(copied, model);
+}
+
+bool points_into(const Text& text, const Bytes& bytes) {
+  const auto* const first = reinterpret_cast<const char*>(bytes.data());
+  return text.data() >= first && text.data() + text.size() <= first + bytes.size();
+}
+
+TEST(OnnxCodec, NoCopyFromBytesBorrowsEveryStringAndCopyingParsesOwnThem) {
+  const std::string long_name = "/encoder/layer.0/attn/MatMul_output_0";
+  const Bytes input =
+      Pb().str(2, "producer")
+          .msg(7, Pb().msg(1, Pb().str(1, long_name)
+                                  .str(1, "x")
+                                  .str(2, "y")
+                                  .str(4, "MatMul")
+                                  .msg(5, Pb().str(1, "axis").str(4, "some string")))
+                      .str(2, "graph"))
+          .bytes();
+  ParseOptions options;
+  options.no_copy = true;
+  ModelProto model = parse_model(input, options);
+  const NodeProto& node = model.graph->node[0];
+  for (const Text* text : std::initializer_list<const Text*>{
+           &*model.producer_name, &*model.graph->name, &node.input[0], &node.input[1],
+           &node.output[0], &*node.op_type, &*node.attribute[0].name, &*node.attribute[0].s}) {
+    EXPECT_TRUE(text->borrowed()) << *text;
+    EXPECT_TRUE(points_into(*text, input)) << *text;
+  }
+  EXPECT_EQ(node.input[0], long_name);
+  EXPECT_EQ(*node.attribute[0].s, "some string");
+
+  // A copy borrows the same bytes; own_strings detaches a whole message.
+  ModelProto copy = model;
+  EXPECT_EQ(copy.graph->node[0].input[0].data(), node.input[0].data());
+  own_strings(copy);
+  EXPECT_FALSE(copy.graph->node[0].input[0].borrowed());
+  EXPECT_FALSE(points_into(copy.graph->node[0].input[0], input));
+  EXPECT_FALSE(copy.producer_name->borrowed());
+  EXPECT_EQ(copy, model);
+
+  // Without no_copy, and with an owner token (a mapped file), strings are copies.
+  const ModelProto owned = parse_model(input);
+  EXPECT_FALSE(owned.graph->node[0].input[0].borrowed());
+  EXPECT_FALSE(points_into(owned.graph->node[0].input[0], input));
+  const ModelProto with_token =
+      parse_message<ModelProto>(input, options, "<memory>", std::make_shared<int>(0));
+  EXPECT_FALSE(with_token.graph->node[0].input[0].borrowed());
+  EXPECT_EQ(owned, model);
+  EXPECT_EQ(with_token, model);
+
+  // Serializing borrowed strings writes the same bytes as owned ones.
+  EXPECT_EQ(serialize_model(model), input);
+  EXPECT_EQ(serialize_model(owned), input);
+}
+
+// A graph whose node and value_info runs are each far longer than the parser's look-ahead for
+// sizing repeated fields (128 KiB), so that their vectors are sized by estimate.
+ModelProto long_graph(std::size_t nodes) {
+  ModelProto model;
+  GraphProto& graph = model.graph.emplace();
+  for (std::size_t i = 0; i < nodes; ++i) {
+    NodeProto& node = graph.node.emplace_back();
+    node.name = "/encoder/layer." + std::to_string(i) + "/MatMul";
+    node.op_type = i % 3 == 0 ? "LayerNormalization" : "MatMul";
+    node.input = {Text("x" + std::to_string(i)), Text("w" + std::to_string(i))};
+    node.output.emplace_back("x" + std::to_string(i + 1));
+    ValueInfoProto& info = graph.value_info.emplace_back();
+    info.name = node.output[0];
+    TypeProto::Tensor& tensor = info.type.ensure().tensor_type.ensure();
+    tensor.elem_type = TensorProto::kFloat;
+    tensor.shape.ensure().dim.emplace_back().dim_param = "batch";
+  }
+  return model;
+}
+
+TEST(OnnxCodec, LongRunsOfRepeatedFieldsParseWhetherTogetherOrInterleaved) {
+  const ModelProto model = long_graph(20000);
+  const Bytes input = serialize_model(model);
+  ASSERT_GT(input.size(), 1000000u);
+  ParseOptions no_copy;
+  no_copy.no_copy = true;
+  const ModelProto parsed = parse_model(input, no_copy);
+  EXPECT_EQ(parsed, model);
+  EXPECT_EQ(parse_model(input), model);
+  // Reserved room is bounded by the input (at most 4 bytes of elements per byte of input) or, once
+  // a vector had to grow, by twice the elements present.
+  const auto bounded = [&](const auto& v) {
+    using T = typename std::decay_t<decltype(v)>::value_type;
+    return v.capacity() <= std::max(4 * input.size() / sizeof(T), 2 * v.size());
+  };
+  EXPECT_TRUE(bounded(parsed.graph->node)) << parsed.graph->node.capacity();
+  EXPECT_TRUE(bounded(parsed.graph->value_info)) << parsed.graph->value_info.capacity();
+
+  // The same fields interleaved (node, value_info, node, ...): every run has one element, and the
+  // vectors grow as they go.
+  Pb graph;
+  for (std::size_t i = 0; i < model.graph->node.size(); ++i) {
+    graph.len(1, serialize_message(model.graph->node[i]));
+    graph.len(13, serialize_message(model.graph->value_info[i]));
+  }
+  const Bytes interleaved_input = Pb().msg(7, graph).bytes();  // Borrowed from: kept alive.
+  const ModelProto interleaved = parse_model(interleaved_input, no_copy);
+  EXPECT_EQ(interleaved, model);
+}
+
+TEST(OnnxCodec, ALongRunFollowedByOtherFieldsReservesABoundedAmount) {
+  // 2,000 nodes (past the look-ahead) and then 8 MB of doc_string: the estimate from the bytes
+  // left would be far too high; it is capped by the input size.
+  const ModelProto nodes = long_graph(2000);
+  Pb graph;
+  for (const NodeProto& node : nodes.graph->node) graph.len(1, serialize_message(node));
+  graph.str(10, std::string(8 << 20, 'd'));
+  const Bytes input = Pb().msg(7, graph).bytes();
+  const ModelProto parsed = parse_model(input);
+  EXPECT_EQ(parsed.graph->node, nodes.graph->node);
+  EXPECT_LE(parsed.graph->node.capacity() * sizeof(NodeProto), 4 * input.size());
 }
 
 TEST(OnnxCodec, NoCopyWithAlignmentCopiesMisalignedPayloads) {

@@ -22,6 +22,10 @@ static_assert(std::is_same_v<decltype(TensorProto::raw_data), std::optional<Tens
 static_assert(std::is_same_v<decltype(TensorProto::dims), std::vector<std::int64_t>>);
 static_assert(std::is_same_v<decltype(AttributeProto::g), Box<GraphProto>>);
 static_assert(std::is_same_v<decltype(ModelProto::ir_version), std::optional<std::int64_t>>);
+static_assert(std::is_same_v<decltype(NodeProto::name), std::optional<Text>>);
+static_assert(std::is_same_v<decltype(NodeProto::input), std::vector<Text>>);
+static_assert(std::is_same_v<decltype(ValueInfoProto::type), Inline<TypeProto>>);
+static_assert(std::is_same_v<decltype(TypeProto::Sequence::elem_type), Box<TypeProto>>);
 
 TEST(Box, IsAnOptionalSubMessageThatCopiesDeeply) {
   Box<GraphProto> a;
@@ -53,6 +57,30 @@ TEST(Box, IsAnOptionalSubMessageThatCopiesDeeply) {
   moved = other;
   EXPECT_EQ(moved->name, "o");
   EXPECT_EQ(Box<GraphProto>(other), moved);
+}
+
+TEST(Inline, HasBoxsInterfaceAndStoresTheMessageInPlace) {
+  Inline<TypeProto> a;
+  EXPECT_FALSE(a.has_value());
+  EXPECT_EQ(a.get(), nullptr);
+  TypeProto& type = a.ensure();
+  EXPECT_EQ(static_cast<const void*>(&type), static_cast<const void*>(a.get()));
+  EXPECT_GE(reinterpret_cast<const char*>(&type), reinterpret_cast<const char*>(&a));
+  EXPECT_LT(reinterpret_cast<const char*>(&type), reinterpret_cast<const char*>(&a + 1));
+  type.tensor_type.ensure().elem_type = TensorProto::kFloat;
+  EXPECT_EQ(&a.ensure(), &type);
+  Inline<TypeProto> b = a;
+  EXPECT_EQ(b, a);
+  b->tensor_type->elem_type = TensorProto::kInt64;
+  EXPECT_NE(b, a);
+  b.emplace();  // Present and empty differs from absent.
+  EXPECT_TRUE(b.has_value());
+  EXPECT_NE(b, Inline<TypeProto>());
+  b.reset();
+  EXPECT_EQ(b, Inline<TypeProto>());
+  EXPECT_THROW((void)b.value(), Error);
+  b = *a;
+  EXPECT_EQ(b.value(), *a);
 }
 
 TEST(Box, ValueOfAnAbsentMessageIsABadState) {

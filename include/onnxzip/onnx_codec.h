@@ -23,15 +23,18 @@
 //     and hands large payloads to the output without copying them. Memory use is the size table
 //     (8 bytes per nested message) plus the buffer, whatever the size of the model.
 //
-// Ownership of tensor payloads (TensorProto::raw_data) when parsing:
-//   * no_copy = false (default): every payload is copied; the model owns all its bytes.
-//   * no_copy = true, parse_model(bytes): payloads of at least raw_data_threshold bytes borrow
-//     from `bytes` without an owner token: the caller must keep `bytes` alive as long as the model
-//     (or any copy of its tensors). Smaller payloads are copied.
+// Ownership of tensor payloads (TensorProto::raw_data) and strings (Text) when parsing:
+//   * no_copy = false (default): every payload and string is copied; the model owns its bytes.
+//   * no_copy = true, parse_model(bytes): payloads of at least raw_data_threshold bytes, and all
+//     strings (names, op types, attribute strings...), borrow from `bytes` without an owner token:
+//     the caller must keep `bytes` alive and unchanged as long as the model (or any copy of its
+//     parts) is used; own_strings() detaches the strings. Smaller payloads are copied. Parsing a
+//     graph then allocates no memory per name, which is most of what parsing a large graph costs.
 //   * no_copy = true, parse_model(path): the file is mapped and payloads of at least
 //     raw_data_threshold bytes borrow from the mapping with the mapping as owner token: the model
 //     stays valid after the call, and the mapping lives until the last tensor referring to it is
-//     gone. Smaller payloads are copied. (Without no_copy the mapping is released on return.)
+//     gone. Smaller payloads and all strings are copied. (Without no_copy the mapping is released
+//     on return.) The same holds for parse_message with a non-null owner token.
 //   * alignment (when non-zero, a power of two): a payload that would be borrowed but does not
 //     start on a multiple of `alignment` is copied instead into a buffer that does; copies are
 //     aligned to max(alignment, 64).
@@ -142,6 +145,12 @@ M parse_message(ByteSpan bytes, const ParseOptions& options = {},
 template <OnnxMessage M>
 void merge_message(ByteSpan bytes, M& message, const ParseOptions& options = {},
                    std::string_view source = "<memory>", OwnerToken owner = nullptr);
+
+// Makes every borrowed string of `message` (see no_copy above) an owned copy, so that the message
+// no longer depends on the bytes it was parsed from for its strings. Tensor payloads are left as
+// they are (TensorBytes::make_owned detaches one).
+template <OnnxMessage M>
+void own_strings(M& message);
 
 template <OnnxMessage M>
 std::vector<std::uint8_t> serialize_message(const M& message, const SerializeOptions& options = {});

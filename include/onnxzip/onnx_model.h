@@ -5,9 +5,12 @@
 // is proto2, so presence is part of the value: an optional scalar or string is std::optional (an
 // empty name that is present differs from an absent one, and both survive parse -> serialize), an
 // optional sub-message is a Box<T> (heap-allocated, copyable, comparable; it breaks the
-// GraphProto -> NodeProto -> AttributeProto -> GraphProto recursion), a repeated field is a
-// std::vector. Tensor payloads (TensorProto::raw_data) are TensorBytes: owned, or borrowed from
-// the parsed bytes or a file mapping (see bytes.h and onnx_codec.h). Enumerations are stored as
+// GraphProto -> NodeProto -> AttributeProto -> GraphProto recursion) or, for the non-recursive
+// ones every value_info carries (ValueInfoProto::type, TypeProto::tensor_type, the shapes), an
+// Inline<T> with the same interface stored in place; a repeated field is a std::vector. Strings
+// are Text (text.h): owned, or borrowed from the parsed bytes. Tensor payloads
+// (TensorProto::raw_data) are TensorBytes: owned, or borrowed from the parsed bytes or a file
+// mapping (see bytes.h and onnx_codec.h). Enumerations are stored as
 // open int32/int64 values, so values from a newer schema survive; the named constants are nested
 // where onnx.proto nests them (TensorProto::kFloat, AttributeProto::kGraphs).
 //
@@ -35,6 +38,7 @@
 #include "onnxzip/bytes.h"
 #include "onnxzip/error.h"
 #include "onnxzip/protobuf_wire.h"
+#include "onnxzip/text.h"
 
 namespace onnxzip {
 
@@ -99,6 +103,51 @@ class Box final {
   std::unique_ptr<T> value_;
 };
 
+// An optional sub-message stored in place: Box's interface without a heap allocation per
+// message, for the few non-recursive sub-messages that nearly every ValueInfoProto carries (its
+// type, a tensor type, a shape), where one allocation each was most of the cost of parsing a
+// graph's value_info.
+template <class T>
+class Inline final {
+ public:
+  Inline() noexcept = default;
+  explicit Inline(T value) : value_(std::move(value)) {}
+  Inline& operator=(T value) {
+    value_ = std::move(value);
+    return *this;
+  }
+
+  bool has_value() const noexcept { return value_.has_value(); }
+  explicit operator bool() const noexcept { return value_.has_value(); }
+  T& operator*() noexcept { return *value_; }
+  const T& operator*() const noexcept { return *value_; }
+  T* operator->() noexcept { return &*value_; }
+  const T* operator->() const noexcept { return &*value_; }
+  T* get() noexcept { return value_ ? &*value_ : nullptr; }
+  const T* get() const noexcept { return value_ ? &*value_ : nullptr; }
+
+  // The message, or Error(kBadState) when absent.
+  T& value() {
+    if (!value_) throw Error(ErrorCode::kBadState, "access to an absent sub-message");
+    return *value_;
+  }
+  const T& value() const {
+    if (!value_) throw Error(ErrorCode::kBadState, "access to an absent sub-message");
+    return *value_;
+  }
+  T& emplace() { return value_.emplace(); }
+  T& ensure() {
+    if (!value_) value_.emplace();
+    return *value_;
+  }
+  void reset() noexcept { value_.reset(); }
+
+  friend bool operator==(const Inline& a, const Inline& b) { return a.value_ == b.value_; }
+
+ private:
+  std::optional<T> value_;
+};
+
 // Field kinds: the C++ type of a member (Value) and, through the codec, its wire form. Floats are
 // compared bit for bit by operator== (NaN equals the same NaN, -0.0 differs from 0.0), so equality
 // means "serializes to the same bytes".
@@ -113,7 +162,7 @@ struct Float {  // optional float: fixed32.
   using Value = std::optional<float>;
 };
 struct String {  // optional string or bytes: length-delimited, not checked for UTF-8.
-  using Value = std::optional<std::string>;
+  using Value = std::optional<Text>;
 };
 struct TensorData {  // optional bytes holding tensor payload (raw_data): owned or borrowed.
   using Value = std::optional<TensorBytes>;
@@ -121,6 +170,10 @@ struct TensorData {  // optional bytes holding tensor payload (raw_data): owned 
 template <class M>
 struct Message {  // optional sub-message: length-delimited.
   using Value = Box<M>;
+};
+template <class M>
+struct InlineMessage {  // optional non-recursive sub-message, stored in place.
+  using Value = Inline<M>;
 };
 // Repeated scalars. onnx.proto declares only TensorProto's *_data fields [packed = true]; the
 // others are written one tag per element, as libprotobuf does. Both forms are read for all.
@@ -146,7 +199,7 @@ struct PackedDoubles {
   using Value = std::vector<double>;
 };
 struct Strings {  // repeated string or bytes.
-  using Value = std::vector<std::string>;
+  using Value = std::vector<Text>;
 };
 template <class M>
 struct Messages {  // repeated sub-message.
@@ -289,7 +342,7 @@ struct TypeProto;
 
 #define ONNXZIP_FIELDS_TypeProto_Tensor(X) \
   X(Int32, elem_type, 1, 0)                \
-  X(Message<TensorShapeProto>, shape, 2, 0)
+  X(InlineMessage<TensorShapeProto>, shape, 2, 0)
 #define ONNXZIP_FIELDS_TypeProto_Sequence(X) X(Message<TypeProto>, elem_type, 1, 0)
 #define ONNXZIP_FIELDS_TypeProto_Map(X) \
   X(Int32, key_type, 1, 0)              \
@@ -297,7 +350,7 @@ struct TypeProto;
 #define ONNXZIP_FIELDS_TypeProto_Optional(X) X(Message<TypeProto>, elem_type, 1, 0)
 #define ONNXZIP_FIELDS_TypeProto_SparseTensor(X) \
   X(Int32, elem_type, 1, 0)                      \
-  X(Message<TensorShapeProto>, shape, 2, 0)
+  X(InlineMessage<TensorShapeProto>, shape, 2, 0)
 #define ONNXZIP_FIELDS_TypeProto_Opaque(X) \
   X(String, domain, 1, 0)                  \
   X(String, name, 2, 0)
@@ -305,7 +358,7 @@ struct TypeProto;
 // oneof value { tensor_type, sequence_type, map_type, opaque_type, sparse_tensor_type,
 // optional_type }; opaque_type is from onnx-ml.proto.
 #define ONNXZIP_FIELDS_TypeProto(X)                             \
-  X(Message<TypeProto::Tensor>, tensor_type, 1, 1)              \
+  X(InlineMessage<TypeProto::Tensor>, tensor_type, 1, 1)        \
   X(Message<TypeProto::Sequence>, sequence_type, 4, 1)          \
   X(Message<TypeProto::Map>, map_type, 5, 1)                    \
   X(String, denotation, 6, 0)                                   \
@@ -334,10 +387,10 @@ struct TypeProto final {
   ONNXZIP_MESSAGE_MEMBERS_(TypeProto, TypeProto)
 };
 
-#define ONNXZIP_FIELDS_ValueInfoProto(X) \
-  X(String, name, 1, 0)                  \
-  X(Message<TypeProto>, type, 2, 0)      \
-  X(String, doc_string, 3, 0)            \
+#define ONNXZIP_FIELDS_ValueInfoProto(X)  \
+  X(String, name, 1, 0)                   \
+  X(InlineMessage<TypeProto>, type, 2, 0) \
+  X(String, doc_string, 3, 0)             \
   X(Messages<StringStringEntryProto>, metadata_props, 4, 0)
 struct ValueInfoProto final {
   ONNXZIP_MESSAGE_MEMBERS_(ValueInfoProto, ValueInfoProto)

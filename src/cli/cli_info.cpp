@@ -55,7 +55,7 @@ std::uint64_t inline_bytes(const TensorProto& tensor) {
   if (tensor.raw_data) return tensor.raw_data->size();
   if (tensor.data_type.value_or(0) == TensorProto::kString) {
     std::uint64_t total = 0;
-    for (const std::string& s : tensor.string_data) total += s.size();
+    for (const Text& s : tensor.string_data) total += s.size();
     return total;
   }
   try {
@@ -77,8 +77,8 @@ void write_tensor_fields(JsonWriter& json, const std::int32_t data_type,
 }
 
 // "" and "ai.onnx" are the same domain.
-std::string domain_label(const std::optional<std::string>& domain) {
-  const std::string name = domain.value_or("");
+std::string domain_label(const std::optional<Text>& domain) {
+  const std::string name(domain.value_or(""));
   return name.empty() ? "ai.onnx" : printable(name);
 }
 
@@ -93,7 +93,7 @@ struct Summary {
 void write_model_json(JsonWriter& json, const ModelProto& model) {
   json.key("model");
   json.begin_object();
-  const auto optional_string = [&](const char* key, const std::optional<std::string>& value) {
+  const auto optional_string = [&](const char* key, const std::optional<Text>& value) {
     json.key(key);
     if (value) {
       json.string(*value);
@@ -163,7 +163,7 @@ std::string model_text(const ModelProto& model) {
     out.append(16 - std::string_view(label).size(), ' ');
     out += value + "\n";
   };
-  const auto or_dash = [](const std::optional<std::string>& value) {
+  const auto or_dash = [](const std::optional<Text>& value) {
     return value && !value->empty() ? printable(*value) : std::string("-");
   };
   line("ir_version", model.ir_version ? std::to_string(*model.ir_version) : "-");
@@ -348,7 +348,7 @@ int info_legacy(const InfoArgs& args) {
     t.external = tensor.data_location == TensorProto::kExternal;
     if (t.external) {
       for (const StringStringEntryProto& kv : tensor.external_data) {
-        const std::string value = kv.value.value_or("");
+        const std::string value(kv.value.value_or(""));
         if (kv.key == "location") t.location = value;
         std::uint64_t number = 0;
         const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);

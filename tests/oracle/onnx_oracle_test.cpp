@@ -73,10 +73,14 @@ std::set<int> unknown_numbers(const UnknownFields& ours) {
 bool present(const std::optional<std::int64_t>& v) { return v.has_value(); }
 bool present(const std::optional<std::int32_t>& v) { return v.has_value(); }
 bool present(const std::optional<float>& v) { return v.has_value(); }
-bool present(const std::optional<std::string>& v) { return v.has_value(); }
+bool present(const std::optional<Text>& v) { return v.has_value(); }
 bool present(const std::optional<TensorBytes>& v) { return v.has_value(); }
 template <class M>
 bool present(const Box<M>& v) {
+  return v.has_value();
+}
+template <class M>
+bool present(const Inline<M>& v) {
   return v.has_value();
 }
 template <class T>
@@ -137,7 +141,7 @@ void compare_field(const Value& ours, const pb::Message& theirs, int number, std
   if constexpr (std::is_same_v<Value, std::optional<std::int64_t>> ||
                 std::is_same_v<Value, std::optional<std::int32_t>> ||
                 std::is_same_v<Value, std::optional<float>> ||
-                std::is_same_v<Value, std::optional<std::string>> ||
+                std::is_same_v<Value, std::optional<Text>> ||
                 std::is_same_v<Value, std::optional<TensorBytes>>) {
     if (fd->is_repeated()) return walk.differ(field, "repeated in libprotobuf");
     if (ours.has_value() != r.HasField(theirs, fd)) {
@@ -158,9 +162,9 @@ void compare_field(const Value& ours, const pb::Message& theirs, int number, std
     } else if constexpr (std::is_same_v<T, float>) {
       if (expect_type({CppType::CPPTYPE_FLOAT}))
         compare_value(*ours, r.GetFloat(theirs, fd), field, walk);
-    } else if constexpr (std::is_same_v<T, std::string>) {
+    } else if constexpr (std::is_same_v<T, Text>) {
       if (expect_type({CppType::CPPTYPE_STRING}))
-        compare_value(*ours, r.GetString(theirs, fd), field, walk);
+        compare_value(ours->str(), r.GetString(theirs, fd), field, walk);
     } else {
       if (!expect_type({CppType::CPPTYPE_STRING})) return;
       const ByteSpan view = ours->view();
@@ -169,7 +173,7 @@ void compare_field(const Value& ours, const pb::Message& theirs, int number, std
   } else if constexpr (requires {
                          ours.has_value();
                          *ours;
-                       }) {  // Box<M>: a sub-message.
+                       }) {  // Box<M> or Inline<M>: a sub-message.
     if (fd->is_repeated() || !expect_type({CppType::CPPTYPE_MESSAGE})) return;
     if (ours.has_value() != r.HasField(theirs, fd)) {
       return walk.differ(field, ours.has_value() ? "absent in libprotobuf" : "absent in onnxzip");
@@ -207,9 +211,9 @@ void compare_field(const Value& ours, const pb::Message& theirs, int number, std
       } else if constexpr (std::is_same_v<T, double>) {
         if (expect_type({CppType::CPPTYPE_DOUBLE}))
           compare_value(mine, r.GetRepeatedDouble(theirs, fd, i), field, walk);
-      } else if constexpr (std::is_same_v<T, std::string>) {
+      } else if constexpr (std::is_same_v<T, Text>) {
         if (expect_type({CppType::CPPTYPE_STRING}))
-          compare_value(mine, r.GetRepeatedString(theirs, fd, i), field, walk);
+          compare_value(mine.str(), r.GetRepeatedString(theirs, fd, i), field, walk);
       } else {
         if (!expect_type({CppType::CPPTYPE_MESSAGE})) return;
         const std::size_t length = walk.path.size();

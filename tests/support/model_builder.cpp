@@ -93,8 +93,8 @@ NodeProto make_node(const std::string& op_type, std::vector<std::string> inputs,
   NodeProto node;
   node.op_type = op_type;
   node.name = op_type + "_" + (outputs.empty() ? std::string("none") : outputs.front());
-  node.input = std::move(inputs);
-  node.output = std::move(outputs);
+  node.input.assign(inputs.begin(), inputs.end());
+  node.output.assign(outputs.begin(), outputs.end());
   node.attribute = std::move(attributes);
   return node;
 }
