@@ -145,6 +145,17 @@ class ReverseWriter final {
   explicit ReverseWriter(const TensorSubstitutions* substitutions,
                          std::uint64_t budget = UINT64_MAX, bool snapshot = false) noexcept
       : substitutions_(substitutions), budget_(budget), snapshot_(snapshot) {}
+  // Writes straight into the end of `destination` instead of chunks, payloads included: the
+  // output is complete in place, with no copy. Running out of room throws OutOfRoom.
+  struct OutOfRoom {};
+  ReverseWriter(const TensorSubstitutions* substitutions, MutableByteSpan destination) noexcept
+      : substitutions_(substitutions),
+        begin_(destination.data()),
+        cur_(destination.data() + destination.size()),
+        run_end_(cur_),
+        budget_(0),
+        snapshot_(false),
+        fixed_(true) {}
   ReverseWriter(const ReverseWriter&) = delete;
   ReverseWriter& operator=(const ReverseWriter&) = delete;
 
@@ -155,9 +166,11 @@ class ReverseWriter final {
     return closed_bytes_ + static_cast<std::uint64_t>(run_end_ - cur_);
   }
 
+  // Every put reserves exactly what it writes: a fixed destination must be filled to its start.
   void put_varint(std::uint64_t value) {
-    reserve(wire::kMaxVarintSize);
-    cur_ -= wire::varint_size(value);
+    const std::size_t size = wire::varint_size(value);
+    reserve(size);
+    cur_ -= size;
     wire::encode_varint(value, cur_);
   }
   template <std::uint32_t kNumber, WireType kType>
@@ -184,22 +197,26 @@ class ReverseWriter final {
     if (bytes.empty()) return;
     reserve(bytes.size());
     cur_ -= bytes.size();
-    std::memcpy(cur_, bytes.data(), bytes.size());
+    detail::copy_bytes(cur_, bytes.data(), bytes.size());
   }
   // A length-delimited string or bytes field without its tag: payload, then length. One room
   // check for both.
   void put_length_delimited(ByteSpan bytes) {
     const std::size_t size = bytes.size();
-    reserve(size + wire::kMaxVarintSize);
+    const std::size_t prefix = wire::varint_size(size);
+    reserve(size + prefix);
     cur_ -= size;
     if (size != 0) std::memcpy(cur_, bytes.data(), size);
-    cur_ -= wire::varint_size(size);
+    cur_ -= prefix;
     wire::encode_varint(size, cur_);
   }
+
   // Tensor data (`source` is where it comes from, when it is a TensorBytes): large payloads
   // become holes.
   void put_payload(ByteSpan bytes, const TensorBytes* source = nullptr) {
-    if (bytes.size() < kHoleBytes || (snapshot_ && source == nullptr)) return put_bytes(bytes);
+    if (bytes.size() < kHoleBytes || fixed_ || (snapshot_ && source == nullptr)) {
+      return put_bytes(bytes);
+    }
     close_run();
     segments_.push_back(bytes);
     closed_bytes_ += bytes.size();
@@ -228,6 +245,7 @@ class ReverseWriter final {
  private:
   void reserve(std::size_t size) {
     if (static_cast<std::size_t>(cur_ - begin_) < size) [[unlikely]] {
+      if (fixed_) throw OutOfRoom{};
       new_chunk(size);
     }
   }
@@ -268,6 +286,7 @@ class ReverseWriter final {
   std::uint64_t chunk_bytes_ = 0;
   std::uint64_t budget_;
   bool snapshot_;
+  bool fixed_ = false;
   std::size_t next_chunk_size_ = std::size_t{1} << 14;
 };
 
@@ -1267,6 +1286,25 @@ std::uint64_t serialized_size(const M& message) {
 }
 
 template <OnnxMessage M>
+std::size_t serialize_message(const M& message, MutableByteSpan out,
+                              const SerializeOptions& options) {
+  check_options(options, "serialize");
+  ReverseWriter writer(options.substitutions, out);
+  try {
+    write_body_reverse(written_form(message, options.substitutions), writer);
+  } catch (const ReverseWriter::OutOfRoom&) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "serialize: the " + std::string(kMessageName<M>) +
+                    " does not fit in an output span of " + std::to_string(out.size()) +
+                    " bytes (serialized_size() gives the size it needs)");
+  }
+  // Written back to front: a message shorter than the span ends at the span's end.
+  const auto size = static_cast<std::size_t>(writer.written());
+  if (size != out.size()) std::memmove(out.data(), out.data() + (out.size() - size), size);
+  return size;
+}
+
+template <OnnxMessage M>
 void own_strings(M& message) {
   own_strings_body(message);
 }
@@ -1280,6 +1318,8 @@ void own_strings(M& message) {
   template void serialize_message<Type>(const Type&, wire::ByteSink&, const SerializeOptions&);   \
   template std::uint64_t serialized_size<Type>(const Type&);                                      \
   template void own_strings<Type>(Type&);                                                         \
+  template std::size_t serialize_message<Type>(const Type&, MutableByteSpan,                      \
+                                               const SerializeOptions&);                          \
   template class MessageSerializer<Type>;
 ONNXZIP_ONNX_MESSAGES(ONNXZIP_INSTANTIATE_)
 #undef ONNXZIP_INSTANTIATE_
@@ -1317,6 +1357,11 @@ OwnedBytes serialize_model_to_owned_bytes(const ModelProto& model,
 void serialize_model(const ModelProto& model, wire::ByteSink& sink,
                      const SerializeOptions& options) {
   serialize_message(model, sink, options);
+}
+
+std::size_t serialize_model(const ModelProto& model, MutableByteSpan out,
+                            const SerializeOptions& options) {
+  return serialize_message(model, out, options);
 }
 
 void serialize_model(const ModelProto& model, AtomicOutputFile& out,

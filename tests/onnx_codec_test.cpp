@@ -761,6 +761,22 @@ TEST(OnnxCodec, StreamedBufferedAndFileOutputAreIdentical) {
   EXPECT_EQ(span_out, expected);
   Bytes wrong_size(expected.size() - 1);
   EXPECT_THROW(serializer.write(MutableByteSpan(wrong_size)), Error);
+
+  // Straight into a caller's span: exact, larger (the message at its start), too small.
+  Bytes direct(expected.size());
+  EXPECT_EQ(serialize_model(model, MutableByteSpan(direct)), expected.size());
+  EXPECT_EQ(direct, expected);
+  Bytes larger(expected.size() + 100, 0x77);
+  EXPECT_EQ(serialize_model(model, MutableByteSpan(larger)), expected.size());
+  EXPECT_EQ(Bytes(larger.begin(), larger.begin() + static_cast<std::ptrdiff_t>(expected.size())),
+            expected);
+  EXPECT_CONTAINS(error_of(ErrorCode::kInvalidArgument,
+                           [&] { serialize_model(model, MutableByteSpan(wrong_size)); }),
+                  "does not fit in an output span of " + std::to_string(wrong_size.size()));
+  const GraphProto& graph = *model.graph;
+  Bytes graph_out(serialized_size(graph));
+  EXPECT_EQ(serialize_message(graph, MutableByteSpan(graph_out)), graph_out.size());
+  EXPECT_EQ(graph_out, serialize_message(graph));
 }
 
 // serialize_model writes back to front in chunks with large payloads kept aside; the streamed
@@ -838,6 +854,9 @@ TEST(OnnxCodec, SubstitutedTensorsAreWrittenInPlaceOfTheOriginals) {
   options.substitutions = &substitutions;
   EXPECT_EQ(serialize_model(model, options), expected);
   EXPECT_EQ(to_bytes(serialize_model_to_owned_bytes(model, options).span()), expected);
+  Bytes direct(expected.size());
+  EXPECT_EQ(serialize_model(model, MutableByteSpan(direct), options), expected.size());
+  EXPECT_EQ(direct, expected);
   const MessageSerializer<ModelProto> serializer(model, options);
   EXPECT_EQ(serializer.size(), expected.size());
   Bytes streamed;

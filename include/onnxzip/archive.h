@@ -209,8 +209,8 @@ struct LoadOptions {
 // Error(kUnsupported) for a data type this library does not know.
 ModelProto load(const std::filesystem::path& path, const LoadOptions& options = {});
 // The same from an archive in memory. Borrowed payloads carry `owner` as owner token; without
-// one the caller must keep `archive_bytes` alive as long as the model. `source_name` names the
-// input in errors.
+// one the caller must keep `archive_bytes` alive as long as the model, whose payloads and (with
+// no_copy) strings then borrow from them. `source_name` names the input in errors.
 ModelProto load(ByteSpan archive_bytes, const LoadOptions& options = {}, OwnerToken owner = nullptr,
                 std::string_view source_name = "<memory>");
 

@@ -127,6 +127,12 @@ OwnedBytes serialize_model_to_owned_bytes(const ModelProto& model,
 // Streams the model to `sink` / appends it to `out` (not committed: the caller commits).
 void serialize_model(const ModelProto& model, wire::ByteSink& sink,
                      const SerializeOptions& options = {});
+// Writes the model into the start of `out` in one pass, straight into place (no intermediate
+// buffer, no copy of the structure), and returns its size. `out` must be at least that large:
+// serialized_size() tells; a span that is too small is Error(kInvalidArgument), its contents then
+// unspecified.
+std::size_t serialize_model(const ModelProto& model, MutableByteSpan out,
+                            const SerializeOptions& options = {});
 void serialize_model(const ModelProto& model, AtomicOutputFile& out,
                      const SerializeOptions& options = {});
 // Writes the model to `path` atomically: the file appears complete or not at all.
@@ -157,6 +163,9 @@ std::vector<std::uint8_t> serialize_message(const M& message, const SerializeOpt
 template <OnnxMessage M>
 void serialize_message(const M& message, wire::ByteSink& sink,
                        const SerializeOptions& options = {});
+template <OnnxMessage M>
+std::size_t serialize_message(const M& message, MutableByteSpan out,
+                              const SerializeOptions& options = {});
 // The exact size serialize_message would produce (one sizing pass).
 template <OnnxMessage M>
 std::uint64_t serialized_size(const M& message);
