@@ -288,8 +288,10 @@ void Verifier::check_model(const ZipEntry& model_entry) {
   ModelProto model;
   try {
     const TensorBytes bytes = archive_detail::entry_payload(zip, model_entry, false);
+    // The model outlives `bytes`: with parse.no_copy, what it borrows must hold their owner.
     model = parse_message<ModelProto>(bytes.view(), options_.parse,
-                                      zip.source_name() + ": entry " + quote(kModelEntryName));
+                                      zip.source_name() + ": entry " + quote(kModelEntryName),
+                                      bytes.owner());
   } catch (const Error& error) {
     add(Severity::kError, model_entry.name, "", model_entry.data_offset,
         std::string(error.what()) + " (spec §9.4 item 2)");
