@@ -65,7 +65,8 @@ TEST(Text, MovesLeaveTheSourceEmptyAndKeepTheMode) {
       Text assigned("old value that is long enough to be on the heap");
       assigned = std::move(moved);
       EXPECT_EQ(assigned, value);
-      assigned = assigned;  // NOLINT: self-assignment keeps the value.
+      const Text& same = assigned;
+      assigned = same;  // Self-assignment keeps the value.
       EXPECT_EQ(assigned, value);
     }
   }
