@@ -355,15 +355,7 @@ void BM_Save1GiB(benchmark::State& state) {
 
 void BM_CpCommand1GiB(benchmark::State& state) {
   const Fixture& f = Fixture::get();
-  const fs::path out = f.folder() / "cp_copy.bin";
-  for (auto _ : state) {
-    if (!run_cp(f.plain(), out)) {
-      state.SkipWithError("cp failed");
-      return;
-    }
-    remove_untimed(state, f.folder(), {out});
-  }
-  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(kGiB));
+  time_cp(state, f.plain(), f.folder(), kGiB);
 }
 
 BENCHMARK(BM_Save1GiB)->Iterations(kWriteIterations)->UseRealTime()->Unit(benchmark::kMillisecond);

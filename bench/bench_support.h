@@ -163,6 +163,21 @@ inline void remove_untimed(benchmark::State& state, const ScratchFolder& folder,
   state.ResumeTiming();
 }
 
+// The yardstick for writing `bytes` bytes: `cp` of the file `plain` into `folder`, the copy
+// removed between iterations.
+inline void time_cp(benchmark::State& state, const fs::path& plain, const ScratchFolder& folder,
+                    std::uint64_t bytes) {
+  const fs::path out = folder / "cp_copy.bin";
+  for (auto _ : state) {
+    if (!run_cp(plain, out)) {
+      state.SkipWithError("cp failed");
+      return;
+    }
+    remove_untimed(state, folder, {out});
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes));
+}
+
 // The console table, then lines the caller adds from the collected figures: real seconds per
 // iteration (median when --benchmark_repetitions is given) by benchmark name prefix.
 class FigureReporter final : public benchmark::ConsoleReporter {

@@ -10,11 +10,9 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,24 +22,20 @@
 #include "onnxzip/tensor.h"
 #include "support/big_model.h"
 #include "support/external_tool.h"
+#include "support/legacy_models.h"
 #include "support/scratch_dir.h"
-#include "support/sha256.h"
 
 namespace onnxzip {
 namespace {
 
 namespace fs = std::filesystem;
-using test_support::find_tool;
-using test_support::run_tool;
+using test_support::Digests;
+using test_support::digests_of;
+using test_support::kLegacyCases;
+using test_support::kPython;
+using test_support::python_dump;
+using test_support::PythonView;
 using test_support::ScratchDir;
-using test_support::sha256_hex;
-using test_support::shell_quote;
-
-constexpr char kPython[] = "/usr/bin/python3";
-const fs::path kGenerator = fs::path(ONNXZIP_TEST_DATA_DIR) / "make_legacy_models.py";
-
-const char* const kCases[] = {"inline_raw",          "inline_typed",  "external_one_file",
-                              "external_per_tensor", "external_bare", "external_partial"};
 
 template <class Body>
 std::string error_of(ErrorCode code, Body&& body) {
@@ -58,93 +52,22 @@ std::string error_of(ErrorCode code, Body&& body) {
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
-using Digests = std::map<std::string, std::string>;  // Tensor place -> sha256 of its raw bytes.
-
-Digests digests_of(const ModelProto& model) {
-  Digests out;
-  for_each_tensor(model, [&](const TensorProto& t, const TensorSite& site) {
-    if (t.raw_data) {
-      out[std::string(site.path)] = sha256_hex(t.raw_data->view());
-    } else {
-      out[std::string(site.path)] = sha256_hex(typed_data_to_raw(t).span());
-    }
-  });
-  return out;
-}
-
-Digests read_expected(const fs::path& tsv) {
-  Digests out;
-  std::ifstream in(tsv);
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto tab = line.find('\t');
-    if (tab != std::string::npos) out[line.substr(0, tab)] = line.substr(tab + 1);
-  }
-  return out;
-}
-
-// What the reference package makes of a model file.
-struct PythonView {
-  std::string checker;  // "ok" or the checker's complaint.
-  Digests digests;
-};
-
-// One python run for several models.
-std::map<std::string, PythonView> python_dump(const std::vector<fs::path>& models) {
-  std::string command = std::string(kPython) + " " + shell_quote(kGenerator.string()) + " dump";
-  for (const fs::path& m : models) command += " " + shell_quote(m.string());
-  const auto result = run_tool(command);
-  EXPECT_EQ(result.exit_code, 0) << result.output;
-  std::map<std::string, PythonView> out;
-  PythonView* current = nullptr;
-  std::istringstream lines(result.output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    const auto tab = line.find('\t');
-    if (tab == std::string::npos) continue;  // Warnings on stderr.
-    const std::string key = line.substr(0, tab);
-    const std::string value = line.substr(tab + 1);
-    if (key == "model") {
-      current = &out[value];
-    } else if (current != nullptr && key == "checker") {
-      current->checker = value;
-    } else if (current != nullptr) {
-      current->digests[key] = value;
-    }
-  }
-  return out;
-}
-
 // The models of make_legacy_models.py, generated once for the suite.
 class LegacyModels : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    if (!find_tool(kPython)) return;
-    if (run_tool(std::string(kPython) + " -c 'import onnx'").exit_code != 0) return;
-    generated_ = std::make_unique<ScratchDir>("legacy_models");
-    const auto result = run_tool(std::string(kPython) + " " + shell_quote(kGenerator.string()) +
-                                 " generate " + shell_quote(generated_->path().string()));
-    ASSERT_EQ(result.exit_code, 0) << result.output;
-  }
-  static void TearDownTestSuite() { generated_.reset(); }
-
   void SetUp() override {
-    if (!generated_) GTEST_SKIP() << "needs " << kPython << " with the onnx package";
+    models_ = test_support::LegacyModelSet::get();
+    if (models_ == nullptr) GTEST_SKIP() << "needs " << kPython << " with the onnx package";
   }
 
-  static fs::path model_path(const std::string& name) {
-    return generated_->path() / name / "model.onnx";
-  }
-  static Digests expected(const std::string& name) {
-    return read_expected(generated_->path() / name / "expected.tsv");
-  }
+  fs::path model_path(const std::string& name) const { return models_->model(name); }
+  Digests expected(const std::string& name) const { return models_->expected(name); }
 
-  static std::unique_ptr<ScratchDir> generated_;
+  const test_support::LegacyModelSet* models_ = nullptr;
 };
-std::unique_ptr<ScratchDir> LegacyModels::generated_;
 
 TEST_F(LegacyModels, ReadsEveryLegacyFormAsTheReferenceDoes) {
-  for (const std::string name : kCases) {
+  for (const std::string name : kLegacyCases) {
     SCOPED_TRACE(name);
     const ModelProto model = read_legacy_model(model_path(name));
     EXPECT_EQ(digests_of(model), expected(name));
