@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "onnxzip/legacy.h"
 #include "onnxzip/tensor.h"
 #include "support/external_tool.h"
+#include "support/legacy_models.h"
 #include "support/scratch_dir.h"
 
 namespace onnxzip {
@@ -24,59 +24,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using test_support::find_tool;
+using test_support::python_dump;
+using test_support::PythonView;
 using test_support::run_tool;
 using test_support::ScratchDir;
 using test_support::shell_quote;
-
-constexpr char kPython[] = "/usr/bin/python3";
-const fs::path kGenerator = fs::path(ONNXZIP_TEST_DATA_DIR) / "make_legacy_models.py";
-
-using Digests = std::map<std::string, std::string>;  // Tensor place -> sha256 of its bytes.
-
-struct PythonView {
-  std::string checker;
-  Digests digests;
-};
-
-// make_legacy_models.py's `dump`: checker verdict and tensor digests per model, in one run.
-std::map<std::string, PythonView> python_dump(const std::vector<fs::path>& models) {
-  std::string command = std::string(kPython) + " " + shell_quote(kGenerator.string()) + " dump";
-  for (const fs::path& m : models) command += " " + shell_quote(m.string());
-  const auto result = run_tool(command);
-  EXPECT_EQ(result.exit_code, 0) << result.output;
-  std::map<std::string, PythonView> out;
-  PythonView* current = nullptr;
-  std::istringstream lines(result.output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    const auto tab = line.find('\t');
-    if (tab == std::string::npos) continue;
-    const std::string key = line.substr(0, tab);
-    const std::string value = line.substr(tab + 1);
-    if (key == "model") {
-      current = &out[value];
-    } else if (current != nullptr && key == "checker") {
-      current->checker = value;
-    } else if (current != nullptr) {
-      current->digests[key] = value;
-    }
-  }
-  return out;
-}
-
-Digests read_expected(const fs::path& tsv) {
-  Digests out;
-  std::istringstream lines([&] {
-    const auto bytes = test_support::read_file_bytes(tsv);
-    return std::string(bytes.begin(), bytes.end());
-  }());
-  std::string line;
-  while (std::getline(lines, line)) {
-    const auto tab = line.find('\t');
-    if (tab != std::string::npos) out[line.substr(0, tab)] = line.substr(tab + 1);
-  }
-  return out;
-}
 
 // What an external ZIP tool says of an archive; nullopt when the tool is not installed.
 std::optional<test_support::ToolResult> tool_check(const std::string& tool,
@@ -87,13 +39,9 @@ std::optional<test_support::ToolResult> tool_check(const std::string& tool,
 }
 
 TEST(ArchiveConvert, LegacyModelsConvertBothWaysAndPassTheReferenceTools) {
-  if (run_tool(std::string(kPython) + " -c 'import onnx, numpy' 2>&1").exit_code != 0) {
-    GTEST_SKIP() << "needs " << kPython << " with the onnx package";
-  }
+  const test_support::LegacyModelSet* const legacy = test_support::LegacyModelSet::get();
+  if (legacy == nullptr) GTEST_SKIP() << "needs " << test_support::kPython << " with onnx";
   ScratchDir dir("archive_convert");
-  const auto generated = run_tool(std::string(kPython) + " " + shell_quote(kGenerator.string()) +
-                                  " generate " + shell_quote((dir / "legacy").string()) + " 2>&1");
-  ASSERT_EQ(generated.exit_code, 0) << generated.output;
 
   struct Variant {
     std::string name;
@@ -109,7 +57,7 @@ TEST(ArchiveConvert, LegacyModelsConvertBothWaysAndPassTheReferenceTools) {
   std::map<std::string, std::string> case_of;  // Converted-back model -> its legacy case.
   std::size_t tool_runs = 0;
   for (const std::string legacy_case : {"inline_raw", "external_one_file", "external_per_tensor"}) {
-    const ModelProto model = read_legacy_model(dir / "legacy" / legacy_case / "model.onnx");
+    const ModelProto model = read_legacy_model(legacy->model(legacy_case));
     for (const Variant& variant : variants) {
       const std::string stem = legacy_case + "_" + variant.name;
       SCOPED_TRACE(stem);
@@ -163,8 +111,7 @@ TEST(ArchiveConvert, LegacyModelsConvertBothWaysAndPassTheReferenceTools) {
     SCOPED_TRACE(path.string());
     const PythonView& view = views.at(path.string());
     EXPECT_EQ(view.checker, "ok");
-    EXPECT_EQ(view.digests,
-              read_expected(dir / "legacy" / case_of.at(path.string()) / "expected.tsv"));
+    EXPECT_EQ(view.digests, legacy->expected(case_of.at(path.string())));
   }
 }
 
