@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "message_text.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/bytes.h"
 #include "onnxzip/error.h"
@@ -21,8 +22,7 @@ inline constexpr std::string_view kLocationKey = "location";
 inline constexpr std::string_view kLengthKey = "length";
 inline constexpr std::string_view kOffsetKey = "offset";
 
-// `text` in single quotes for messages: printable ASCII kept, other bytes as \xNN, long text cut.
-std::string quote(std::string_view text);
+using detail::quote;
 // "tensor 'w' at graph/initializer[0]" (or "unnamed tensor at ...") for messages.
 std::string tensor_label(const TensorProto& tensor, std::string_view site);
 

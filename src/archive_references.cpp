@@ -18,23 +18,6 @@ std::string entry_label(std::string_view location) { return "entry " + quote(loc
 
 }  // namespace
 
-std::string quote(std::string_view text) {
-  constexpr std::size_t kShown = 96;
-  std::string quoted = "'";
-  for (std::size_t i = 0; i < text.size() && i < kShown; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7F && c != '\\' && c != '\'') {
-      quoted += static_cast<char>(c);
-    } else {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      quoted += escaped;
-    }
-  }
-  if (text.size() > kShown) quoted += "...";
-  return quoted + "'";
-}
-
 std::string tensor_label(const TensorProto& tensor, std::string_view site) {
   std::string label = tensor.name ? "tensor " + quote(*tensor.name) : std::string("unnamed tensor");
   if (!site.empty()) label.append(" at ").append(site);

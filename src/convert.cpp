@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
@@ -22,28 +23,13 @@
 namespace onnxzip {
 namespace {
 
+using detail::quote;
+
 namespace fs = std::filesystem;
 
-// `text` in single quotes, bytes that are not printable ASCII as \xNN.
-std::string in_quotes(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "'";
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte < 0x7f && c != '\'' && c != '\\') {
-      out += c;
-    } else {
-      out += "\\x";
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xf];
-    }
-  }
-  return out + "'";
-}
-
 std::string tensor_label(const TensorProto& tensor, std::string_view site) {
-  return (tensor.name ? "tensor " + in_quotes(*tensor.name) : std::string("unnamed tensor")) +
-         " at " + std::string(site);
+  return (tensor.name ? "tensor " + quote(*tensor.name) : std::string("unnamed tensor")) + " at " +
+         std::string(site);
 }
 
 // True when `a` and `b` name the same existing file (hard and symbolic links included).
@@ -54,9 +40,9 @@ bool same_file(const fs::path& a, const fs::path& b) {
 
 [[noreturn]] void refuse_overwrite(const fs::path& in, const fs::path& victim,
                                    std::string_view what) {
-  throw Error(ErrorCode::kInvalidArgument,
-              in.string() + ": the output " + in_quotes(victim.string()) + " would replace " +
-                  std::string(what) + "; the input is never written to");
+  throw Error(ErrorCode::kInvalidArgument, in.string() + ": the output " + quote(victim.string()) +
+                                               " would replace " + std::string(what) +
+                                               "; the input is never written to");
 }
 
 fs::path folder_of(const fs::path& file) {
@@ -78,7 +64,7 @@ void check_archive_output(const fs::path& in, const fs::path& out, const LegacyR
     for (const StringStringEntryProto& kv : tensor.external_data) {
       if (kv.key != "location" || !kv.value) continue;
       if (same_file(folder / kv.value->view(), out)) {
-        refuse_overwrite(in, out, "the input's external data file " + in_quotes(*kv.value));
+        refuse_overwrite(in, out, "the input's external data file " + quote(*kv.value));
       }
     }
   });
@@ -168,8 +154,7 @@ const ZipEntry& Repacker::find_model_entry() const {
       continue;
     }
     if (found != nullptr) {
-      fail("holds several models: entries " + in_quotes(found->name) + " and " +
-           in_quotes(entry.name));
+      fail("holds several models: entries " + quote(found->name) + " and " + quote(entry.name));
     }
     found = &entry;
   }
@@ -196,7 +181,7 @@ Reference Repacker::resolve(TensorProto& tensor, std::string_view site,
       location = &*kv.value;
     } else if (key == "offset" || key == "length") {
       const std::optional<std::uint64_t> number = decimal(value);
-      if (!number) fail_tensor(key + " " + in_quotes(value) + " is not a decimal number");
+      if (!number) fail_tensor(key + " " + quote(value) + " is not a decimal number");
       (key == "offset" ? offset : length) = number;
     }  // checksum, basepath and unknown keys locate nothing.
   }
@@ -209,7 +194,7 @@ Reference Repacker::resolve(TensorProto& tensor, std::string_view site,
   const std::string name = std::string(prefix) + *location;
   const ZipEntry* entry = zip_.find(name);
   if (entry == nullptr || entry->is_directory()) {
-    fail_tensor("refers to " + in_quotes(*location) + ", which is no file of the archive");
+    fail_tensor("refers to " + quote(*location) + ", which is no file of the archive");
   }
   std::uint64_t expected = 0;
   try {
@@ -220,16 +205,16 @@ Reference Repacker::resolve(TensorProto& tensor, std::string_view site,
   const std::uint64_t start = offset.value_or(0);
   if (start > entry->size) {
     fail_tensor("offset " + std::to_string(start) + " is past the end of entry " +
-                in_quotes(entry->name) + " (" + std::to_string(entry->size) + " bytes)");
+                quote(entry->name) + " (" + std::to_string(entry->size) + " bytes)");
   }
   const std::uint64_t count = length.value_or(entry->size - start);
   if (!fits(start, count, entry->size)) {
     fail_tensor("offset " + std::to_string(start) + " + length " + std::to_string(count) +
-                " is past the end of entry " + in_quotes(entry->name) + " (" +
+                " is past the end of entry " + quote(entry->name) + " (" +
                 std::to_string(entry->size) + " bytes)");
   }
   if (count != expected) {
-    fail_tensor("its " + std::to_string(count) + " bytes in entry " + in_quotes(entry->name) +
+    fail_tensor("its " + std::to_string(count) + " bytes in entry " + quote(entry->name) +
                 " differ from dims x element size (" + std::to_string(expected) + " bytes)");
   }
   return {&tensor, entry, location->str(), start, count};
@@ -257,8 +242,7 @@ RepackResult Repacker::run() {
   ParseOptions parse;
   parse.no_copy = true;  // Inline payloads borrow from the model entry's bytes.
   ModelProto model = parse_message<ModelProto>(
-      model_bytes->view(), parse, in_.string() + ": entry " + in_quotes(model_entry.name),
-      model_bytes);
+      model_bytes->view(), parse, in_.string() + ": entry " + quote(model_entry.name), model_bytes);
 
   // Sort the references: whole entries under a valid name are kept, the rest unpacked.
   std::map<std::size_t, std::vector<const Reference*>> kept;  // Entry index -> its tensors.

@@ -14,8 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include "message_text.h"
+
 namespace onnxzip {
 namespace {
+
+using detail::quote;
 
 constexpr std::string_view kDefaultDomainAlias = "ai.onnx";
 constexpr std::size_t kMaxNodesListed = 5;
@@ -29,21 +33,14 @@ std::string_view normalized_domain(const std::optional<Text>& domain) {
   return text == kDefaultDomainAlias ? std::string_view() : text;
 }
 
-std::string in_quotes(std::string_view text) {
-  std::string out = "'";
-  out += text;
-  out += '\'';
-  return out;
-}
-
 std::string domain_label(std::string_view domain) {
-  return domain.empty() ? std::string("'' (ai.onnx)") : in_quotes(domain);
+  return domain.empty() ? std::string("'' (ai.onnx)") : quote(domain);
 }
 
 std::string node_label(const NodeProto& node, std::size_t index) {
   std::string label = "node[" + std::to_string(index) + "](";
   label += text_of(node.op_type);
-  if (node.name && !node.name->empty()) label += " " + in_quotes(*node.name);
+  if (node.name && !node.name->empty()) label += " " + quote(*node.name);
   return label + ")";
 }
 
@@ -196,7 +193,7 @@ class Checker final {
       const auto [entry, added] = seen.try_emplace(
           std::make_tuple(text_of(f.domain), text_of(f.name), text_of(f.overload)), i);
       if (!added) {
-        add(where, "function " + in_quotes(id) + " is defined again (first at functions[" +
+        add(where, "function " + quote(id) + " is defined again (first at functions[" +
                        std::to_string(entry->second) + "])");
       }
       unique_domains(f.opset_import, join(where, "opset_import"));
@@ -206,7 +203,7 @@ class Checker final {
         if (name.empty()) {
           add(at, "function attribute has no name");
         } else if (!attributes.insert(name).second) {
-          add(at, "function attribute " + in_quotes(name) + " is declared twice");
+          add(at, "function attribute " + quote(name) + " is declared twice");
         }
       };
       for (std::size_t a = 0; a < f.attribute.size(); ++a) {
@@ -274,7 +271,7 @@ class Checker final {
       }
       input_names.insert(input.name);
       if (!scope.defined.try_emplace(input.name, "an input").second) {
-        add(input.where, "input " + in_quotes(input.name) + " is declared twice (SSA)");
+        add(input.where, "input " + quote(input.name) + " is declared twice (SSA)");
       }
     }
     std::unordered_set<std::string_view> initializer_names;
@@ -284,11 +281,11 @@ class Checker final {
         continue;
       }
       if (!initializer_names.insert(init.name).second) {
-        add(init.where, "initializer " + in_quotes(init.name) + " is defined twice (SSA)");
+        add(init.where, "initializer " + quote(init.name) + " is defined twice (SSA)");
       } else if (input_names.count(init.name) != 0) {
         // An initializer may give a graph input its default value.
       } else if (const Scope* outer = find_visible(parent, init.name)) {
-        add(init.where, "initializer " + in_quotes(init.name) +
+        add(init.where, "initializer " + quote(init.name) +
                             " reassigns a value of the enclosing graph " + outer->where + " (SSA)");
       } else {
         scope.defined.try_emplace(init.name, "an initializer");
@@ -302,7 +299,7 @@ class Checker final {
       if (node.name && !node.name->empty()) {
         const auto [entry, added] = node_names.try_emplace(*node.name, i);
         if (!added) {
-          add(node_where, "node name " + in_quotes(*node.name) + " is used again (first by node[" +
+          add(node_where, "node name " + quote(*node.name) + " is used again (first by node[" +
                               std::to_string(entry->second) + "])");
         }
       }
@@ -314,7 +311,7 @@ class Checker final {
         if (name.empty()) {
           add(join(node_where, indexed("attribute", a)), "attribute has no name");
         } else if (!attribute_names.insert(name).second) {
-          add(node_where, "attribute " + in_quotes(name) + " appears twice");
+          add(node_where, "attribute " + quote(name) + " appears twice");
         }
       }
 
@@ -334,12 +331,11 @@ class Checker final {
       for (const Text& output : node.output) {
         if (output.empty()) continue;  // An omitted optional output.
         if (const auto known = scope.defined.find(output); known != scope.defined.end()) {
-          add(node_where, "output " + in_quotes(output) + " is already assigned by " +
-                              known->second + " (SSA)");
+          add(node_where,
+              "output " + quote(output) + " is already assigned by " + known->second + " (SSA)");
         } else if (const Scope* outer = find_visible(parent, output)) {
-          add(node_where, "output " + in_quotes(output) +
-                              " reassigns a value of the enclosing graph " + outer->where +
-                              " (SSA)");
+          add(node_where, "output " + quote(output) + " reassigns a value of the enclosing graph " +
+                              outer->where + " (SSA)");
         } else {
           scope.defined.emplace(output, node_label(node, i));
         }
@@ -351,7 +347,7 @@ class Checker final {
         add(output.where, "output has no name");
       } else if (scope.defined.count(output.name) == 0 &&
                  find_visible(parent, output.name) == nullptr) {
-        add(output.where, "output " + in_quotes(output.name) + " is not defined");
+        add(output.where, "output " + quote(output.name) + " is not defined");
       }
     }
 
@@ -369,7 +365,7 @@ class Checker final {
       const std::string by = producer->second == node_index
                                  ? std::string("this node itself")
                                  : "node[" + std::to_string(producer->second) + "], a later node";
-      add(where, std::string(what) + " " + in_quotes(name) + " is produced by " + by +
+      add(where, std::string(what) + " " + quote(name) + " is produced by " + by +
                      ": the nodes are not in topological order");
       return;
     }
@@ -377,13 +373,13 @@ class Checker final {
       if (outer->defined.count(name) != 0) return;
       if (const auto producer = outer->producers.find(name); producer != outer->producers.end()) {
         outer->misordered = true;
-        add(where, std::string(what) + " " + in_quotes(name) + " is produced by node[" +
+        add(where, std::string(what) + " " + quote(name) + " is produced by node[" +
                        std::to_string(producer->second) + "] of the enclosing graph " +
                        outer->where + ", which is not before the node holding this subgraph");
         return;
       }
     }
-    add(where, std::string(what) + " " + in_quotes(name) +
+    add(where, std::string(what) + " " + quote(name) +
                    " is not defined: no input, initializer or earlier node output" +
                    (scope.parent != nullptr ? " here or in an enclosing graph" : "") +
                    " has that name");

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/output_file.h"
@@ -35,30 +36,14 @@
 namespace onnxzip {
 namespace {
 
+using detail::quote;
+
 constexpr std::string_view kLocationKey = "location";
 constexpr std::string_view kOffsetKey = "offset";
 constexpr std::string_view kLengthKey = "length";
 
-// `text` in single quotes with control bytes (NUL included) escaped, for messages.
-std::string in_quotes(std::string_view text) {
-  std::string out = "'";
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7F) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[byte >> 4];
-      out += kHex[byte & 15];
-    } else {
-      out += c;
-    }
-  }
-  out += '\'';
-  return out;
-}
-
 std::string tensor_label(const TensorProto& tensor, std::string_view site_path) {
-  std::string label = tensor.name ? "tensor " + in_quotes(*tensor.name) : "unnamed tensor";
+  std::string label = tensor.name ? "tensor " + quote(*tensor.name) : "unnamed tensor";
   label += " (";
   label += site_path;
   label += ')';
@@ -126,7 +111,7 @@ struct ReferenceContext {
 
   std::string prefix() const {
     std::string text = model + ": " + tensor;
-    if (location != nullptr) text += ": location " + in_quotes(*location);
+    if (location != nullptr) text += ": location " + quote(*location);
     return text + ": ";
   }
   [[noreturn]] void fail(ErrorCode code, const std::string& message) const {
@@ -146,11 +131,11 @@ ExternalReference parse_reference(const TensorProto& tensor, ReferenceContext& c
       ctx.location = ref.location;
     } else if (key == kOffsetKey || key == kLengthKey) {
       std::optional<std::uint64_t>& slot = key == kOffsetKey ? ref.offset : ref.length;
-      if (slot) ctx.fail(ErrorCode::kCorrupt, in_quotes(key) + " is given twice");
+      if (slot) ctx.fail(ErrorCode::kCorrupt, quote(key) + " is given twice");
       slot = parse_decimal(value);
       if (!slot) {
         ctx.fail(ErrorCode::kCorrupt,
-                 in_quotes(key) + " " + in_quotes(value) + " is not a non-negative decimal number");
+                 quote(key) + " " + quote(value) + " is not a non-negative decimal number");
       }
     }
     // checksum and basepath: the reference never uses them to find or check the data; other
@@ -260,7 +245,7 @@ class DataFiles final {
     for (std::size_t i = 0; i < components.size(); ++i) {
       const std::string name(components[i]);
       const bool last = i + 1 == components.size();
-      const std::string what = last ? "the file" : "the folder " + in_quotes(name);
+      const std::string what = last ? "the file" : "the folder " + quote(name);
       struct stat st {};
       if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
         const int error = errno;
@@ -549,7 +534,7 @@ void write_legacy_model(const ModelProto& model, const std::filesystem::path& ou
       options.data_file_name.empty() ? model_name + ".data" : options.data_file_name;
   if (!is_plain_file_name(base_name)) {
     throw Error(ErrorCode::kInvalidArgument,
-                target + ": data file name " + in_quotes(base_name) + " is not a plain file name");
+                target + ": data file name " + quote(base_name) + " is not a plain file name");
   }
   for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (is_external(tensor)) {
@@ -641,7 +626,7 @@ void write_legacy_model(const ModelProto& model, const std::filesystem::path& ou
   for (std::size_t i = 0; i < file_count; ++i) {
     if (data_file_name(base_name, i) == model_name) {
       throw Error(ErrorCode::kInvalidArgument, target + ": data file name " +
-                                                   in_quotes(data_file_name(base_name, i)) +
+                                                   quote(data_file_name(base_name, i)) +
                                                    " is the model's own name");
     }
   }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "little_endian.h"
+#include "message_text.h"
 #include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/output_file.h"
@@ -13,6 +14,8 @@
 
 namespace onnxzip {
 namespace {
+
+using detail::quote;
 
 constexpr std::size_t kMaxNameLength = 255;
 constexpr std::uint32_t kMinAlignment = 64;
@@ -177,24 +180,6 @@ std::string ascii_lower(std::string_view name) {
   return lowered;
 }
 
-// The name for a message: printable ASCII kept, other bytes as \xNN, long names shortened.
-std::string quote_name(std::string_view name) {
-  constexpr std::size_t kShown = 64;
-  std::string quoted = "'";
-  for (std::size_t i = 0; i < name.size() && i < kShown; ++i) {
-    const auto c = static_cast<unsigned char>(name[i]);
-    if (c >= 0x20 && c < 0x7F && c != '\\' && c != '\'') {
-      quoted += static_cast<char>(c);
-    } else {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      quoted += escaped;
-    }
-  }
-  if (name.size() > kShown) quoted += "...";
-  return quoted + "'";
-}
-
 bool is_identifier_start(char c) noexcept {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
 }
@@ -224,7 +209,7 @@ ZipWriter& ZipWriter::operator=(ZipWriter&& other) noexcept = default;
 
 void ZipWriter::validate_name(std::string_view name, NameKind kind) {
   const auto fail = [&](const std::string& reason) {
-    throw Error(ErrorCode::kInvalidArgument, "entry name " + quote_name(name) + ": " + reason);
+    throw Error(ErrorCode::kInvalidArgument, "entry name " + quote(name) + ": " + reason);
   };
   if (name.empty()) fail("is empty");
   if (name.size() > kMaxNameLength) {
@@ -249,7 +234,7 @@ void ZipWriter::validate_name(std::string_view name, NameKind kind) {
 }
 
 std::string ZipWriter::entry_label(std::string_view name) const {
-  return file_->destination().string() + ": entry " + quote_name(name);
+  return file_->destination().string() + ": entry " + quote(name);
 }
 
 void ZipWriter::ensure_usable(const char* operation) const {
@@ -278,7 +263,7 @@ void ZipWriter::check_unique(std::string_view name) const {
     throw Error(ErrorCode::kInvalidArgument, entry_label(name) + ": duplicate name");
   }
   throw Error(ErrorCode::kInvalidArgument,
-              entry_label(name) + ": differs from the earlier entry " + quote_name(existing) +
+              entry_label(name) + ": differs from the earlier entry " + quote(existing) +
                   " only in ASCII case (they would collide on case-insensitive file systems)");
 }
 
