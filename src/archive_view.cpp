@@ -40,7 +40,7 @@ std::filesystem::path folder_of(const std::filesystem::path& path) {
 }  // namespace
 
 void write_view_model(const std::filesystem::path& archive_path,
-                      const std::filesystem::path& view_path) {
+                      const std::filesystem::path& view_path, const OutputFileOptions& output) {
   const std::string label =
       "view " + quote(view_path.string()) + " of " + quote(archive_path.string());
   if (!archive_path.has_filename() || !view_path.has_filename()) {
@@ -89,7 +89,11 @@ void write_view_model(const std::filesystem::path& archive_path,
     tensor.external_data.clear();
     tensor.data_location.reset();
   });
-  serialize_model_to_file(view, view_path);
+  OutputFileOptions file_options = output;
+  file_options.buffer_size = std::min<std::size_t>(file_options.buffer_size, 1 << 16);
+  AtomicOutputFile file(view_path, file_options);
+  serialize_model(view, file);
+  file.commit();
 }
 
 }  // namespace onnxzip

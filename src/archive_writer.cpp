@@ -115,8 +115,9 @@ struct ArchiveWriter::State {
 
   State(const std::filesystem::path& path, const SaveOptions& save_options)
       : options(save_options),
-        zip(path,
-            ZipWriterOptions{.alignment = save_options.alignment, .durable = save_options.durable}),
+        zip(path, ZipWriterOptions{.alignment = save_options.alignment,
+                                   .durable = save_options.durable,
+                                   .follow_symlinks = save_options.follow_symlinks}),
         source(path.string()) {}
 
   void ensure_open(const char* operation) const {

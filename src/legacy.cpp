@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -196,6 +197,11 @@ class DataFiles final {
       : options_(options) {
     folder_ = model_path.parent_path();
     if (folder_.empty()) folder_ = ".";
+  }
+
+  // Every location resolved so far and its mapping.
+  const std::unordered_map<std::string, std::shared_ptr<const MappedFile>>& files() const noexcept {
+    return by_location_;
   }
 
   std::shared_ptr<const MappedFile> map(const std::string& location, const ReferenceContext& ctx) {
@@ -481,6 +487,90 @@ std::string data_file_name(const std::string& base, std::size_t index) {
   return index == 0 ? base : base + "." + std::to_string(index);
 }
 
+// --- Write ids: which data files belong to which model ---
+//
+// A model written with external data gets a random write id in its metadata_props
+// (kExternalDataIdKey), and each of its data files ends with a 64-byte line naming the same id
+// after its last payload, where no reference reaches (offset and length are always written):
+//   "onnxzip external data <32 hex digits> <file index, 8 digits>\n"
+// A reader that finds such a line with another id knows the file was written with another model.
+// A file without the line (written or rewritten by another tool) proves nothing either way.
+
+constexpr std::string_view kTrailerPrefix = "onnxzip external data ";
+constexpr std::size_t kTrailerSize = 64;
+constexpr std::size_t kWriteIdDigits = 32;
+
+std::string new_write_id() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::random_device entropy;
+  std::string id;
+  while (id.size() < kWriteIdDigits) {
+    for (std::uint32_t bits = entropy(), n = 0; n < 8 && id.size() < kWriteIdDigits; ++n) {
+      id += kHex[bits & 0xF];
+      bits >>= 4;
+    }
+  }
+  return id;
+}
+
+std::string write_id_trailer(const std::string& id, std::size_t file_index) {
+  char index[16];
+  std::snprintf(index, sizeof index, "%08zu", file_index % 100'000'000);
+  std::string line(kTrailerPrefix);
+  line.append(id).append(" ").append(index).append("\n");
+  return line;
+}
+
+// ModelProto field 14 (metadata_props), one StringStringEntryProto {key, id}: wire bytes that,
+// appended to a serialized model, add that entry.
+std::vector<std::uint8_t> write_id_metadata_field(const std::string& id) {
+  static_assert(kExternalDataIdKey.size() + kWriteIdDigits + 4 < 128, "one-byte lengths");
+  std::string field;
+  field += static_cast<char>((14 << 3) | 2);  // metadata_props, length-delimited.
+  field += static_cast<char>(4 + kExternalDataIdKey.size() + id.size());
+  field += static_cast<char>((1 << 3) | 2);  // key
+  field += static_cast<char>(kExternalDataIdKey.size());
+  field += kExternalDataIdKey;
+  field += static_cast<char>((2 << 3) | 2);  // value
+  field += static_cast<char>(id.size());
+  field += id;
+  return {field.begin(), field.end()};
+}
+
+// The write id in the trailer of `file`, or "" when it has none.
+std::string_view trailer_write_id(ByteSpan file) {
+  if (file.size() < kTrailerSize) return {};
+  const std::string_view tail(
+      reinterpret_cast<const char*>(file.data() + file.size() - kTrailerSize), kTrailerSize);
+  if (!tail.starts_with(kTrailerPrefix) || tail.back() != '\n') return {};
+  return tail.substr(kTrailerPrefix.size(), kWriteIdDigits);
+}
+
+// A model that names a write id must not be paired with a data file written with another one
+// (the old model next to new data, after a crash of a writer that did not commit as a set, or
+// files copied together by hand). The id is removed from the model: it describes the files, not
+// the model, and must not travel on into an archive or another write.
+void check_write_id(ModelProto& model, const DataFiles& files, const std::string& source) {
+  std::optional<std::string> id;
+  std::erase_if(model.metadata_props, [&](const StringStringEntryProto& entry) {
+    if (entry.key != kExternalDataIdKey) return false;
+    id = entry.value.value_or("");  // The last one counts, as protobuf's merge rule has it.
+    return true;
+  });
+  if (!id) return;
+  std::map<std::string, std::string_view> mismatched;  // Sorted: messages are reproducible.
+  for (const auto& [location, mapping] : files.files()) {
+    const std::string_view file_id = trailer_write_id(mapping->bytes());
+    if (!file_id.empty() && file_id != *id) mismatched.emplace(location, file_id);
+  }
+  if (mismatched.empty()) return;
+  const auto& [location, file_id] = *mismatched.begin();
+  throw Error(ErrorCode::kCorrupt, source + ": the external data file " + quote(location) +
+                                       " was written with another model (onnxzip write id " +
+                                       std::string(file_id) + "; the model's is " + *id +
+                                       "): the model and its data files do not belong together");
+}
+
 }  // namespace
 
 ModelFormat detect_format(const std::filesystem::path& path) {
@@ -515,6 +605,7 @@ ModelProto read_legacy_model(const std::filesystem::path& onnx_path,
   for_each_tensor(model, [&](TensorProto& tensor, const TensorSite& site) {
     if (is_external(tensor)) resolve_external(tensor, site, source, files);
   });
+  check_write_id(model, files, source);
   return model;
 }
 
@@ -593,8 +684,10 @@ void write_legacy_model(const ModelProto& model, const std::filesystem::path& ou
     if (offset < file_end) {
       throw Error(ErrorCode::kLimitExceeded, target + ": data file offset overflows");
     }
+    // Each data file ends with its write id trailer, which counts towards max_file_size.
+    const std::uint64_t room = checked_add(size, kTrailerSize, target + ": data file size");
     if (options.max_file_size != 0 && file_used &&
-        (size > options.max_file_size || offset > options.max_file_size - size)) {
+        (room > options.max_file_size || offset > options.max_file_size - room)) {
       ++file_index;
       offset = 0;
     }
@@ -631,42 +724,42 @@ void write_legacy_model(const ModelProto& model, const std::filesystem::path& ou
     }
   }
 
-  // Data files first, each renamed into place when complete; the model last. On failure the
-  // data files already in place are removed again.
-  const std::filesystem::path folder = out.parent_path();
-  std::vector<std::filesystem::path> committed;
-  try {
-    std::uint64_t payload_bytes = 0;
-    for (const Placement& p : placements) payload_bytes += p.size;
-    detail::ProgressMeter meter(options.progress, payload_bytes);
-    auto next = placements.begin();
-    for (std::size_t i = 0; i < file_count; ++i) {
-      AtomicOutputFile file(folder / data_file_name(base_name, i), file_options);
-      for (; next != placements.end() && next->file == i; ++next) {
-        file.write_zeros(next->offset - file.position());
-        OwnedBytes converted;
-        const ByteSpan payload = payload_of(*next->tensor, converted);
-        if (payload.size() != next->size) {
-          throw Error(ErrorCode::kBadState,
-                      target + ": " + next->label + " changed while the model was being written");
-        }
-        detail::write_with_progress(payload, meter, [&](ByteSpan piece) { file.write(piece); });
+  // Every file is written in full (unnamed until the end), then they appear as one set
+  // (commit_together): a crash at any instant leaves the old set, the new set or no model. The
+  // write id pairs the model with its data files for readers (see write_id_trailer).
+  const std::string write_id = new_write_id();
+  std::uint64_t payload_bytes = 0;
+  for (const Placement& p : placements) payload_bytes += p.size;
+  detail::ProgressMeter meter(options.progress, payload_bytes);
+  std::vector<std::unique_ptr<AtomicOutputFile>> data_files;
+  auto next = placements.begin();
+  for (std::size_t i = 0; i < file_count; ++i) {
+    AtomicOutputFile& file = *data_files.emplace_back(std::make_unique<AtomicOutputFile>(
+        out.parent_path() / data_file_name(base_name, i), file_options));
+    for (; next != placements.end() && next->file == i; ++next) {
+      file.write_zeros(next->offset - file.position());
+      OwnedBytes converted;
+      const ByteSpan payload = payload_of(*next->tensor, converted);
+      if (payload.size() != next->size) {
+        throw Error(ErrorCode::kBadState,
+                    target + ": " + next->label + " changed while the model was being written");
       }
-      file.commit();
-      committed.push_back(file.destination());
+      detail::write_with_progress(payload, meter, [&](ByteSpan piece) { file.write(piece); });
     }
-    AtomicOutputFile file(out, model_file_options);
-    FileSink sink(file);
-    external_model.write(sink);
-    meter.finish();  // Before the model's rename: a callback that throws still cancels the write.
-    file.commit();
-  } catch (...) {
-    for (const std::filesystem::path& path : committed) {
-      std::error_code ignored;
-      std::filesystem::remove(path, ignored);
-    }
-    throw;
+    const std::string trailer = write_id_trailer(write_id, i);
+    file.write(ByteSpan(reinterpret_cast<const std::uint8_t*>(trailer.data()), trailer.size()));
   }
+  AtomicOutputFile model_file(out, model_file_options);
+  FileSink sink(model_file);
+  external_model.write(sink);
+  // Appended after the model's fields: a later occurrence of a repeated field is one more
+  // element, so the model gains one metadata_props entry without being copied or changed.
+  const std::vector<std::uint8_t> id_entry = write_id_metadata_field(write_id);
+  sink.write(id_entry);
+  meter.finish();  // Before the renames: a callback that throws still cancels the write.
+  std::vector<AtomicOutputFile*> others;
+  for (const auto& file : data_files) others.push_back(file.get());
+  commit_together(others, model_file);
 }
 
 }  // namespace onnxzip

@@ -1,20 +1,37 @@
 #include "onnxzip/output_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "onnxzip/error.h"
+#include "output_file_testing.h"
 
 namespace onnxzip {
 namespace {
 
+namespace fs = std::filesystem;
+
 std::string errno_text(int error) { return std::strerror(error); }
+
+detail::RenameHook& rename_hook() {
+  static detail::RenameHook hook;
+  return hook;
+}
+
+// rename(2), or the errno it failed with (EIO when the test hook refuses it).
+int rename_file(const fs::path& from, const fs::path& to) {
+  if (const detail::RenameHook& hook = rename_hook(); hook && !hook(from, to)) return EIO;
+  return ::rename(from.c_str(), to.c_str()) == 0 ? 0 : errno;
+}
 
 // Maps in the pages of `bytes` before write() copies from them. The kernel copies a write's
 // source with page faults disabled: at a page not mapped yet (a file mapping nothing has read:
@@ -33,7 +50,7 @@ void touch_pages(ByteSpan bytes) {
   static_cast<void>(p[bytes.size() - 1]);
 }
 
-void sync_folder(const std::filesystem::path& folder) {
+void sync_folder(const fs::path& folder) {
   const int dir_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd >= 0) {
     ::fsync(dir_fd);
@@ -41,27 +58,93 @@ void sync_folder(const std::filesystem::path& folder) {
   }
 }
 
+fs::path folder_of(const fs::path& file) {
+  return file.has_parent_path() ? file.parent_path() : fs::path(".");
+}
+
+// "a character device", "a FIFO"...: what a file that is not a regular one is, for messages.
+std::string kind_of(const struct stat& status) {
+  if (S_ISDIR(status.st_mode)) return "a folder";
+  if (S_ISCHR(status.st_mode)) return "a character device";
+  if (S_ISBLK(status.st_mode)) return "a block device";
+  if (S_ISFIFO(status.st_mode)) return "a FIFO";
+  if (S_ISSOCK(status.st_mode)) return "a socket";
+  if (S_ISLNK(status.st_mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+[[noreturn]] void refuse(const fs::path& path, const std::string& why) {
+  throw Error(ErrorCode::kInvalidArgument, path.string() + ": " + why);
+}
+
+// The file a new regular file may replace at `path`: `path` itself when nothing or a regular file
+// is there; with follow_symlinks the regular file a link there leads to. Anything else is refused,
+// so that a rename never puts a regular file where a device, FIFO, socket or folder was.
+fs::path replaceable_destination(const fs::path& path, bool follow_symlinks) {
+  struct stat status {};
+  if (::lstat(path.c_str(), &status) != 0) {
+    const int error = errno;
+    if (error == ENOENT) return path;  // A missing folder is reported when the file is created.
+    throw Error(ErrorCode::kIo, path.string() + ": cannot examine: " + errno_text(error));
+  }
+  if (S_ISREG(status.st_mode)) return path;
+  if (!S_ISLNK(status.st_mode)) {
+    refuse(path, "is " + kind_of(status) + ", not a regular file; refusing to replace it");
+  }
+  if (!follow_symlinks) {
+    refuse(path,
+           "is a symbolic link; refusing to replace it (following it, the file it leads to is "
+           "replaced instead: --follow-symlinks, OutputFileOptions::follow_symlinks)");
+  }
+  std::error_code ec;
+  const fs::path target = fs::canonical(path, ec);
+  struct stat target_status {};
+  if (ec || ::stat(target.c_str(), &target_status) != 0) {
+    refuse(path, "is a symbolic link to a file that does not exist");
+  }
+  if (!S_ISREG(target_status.st_mode)) {
+    refuse(path, "is a symbolic link to " + target.string() + ", which is " +
+                     kind_of(target_status) + ", not a regular file; refusing to replace it");
+  }
+  return target;
+}
+
+// A fresh hidden name next to `destination` (".NAME.tmp.<16 hex digits>").
+fs::path temporary_name(const fs::path& destination) {
+  static thread_local std::mt19937_64 random = [] {
+    std::random_device entropy;
+    return std::mt19937_64(static_cast<std::uint64_t>(entropy()) << 32 ^ entropy());
+  }();
+  char suffix[24];
+  std::snprintf(suffix, sizeof suffix, ".tmp.%016llx", static_cast<unsigned long long>(random()));
+  // Built by appends: g++ 12 at -O3 misreports `"." + string` as an overlapping memcpy.
+  std::string name(".");
+  name += destination.filename().string();
+  name += suffix;
+  return folder_of(destination) / name;
+}
+
 }  // namespace
 
-AtomicOutputFile::AtomicOutputFile(std::filesystem::path destination, OutputFileOptions options)
-    : destination_(std::move(destination)), options_(options) {
-  if (destination_.filename().empty()) {
-    throw Error(ErrorCode::kInvalidArgument, destination_.string() + ": not a file name");
+void detail::set_rename_hook(RenameHook hook) { rename_hook() = std::move(hook); }
+
+AtomicOutputFile::AtomicOutputFile(fs::path destination, OutputFileOptions options)
+    : options_(options) {
+  if (destination.filename().empty()) {
+    throw Error(ErrorCode::kInvalidArgument, destination.string() + ": not a file name");
   }
-  std::filesystem::path folder = destination_.parent_path();
-  if (folder.empty()) folder = ".";
-  // O_EXCL with a random name rather than mkstemp: the file gets 0666 minus the umask, the
-  // permissions any ordinary new file of the user would get.
-  std::random_device entropy;
-  std::mt19937_64 random(static_cast<std::uint64_t>(entropy()) << 32 ^ entropy());
+  destination_ = replaceable_destination(destination, options_.follow_symlinks);
+  folder_ = folder_of(destination_);
+  // An unnamed file first: should the process die before commit, nothing is left behind. The
+  // file gets 0666 minus the umask, the permissions any ordinary new file of the user would get.
+  fd_ = ::open(folder_.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  if (fd_ < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+    throw Error(ErrorCode::kIo, destination_.string() + ": cannot create a temporary file in " +
+                                    folder_.string() + ": " + errno_text(errno));
+  }
+  // File systems without unnamed files: a hidden named one, created exclusively.
   for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
-    char suffix[24];
-    std::snprintf(suffix, sizeof suffix, ".tmp.%016llx", static_cast<unsigned long long>(random()));
-    // Built by appends: g++ 12 at -O3 misreports `"." + string` as an overlapping memcpy.
-    std::string name(".");
-    name += destination_.filename().string();
-    name += suffix;
-    temporary_ = folder / name;
+    temporary_ = temporary_name(destination_);
     fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ < 0 && errno != EEXIST) {
       throw Error(ErrorCode::kIo, destination_.string() + ": cannot create temporary file " +
@@ -80,7 +163,10 @@ void AtomicOutputFile::discard() noexcept {
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;
+  }
+  if (!committed_ && !temporary_.empty()) {
     ::unlink(temporary_.c_str());
+    temporary_.clear();
   }
 }
 
@@ -156,31 +242,124 @@ void AtomicOutputFile::write_at(std::uint64_t offset, ByteSpan bytes) {
   write_fully(bytes.data(), bytes.size(), offset);
 }
 
-void AtomicOutputFile::commit() {
+void AtomicOutputFile::seal() {
   ensure_open("commit");
   flush_buffer();
-  if (options_.durable && ::fsync(fd_) != 0) {
-    const int error = errno;
+  const auto fail = [&](const std::string& what, int error) {
     discard();
-    throw Error(ErrorCode::kIo, destination_.string() + ": fsync failed: " + errno_text(error));
+    throw Error(ErrorCode::kIo, destination_.string() + ": " + what + ": " + errno_text(error));
+  };
+  if (options_.durable && ::fsync(fd_) != 0) fail("fsync failed", errno);
+  if (temporary_.empty()) {
+    // The unnamed file gets a hidden name for the rename. Through /proc the descriptor's file is
+    // linked by any user; AT_EMPTY_PATH (without /proc) needs CAP_DAC_READ_SEARCH.
+    const std::string by_descriptor = "/proc/self/fd/" + std::to_string(fd_);
+    for (int attempt = 0; attempt < 100 && temporary_.empty(); ++attempt) {
+      const fs::path name = temporary_name(destination_);
+      int result =
+          ::linkat(AT_FDCWD, by_descriptor.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW);
+      if (result != 0 && errno == ENOENT) {
+        result = ::linkat(fd_, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH);
+      }
+      if (result == 0) {
+        temporary_ = name;
+      } else if (errno != EEXIST) {
+        fail("cannot give the temporary file a name in " + folder_.string(), errno);
+      }
+    }
+    if (temporary_.empty()) fail("cannot find a free temporary name", EEXIST);
   }
-  if (::close(fd_) != 0) {
-    const int error = errno;
-    fd_ = -1;
-    ::unlink(temporary_.c_str());
-    throw Error(ErrorCode::kIo, destination_.string() + ": close failed: " + errno_text(error));
-  }
+  const int result = ::close(fd_);
   fd_ = -1;
-  if (::rename(temporary_.c_str(), destination_.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(temporary_.c_str());
+  if (result != 0) fail("close failed", errno);
+}
+
+void AtomicOutputFile::publish() {
+  try {
+    replaceable_destination(destination_, false);
+  } catch (...) {
+    discard();
+    throw;
+  }
+  if (const int error = rename_file(temporary_, destination_); error != 0) {
+    discard();
     throw Error(ErrorCode::kIo, destination_.string() + ": cannot rename " + temporary_.string() +
                                     " over it: " + errno_text(error));
   }
   committed_ = true;
-  if (options_.durable) {
-    const auto folder = destination_.parent_path();
-    sync_folder(folder.empty() ? std::filesystem::path(".") : folder);
+  temporary_.clear();
+  if (options_.durable) sync_folder(folder_);
+}
+
+void AtomicOutputFile::commit() {
+  seal();
+  publish();
+}
+
+void commit_together(std::span<AtomicOutputFile* const> others, AtomicOutputFile& primary) {
+  // 1. Every file complete under a temporary name; a failure here leaves every destination as it
+  // was (the files' destructors drop the temporaries).
+  for (AtomicOutputFile* file : others) file->seal();
+  primary.seal();
+  for (AtomicOutputFile* file : others) replaceable_destination(file->destination_, false);
+  replaceable_destination(primary.destination_, false);
+
+  struct MovedAside {
+    fs::path destination;
+    fs::path aside;
+  };
+  std::vector<MovedAside> moved;          // In the order they were moved.
+  std::vector<AtomicOutputFile*> placed;  // New files renamed into place.
+  const auto move_aside = [&](const fs::path& destination) {
+    struct stat status {};
+    if (::lstat(destination.c_str(), &status) != 0) return;  // Nothing there.
+    const fs::path aside = temporary_name(destination);
+    if (const int error = rename_file(destination, aside); error != 0) {
+      throw Error(ErrorCode::kIo, destination.string() + ": cannot move the old file aside to " +
+                                      aside.string() + ": " + errno_text(error));
+    }
+    moved.push_back({destination, aside});
+  };
+  const auto place = [&](AtomicOutputFile& file) {
+    if (const int error = rename_file(file.temporary_, file.destination_); error != 0) {
+      throw Error(ErrorCode::kIo, file.destination_.string() + ": cannot rename " +
+                                      file.temporary_.string() + " over it: " + errno_text(error));
+    }
+    placed.push_back(&file);
+  };
+  try {
+    // 2. The old primary goes first: from now until step 4 there is no primary to pair with the
+    // data files being replaced.
+    move_aside(primary.destination_);
+    // 3. The files the primary refers to.
+    for (AtomicOutputFile* file : others) {
+      move_aside(file->destination_);
+      place(*file);
+    }
+    // 4. The new primary: the new set is complete.
+    place(primary);
+  } catch (...) {
+    // Back to the old set, newest step first; best effort, the first failure is what is reported.
+    for (auto it = placed.rbegin(); it != placed.rend(); ++it) {
+      ::unlink((*it)->destination_.c_str());
+    }
+    for (auto it = moved.rbegin(); it != moved.rend(); ++it) {
+      static_cast<void>(rename_file(it->aside, it->destination));
+    }
+    for (AtomicOutputFile* file : others) file->discard();
+    primary.discard();
+    throw;
+  }
+  // 5. The new set is in place; the old one goes.
+  for (const MovedAside& m : moved) ::unlink(m.aside.c_str());
+  std::set<fs::path> folders;
+  for (AtomicOutputFile* file : placed) {
+    file->committed_ = true;
+    file->temporary_.clear();
+    folders.insert(file->folder_);
+  }
+  if (primary.options_.durable) {
+    for (const fs::path& folder : folders) sync_folder(folder);
   }
 }
 

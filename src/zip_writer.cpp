@@ -199,6 +199,7 @@ ZipWriter::ZipWriter(std::filesystem::path destination, ZipWriterOptions options
   }
   OutputFileOptions file_options;
   file_options.durable = options.durable;
+  file_options.follow_symlinks = options.follow_symlinks;
   file_options.buffer_size = options.buffer_size;
   file_ = std::make_unique<AtomicOutputFile>(std::move(destination), file_options);
 }

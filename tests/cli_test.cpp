@@ -5,11 +5,14 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -503,6 +506,91 @@ TEST_F(Cli, VerifyReportsIrViolationsOfModelsThatStillConvert) {
     }
     EXPECT_CONTAINS(run.out, "'unimported'");
   }
+}
+
+// --- Outputs that cannot hurt (issue: an output path that is not a regular file is replaced) ---
+
+mode_t node_type(const fs::path& path) {
+  struct stat status {};
+  return ::lstat(path.c_str(), &status) == 0 ? (status.st_mode & S_IFMT) : 0;
+}
+
+TEST_F(Cli, NoCommandReplacesAnythingButARegularFile) {
+  ScratchDir dir("cli_special_outputs");
+  const fs::path legacy = copy_case(dir, "inline_raw");
+  const fs::path archive = dir / "net.onnxz";
+  ASSERT_EQ(run_cli({"convert", legacy, archive}).exit_code, 0);
+  const fs::path zip = dir / "net.zip";
+  fs::copy_file(archive, zip);
+
+  std::vector<std::pair<std::string, fs::path>> nodes;
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0644), 0);
+  nodes.emplace_back("a FIFO", dir / "fifo");
+  fs::create_directory(dir / "folder");
+  nodes.emplace_back("a folder", dir / "folder");
+  // A character device like /dev/null: only root may make one (CI runs as root).
+  if (::mknod((dir / "null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    nodes.emplace_back("a character device", dir / "null");
+  }
+  for (const auto& [kind, node] : nodes) {
+    SCOPED_TRACE(kind);
+    const mode_t before = node_type(node);
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"convert", legacy, node},
+             {"convert", archive, node},
+             {"repack", zip, node},
+             {"view", archive, node},
+         }) {
+      SCOPED_TRACE(args[0]);
+      expect_failure(run_cli(args), {node.string() + ": is " + kind + ", not a regular file"});
+      EXPECT_EQ(node_type(node), before) << "the node must be left as it was";
+    }
+  }
+  // extract --force: the data file's name taken by a FIFO.
+  fs::create_directory(dir / "out");
+  ASSERT_EQ(::mkfifo((dir / "out" / "net.onnx.data").c_str(), 0644), 0);
+  expect_failure(run_cli({"extract", "--force", archive, dir / "out"}),
+                 {"net.onnx.data: is a FIFO, not a regular file"});
+  EXPECT_EQ(node_type(dir / "out" / "net.onnx.data"), static_cast<mode_t>(S_IFIFO));
+  EXPECT_FALSE(fs::exists(dir / "out" / "net.onnx"));
+}
+
+TEST_F(Cli, ASymbolicLinkOutputIsRefusedUnlessFollowed) {
+  ScratchDir dir("cli_symlink_output");
+  const fs::path legacy = copy_case(dir, "inline_raw");
+  std::ofstream(dir / "target.onnxz") << "old";
+  fs::create_symlink("target.onnxz", dir / "link.onnxz");
+  expect_failure(run_cli({"convert", legacy, dir / "link.onnxz"}),
+                 {"link.onnxz: is a symbolic link; refusing to replace it"});
+  EXPECT_EQ(read_text(dir / "target.onnxz"), "old");
+  const CliRun run = run_cli({"convert", "--follow-symlinks", legacy, dir / "link.onnxz"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_TRUE(fs::is_symlink(dir / "link.onnxz"));
+  EXPECT_EQ(detect_format(dir / "target.onnxz"), ModelFormat::kOnnxz);
+}
+
+TEST_F(Cli, ExtractForceReplacesModelAndDataAsOneSet) {
+  ScratchDir dir("cli_extract_set");
+  const fs::path legacy = copy_case(dir, "inline_typed");
+  const fs::path first = dir / "first" / "net.onnxz";
+  const fs::path second = dir / "second" / "net.onnxz";
+  fs::create_directories(first.parent_path());
+  fs::create_directories(second.parent_path());
+  ASSERT_EQ(run_cli({"convert", legacy, first, "--threshold", "0"}).exit_code, 0);
+  ASSERT_EQ(
+      run_cli({"convert", legacy, second, "--threshold", "0", "--alignment", "4096"}).exit_code, 0);
+  ASSERT_EQ(run_cli({"extract", first, dir / "out"}).exit_code, 0);
+  const std::string old_model = read_text(dir / "out" / "net.onnx");
+  ASSERT_EQ(run_cli({"extract", "--force", second, dir / "out"}).exit_code, 0);
+  EXPECT_NE(read_text(dir / "out" / "net.onnx"), old_model);
+  // Only the two files: no temporary, no file moved aside.
+  EXPECT_EQ(snapshot(dir / "out").size(), 2u);
+  // The old model next to the new data (what a writer renaming data files first and crashing
+  // before the model left behind) is told apart by verify, naming the data file.
+  test_support::write_file_bytes(dir / "out" / "net.onnx", old_model);
+  const CliRun run = run_cli({"verify", dir / "out" / "net.onnx"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_CONTAINS(run.out, "the external data file 'net.onnx.data' was written with another model");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -20,6 +21,7 @@
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
+#include "output_file_testing.h"
 #include "support/big_model.h"
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
@@ -27,6 +29,9 @@
 
 namespace onnxzip {
 namespace {
+
+// The line write_legacy_model ends every data file with (legacy.h, kExternalDataIdKey).
+constexpr std::uint64_t kWriteIdLineSize = 64;
 
 namespace fs = std::filesystem;
 using test_support::Digests;
@@ -189,9 +194,10 @@ TEST_F(LegacyModels, WritesExternalDataSplitAndAligned) {
     EXPECT_EQ(refs.size(), 15u);  // 13 initializers, the loop body's and the then branch's.
     for (const auto& [file, end] : file_end) {
       SCOPED_TRACE(file);
-      EXPECT_EQ(fs::file_size(folder / file), end);
-      // Within the limit, unless one tensor larger than it has the file to itself.
-      EXPECT_TRUE(end <= 8192 || tensors_in_file[file] == 1);
+      // Each file ends with its write id line (kExternalDataIdKey), within the limit unless one
+      // tensor larger than it has the file to itself.
+      EXPECT_EQ(fs::file_size(folder / file), end + kWriteIdLineSize);
+      EXPECT_TRUE(end + kWriteIdLineSize <= 8192 || tensors_in_file[file] == 1);
     }
     EXPECT_GE(file_end.size(), 7u);
     EXPECT_EQ(file_end.count("model.onnx.data.1"), 1u);
@@ -525,23 +531,25 @@ TEST(LegacyWrite, FailureLeavesNothingNew) {
   const ModelProto model = model_with_initializers(3, 5000);
   LegacyWriteOptions options;
   options.mode = LegacyWriteOptions::Mode::kExternal;
-  // The data file's name is taken by a folder: the rename fails, nothing remains.
+  // The data file's name is taken by a folder: refused, nothing remains.
   fs::create_directory(dir / "model.onnx.data");
-  error_of(ErrorCode::kIo, [&] { write_legacy_model(model, dir / "model.onnx", options); });
+  error_of(ErrorCode::kInvalidArgument,
+           [&] { write_legacy_model(model, dir / "model.onnx", options); });
   EXPECT_EQ(dir.file_names(), std::vector<std::string>{"model.onnx.data"});
 
-  // Split: the first data file is renamed into place, the second cannot be: the first is
-  // removed again.
+  // Split: the first data file is written, the second cannot be: nothing remains.
   fs::remove(dir / "model.onnx.data");
   fs::create_directory(dir / "model.onnx.data.1");
   options.max_file_size = 6000;
-  error_of(ErrorCode::kIo, [&] { write_legacy_model(model, dir / "model.onnx", options); });
+  error_of(ErrorCode::kInvalidArgument,
+           [&] { write_legacy_model(model, dir / "model.onnx", options); });
   EXPECT_EQ(dir.file_names(), std::vector<std::string>{"model.onnx.data.1"});
 
-  // The model's own name taken by a folder: the data files are removed again.
+  // The model's own name taken by a folder: the data files are dropped again.
   fs::remove(dir / "model.onnx.data.1");
   fs::create_directory(dir / "model.onnx");
-  error_of(ErrorCode::kIo, [&] { write_legacy_model(model, dir / "model.onnx", options); });
+  error_of(ErrorCode::kInvalidArgument,
+           [&] { write_legacy_model(model, dir / "model.onnx", options); });
   EXPECT_EQ(dir.file_names(), std::vector<std::string>{"model.onnx"});
 
   fs::remove(dir / "model.onnx");
@@ -549,6 +557,117 @@ TEST(LegacyWrite, FailureLeavesNothingNew) {
   EXPECT_EQ(dir.file_names(), (std::vector<std::string>{"model.onnx", "model.onnx.data",
                                                         "model.onnx.data.1", "model.onnx.data.2"}));
   EXPECT_EQ(read_legacy_model(dir / "model.onnx"), model);
+}
+
+// The first byte of every payload of `model` ("old" and "new" models differ in every payload).
+std::vector<std::uint8_t> first_bytes(const ModelProto& model) {
+  std::vector<std::uint8_t> bytes;
+  for (const TensorProto& t : model.graph->initializer) bytes.push_back(t.raw_data->view()[0]);
+  return bytes;
+}
+
+ModelProto with_first_byte(ModelProto model, std::uint8_t value) {
+  for (TensorProto& t : model.graph->initializer) {
+    OwnedBytes bytes = OwnedBytes::copy_of(t.raw_data->view());
+    bytes.data()[0] = value;
+    t.raw_data = TensorBytes::owned(std::move(bytes));
+  }
+  return model;
+}
+
+// "old", "new", "none" (no model file), or what is wrong with the pair found.
+std::string legacy_set_state(const fs::path& model_path) {
+  if (!fs::exists(model_path)) return "none";
+  try {
+    const std::vector<std::uint8_t> bytes = first_bytes(read_legacy_model(model_path));
+    if (std::all_of(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b == 'O'; })) {
+      return "old";
+    }
+    if (std::all_of(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b == 'N'; })) {
+      return "new";
+    }
+    return "a model with another write's data";
+  } catch (const Error& e) {
+    return std::string("unreadable: ") + e.what();
+  }
+}
+
+TEST(LegacyWrite, ModelAndDataFilesAppearAsOneSetAfterAFailureOrACrashAtEachRename) {
+  ScratchDir dir("legacy_set");
+  const fs::path model_path = dir / "model.onnx";
+  const ModelProto base = model_with_initializers(3, 5000);
+  const ModelProto old_model = with_first_byte(base, 'O');
+  const ModelProto new_model = with_first_byte(base, 'N');
+  LegacyWriteOptions options;
+  options.mode = LegacyWriteOptions::Mode::kExternal;
+  options.max_file_size = 6000;  // Three data files.
+  for (int step = 0;; ++step) {
+    SCOPED_TRACE("rename " + std::to_string(step));
+    write_legacy_model(old_model, model_path, options);
+    ASSERT_EQ(legacy_set_state(model_path), "old");
+    // A crash just before rename `step`: the folder as the hook sees it.
+    int renames = 0;
+    std::string at_crash;
+    detail::set_rename_hook([&](const fs::path&, const fs::path&) {
+      if (renames++ == step) at_crash = legacy_set_state(model_path);
+      return true;
+    });
+    write_legacy_model(new_model, model_path, options);
+    detail::set_rename_hook(nullptr);
+    EXPECT_EQ(legacy_set_state(model_path), "new");
+    if (at_crash.empty()) {
+      EXPECT_EQ(step, 8) << "the old model aside, 2 renames per data file, the new model";
+      break;
+    }
+    EXPECT_TRUE(at_crash == "old" || at_crash == "new" || at_crash == "none") << at_crash;
+
+    // The same rename failing instead: the old set comes back whole.
+    write_legacy_model(old_model, model_path, options);
+    renames = 0;
+    detail::set_rename_hook([&](const fs::path&, const fs::path&) { return renames++ != step; });
+    EXPECT_CONTAINS(
+        error_of(ErrorCode::kIo, [&] { write_legacy_model(new_model, model_path, options); }),
+        "model.onnx");
+    detail::set_rename_hook(nullptr);
+    EXPECT_EQ(legacy_set_state(model_path), "old");
+    EXPECT_EQ(dir.file_names(),
+              (std::vector<std::string>{"model.onnx", "model.onnx.data", "model.onnx.data.1",
+                                        "model.onnx.data.2"}));
+  }
+}
+
+TEST(LegacyWrite, AModelNextToAnotherWritesDataIsRefusedNamingTheFile) {
+  ScratchDir dir("legacy_write_id");
+  const ModelProto base = model_with_initializers(2, 5000);
+  LegacyWriteOptions options;
+  options.mode = LegacyWriteOptions::Mode::kExternal;
+  fs::create_directories(dir / "a");
+  fs::create_directories(dir / "b");
+  write_legacy_model(with_first_byte(base, 'O'), dir / "a" / "model.onnx", options);
+  write_legacy_model(with_first_byte(base, 'N'), dir / "b" / "model.onnx", options);
+
+  // Each model is paired with its own data: the write id is checked and not handed on.
+  const ModelProto own = read_legacy_model(dir / "a" / "model.onnx");
+  EXPECT_TRUE(own.metadata_props.empty());
+  LegacyReadOptions references_only;
+  references_only.load_external_data = false;
+  const ModelProto as_written = read_legacy_model(dir / "a" / "model.onnx", references_only);
+  ASSERT_EQ(as_written.metadata_props.size(), 1u);
+  EXPECT_EQ(as_written.metadata_props[0].key, kExternalDataIdKey);
+  EXPECT_EQ(as_written.metadata_props[0].value->size(), 32u);
+
+  // The old model next to the new data, as a writer that renamed data files first and crashed
+  // before the model would have left it.
+  fs::copy_file(dir / "b" / "model.onnx.data", dir / "a" / "model.onnx.data",
+                fs::copy_options::overwrite_existing);
+  EXPECT_CONTAINS(
+      error_of(ErrorCode::kCorrupt, [&] { read_legacy_model(dir / "a" / "model.onnx"); }),
+      "the external data file 'model.onnx.data' was written with another model");
+
+  // A data file rewritten by another tool (no write id line) proves nothing: it is read.
+  const std::string bytes(16384, 'x');
+  std::ofstream(dir / "a" / "model.onnx.data", std::ios::binary | std::ios::trunc) << bytes;
+  EXPECT_NO_THROW(read_legacy_model(dir / "a" / "model.onnx"));
 }
 
 TEST(LegacyWrite, RefusesBadOptionsAndUnresolvedReferences) {
@@ -700,7 +819,7 @@ TEST(LegacySlow, ExternalDataOver4GiB) {
   EXPECT_EQ(refs.at("graph/initializer[0]").length, kBig);
   const std::uint64_t small_at = (kBig + 4095) / 4096 * 4096;
   EXPECT_EQ(refs.at("graph/initializer[1]").offset, small_at);
-  EXPECT_EQ(fs::file_size(target / "model.onnx.data"), small_at + small.size());
+  EXPECT_EQ(fs::file_size(target / "model.onnx.data"), small_at + small.size() + kWriteIdLineSize);
   {
     const auto data = MappedFile::open(target / "model.onnx.data");
     check_big(data->bytes().first(kBig));

@@ -2,14 +2,27 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
+#include "output_file_testing.h"
 
 namespace onnxzip {
 namespace {
@@ -68,7 +81,9 @@ TEST_F(OutputFileTest, AbandonedWriteLeavesDestinationUntouched) {
   {
     AtomicOutputFile out(dest);
     out.write(as_bytes("new contents"));
-    EXPECT_TRUE(fs::exists(out.temporary_path()));
+    // Unnamed until commit: nothing of it shows in the folder.
+    EXPECT_TRUE(out.temporary_path().empty());
+    EXPECT_EQ(files_in_dir(), 1u);
   }
   EXPECT_EQ(read_all(dest), "original");
   EXPECT_EQ(files_in_dir(), 1u);
@@ -121,6 +136,230 @@ TEST_F(OutputFileTest, MappedFileSeesCommittedBytesAndOutlivesItsOwnerHandle) {
     EXPECT_EQ(e.code(), ErrorCode::kNotFound);
     EXPECT_NE(std::string(e.what()).find("absent.bin"), std::string::npos);
   }
+}
+
+// --- What may be replaced ---
+
+// Makes a node of each kind that is not a regular file; character devices only as root.
+std::map<std::string, fs::path> make_special_files(const fs::path& dir) {
+  std::map<std::string, fs::path> made;
+  const fs::path fifo = dir / "fifo";
+  if (::mkfifo(fifo.c_str(), 0644) == 0) made.emplace("a FIFO", fifo);
+  const fs::path socket_path = dir / "sock";
+  const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (s >= 0 && socket_path.string().size() < sizeof address.sun_path) {
+    std::strncpy(address.sun_path, socket_path.c_str(), sizeof address.sun_path - 1);
+    if (::bind(s, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+      made.emplace("a socket", socket_path);
+    }
+  }
+  if (s >= 0) ::close(s);
+  const fs::path device = dir / "null";
+  if (::mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    made.emplace("a character device", device);
+  }
+  fs::create_directory(dir / "folder");
+  made.emplace("a folder", dir / "folder");
+  return made;
+}
+
+mode_t type_of(const fs::path& path) {
+  struct stat status {};
+  EXPECT_EQ(::lstat(path.c_str(), &status), 0) << path;
+  return status.st_mode & S_IFMT;
+}
+
+TEST_F(OutputFileTest, OnlyARegularFileOrNothingIsReplaced) {
+  const auto special = make_special_files(dir_);
+  ASSERT_GE(special.size(), 3u) << "a FIFO, a socket and a folder at least";
+  for (const auto& [kind, path] : special) {
+    const mode_t before = type_of(path);
+    try {
+      AtomicOutputFile out(path);
+      out.write(as_bytes("x"));
+      out.commit();
+      FAIL() << kind << " was replaced";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << kind;
+      EXPECT_NE(std::string(e.what()).find(path.string() + ": is " + kind), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(type_of(path), before) << kind << " must still be there, unchanged";
+  }
+  EXPECT_EQ(files_in_dir(), special.size()) << "no temporary may remain";
+}
+
+TEST_F(OutputFileTest, ANodeThatAppearsBeforeTheRenameIsNotReplacedEither) {
+  const fs::path dest = dir_ / "out.bin";
+  AtomicOutputFile out(dest);
+  out.write(as_bytes("x"));
+  ASSERT_EQ(::mkfifo(dest.c_str(), 0644), 0);
+  EXPECT_THROW(out.commit(), Error);
+  EXPECT_EQ(type_of(dest), static_cast<mode_t>(S_IFIFO));
+  EXPECT_EQ(files_in_dir(), 1u);
+}
+
+TEST_F(OutputFileTest, ASymbolicLinkIsRefusedUnlessFollowedThenItsTargetIsReplaced) {
+  const fs::path target = dir_ / "target.bin";
+  const fs::path link = dir_ / "link.bin";
+  std::ofstream(target) << "old";
+  fs::create_symlink("target.bin", link);
+  try {
+    AtomicOutputFile out(link);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("is a symbolic link; refusing to replace it"),
+              std::string::npos)
+        << e.what();
+  }
+  {
+    AtomicOutputFile out(link, {.follow_symlinks = true});
+    EXPECT_EQ(out.destination(), fs::canonical(target));
+    out.write(as_bytes("new"));
+    out.commit();
+  }
+  EXPECT_TRUE(fs::is_symlink(link)) << "the link stays";
+  EXPECT_EQ(read_all(target), "new");
+
+  // A link to nothing, or to something that is not a regular file, is refused either way.
+  fs::create_symlink("missing", dir_ / "dangling");
+  EXPECT_THROW(AtomicOutputFile(dir_ / "dangling", {.follow_symlinks = true}), Error);
+  ASSERT_EQ(::mkfifo((dir_ / "fifo").c_str(), 0644), 0);
+  fs::create_symlink("fifo", dir_ / "to_fifo");
+  EXPECT_THROW(AtomicOutputFile(dir_ / "to_fifo", {.follow_symlinks = true}), Error);
+  EXPECT_EQ(type_of(dir_ / "fifo"), static_cast<mode_t>(S_IFIFO));
+}
+
+TEST_F(OutputFileTest, AProcessKilledMidWriteLeavesNothingBehind) {
+  std::ofstream(dir_ / "keep.bin") << "original";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    AtomicOutputFile out(dir_ / "keep.bin");
+    const std::string block(1 << 20, 'x');
+    for (int i = 0; i < 8; ++i) out.write(as_bytes(block));
+    ::raise(SIGKILL);  // As kill -9 would, in the middle of the write.
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(files_in_dir(), 1u) << "no temporary may remain after kill -9";
+  EXPECT_EQ(read_all(dir_ / "keep.bin"), "original");
+}
+
+// --- Sets ---
+
+class OutputSetTest : public OutputFileTest {
+ protected:
+  void TearDown() override {
+    detail::set_rename_hook(nullptr);
+    OutputFileTest::TearDown();
+  }
+
+  // Writes "<tag>:<name>" into model.onnx and each of `data`, committed together.
+  void write_set(const std::string& tag, const std::vector<std::string>& data) {
+    std::vector<std::unique_ptr<AtomicOutputFile>> files;
+    std::vector<AtomicOutputFile*> others;
+    for (const std::string& name : data) {
+      files.push_back(std::make_unique<AtomicOutputFile>(dir_ / name));
+      files.back()->write(as_bytes(tag + ":" + name));
+      others.push_back(files.back().get());
+    }
+    AtomicOutputFile model(dir_ / "model.onnx");
+    model.write(as_bytes(tag + ":model.onnx"));
+    commit_together(others, model);
+  }
+
+  // "old", "new" or "none" for the model; every data file must then be of the same set, except
+  // with no model (anything goes: nothing refers to them).
+  std::string set_state(const std::vector<std::string>& data) const {
+    if (!fs::exists(dir_ / "model.onnx")) return "none";
+    const std::string model = read_all(dir_ / "model.onnx");
+    const std::string tag = model.substr(0, model.find(':'));
+    for (const std::string& name : data) {
+      if (read_all(dir_ / name) != tag + ":" + name) return "mixed (" + tag + " model)";
+    }
+    return tag;
+  }
+
+  // Names in the folder that are not part of a set (temporaries).
+  std::size_t hidden_files() const {
+    std::size_t n = 0;
+    for (const auto& entry : fs::directory_iterator(dir_)) {
+      n += entry.path().filename().string().starts_with(".");
+    }
+    return n;
+  }
+};
+
+TEST_F(OutputSetTest, ANewSetReplacesTheOldAndLeavesNoTemporary) {
+  const std::vector<std::string> data = {"w.bin", "w.bin.1"};
+  write_set("old", data);
+  EXPECT_EQ(set_state(data), "old");
+  write_set("new", data);
+  EXPECT_EQ(set_state(data), "new");
+  EXPECT_EQ(hidden_files(), 0u);
+  EXPECT_EQ(files_in_dir(), 3u);
+}
+
+TEST_F(OutputSetTest, EveryInstantBetweenRenamesHoldsTheOldSetTheNewSetOrNoModel) {
+  const std::vector<std::string> data = {"w.bin", "w.bin.1"};
+  // A crash just before rename k: the folder as it is when the hook is called.
+  for (int crash_at = 0;; ++crash_at) {
+    write_set("old", data);
+    int renames = 0;
+    std::string seen;
+    detail::set_rename_hook([&](const fs::path&, const fs::path&) {
+      if (renames++ == crash_at) seen = set_state(data);
+      return true;
+    });
+    write_set("new", data);
+    detail::set_rename_hook(nullptr);
+    if (seen.empty()) {
+      EXPECT_GE(crash_at, 6) << "2 renames per data file, 2 for the model";
+      break;
+    }
+    EXPECT_TRUE(seen == "old" || seen == "new" || seen == "none")
+        << "before rename " << crash_at << ": " << seen;
+    EXPECT_EQ(set_state(data), "new");
+  }
+}
+
+TEST_F(OutputSetTest, AFailedRenameRestoresTheOldSetWhicheverItIs) {
+  const std::vector<std::string> data = {"w.bin", "w.bin.1"};
+  for (int fail_at = 0;; ++fail_at) {
+    write_set("old", data);
+    int renames = 0;
+    detail::set_rename_hook([&](const fs::path&, const fs::path&) { return renames++ != fail_at; });
+    bool failed = false;
+    try {
+      write_set("new", data);
+    } catch (const Error& e) {
+      failed = true;
+      EXPECT_EQ(e.code(), ErrorCode::kIo);
+    }
+    detail::set_rename_hook(nullptr);
+    if (!failed) {
+      EXPECT_GE(fail_at, 6);
+      break;
+    }
+    EXPECT_EQ(set_state(data), "old") << "after failing rename " << fail_at;
+    EXPECT_EQ(hidden_files(), 0u) << "after failing rename " << fail_at;
+  }
+}
+
+TEST_F(OutputSetTest, AFirstSetAppearsWholeOrNotAtAll) {
+  const std::vector<std::string> data = {"w.bin"};
+  detail::set_rename_hook(
+      [](const fs::path&, const fs::path& to) { return to.filename() != "model.onnx"; });
+  EXPECT_THROW(write_set("new", data), Error);
+  detail::set_rename_hook(nullptr);
+  EXPECT_EQ(files_in_dir(), 0u);
 }
 
 }  // namespace

@@ -40,6 +40,7 @@
 #include "onnxzip/bytes.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
+#include "onnxzip/output_file.h"
 #include "onnxzip/progress.h"
 #include "onnxzip/zip_reader.h"
 #include "onnxzip/zip_writer.h"
@@ -69,6 +70,9 @@ struct SaveOptions {
   bool externalize_sparse = false;
   // fsync the archive and its folder around the final rename.
   bool durable = false;
+  // A symbolic link at `path`: refused (false) or followed, replacing the file it leads to
+  // (OutputFileOptions::follow_symlinks). Anything but a regular file there is always refused.
+  bool follow_symlinks = false;
   // Called as finish()/save() writes the payloads it externalizes (progress.h); `total` is their
   // byte count (tensors added to an ArchiveWriter are not counted: their caller writes them).
   ProgressCallback progress = nullptr;
@@ -324,8 +328,9 @@ VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options = {},
 // since today's runtimes refuse or skip those as external data. The view must be in the
 // archive's folder (external data locations cannot go up a folder): else Error(kInvalidArgument).
 // The archive is validated as by load(). The view appears atomically.
+// `output` says how the view is written (durable, follow_symlinks).
 void write_view_model(const std::filesystem::path& archive_path,
-                      const std::filesystem::path& view_path);
+                      const std::filesystem::path& view_path, const OutputFileOptions& output = {});
 
 }  // namespace onnxzip
 

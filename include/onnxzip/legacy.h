@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
@@ -82,11 +83,17 @@ struct LegacyReadOptions {
 // tensor sits (initializers, sparse initializers, attributes, subgraphs at any depth, functions,
 // training graphs): raw_data = the bytes, borrowed from the data file's mapping (each file is
 // mapped once, whatever the number of tensors and spellings of its location), external_data
-// cleared and data_location made absent. The model keeps the mappings alive.
+// cleared and data_location made absent. The model keeps the mappings alive. A model written by
+// write_legacy_model whose data file was written with another model is refused (kCorrupt, see
+// kExternalDataIdKey); that metadata entry is removed from the model returned.
 ModelProto read_legacy_model(const std::filesystem::path& onnx_path,
                              const LegacyReadOptions& options = {});
 
 // --- Writing ---
+
+// The metadata_props key of the write id that pairs a model with its data files (see
+// write_legacy_model).
+inline constexpr std::string_view kExternalDataIdKey = "onnxzip.external_data_id";
 
 // The largest serialized ModelProto that libprotobuf (hence the reference package and ONNX
 // Runtime) accepts: 2 GiB - 1.
@@ -124,6 +131,9 @@ struct LegacyWriteOptions {
   bool externalize_sparse = false;
   // fsync every file before renaming it into place (OutputFileOptions::durable).
   bool durable = false;
+  // Symbolic links at the model's or a data file's path: refused (false) or followed, replacing
+  // the files they lead to (OutputFileOptions::follow_symlinks).
+  bool follow_symlinks = false;
   // Called as the payloads are written (progress.h): `total` is the bytes of the payloads that go
   // to data files, or, for a model written inline, the size of the whole model file.
   ProgressCallback progress = nullptr;
@@ -138,9 +148,20 @@ struct LegacyWriteOptions {
 // once. Externalized tensors get external_data {location, offset, length} and data_location =
 // EXTERNAL; location is the data file's name, relative to the model's folder.
 //
-// Atomic: every file is written to a temporary and renamed into place, data files first, the
-// model last. On failure, nothing new remains: data files already renamed into place are removed
-// (a file of the same name that existed before is not restored).
+// Atomic as a set (commit_together, output_file.h): every file is written in full under no name,
+// then the old model is moved aside, the data files renamed into place and the model last, so
+// that a crash at any instant leaves the old model and data files, the new ones, or no model --
+// never a model next to data files of another write. On failure the old files are restored and
+// nothing new remains. Files of an earlier write that the new one does not replace (a ".3" when
+// this write needs two files) are left alone.
+//
+// Which data files are the model's own: in kExternal mode the written model carries one more
+// metadata_props entry, kExternalDataIdKey = a random write id, and every data file ends with a
+// 64-byte line "onnxzip external data <id> <index>\n" after its last payload (no reference
+// reaches it; it counts towards max_file_size). read_legacy_model refuses a model whose data file
+// ends with another id, and removes the entry from the model it returns. What this cannot tell:
+// data files rewritten by another tool (no line: nothing is checked), or a model whose entry was
+// dropped by another tool.
 void write_legacy_model(const ModelProto& model, const std::filesystem::path& out,
                         const LegacyWriteOptions& options = {});
 

@@ -1,15 +1,28 @@
-// An output file that appears at its destination complete or not at all.
+// Output files that appear at their destination complete or not at all, alone or as a set.
 //
-// AtomicOutputFile writes to a temporary file in the destination's folder and renames it over
-// the destination only in commit(). Destroying it without commit() (an exception unwinding, a
-// caller giving up) removes the temporary and leaves the destination untouched. Writes are
+// AtomicOutputFile writes to an unnamed temporary file in the destination's folder (O_TMPFILE; a
+// hidden ".NAME.tmp.<hex>" file where the file system has no unnamed files) and gives it the
+// destination's name only in commit(). Destroying it without commit() (an exception unwinding, a
+// caller giving up) drops the temporary and leaves the destination untouched; a process killed
+// mid-write leaves nothing behind either, since an unnamed file has no name to leave. Writes are
 // buffered; write_at() patches bytes already written (for headers whose fields are known only
 // after the data). Used by every writer in the library.
+//
+// What may be replaced: nothing but a regular file (or nothing at all). A destination that is a
+// folder, a device, a FIFO or a socket is refused (Error(kInvalidArgument)) before anything is
+// written and again just before the rename, so that `onnxzip convert m.onnx /dev/null` run as root
+// cannot replace a device node. A symbolic link is refused too, unless follow_symlinks asks to
+// replace the regular file it leads to (the link itself stays).
+//
+// commit_together() publishes several files as one set -- a model and the data files it refers
+// to -- so that a crash at any instant leaves the old set, the new set, or no model, never a model
+// next to another set's data. Anyone may use this header.
 #ifndef ONNXZIP_OUTPUT_FILE_H_
 #define ONNXZIP_OUTPUT_FILE_H_
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <vector>
 
 #include "onnxzip/bytes.h"
@@ -20,11 +33,18 @@ struct OutputFileOptions {
   // fsync the file (and its folder) before and after the rename, so a power loss cannot leave an
   // empty destination. Off by default: it costs a full flush of the page cache for the file.
   bool durable = false;
+  // A symbolic link at the destination: refused (false), or followed (true), replacing the
+  // regular file it leads to; a link to nothing or to something else than a regular file is
+  // refused either way.
+  bool follow_symlinks = false;
   std::size_t buffer_size = 1 << 20;
 };
 
 class AtomicOutputFile final {
  public:
+  // Checks the destination (see the header comment) and creates the temporary. Error
+  // (kInvalidArgument) naming the destination for one that may not be replaced, Error(kIo) when
+  // the temporary cannot be created.
   explicit AtomicOutputFile(std::filesystem::path destination, OutputFileOptions options = {});
   ~AtomicOutputFile();
   AtomicOutputFile(const AtomicOutputFile&) = delete;
@@ -38,20 +58,31 @@ class AtomicOutputFile final {
   void write_at(std::uint64_t offset, ByteSpan bytes);
   std::uint64_t position() const noexcept { return position_; }
 
-  // Flushes, renames the temporary over the destination. Afterwards no write is allowed.
+  // Flushes and renames the temporary over the destination (checked again first). Afterwards no
+  // write is allowed.
   void commit();
-  bool committed() const noexcept { return fd_ < 0 && committed_; }
+  bool committed() const noexcept { return committed_; }
 
+  // Where the file will appear: the path given, or with follow_symlinks the file its link leads
+  // to.
   const std::filesystem::path& destination() const noexcept { return destination_; }
+  // The temporary's name, or empty while it has none (an unnamed temporary before commit).
   const std::filesystem::path& temporary_path() const noexcept { return temporary_; }
 
  private:
+  friend void commit_together(std::span<AtomicOutputFile* const> others, AtomicOutputFile& primary);
+
   void flush_buffer();
   void write_fully(const std::uint8_t* data, std::size_t size, std::uint64_t offset);
   void ensure_open(const char* operation) const;
   void discard() noexcept;
+  // commit() in two steps: seal() completes the file under a temporary name (fsync'd when
+  // durable) and closes it; publish() checks the destination again and renames over it.
+  void seal();
+  void publish();
 
   std::filesystem::path destination_;
+  std::filesystem::path folder_;
   std::filesystem::path temporary_;
   OutputFileOptions options_;
   int fd_ = -1;
@@ -60,6 +91,15 @@ class AtomicOutputFile final {
   std::uint64_t flushed_position_ = 0;  // Bytes already handed to the OS.
   std::vector<std::uint8_t> buffer_;
 };
+
+// Publishes `primary` (a model) and `others` (the files it refers to) as one set; all must be in
+// one folder and still uncommitted. Every file is completed under a temporary name first; then an
+// existing primary is moved aside, each of `others` is renamed into place (an existing file moved
+// aside first), the primary is renamed into place, and what was moved aside is removed. A crash
+// at any instant therefore leaves the old set, the new set, or no primary at its name (with
+// hidden leftovers only if the crash falls within the renames); a failure restores the old set
+// and throws, leaving nothing new. Afterwards none of the files accepts writes.
+void commit_together(std::span<AtomicOutputFile* const> others, AtomicOutputFile& primary);
 
 }  // namespace onnxzip
 

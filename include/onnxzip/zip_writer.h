@@ -33,6 +33,9 @@ struct ZipWriterOptions {
   std::uint32_t alignment = 64;
   // Forwarded to AtomicOutputFile: fsync before and after the rename.
   bool durable = false;
+  // Forwarded to AtomicOutputFile: replace the file a symbolic link at the destination leads to
+  // (false: a link there is refused).
+  bool follow_symlinks = false;
   // Forwarded to AtomicOutputFile: the write buffer; pieces at least this big bypass it.
   std::size_t buffer_size = 1 << 20;
 };

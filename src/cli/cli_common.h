@@ -34,6 +34,8 @@ class UsageError final : public std::runtime_error {
 // Flags of the main program that every command honours.
 struct GlobalOptions {
   bool quiet = false;  // No progress bar, no "ok" lines, no notes.
+  // An output path that is a symbolic link: replace the regular file it leads to (else refused).
+  bool follow_symlinks = false;
 };
 
 // One subcommand: its CLI11 App (owned by the parent) and what runs it once parsed. run()

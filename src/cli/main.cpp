@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
   onnxzip::cli::GlobalOptions global;
   app.add_flag("-q,--quiet", global.quiet,
                "No progress bar, no 'ok' lines, no notes: only results and errors");
+  app.add_flag("--follow-symlinks", global.follow_symlinks,
+               "An output path that is a symbolic link: replace the regular file it leads to "
+               "(default: refuse). Anything else but a regular file is never replaced");
   app.footer(
       "Examples:\n"
       "  onnxzip convert model.onnx model.onnxz\n"
