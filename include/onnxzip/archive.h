@@ -303,7 +303,8 @@ struct VerifyReport {
 };
 
 struct VerifyOptions {
-  // Check the CRC-32 of every entry (reads the whole archive).
+  // Check the CRC-32 of every entry (reads the whole archive; deflated entries are inflated in
+  // pieces, never held whole, and those beyond zip's limits are findings, zip_reader.h).
   bool check_crc = true;
   ParseOptions parse{};
   ZipReaderOptions zip{};
