@@ -4,6 +4,10 @@ include_guard(GLOBAL)
 include(CMakeFindDependencyMacro)
 
 find_dependency(Boost 1.74 COMPONENTS iostreams)
+# Two inflaters: libdeflate (below) inflates whole buffers about twice as fast as zlib but has no
+# streaming interface, so entries too large to inflate into memory (zip_reader.h, "Deflated
+# entries and memory") go through zlib's inflate() in pieces.
+find_dependency(ZLIB)
 
 if(NOT TARGET onnxzip::isal)
   find_path(ONNXZIP_ISAL_INCLUDE_DIR isa-l/crc.h)

@@ -3,7 +3,9 @@
 
 Small (< 10 KB), varied archives: stored and deflated entries, an aligned entry (0xD935 padding),
 data descriptors with and without signature, zip64 (extra fields, end record and locator), an
-archive comment, a directory, an empty archive, a gap between entries. Deterministic: timestamps
+archive comment, a directory, an empty archive, a gap between entries, a small zip bomb (2 MiB of
+zeros in 2 KB: refused by the default compression ratio limit) and a high-ratio entry under the
+limit's grace size (512 KiB of zeros, accepted). Deterministic: timestamps
 are fixed, so rerunning rewrites identical files. Crash reproducers found by fuzzing also live in
 that folder (named crash-*); this script leaves them alone.
 """
@@ -117,6 +119,12 @@ def descriptor_archive(signature, wide):
     return out + central + end_record(1, len(central), len(out))
 
 
+def zeros_archive(name, size):
+    """One deflated entry of `size` zero bytes (about 1000:1), then a small stored one."""
+    return python_zip([(name, bytes(size), zipfile.ZIP_DEFLATED),
+                       ("after.txt", text(1), zipfile.ZIP_STORED)])
+
+
 def gap_archive():
     """Two entries with 32 unused bytes between them."""
     out = b""
@@ -147,6 +155,8 @@ SEEDS = {
     "descriptor_signed_narrow.zip": descriptor_archive(True, False),
     "descriptor_unsigned_wide.zip": descriptor_archive(False, True),
     "gap.zip": gap_archive(),
+    "bomb.zip": zeros_archive("zeros", 2 << 20),
+    "high_ratio.zip": zeros_archive("zeros", 512 << 10),
 }
 
 

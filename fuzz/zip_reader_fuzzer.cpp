@@ -18,8 +18,11 @@ void check(bool condition) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   onnxzip::ZipReaderOptions options;
-  // Keep single inputs cheap: a few MiB of inflation at most.
+  // Keep single inputs cheap: a few MiB of inflation at most. Entries above 64 KiB take the
+  // inflate-in-pieces paths (zlib, spill files); the input decides whether bombs are refused.
   options.max_inflated_size = std::uint64_t{4} << 20;
+  options.spill_threshold = std::uint64_t{64} << 10;
+  if (size % 2 == 1) options.max_compression_ratio = 0;
   try {
     const onnxzip::ZipReader reader = onnxzip::ZipReader::from_bytes({data, size}, options);
     std::uint64_t previous_end = 0;
@@ -36,6 +39,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check(bytes.size() == entry.size);
         if (entry.is_stored()) check(bytes.data() == reader.bytes().data() + entry.data_offset);
         reader.verify(entry);
+      } catch (const onnxzip::Error&) {
+      }
+      try {
+        std::uint64_t streamed = 0;
+        reader.stream(entry, [&](onnxzip::ByteSpan piece) {
+          check(!piece.empty() && piece.size() <= onnxzip::ZipReader::kStreamPieceBytes);
+          streamed += piece.size();
+          check(streamed <= entry.size);  // Never past the recorded size.
+        });
+        check(streamed == entry.size);
       } catch (const onnxzip::Error&) {
       }
     }

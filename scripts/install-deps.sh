@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev clang-format
-  libboost-iostreams-dev libisal-dev libdeflate-dev libcli11-dev
+  libboost-iostreams-dev libisal-dev libdeflate-dev zlib1g-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libonnx-dev python3 python3-onnx python3-numpy libonnx-testdata
   unzip zip p7zip-full zipalign ziptool

@@ -76,8 +76,9 @@ const ZipEntry* check_reference(const TensorProto& tensor, std::string_view site
 IssueSink throwing_sink(const std::string& source);
 
 // The entry's uncompressed bytes: a stored entry borrowed with the reader's owner token, a
-// deflated one inflated (CRC-32 always checked, spec §9.3 item 1) and borrowed with its buffer
-// as token. With `verify_crc` a stored entry's CRC-32 is checked too.
+// deflated one inflated (CRC-32 always checked, spec §9.3 item 1; a large one into a mapped spill
+// file, zip_reader.h) and borrowed with its buffer as token. With `verify_crc` a stored entry's
+// CRC-32 is checked too.
 TensorBytes entry_payload(const ZipReader& zip, const ZipEntry& entry, bool verify_crc);
 
 }  // namespace onnxzip::archive_detail

@@ -67,9 +67,11 @@ std::unique_ptr<Archive::State> open_state(ZipReader zip, const LoadOptions& opt
     const ZipEntry* entry = archive_detail::check_reference(tensor, site.path, reader, fail);
     auto found = payload_of_entry.find(entry->index);
     if (found == payload_of_entry.end()) {
-      found =
-          payload_of_entry.emplace(entry->index, entry_payload(reader, *entry, options.verify_crc))
-              .first;
+      const bool skip = entry->is_deflated() && !options.inflate_payloads;
+      found = payload_of_entry
+                  .emplace(entry->index,
+                           skip ? TensorBytes() : entry_payload(reader, *entry, options.verify_crc))
+                  .first;
     }
     const std::size_t index = state->tensors.size();
     Archive::TensorInfo& info = state->tensors.emplace_back();
@@ -147,19 +149,28 @@ ModelProto resolve(Archive::State& state, const LoadOptions& options) {
   return model;
 }
 
+// load() resolves every payload, so it inflates whatever inflate_payloads says.
+LoadOptions inflating(LoadOptions options) {
+  options.inflate_payloads = true;
+  return options;
+}
+
 }  // namespace
 
 ModelProto load(const std::filesystem::path& path, const LoadOptions& options) {
-  const std::unique_ptr<Archive::State> state = open_state(open_zip(path, options), options);
-  return resolve(*state, options);
+  const LoadOptions resolving = inflating(options);
+  const std::unique_ptr<Archive::State> state = open_state(open_zip(path, resolving), resolving);
+  return resolve(*state, resolving);
 }
 
 ModelProto load(ByteSpan archive_bytes, const LoadOptions& options, OwnerToken owner,
                 std::string_view source_name) {
-  const std::unique_ptr<Archive::State> state = open_state(
-      ZipReader::from_bytes(archive_bytes, options.zip, std::move(owner), std::string(source_name)),
-      options);
-  return resolve(*state, options);
+  const LoadOptions resolving = inflating(options);
+  const std::unique_ptr<Archive::State> state =
+      open_state(ZipReader::from_bytes(archive_bytes, resolving.zip, std::move(owner),
+                                       std::string(source_name)),
+                 resolving);
+  return resolve(*state, resolving);
 }
 
 }  // namespace onnxzip

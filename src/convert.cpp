@@ -121,8 +121,9 @@ bool valid_entry_name(std::string_view name) {
 
 class Repacker final {
  public:
-  Repacker(const fs::path& in, const fs::path& out, const SaveOptions& options)
-      : in_(in), out_(out), options_(options), zip_(ZipReader::open(in)) {}
+  Repacker(const fs::path& in, const fs::path& out, const SaveOptions& options,
+           const ZipReaderOptions& zip_options)
+      : in_(in), out_(out), options_(options), zip_(ZipReader::open(in, zip_options)) {}
 
   RepackResult run();
 
@@ -318,20 +319,26 @@ RepackResult Repacker::run() {
   for (const auto& [index, tensors] : kept) {
     const ZipEntry& entry = zip_.entries()[index];
     const TensorProto& first = *tensors.front()->tensor;
-    const std::shared_ptr<const TensorBytes> bytes =
-        unpacked.contains(index) ? payload(entry)
-                                 : std::make_shared<const TensorBytes>(zip_.verified_data(entry));
+    const auto write = [&](EntrySink& sink, ByteSpan rest) {
+      while (!rest.empty()) {
+        const std::size_t piece =
+            static_cast<std::size_t>(std::min<std::uint64_t>(rest.size(), kProgressStepBytes));
+        sink.write(rest.first(piece));
+        rest = rest.subspan(piece);
+        written += piece;
+        if (options_.progress && written - reported_ >= kProgressStepBytes) report(written);
+      }
+    };
+    const bool inflated_already = unpacked.contains(index);  // For the unpacked tensors.
     const TensorRef ref = writer.add_tensor(
         tensors.front()->location, first.data_type.value_or(TensorProto::kUndefined), first.dims,
         [&](EntrySink& sink) {
-          ByteSpan rest = bytes->view();
-          while (!rest.empty()) {
-            const std::size_t piece =
-                static_cast<std::size_t>(std::min<std::uint64_t>(rest.size(), kProgressStepBytes));
-            sink.write(rest.first(piece));
-            rest = rest.subspan(piece);
-            written += piece;
-            if (options_.progress) report(written);
+          if (inflated_already) {
+            write(sink, payload(entry)->view());
+          } else {
+            // Straight from the archive (or the inflater) into the output, in bounded memory. A
+            // CRC-32 mismatch comes after the last piece; the writer then leaves no output.
+            zip_.stream(entry, [&](ByteSpan piece) { write(sink, piece); });
           }
         });
     for (const Reference* tensor_ref : tensors) ref.apply_to(*tensor_ref->tensor);
@@ -368,9 +375,10 @@ ModelFormat convert(const fs::path& in, const fs::path& out, const ConvertOption
   return format;
 }
 
-RepackResult repack(const fs::path& in_zip, const fs::path& out, const SaveOptions& options) {
+RepackResult repack(const fs::path& in_zip, const fs::path& out, const SaveOptions& options,
+                    const ZipReaderOptions& zip_options) {
   if (same_file(in_zip, out)) refuse_overwrite(in_zip, out, "the input archive");
-  return Repacker(in_zip, out, options).run();
+  return Repacker(in_zip, out, options, zip_options).run();
 }
 
 }  // namespace onnxzip

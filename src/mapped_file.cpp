@@ -1,5 +1,8 @@
 #include "onnxzip/mapped_file.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <boost/iostreams/device/mapped_file.hpp>
 #include <exception>
 #include <string>
@@ -10,7 +13,11 @@
 namespace onnxzip {
 
 struct MappedFile::Impl {
+  ~Impl() {
+    if (fd >= 0) ::close(fd);
+  }
   boost::iostreams::mapped_file_source source;
+  int fd = -1;  // Owned: the descriptor adopt() was given.
 };
 
 MappedFile::MappedFile(std::filesystem::path path, std::unique_ptr<Impl> impl, ByteSpan bytes)
@@ -44,6 +51,32 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::filesystem::path& 
         ByteSpan(reinterpret_cast<const std::uint8_t*>(impl->source.data()), impl->source.size());
   }
   return std::shared_ptr<const MappedFile>(new MappedFile(path, std::move(impl), bytes));
+}
+
+std::shared_ptr<const MappedFile> MappedFile::adopt(int fd, std::filesystem::path name) {
+  if (fd < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                name.string() + ": no file to map (descriptor " + std::to_string(fd) + ")");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->fd = fd;
+  struct stat status {};
+  if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
+    throw Error(ErrorCode::kIo, name.string() + ": not a regular file");
+  }
+  ByteSpan bytes;
+  if (status.st_size != 0) {
+    // Boost maps by path; /proc/self/fd/N is the descriptor's file even when it has no name.
+    try {
+      impl->source.open("/proc/self/fd/" + std::to_string(fd));
+    } catch (const std::exception& e) {
+      throw Error(ErrorCode::kIo, name.string() + ": cannot map: " + e.what());
+    }
+    if (!impl->source.is_open()) throw Error(ErrorCode::kIo, name.string() + ": cannot map");
+    bytes =
+        ByteSpan(reinterpret_cast<const std::uint8_t*>(impl->source.data()), impl->source.size());
+  }
+  return std::shared_ptr<const MappedFile>(new MappedFile(std::move(name), std::move(impl), bytes));
 }
 
 }  // namespace onnxzip

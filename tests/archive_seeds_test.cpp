@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "onnxzip/archive.h"
+#include "onnxzip/error.h"
 #include "onnxzip/tensor.h"
 #include "support/external_tool.h"
 #include "support/model_builder.h"
@@ -189,30 +190,35 @@ TEST(ArchiveFuzzSeeds, AreWhatSaveWritesTodayAndLoad) {
   }
 }
 
+// Writes `model` saved with `options`, rewritten by Python's zipfile with every entry deflated
+// (as another tool would), to `committed`.
+void write_deflated_by_python(const ModelProto& model, const SaveOptions& options,
+                              const fs::path& committed) {
+  ScratchDir dir("archive_seeds_deflated");
+  const fs::path source = dir / "source.onnxz";
+  save(model, source, options);
+  const std::string script =
+      "import sys, zipfile\n"
+      "src, dst = sys.argv[1], sys.argv[2]\n"
+      "with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, 'w') as zout:\n"
+      "    for info in zin.infolist():\n"
+      "        out = zipfile.ZipInfo(info.filename, (1980, 1, 1, 0, 0, 0))\n"
+      "        out.compress_type = zipfile.ZIP_DEFLATED\n"
+      "        out.external_attr = 0o100644 << 16\n"
+      "        zout.writestr(out, zin.read(info), compresslevel=9)\n";
+  test_support::write_file_bytes(dir / "deflate.py", script);
+  const auto result = test_support::run_tool(
+      "/usr/bin/python3 " + test_support::shell_quote((dir / "deflate.py").string()) + " " +
+      test_support::shell_quote(source.string()) + " " +
+      test_support::shell_quote(committed.string()) + " 2>&1");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+}
+
 // An archive of another tool: tiny_t0_a64 rewritten by Python's zipfile with every entry
 // deflated. It loads (payloads inflated, not zero-copy) and verify reports each deflated entry.
 TEST(ArchiveFuzzSeeds, DeflatedArchiveOfAnotherToolLoads) {
   const fs::path committed = kCorpus / "deflated_python.onnxz";
-  if (updating()) {
-    ScratchDir dir("archive_seeds_deflated");
-    const fs::path source = dir / "source.onnxz";
-    save(tiny_model(), source, SaveOptions{.threshold = 0});
-    const std::string script =
-        "import sys, zipfile\n"
-        "src, dst = sys.argv[1], sys.argv[2]\n"
-        "with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, 'w') as zout:\n"
-        "    for info in zin.infolist():\n"
-        "        out = zipfile.ZipInfo(info.filename, (1980, 1, 1, 0, 0, 0))\n"
-        "        out.compress_type = zipfile.ZIP_DEFLATED\n"
-        "        out.external_attr = 0o100644 << 16\n"
-        "        zout.writestr(out, zin.read(info), compresslevel=9)\n";
-    test_support::write_file_bytes(dir / "deflate.py", script);
-    const auto result = test_support::run_tool(
-        "/usr/bin/python3 " + test_support::shell_quote((dir / "deflate.py").string()) + " " +
-        test_support::shell_quote(source.string()) + " " +
-        test_support::shell_quote(committed.string()) + " 2>&1");
-    ASSERT_EQ(result.exit_code, 0) << result.output;
-  }
+  if (updating()) write_deflated_by_python(tiny_model(), SaveOptions{.threshold = 0}, committed);
   ASSERT_TRUE(fs::exists(committed)) << "run with ONNXZIP_UPDATE_FUZZ_SEEDS=1 to write it";
   EXPECT_LT(fs::file_size(committed), kMaxSeedBytes);
   EXPECT_EQ(load(committed), normalized(tiny_model()));
@@ -226,6 +232,46 @@ TEST(ArchiveFuzzSeeds, DeflatedArchiveOfAnotherToolLoads) {
     deflated += f.message.find("deflate") != std::string::npos;
   }
   EXPECT_GE(deflated, archive.tensors().size());
+}
+
+// Zip bombs as another tool writes them: a tensor of zeros deflated by Python's zipfile, about
+// 1000:1. bomb_python (2 MiB) is refused by the default compression ratio limit and loads once
+// the limit is lifted; high_ratio_python (512 KiB, under the grace size) loads as it is.
+TEST(ArchiveFuzzSeeds, ZipBombsOfAnotherTool) {
+  struct Bomb {
+    const char* name;
+    std::int64_t size;
+    bool refused;
+  };
+  for (const Bomb& bomb :
+       {Bomb{"bomb_python", 2 << 20, true}, Bomb{"high_ratio_python", 512 << 10, false}}) {
+    SCOPED_TRACE(bomb.name);
+    ModelProto model;
+    model.ir_version = 8;
+    TensorProto& zeros = model.graph.ensure().initializer.emplace_back();
+    zeros.name = "zeros";
+    zeros.data_type = TensorProto::kUint8;
+    zeros.dims = {bomb.size};
+    zeros.raw_data = TensorBytes::copy_of(std::vector<std::uint8_t>(bomb.size, 0));
+    const fs::path committed = kCorpus / (std::string(bomb.name) + ".onnxz");
+    if (updating()) write_deflated_by_python(model, SaveOptions{}, committed);
+    ASSERT_TRUE(fs::exists(committed)) << "run with ONNXZIP_UPDATE_FUZZ_SEEDS=1 to write it";
+    EXPECT_LT(fs::file_size(committed), kMaxSeedBytes);
+    if (bomb.refused) {
+      try {
+        (void)load(committed);
+        ADD_FAILURE() << "loaded";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kLimitExceeded);
+        EXPECT_NE(std::string(e.what()).find("entry 'zeros'"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("above the limit of 100:1"), std::string::npos)
+            << e.what();
+      }
+    }
+    LoadOptions trusting;
+    trusting.zip.max_compression_ratio = bomb.refused ? 0 : trusting.zip.max_compression_ratio;
+    EXPECT_EQ(load(committed, trusting), model);
+  }
 }
 
 }  // namespace

@@ -955,6 +955,72 @@ TEST(ArchiveVerify, ReportsDeflatedAndUnalignedArchivesOfOtherTools) {
   }
 }
 
+// An archive of another tool with a zip bomb: a 2 MiB tensor of zeros deflated to about 2 KB,
+// and a small deflated tensor. Open and load refuse the bomb by its ratio (naming the entry and
+// the option), verify reports it as an error; Archive::open without inflating payloads reads
+// only the model and sizes, as `onnxzip info` does; a raised limit lets everything through.
+TEST(ArchiveLoad, DeflatedBombsAreRefusedUnlessTrustedAndNeverInflatedForTheModelAlone) {
+  ScratchDir dir("archive_bomb");
+  ModelProto model;
+  model.ir_version = 8;
+  GraphProto& graph = model.graph.ensure();
+  const Bytes zeros(2 << 20, 0);
+  const Bytes small = test_support::pattern_bytes(4096, 3);
+  for (const auto& [name, bytes] : {std::pair{"bomb", &zeros}, std::pair{"small", &small}}) {
+    TensorProto& t = graph.initializer.emplace_back();
+    t.name = name;
+    t.data_type = TensorProto::kUint8;
+    t.dims = {static_cast<std::int64_t>(bytes->size())};
+    TensorRef{name, bytes->size()}.apply_to(t);
+  }
+  const Bytes model_bytes = serialize_model(model);
+  std::vector<testing::TestEntry> entries(3);
+  entries[0].name = "bomb";
+  entries[0].data = zeros;
+  entries[1].name = "small";
+  entries[1].data = small;
+  entries[2].name = std::string(kModelEntryName);
+  entries[2].data = model_bytes;
+  for (testing::TestEntry& e : entries) e.method = zip::kMethodDeflated;
+  const std::filesystem::path path = dir / "bomb.onnxz";
+  write_bytes(path, testing::build_zip(entries).bytes);
+
+  for (const std::string& message :
+       {error_of(ErrorCode::kLimitExceeded, [&] { (void)load(path); }),
+        error_of(ErrorCode::kLimitExceeded, [&] { (void)Archive::open(path); })}) {
+    EXPECT_CONTAINS(message, "bomb.onnxz: entry 'bomb'");
+    EXPECT_CONTAINS(message, "to 2097152 bytes");
+    EXPECT_CONTAINS(message, "above the limit of 100:1");
+    EXPECT_CONTAINS(message, "max_compression_ratio");
+  }
+  const VerifyReport report = verify(path);
+  EXPECT_FALSE(report.loadable());
+  EXPECT_CONTAINS(error_message_of_verify(report), "entry 'bomb' at offset 0: deflated from");
+
+  LoadOptions model_only;
+  model_only.inflate_payloads = false;
+  const Archive archive = Archive::open(path, model_only);
+  EXPECT_EQ(archive.model(), model);
+  ASSERT_EQ(archive.tensors().size(), 2u);
+  for (const Archive::TensorInfo& info : archive.tensors()) {
+    EXPECT_FALSE(info.zero_copy);
+    EXPECT_TRUE(info.data.empty()) << info.tensor_name;
+  }
+  EXPECT_EQ(archive.zip().at("bomb").size, zeros.size());
+  // load() resolves every payload, whatever inflate_payloads says.
+  EXPECT_EQ(error_of(ErrorCode::kLimitExceeded, [&] { (void)load(path, model_only); }).empty(),
+            false);
+
+  LoadOptions trusting;
+  trusting.zip.max_compression_ratio = 0;
+  const ModelProto loaded = load(path, trusting);
+  EXPECT_EQ(to_bytes(loaded.graph->initializer[0].raw_data->view()), zeros);
+  EXPECT_EQ(to_bytes(loaded.graph->initializer[1].raw_data->view()), small);
+  VerifyOptions trusting_verify;
+  trusting_verify.zip.max_compression_ratio = 0;
+  EXPECT_TRUE(verify(path, trusting_verify).loadable());
+}
+
 TEST(ArchiveVerify, AcceptsEveryAlignment) {
   ScratchDir dir("archive_verify_alignment");
   for (const std::uint32_t alignment : {64u, 128u, 4096u, 65536u}) {

@@ -21,6 +21,7 @@
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
 #include "support/sha256.h"
+#include "support/zip_builder.h"
 
 namespace onnxzip {
 namespace {
@@ -399,6 +400,11 @@ TEST_F(Repack, ArchivesOtherToolsRewrote) {
       {"deflated", "deflated", "", {}},
       {"streamed", "streamed", "", {}},
       {"folder_and_extra", "deflated", "--folder model --extra", {"model/", "model/README.txt"}},
+      // `zip -r out.zip exports/resnet` records the path as typed: any depth will do.
+      {"nested_folders",
+       "streamed",
+       "--folder exports/resnet --extra",
+       {"exports/resnet/", "exports/resnet/README.txt"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -489,7 +495,56 @@ TEST(RepackErrors, NamesTheArchiveTheTensorAndTheLocation) {
   write_zip("escape.zip", &model, "data", 16);
   EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { repack(dir / "escape.zip", dir / "o"); }),
                   "refers to '../data'");
+  {
+    std::vector<testing::TestEntry> entries(2);
+    entries[0].name = "a/__MODEL_PROTO";
+    entries[1].name = "a/b/__MODEL_PROTO";
+    for (testing::TestEntry& e : entries) e.data = serialize_model(model);
+    const std::vector<std::uint8_t> bytes = testing::build_zip(entries).bytes;
+    test_support::write_file_bytes(dir / "two_depths.zip", std::string(bytes.begin(), bytes.end()));
+  }
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { repack(dir / "two_depths.zip", dir / "o"); }),
+                  "two_depths.zip: holds several models: entries 'a/__MODEL_PROTO' and "
+                  "'a/b/__MODEL_PROTO'");
   EXPECT_FALSE(fs::exists(dir / "o"));
+}
+
+// A ZIP whose one tensor is 2 MiB of zeros deflated to about 2 KB: refused by the compression
+// ratio limit unless the caller trusts it; then the kept entry streams from the inflater into
+// the output.
+TEST(RepackErrors, RefusesZipBombsUnlessTrusted) {
+  ScratchDir dir("repack_bomb");
+  ModelProto model;
+  model.ir_version = 8;
+  TensorProto& w = model.graph.ensure().initializer.emplace_back();
+  w.name = "w";
+  w.data_type = TensorProto::kUint8;
+  w.dims = {2 << 20};
+  TensorRef{"w", 2 << 20}.apply_to(w);
+  testing::TestEntry payload;
+  payload.name = "w";
+  payload.data.assign(2 << 20, 0);
+  payload.method = zip::kMethodDeflated;
+  testing::TestEntry model_entry;
+  model_entry.name = std::string(kModelEntryName);
+  model_entry.data = serialize_model(model);
+  const std::vector<std::uint8_t> zip_bytes = testing::build_zip({payload, model_entry}).bytes;
+  test_support::write_file_bytes(dir / "bomb.zip", std::string(zip_bytes.begin(), zip_bytes.end()));
+  const std::string message =
+      error_of(ErrorCode::kLimitExceeded, [&] { repack(dir / "bomb.zip", dir / "o.onnxz"); });
+  EXPECT_CONTAINS(message, "bomb.zip: entry 'w' at offset 0: deflated from ");
+  EXPECT_CONTAINS(message, "above the limit of 100:1");
+  EXPECT_FALSE(fs::exists(dir / "o.onnxz"));
+
+  ZipReaderOptions trusting;
+  trusting.max_compression_ratio = 0;
+  const RepackResult result = repack(dir / "bomb.zip", dir / "o.onnxz", {}, trusting);
+  EXPECT_EQ(result.kept_entries, std::vector<std::string>{"w"});
+  EXPECT_TRUE(verify(dir / "o.onnxz").ok());
+  const ModelProto loaded = load(dir / "o.onnxz");
+  const ByteSpan bytes = loaded.graph->initializer[0].raw_data->view();
+  EXPECT_EQ(bytes.size(), std::size_t{2} << 20);
+  EXPECT_TRUE(std::all_of(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b == 0; }));
 }
 
 }  // namespace

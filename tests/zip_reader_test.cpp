@@ -438,62 +438,247 @@ TEST(ZipReader, VerifyNamesTheEntryOffsetAndBothCrcs) {
   EXPECT_NO_THROW((void)r.data(w));
 }
 
+// Both inflaters -- libdeflate for whole buffers, zlib in pieces above spill_threshold -- and
+// every way to read an entry find the same faults with the same messages.
 TEST(ZipReader, BadDeflateStreamsAreCorruptOnRead) {
   const Bytes payload = text_lines(100);
-  {
-    SCOPED_TRACE("garbled stream");
-    BuiltZip z = build_zip({deflated("d", payload)});
-    for (std::uint64_t i = 0; i < 8; ++i) z.bytes[z.entries[0].data_offset + i] = 0xFF;
-    const ZipReader r = ZipReader::from_bytes(z.span());
-    expect_error([&] { (void)r.data(r.at("d")); }, ErrorCode::kCorrupt,
-                 {"'d'", "invalid deflate stream"});
-  }
+  struct Reading {
+    const char* how;
+    std::uint64_t spill_threshold;
+    std::function<void(const ZipReader&, const ZipEntry&)> read;
+  };
+  const std::vector<Reading> readings = {
+      {"data, whole", ZipReaderOptions{}.spill_threshold,
+       [](const ZipReader& r, const ZipEntry& e) { (void)r.data(e); }},
+      {"data, spilled", 0, [](const ZipReader& r, const ZipEntry& e) { (void)r.data(e); }},
+      {"verify, whole", ZipReaderOptions{}.spill_threshold,
+       [](const ZipReader& r, const ZipEntry& e) { r.verify(e); }},
+      {"verify, in pieces", 0, [](const ZipReader& r, const ZipEntry& e) { r.verify(e); }},
+  };
   const auto with_size = [&](std::uint32_t size) {
     BuiltZip z = build_zip({deflated("d", payload)});
     z.put32(z.entries[0].local_header_offset + field::kLocalSize, size);
     z.put32(z.entries[0].central_header_offset + field::kCentralSize, size);
     return z;
   };
-  {
-    SCOPED_TRACE("recorded size too large");
-    const BuiltZip z = with_size(static_cast<std::uint32_t>(payload.size() + 1));
-    const ZipReader r = ZipReader::from_bytes(z.span());
-    expect_error([&] { (void)r.data(r.at("d")); }, ErrorCode::kCorrupt,
-                 {"'d'", "inflates to " + std::to_string(payload.size()) + " bytes"});
-  }
-  {
-    SCOPED_TRACE("recorded size too small");
-    const BuiltZip z = with_size(static_cast<std::uint32_t>(payload.size() - 1));
-    const ZipReader r = ZipReader::from_bytes(z.span());
-    expect_error([&] { (void)r.data(r.at("d")); }, ErrorCode::kCorrupt, {"'d'", "more than the"});
-  }
-  {
-    SCOPED_TRACE("bytes after the end of the stream");
-    TestEntry e = deflated("d", payload);
-    e.method = zip::kMethodStored;  // Built stored, then relabelled with a padded stream.
-    Bytes stream = testing::deflate_raw(payload);
-    stream.push_back(0);
-    stream.push_back(0);
-    e.data = stream;
-    BuiltZip z = build_zip({e});
-    const auto& l = z.entries[0];
-    z.put16(l.local_header_offset + field::kLocalMethod, zip::kMethodDeflated);
-    z.put16(l.central_header_offset + field::kCentralMethod, zip::kMethodDeflated);
-    z.put32(l.local_header_offset + field::kLocalSize, static_cast<std::uint32_t>(payload.size()));
-    z.put32(l.central_header_offset + field::kCentralSize,
-            static_cast<std::uint32_t>(payload.size()));
-    const ZipReader r = ZipReader::from_bytes(z.span());
-    expect_error([&] { (void)r.data(r.at("d")); }, ErrorCode::kCorrupt,
-                 {"'d'", "2 bytes before the entry's compressed data"});
-  }
-  {
-    SCOPED_TRACE("above max_inflated_size");
-    const BuiltZip z = build_zip({deflated("d", payload)});
+  for (const Reading& reading : readings) {
+    SCOPED_TRACE(reading.how);
     ZipReaderOptions options;
-    options.max_inflated_size = payload.size() - 1;
+    options.spill_threshold = reading.spill_threshold;
+    const auto expect_read_error = [&](const BuiltZip& z, ErrorCode code,
+                                       const std::vector<std::string>& fragments) {
+      const ZipReader r = ZipReader::from_bytes(z.span(), options);
+      expect_error([&] { reading.read(r, r.at("d")); }, code, fragments);
+    };
+    {
+      SCOPED_TRACE("garbled stream");
+      BuiltZip z = build_zip({deflated("d", payload)});
+      for (std::uint64_t i = 0; i < 8; ++i) z.bytes[z.entries[0].data_offset + i] = 0xFF;
+      expect_read_error(z, ErrorCode::kCorrupt, {"'d'", "invalid deflate stream"});
+    }
+    {
+      SCOPED_TRACE("truncated stream");
+      TestEntry e = deflated("d", payload);
+      e.method = zip::kMethodStored;  // Built stored, then relabelled with a cut stream.
+      Bytes stream = testing::deflate_raw(payload);
+      stream.resize(stream.size() / 2);
+      e.data = stream;
+      BuiltZip z = build_zip({e});
+      const auto& l = z.entries[0];
+      z.put16(l.local_header_offset + field::kLocalMethod, zip::kMethodDeflated);
+      z.put16(l.central_header_offset + field::kCentralMethod, zip::kMethodDeflated);
+      z.put32(l.local_header_offset + field::kLocalSize,
+              static_cast<std::uint32_t>(payload.size()));
+      z.put32(l.central_header_offset + field::kCentralSize,
+              static_cast<std::uint32_t>(payload.size()));
+      expect_read_error(z, ErrorCode::kCorrupt,
+                        {"'d'", "invalid deflate stream in the " + std::to_string(stream.size()) +
+                                    " bytes at offset " + std::to_string(l.data_offset)});
+    }
+    {
+      SCOPED_TRACE("recorded size too large");
+      expect_read_error(
+          with_size(static_cast<std::uint32_t>(payload.size() + 1)), ErrorCode::kCorrupt,
+          {"'d'", "inflates to " + std::to_string(payload.size()) + " bytes, not the " +
+                      std::to_string(payload.size() + 1) + " recorded"});
+    }
+    {
+      SCOPED_TRACE("recorded size too small");
+      expect_read_error(with_size(static_cast<std::uint32_t>(payload.size() - 1)),
+                        ErrorCode::kCorrupt, {"'d'", "more than the"});
+    }
+    {
+      SCOPED_TRACE("bytes after the end of the stream");
+      TestEntry e = deflated("d", payload);
+      e.method = zip::kMethodStored;  // Built stored, then relabelled with a padded stream.
+      Bytes stream = testing::deflate_raw(payload);
+      stream.push_back(0);
+      stream.push_back(0);
+      e.data = stream;
+      BuiltZip z = build_zip({e});
+      const auto& l = z.entries[0];
+      z.put16(l.local_header_offset + field::kLocalMethod, zip::kMethodDeflated);
+      z.put16(l.central_header_offset + field::kCentralMethod, zip::kMethodDeflated);
+      z.put32(l.local_header_offset + field::kLocalSize,
+              static_cast<std::uint32_t>(payload.size()));
+      z.put32(l.central_header_offset + field::kCentralSize,
+              static_cast<std::uint32_t>(payload.size()));
+      expect_read_error(z, ErrorCode::kCorrupt,
+                        {"'d'", "2 bytes before the entry's compressed data"});
+    }
+    {
+      SCOPED_TRACE("above max_inflated_size");
+      options.max_inflated_size = payload.size() - 1;
+      expect_read_error(build_zip({deflated("d", payload)}), ErrorCode::kLimitExceeded,
+                        {"'d'", "inflates to " + std::to_string(payload.size()) + " bytes",
+                         "max_inflated_size", "--max-inflated-size"});
+    }
+  }
+}
+
+// stream() hands on every entry's bytes in order, in pieces of at most kStreamPieceBytes,
+// whichever way the entry is stored and inflated.
+TEST(ZipReader, StreamHandsOnEveryByteInBoundedPieces) {
+  constexpr std::size_t kPiece = ZipReader::kStreamPieceBytes;
+  for (const std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{63}, std::size_t{64},
+                                 std::size_t{65}, kPiece - 1, kPiece, kPiece + 1, 3 * kPiece + 5}) {
+    const Bytes payload = pattern(size, static_cast<std::uint32_t>(size));
+    const BuiltZip z = build_zip({stored("s", payload), deflated("d", payload)});
+    for (const std::uint64_t spill_threshold : {ZipReaderOptions{}.spill_threshold, 0ul}) {
+      ZipReaderOptions options;
+      options.spill_threshold = spill_threshold;
+      const ZipReader r = ZipReader::from_bytes(z.span(), options);
+      for (const char* name : {"s", "d"}) {
+        SCOPED_TRACE(std::to_string(size) + " bytes, entry " + name + ", spill threshold " +
+                     std::to_string(spill_threshold));
+        Bytes seen;
+        std::size_t pieces = 0;
+        r.stream(r.at(name), [&](ByteSpan piece) {
+          ++pieces;
+          EXPECT_FALSE(piece.empty());
+          EXPECT_LE(piece.size(), kPiece);
+          seen.insert(seen.end(), piece.begin(), piece.end());
+        });
+        EXPECT_EQ(seen, payload);
+        EXPECT_EQ(pieces, (size + kPiece - 1) / kPiece);
+        EXPECT_NO_THROW(r.verify(r.at(name)));
+        EXPECT_TRUE(equal_bytes(r.verified_data(r.at(name)).view(), payload));
+      }
+    }
+  }
+}
+
+// A wrong CRC-32 is found after the last piece, and by data() whenever it spills (the CRC-32 is
+// computed on the way, so checking it costs nothing).
+TEST(ZipReader, StreamAndSpilledDataCheckTheCrc) {
+  const Bytes payload = pattern(200'000, 4);
+  BuiltZip z = build_zip({deflated("d", payload)});
+  const std::uint32_t wrong = crc32(payload) ^ 1;
+  z.put32(z.entries[0].local_header_offset + field::kLocalCrc, wrong);
+  z.put32(z.entries[0].central_header_offset + field::kCentralCrc, wrong);
+  for (const std::uint64_t spill_threshold : {ZipReaderOptions{}.spill_threshold, 0ul}) {
+    SCOPED_TRACE("spill threshold " + std::to_string(spill_threshold));
+    ZipReaderOptions options;
+    options.spill_threshold = spill_threshold;
     const ZipReader r = ZipReader::from_bytes(z.span(), options);
-    expect_error([&] { (void)r.data(r.at("d")); }, ErrorCode::kLimitExceeded,
-                 {"'d'", "max_inflated_size"});
+    const ZipEntry& e = r.at("d");
+    std::uint64_t seen = 0;
+    expect_error([&] { r.stream(e, [&](ByteSpan piece) { seen += piece.size(); }); },
+                 ErrorCode::kCorrupt, {"'d'", "CRC-32 mismatch"});
+    EXPECT_EQ(seen, payload.size());
+    expect_error([&] { r.verify(e); }, ErrorCode::kCorrupt, {"'d'", "CRC-32 mismatch"});
+    expect_error([&] { (void)r.verified_data(e); }, ErrorCode::kCorrupt, {"CRC-32 mismatch"});
+    if (spill_threshold == 0) {
+      expect_error([&] { (void)r.data(e); }, ErrorCode::kCorrupt, {"'d'", "CRC-32 mismatch"});
+    } else {
+      EXPECT_TRUE(equal_bytes(r.data(e).view(), payload));  // data() alone does not check.
+    }
+  }
+}
+
+// Above spill_threshold, data() inflates into an unlinked file of spill_directory and borrows
+// the bytes from its mapping: nothing is left in the folder, and the bytes outlive the reader.
+TEST(ZipReader, LargeDeflatedEntriesSpillToAnUnlinkedMappedFile) {
+  const fs::path spill = temp_file("spill");
+  fs::remove_all(spill);
+  fs::create_directories(spill);
+  const Bytes payload = pattern(3 * ZipReader::kStreamPieceBytes + 7, 5);
+  const auto archive = std::make_shared<Bytes>(build_zip({deflated("d", payload)}).bytes);
+  ZipReaderOptions options;
+  options.spill_threshold = 64 * 1024;
+  options.spill_directory = spill;
+  TensorBytes bytes;
+  TensorBytes verified;
+  {
+    const ZipReader r = ZipReader::from_bytes(*archive, options, archive);
+    bytes = r.data(r.at("d"));
+    verified = r.verified_data(r.at("d"));
+  }
+  for (const TensorBytes* b : {&bytes, &verified}) {
+    EXPECT_TRUE(b->is_borrowed());
+    ASSERT_NE(b->owner(), nullptr);
+    EXPECT_NE(b->owner(), archive);  // The spill file's mapping, not the archive.
+    EXPECT_TRUE(equal_bytes(b->view(), payload));
+  }
+  EXPECT_TRUE(fs::is_empty(spill));
+  {
+    SCOPED_TRACE("at or under the threshold: owned memory");
+    options.spill_threshold = payload.size();
+    const ZipReader r = ZipReader::from_bytes(*archive, options, archive);
+    const TensorBytes whole = r.data(r.at("d"));
+    EXPECT_TRUE(whole.is_owned());
+    EXPECT_TRUE(equal_bytes(whole.view(), payload));
+  }
+  {
+    SCOPED_TRACE("a spill folder that does not exist");
+    options.spill_threshold = 0;
+    options.spill_directory = spill / "absent";
+    const ZipReader r = ZipReader::from_bytes(*archive, options, archive);
+    expect_error([&] { (void)r.data(r.at("d")); }, ErrorCode::kIo,
+                 {"'d'", "cannot inflate", (spill / "absent").string(),
+                  "ZipReaderOptions::spill_directory"});
+  }
+  fs::remove_all(spill);
+}
+
+// The compression ratio limit: a zip bomb (long runs of zeros deflate to about 1000:1) is
+// refused before anything is inflated, unless the entry is under the grace size or the limit is
+// raised.
+TEST(ZipReader, CompressionRatioLimitRefusesBombs) {
+  const Bytes zeros(2 << 20, 0);
+  const BuiltZip z = build_zip({deflated("bomb", zeros), stored("flat", zeros),
+                                deflated("grace", Bytes(kCompressionRatioGraceSize, 0)),
+                                deflated("over", Bytes(kCompressionRatioGraceSize + 1, 0))});
+  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipEntry& bomb = r.at("bomb");
+  ASSERT_GT(bomb.size / bomb.compressed_size, 100u);  // What makes it a bomb.
+  const std::vector<std::string> fragments = {
+      "'bomb'",
+      "deflated from " + std::to_string(bomb.compressed_size) + " to 2097152 bytes",
+      "compression ratio of " + std::to_string(bomb.size / bomb.compressed_size) + ":1",
+      "above the limit of 100:1",
+      "ZipReaderOptions::max_compression_ratio",
+      "--max-ratio"};
+  bool consumed = false;
+  expect_error([&] { (void)r.data(bomb); }, ErrorCode::kLimitExceeded, fragments);
+  expect_error([&] { (void)r.verified_data(bomb); }, ErrorCode::kLimitExceeded, fragments);
+  expect_error([&] { r.verify(bomb); }, ErrorCode::kLimitExceeded, fragments);
+  expect_error([&] { r.stream(bomb, [&](ByteSpan) { consumed = true; }); },
+               ErrorCode::kLimitExceeded, fragments);
+  EXPECT_FALSE(consumed);  // Refused from the recorded sizes, before inflating.
+  expect_error([&] { r.verify(r.at("over")); }, ErrorCode::kLimitExceeded, {"'over'", "100:1"});
+  // Stored bytes are no bomb, and small entries pass whatever their ratio.
+  EXPECT_NO_THROW(r.verify(r.at("flat")));
+  EXPECT_NO_THROW(r.verify(r.at("grace")));
+  EXPECT_TRUE(equal_bytes(r.data(r.at("grace")).view(), Bytes(kCompressionRatioGraceSize, 0)));
+
+  for (const std::uint64_t raised : {0ul, 2000ul}) {
+    SCOPED_TRACE("max_compression_ratio " + std::to_string(raised));
+    ZipReaderOptions options;
+    options.max_compression_ratio = raised;
+    const ZipReader trusting = ZipReader::from_bytes(z.span(), options);
+    EXPECT_NO_THROW(trusting.verify(trusting.at("bomb")));
+    EXPECT_TRUE(equal_bytes(trusting.data(trusting.at("bomb")).view(), zeros));
   }
 }
 

@@ -188,12 +188,18 @@ class ArchiveWriter final {
 struct LoadOptions {
   // Stored payloads are borrowed from the archive bytes (the mapping, for load(path)) instead of
   // copied: no weight byte is read by load. Deflated payloads (archives other tools wrote,
-  // spec §9.3 item 1) are always inflated into owned memory, their CRC-32 checked. false: every
+  // spec §9.3 item 1) are always inflated, their CRC-32 checked: into owned memory, or when
+  // larger than zip.spill_threshold into a mapped temporary file (zip_reader.h). false: every
   // payload is an owned, 64-byte aligned copy. Also replaces parse.no_copy, so that inline
   // payloads of `__MODEL_PROTO` at or above parse.raw_data_threshold are borrowed likewise.
   bool no_copy = true;
   // Check the CRC-32 of every referenced payload (reads every weight byte once).
   bool verify_crc = false;
+  // Archive::open / from_bytes only: false leaves deflated payload entries alone -- not one of
+  // their bytes is inflated (or CRC-checked), and their TensorInfo::data is empty -- for tools
+  // that need only the model and the entries' sizes, such as `onnxzip info`. A deflated
+  // `__MODEL_PROTO` is inflated all the same. load() resolves every payload whatever this says.
+  bool inflate_payloads = true;
   // Limits for parsing `__MODEL_PROTO`.
   ParseOptions parse{};
   // Limits for the ZIP structure.
@@ -231,8 +237,8 @@ class Archive final {
     std::int32_t data_type = 0;
     std::vector<std::int64_t> dims;
     // The payload: a slice of the archive bytes for a stored entry (valid while this Archive or
-    // a copy of owner() lives), or inflated memory the Archive owns for a deflated one (valid
-    // while this Archive lives).
+    // a copy of owner() lives), or inflated bytes the Archive owns for a deflated one (valid
+    // while this Archive lives; empty when LoadOptions::inflate_payloads is false).
     ByteSpan data;
     std::uint64_t file_offset = 0;  // Offset of the entry's (compressed) data in the archive.
     std::uint64_t alignment = 0;    // Largest power of two dividing file_offset (<= 65536).
@@ -240,7 +246,8 @@ class Archive final {
   };
 
   // Maps `path`. LoadOptions::no_copy selects whether model()'s inline payloads borrow; with
-  // verify_crc every referenced entry's CRC-32 is checked.
+  // verify_crc every referenced entry's CRC-32 is checked; inflate_payloads selects whether
+  // deflated payloads are inflated now (the default) or not at all.
   static Archive open(const std::filesystem::path& path, const LoadOptions& options = {});
   // Borrows `bytes` (they must outlive the Archive, and the spans it gives when `owner` is null).
   static Archive from_bytes(ByteSpan bytes, const LoadOptions& options = {},
@@ -300,7 +307,8 @@ struct VerifyReport {
 };
 
 struct VerifyOptions {
-  // Check the CRC-32 of every entry (reads the whole archive).
+  // Check the CRC-32 of every entry (reads the whole archive; deflated entries are inflated in
+  // pieces, never held whole, and those beyond zip's limits are findings, zip_reader.h).
   bool check_crc = true;
   ParseOptions parse{};
   ZipReaderOptions zip{};
@@ -327,10 +335,12 @@ VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options = {},
 // tensors, function and training-info tensors, empty and deflated payloads -- is copied inline,
 // since today's runtimes refuse or skip those as external data. The view must be in the
 // archive's folder (external data locations cannot go up a folder): else Error(kInvalidArgument).
-// The archive is validated as by load(). The view appears atomically.
-// `output` says how the view is written (durable, follow_symlinks).
+// The archive is validated as by load(), read with `load` (its ZIP limits, such as the
+// compression ratio of deflated entries, zip_reader.h). The view appears atomically; `output`
+// says how it is written (durable, follow_symlinks).
 void write_view_model(const std::filesystem::path& archive_path,
-                      const std::filesystem::path& view_path, const OutputFileOptions& output = {});
+                      const std::filesystem::path& view_path, const LoadOptions& load = {},
+                      const OutputFileOptions& output = {});
 
 }  // namespace onnxzip
 

@@ -66,21 +66,24 @@ struct RepackResult {
 };
 
 // Writes a conforming .onnxz at `out` from a ZIP archive `in_zip` that another tool made and that
-// holds an ONNX model in an entry named `__MODEL_PROTO` (at the top, or in one folder:
-// "model/__MODEL_PROTO", whose locations are then relative to that folder). Any ZIP the reader
-// accepts will do (zip_reader.h): deflated entries, data descriptors, unaligned data, directory
-// entries, the model entry anywhere in the archive, legacy references with offset/length.
-// Entries referred to whole by a valid name keep that name, their tensors the same entry (tied
-// weights stay shared); every other reference is resolved and its tensor stored like an inline
-// one (options.threshold decides whether it becomes an entry, named after the tensor). Every
-// payload's CRC-32 is checked. Inline tensors of the model are externalized as save() does.
+// holds an ONNX model in an entry named `__MODEL_PROTO`: at the top, or in a folder at any depth
+// ("model/__MODEL_PROTO", "exports/resnet/__MODEL_PROTO": `zip -r` records a folder's path as it
+// was typed), whose locations are then relative to that folder. Any ZIP the reader accepts will
+// do (zip_reader.h, read with `zip_options`): deflated entries, data descriptors, unaligned data,
+// directory entries, the model entry anywhere in the archive, legacy references with
+// offset/length. Entries referred to whole by a valid name keep that name, their tensors the same
+// entry (tied weights stay shared); every other reference is resolved and its tensor stored like
+// an inline one (options.threshold decides whether it becomes an entry, named after the tensor).
+// Every payload's CRC-32 is checked. Inline tensors of the model are externalized as save()
+// does. Entries that are kept are copied from the input (or its inflater) in bounded memory.
 //
-// Errors: the ZipReader's for a broken ZIP; Error(kCorrupt) naming the archive when there is no
-// `__MODEL_PROTO` entry or several, when it does not parse, and for a reference that names no
-// entry, lies outside its entry, or whose size is not dims x element size (naming the tensor and
-// the location); Error(kInvalidArgument) when `out` is `in_zip`.
+// Errors: the ZipReader's for a broken ZIP or an entry beyond its limits (a zip bomb); Error
+// (kCorrupt) naming the archive when there is no `__MODEL_PROTO` entry or several (at any
+// depths), when it does not parse, and for a reference that names no entry, lies outside its
+// entry, or whose size is not dims x element size (naming the tensor and the location);
+// Error(kInvalidArgument) when `out` is `in_zip`.
 RepackResult repack(const std::filesystem::path& in_zip, const std::filesystem::path& out,
-                    const SaveOptions& options = {});
+                    const SaveOptions& options = {}, const ZipReaderOptions& zip_options = {});
 
 }  // namespace onnxzip
 

@@ -19,6 +19,11 @@ class MappedFile final {
   // Maps `path` read-only. An empty file maps to an empty span. Throws Error(kNotFound) when the
   // file does not exist and Error(kIo) when it cannot be opened or mapped.
   static std::shared_ptr<const MappedFile> open(const std::filesystem::path& path);
+  // Takes ownership of `fd`, an open, readable descriptor of a regular file (an unlinked
+  // temporary file will do), and maps that file; `name` names it in errors. The descriptor is
+  // closed when the MappedFile goes, or at once when this throws (kIo: not a regular file, cannot
+  // be mapped; kInvalidArgument: fd < 0).
+  static std::shared_ptr<const MappedFile> adopt(int fd, std::filesystem::path name);
 
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;

@@ -25,15 +25,33 @@
 //   header, byte-identical names.
 //
 // Entries are indexed in file order (by local header offset). A stored entry's data is a
-// borrowed span into the archive (zero copy); a deflated entry is inflated into owned memory by
-// data(). ZipReader is immutable after construction, so const calls may run concurrently.
-// zip knows nothing of ONNX; the archive layer builds on this header.
+// borrowed span into the archive (zero copy); a deflated entry is inflated by data(). ZipReader
+// is immutable after construction, so const calls may run concurrently. zip knows nothing of
+// ONNX; the archive layer builds on this header.
+//
+// Deflated entries and memory. Nothing is inflated until asked for, and then in bounded
+// anonymous memory: an entry of up to ZipReaderOptions::spill_threshold bytes is inflated whole
+// (libdeflate) into owned memory; a larger one is inflated in pieces (zlib) -- by data() into an
+// unlinked temporary file in spill_directory that is then mapped read-only (the mapping is the
+// owner token of the bytes), by stream() and verify() without keeping them at all.
+//
+// Zip bombs. A deflated entry may claim up to 1032 times its compressed size, so a 1 MB archive
+// can ask for a gigabyte. Two limits refuse that before anything is inflated, from the sizes
+// the central directory records (the stream is never allowed to produce more than those):
+// max_compression_ratio (100:1 by default, the limit of Apache POI's ZipSecureFile) for entries
+// above kCompressionRatioGraceSize, and max_inflated_size (4 GiB, POI's too) for any entry. Both
+// are Error(kLimitExceeded) naming the entry, its sizes and ratio, and the option. Real archives
+// this refuses: long runs of one byte deflate past 1000:1, so a tensor of zeros (or one mostly
+// zero, such as a padded embedding table) larger than 1 MiB, zipped by `zip` or Python's zipfile
+// -- `zip` deflates 256 MiB of zeros to 260,516 bytes, 1030:1. An archive you trust gets past it
+// with a higher max_compression_ratio (0: no limit), or `--max-ratio 0` with the onnxzip tool.
 #ifndef ONNXZIP_ZIP_READER_H_
 #define ONNXZIP_ZIP_READER_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -44,12 +62,27 @@
 
 namespace onnxzip {
 
+// Deflated entries of at most this many bytes pass whatever their compression ratio: small
+// runs of zeros (biases, masks, padding) compress far better than 100:1 and cost nothing.
+inline constexpr std::uint64_t kCompressionRatioGraceSize = std::uint64_t{1} << 20;
+
 struct ZipReaderOptions {
   // More central directory records than this is Error(kLimitExceeded).
   std::uint64_t max_entries = 10'000'000;
-  // data() of a deflated entry allocates its uncompressed size; more than this is
-  // Error(kLimitExceeded).
-  std::uint64_t max_inflated_size = std::uint64_t{16} << 30;
+  // A deflated entry larger than this (uncompressed) is not inflated: Error(kLimitExceeded).
+  std::uint64_t max_inflated_size = std::uint64_t{4} << 30;
+  // A deflated entry above kCompressionRatioGraceSize whose uncompressed size is more than this
+  // many times its compressed size is not inflated: Error(kLimitExceeded) (a zip bomb, see the
+  // header comment). 0: no limit.
+  std::uint64_t max_compression_ratio = 100;
+  // Deflated entries larger than this are inflated in pieces: into a spill file by data(),
+  // straight to the consumer by stream() and verify(). Smaller ones are inflated whole into
+  // owned memory, which is faster.
+  std::uint64_t spill_threshold = std::uint64_t{64} << 20;
+  // Where data() puts the spill files: unlinked temporary files (O_TMPFILE) that vanish with the
+  // last TensorBytes borrowing from them, even if the process is killed. Empty: $TMPDIR, or /tmp
+  // when that is unset. On a tmpfs the spilled bytes live in memory (shared, not anonymous).
+  std::filesystem::path spill_directory;
 };
 
 struct ZipEntry {
@@ -134,14 +167,23 @@ class ZipReader final {
   // A stored entry's bytes, borrowed from the archive. Error(kUnsupported) for a deflated one.
   ByteSpan stored_data(const ZipEntry& entry) const;
   // The entry's uncompressed bytes: for a stored entry borrowed with the owner token (no copy,
-  // no read); for a deflated one inflated into owned memory (Error(kCorrupt) when the stream is
-  // bad or its length differs from the recorded sizes, kLimitExceeded above
-  // max_inflated_size). Does not check the CRC.
+  // no read); for a deflated one inflated into owned memory, or above spill_threshold into a
+  // spill file borrowed with its mapping as owner token (the CRC-32 is then checked on the way).
+  // Errors: kCorrupt when the stream is bad or its length differs from the recorded sizes;
+  // kLimitExceeded above max_inflated_size or max_compression_ratio; kIo when the spill file
+  // cannot be created or written. Does not check the CRC-32 otherwise.
   TensorBytes data(const ZipEntry& entry) const;
   // data() and its CRC-32 check in one pass (one inflation for a deflated entry).
   TensorBytes verified_data(const ZipEntry& entry) const;
-  // Checks the CRC-32 of the entry's uncompressed bytes: Error(kCorrupt) naming the entry, its
-  // offset and both CRCs on a mismatch.
+  // Passes the entry's uncompressed bytes to `consumer` in order, in pieces of at most
+  // kStreamPieceBytes, then checks the CRC-32: memory stays bounded whatever the entry's size,
+  // and each byte is read once. When the entry is corrupt, the consumer may have seen some or
+  // all of its bytes before the Error (kCorrupt, or data()'s errors): use it for outputs that
+  // are discarded on error. An exception from the consumer propagates.
+  void stream(const ZipEntry& entry, const std::function<void(ByteSpan)>& consumer) const;
+  static constexpr std::size_t kStreamPieceBytes = std::size_t{1} << 20;
+  // Checks the CRC-32 of the entry's uncompressed bytes, in bounded memory (stream()):
+  // Error(kCorrupt) naming the entry, its offset and both CRCs on a mismatch.
   void verify(const ZipEntry& entry) const;
 
   const std::vector<ZipFinding>& findings() const noexcept { return findings_; }
@@ -165,6 +207,11 @@ class ZipReader final {
 
   const ZipEntry& own_entry(const ZipEntry& entry, const char* operation) const;
   std::string entry_place(const ZipEntry& entry) const;
+  // The deflated entry's compressed bytes, after the limits of ZipReaderOptions.
+  ByteSpan deflated_bytes(const ZipEntry& e) const;
+  TensorBytes inflate_whole(const ZipEntry& e) const;
+  TensorBytes inflate_to_spill_file(const ZipEntry& e) const;
+  void check_crc(const ZipEntry& e, std::uint32_t actual) const;
 
   ByteSpan bytes_;
   ZipReaderOptions options_;

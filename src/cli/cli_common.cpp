@@ -69,6 +69,28 @@ void add_size_option(CLI::App& app, const std::string& name, SizeOption& size,
   size.option = app.add_option(name, size.text, description)->type_name("SIZE");
 }
 
+void add_inflate_limit_options(CLI::App& app, InflateLimits& limits) {
+  app.add_option("--max-ratio", limits.max_ratio,
+                 "Refuse deflated entries over 1 MiB that inflate to more than N times their "
+                 "compressed size, as zip bombs do (default " +
+                     std::to_string(limits.max_ratio) +
+                     "; 0: no limit). Runs of zeros deflate to ~1000:1: raise it for an archive "
+                     "you trust")
+      ->type_name("N");
+  add_size_option(app, "--max-inflated-size", limits.max_inflated_size,
+                  "Refuse deflated entries that inflate to more than SIZE (default " +
+                      std::to_string(ZipReaderOptions{}.max_inflated_size >> 30) + "GiB)");
+}
+
+ZipReaderOptions InflateLimits::zip_options() const {
+  ZipReaderOptions options;
+  options.max_compression_ratio = max_ratio;
+  if (const std::optional<std::uint64_t> size = max_inflated_size.value()) {
+    options.max_inflated_size = *size;
+  }
+  return options;
+}
+
 void require_power_of_two(std::uint64_t value, std::uint64_t min, std::uint64_t max,
                           std::string_view flag) {
   if (value >= min && value <= max && (value & (value - 1)) == 0) return;

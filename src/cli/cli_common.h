@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "onnxzip/zip_reader.h"
+
 namespace CLI {
 class App;
 class Option;
@@ -66,6 +68,17 @@ struct SizeOption {
 // Adds `--name SIZE` to `app`, bound to `size`.
 void add_size_option(CLI::App& app, const std::string& name, SizeOption& size,
                      const std::string& description);
+
+// --max-ratio and --max-inflated-size: the zip bomb limits on deflated entries
+// (ZipReaderOptions), for every command that reads an archive.
+struct InflateLimits {
+  std::uint64_t max_ratio = ZipReaderOptions{}.max_compression_ratio;
+  SizeOption max_inflated_size;
+
+  // ZipReaderOptions with these limits (UsageError for a bad size).
+  ZipReaderOptions zip_options() const;
+};
+void add_inflate_limit_options(CLI::App& app, InflateLimits& limits);
 
 // `value` must be a power of two in [min, max]: else UsageError naming `flag`.
 void require_power_of_two(std::uint64_t value, std::uint64_t min, std::uint64_t max,

@@ -22,6 +22,7 @@ struct ConvertArgs {
   std::vector<std::string> external_data;  // Empty, or one value ("" for the default name).
   SizeOption max_file_size;
   bool dedupe = false;
+  InflateLimits limits;
 };
 
 int run_convert(const ConvertArgs& args, const CLI::Option& external_data_option,
@@ -37,6 +38,7 @@ int run_convert(const ConvertArgs& args, const CLI::Option& external_data_option
 
   ConvertOptions options;
   options.load.verify_crc = true;  // A damaged archive must not convert into a damaged model.
+  options.load.zip = args.limits.zip_options();
   const ModelFormat from = detect_format(args.in);
   if (from == ModelFormat::kLegacy) {
     if (external || max_file_size) {
@@ -78,6 +80,7 @@ struct RepackArgs {
   std::string out;
   SizeOption alignment;
   SizeOption threshold;
+  InflateLimits limits;
 };
 
 int run_repack(const RepackArgs& args, const GlobalOptions& global) {
@@ -90,11 +93,12 @@ int run_repack(const RepackArgs& args, const GlobalOptions& global) {
     options.threshold = *threshold;
   }
   options.follow_symlinks = global.follow_symlinks;
+  const ZipReaderOptions zip_options = args.limits.zip_options();
   RepackResult result;
   {
     ProgressBar bar("repacking", global.quiet);
     options.progress = bar.callback();
-    result = repack(args.in, args.out, options);
+    result = repack(args.in, args.out, options, zip_options);
   }
   if (!global.quiet) {
     for (const std::string& name : result.dropped_entries) {
@@ -132,6 +136,7 @@ Command add_convert_command(CLI::App& app, const GlobalOptions& global) {
                   "SIZE; implies --external-data. A tensor is never split");
   sub->add_flag("--dedupe", args->dedupe,
                 "To .onnxz: store identical tensors once, all referring to one entry");
+  add_inflate_limit_options(*sub, args->limits);
   sub->footer(
       "The direction comes from IN's content, not its name. A legacy model may keep its\n"
       "weights inline or in external data files; every form is read. A legacy output gets its\n"
@@ -156,11 +161,12 @@ Command add_repack_command(CLI::App& app, const GlobalOptions& global) {
                   "The entries' data alignment, a power of two from 64 to 64K (default 64)");
   add_size_option(*sub, "--threshold", args->threshold,
                   "Inline tensors of at least this size become entries (default 1K)");
+  add_inflate_limit_options(*sub, args->limits);
   sub->footer(
-      "IN holds the model in an entry named __MODEL_PROTO (at the top or in one folder); its\n"
-      "entries may be deflated or unaligned, have data descriptors, come in any order. Entries\n"
-      "keep their names; every CRC-32 is checked. Entries no tensor refers to are left out\n"
-      "(with a note).\n" +
+      "IN holds the model in an entry named __MODEL_PROTO, at the top or in a folder at any\n"
+      "depth (its locations are then relative to that folder); its entries may be deflated or\n"
+      "unaligned, have data descriptors, come in any order. Entries keep their names; every\n"
+      "CRC-32 is checked. Entries no tensor refers to are left out (with a note).\n" +
       std::string(kSizeSyntax) +
       ".\n\n"
       "Example:\n"

@@ -38,6 +38,7 @@ struct ExtractArgs {
   std::string archive;
   std::string dir;
   bool force = false;
+  InflateLimits limits;
 };
 
 int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
@@ -48,6 +49,7 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
   options.legacy.mode = LegacyWriteOptions::Mode::kExternal;
   options.load.verify_crc = true;
   options.legacy.follow_symlinks = global.follow_symlinks;
+  options.load.zip = args.limits.zip_options();
   const fs::path data = dir / (model.filename().string() + ".data");
 
   std::error_code ec;
@@ -83,6 +85,7 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
 struct ViewArgs {
   std::string archive;
   std::string out;
+  InflateLimits limits;
 };
 
 int run_view(const ViewArgs& args, const GlobalOptions& global) {
@@ -90,7 +93,9 @@ int run_view(const ViewArgs& args, const GlobalOptions& global) {
   const fs::path out = args.out.empty() ? fs::path(args.archive).parent_path() /
                                               (stem_of(args.archive) + ".view.onnx")
                                         : fs::path(args.out);
-  write_view_model(args.archive, out, {.follow_symlinks = global.follow_symlinks});
+  LoadOptions options;
+  options.zip = args.limits.zip_options();
+  write_view_model(args.archive, out, options, {.follow_symlinks = global.follow_symlinks});
   return kExitOk;
 }
 
@@ -103,6 +108,7 @@ Command add_extract_command(CLI::App& app, const GlobalOptions& global) {
   sub->add_option("ARCHIVE", args->archive, "The .onnxz archive; never modified")->required();
   sub->add_option("DIR", args->dir, "The folder to write into")->required();
   sub->add_flag("-f,--force", args->force, "Replace <name>.onnx and <name>.onnx.data in DIR");
+  add_inflate_limit_options(*sub, args->limits);
   sub->footer(
       "Writes DIR/<name>.onnx and its weights in DIR/<name>.onnx.data (each tensor 4K-aligned),\n"
       "<name> being the archive's name without its extension. DIR is created if needed; other\n"
@@ -120,6 +126,7 @@ Command add_view_command(CLI::App& app, const GlobalOptions& global) {
   sub->add_option("OUT", args->out,
                   "The view to write, in the archive's folder (default: <name>.view.onnx next "
                   "to the archive)");
+  add_inflate_limit_options(*sub, args->limits);
   sub->footer(
       "The view's initializers refer to their bytes inside the archive itself (external data\n"
       "with the archive as location, offset and length), so runtimes that know ONNX external\n"

@@ -26,6 +26,7 @@ constexpr std::size_t kDocStringWidth = 100;
 struct InfoArgs {
   std::string file;
   bool json = false;
+  InflateLimits limits;
 };
 
 std::string type_name(std::int32_t data_type) {
@@ -212,7 +213,12 @@ std::uint64_t file_size(const std::string& path) {
 // --- .onnxz ---
 
 int info_archive(const InfoArgs& args) {
-  const Archive archive = Archive::open(args.file);
+  // The table needs the entries' sizes, which the ZIP records hold: no payload is inflated (a
+  // deflated __MODEL_PROTO is, within the limits).
+  LoadOptions options;
+  options.inflate_payloads = false;
+  options.zip = args.limits.zip_options();
+  const Archive archive = Archive::open(args.file, options);
   const ModelProto& model = archive.model();
   const ZipReader& zip = archive.zip();
 
@@ -459,6 +465,7 @@ Command add_info_command(CLI::App& app, const GlobalOptions&) {
   auto args = std::make_shared<InfoArgs>();
   sub->add_option("FILE", args->file, "An .onnxz archive or a legacy .onnx model")->required();
   sub->add_flag("--json", args->json, "Print one JSON object instead of text");
+  add_inflate_limit_options(*sub, args->limits);
   sub->footer(
       "Prints the model's metadata, opset imports and graph size, then for an .onnxz every\n"
       "entry with its tensor(s), data type, shape, data offset, size and alignment (the\n"

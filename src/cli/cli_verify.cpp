@@ -17,18 +17,25 @@ namespace {
 
 struct VerifyArgs {
   std::vector<std::string> files;
+  InflateLimits limits;
 };
 
 // The problems of one file, each a line "FILE: <where>: <message>".
-std::vector<std::string> archive_problems(const std::string& file) {
+std::vector<std::string> archive_problems(const std::string& file, const InflateLimits& limits) {
   std::vector<std::string> lines;
-  const VerifyReport report = verify(file);
+  VerifyOptions verify_options;
+  verify_options.zip = limits.zip_options();
+  const VerifyReport report = verify(file, verify_options);
   for (const VerifyFinding& finding : report.findings) {
     lines.push_back(with_file(file, finding.message));
   }
   // The IR rules need a model that opens; when it does not, the findings above say why.
   try {
-    const Archive archive = Archive::open(file);
+    // The model is all the IR rules need; verify above read every payload already.
+    LoadOptions load_options;
+    load_options.inflate_payloads = false;
+    load_options.zip = verify_options.zip;
+    const Archive archive = Archive::open(file, load_options);
     for (const IrProblem& problem : check_ir(archive.model())) {
       lines.push_back(with_file(file, to_string(problem)));
     }
@@ -65,7 +72,7 @@ int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
   for (const std::string& file : args.files) {
     std::vector<std::string> lines;
     try {
-      lines = detect_format(file) == ModelFormat::kOnnxz ? archive_problems(file)
+      lines = detect_format(file) == ModelFormat::kOnnxz ? archive_problems(file, args.limits)
                                                          : legacy_problems(file);
     } catch (const Error& e) {  // Missing, unreadable: a problem of this file, then the next.
       lines.push_back(with_file(file, e.what()));
@@ -88,6 +95,7 @@ Command add_verify_command(CLI::App& app, const GlobalOptions& global) {
   auto args = std::make_shared<VerifyArgs>();
   sub->add_option("FILE", args->files, "The .onnxz archives or legacy .onnx models to check")
       ->required();
+  add_inflate_limit_options(*sub, args->limits);
   sub->footer(
       "Prints one line per problem, 'FILE: <where>: <message>', or 'FILE: ok'. An .onnxz is\n"
       "checked against the whole format specification: ZIP structure, entry records,\n"
