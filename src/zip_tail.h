@@ -34,8 +34,9 @@ struct TailReplacement {
 // (2) the new tail -- entry, central directory, end records -- is written before that record;
 // (3) truncating the record away makes the new tail the archive; (4) the tail is written again,
 // laid out for its final place, over the old entry; (5) the file is truncated after it. With
-// `durable`, an fdatasync follows each step, so a power loss too leaves the old or the new
-// archive; without, a killed process does, and the page cache reaches the disk in any order.
+// `durable`, an fdatasync follows each step but the last (whose loss leaves the state of step 3,
+// the new entry too), so a power loss too leaves the old or the new archive, and the new one once
+// this returns; without, a killed process does, and the page cache reaches the disk in any order.
 //
 // Errors: Error(kIo) naming the file, the step, and what the file holds afterwards (the old
 // archive when the failure came before step 3; the new one, with the bytes of the interrupted
@@ -60,8 +61,8 @@ enum class TailStep {
   kTruncate,   // Truncated the file after it.
 };
 // Called after each step (synced = false) and, when durable, after its fdatasync (synced =
-// true). A hook that throws fails the edit there, as a failing system call would; one that
-// ends the process leaves the file as a crash at that instant would.
+// true; kTruncate has none). A hook that throws fails the edit there, as a failing system call
+// would; one that ends the process leaves the file as a crash at that instant would.
 using TailStepHook = std::function<void(TailStep step, bool synced)>;
 void set_tail_step_hook(TailStepHook hook);
 

@@ -288,7 +288,7 @@ const std::vector<StepPoint> kPoints = {
     {TailStep::kAppend, false, false},  {TailStep::kAppend, true, false},
     {TailStep::kSwitch, false, true},   {TailStep::kSwitch, true, true},
     {TailStep::kMove, false, true},     {TailStep::kMove, true, true},
-    {TailStep::kTruncate, false, true}, {TailStep::kTruncate, true, true},
+    {TailStep::kTruncate, false, true},
 };
 
 // The edit used by the crash tests: a new producer and a model tail bigger than the old one, so

@@ -34,9 +34,10 @@ struct EditOptions {
   // over the archive, the payloads copied, O(archive)). An archive whose every payload entry is
   // still referred to is edited in place either way.
   bool compact = false;
-  // fdatasync after each step of the edit, so that a power loss, not only a crash, leaves the old
-  // or the new model. A handful of flushes of a few pages each (see README for timings); false
-  // saves them when the archive can be rebuilt anyway.
+  // fdatasync after each step of the edit (four flushes of a few pages each), so that a power
+  // loss, not only a crash, leaves the old or the new model, and the new one once replace_model
+  // returns. Without, a power loss can leave neither: the file system may write the truncation
+  // before the bytes it keeps. false saves the flushes when the archive can be rebuilt anyway.
   bool durable = true;
   // Called as the model entry (and, when compacting, the payloads) reach the file (progress.h).
   ProgressCallback progress = nullptr;
