@@ -129,6 +129,15 @@ def gap_archive():
     return out + central + end_record(2, len(central), len(out))
 
 
+def interrupted_edit_archive():
+    """An archive, then what an edit interrupted before its switch leaves (spec §9.6): zero
+    bytes, the start of a new tail, and the 24-byte interrupted edit record pointing back."""
+    archive = gap_archive()
+    tail = local_header(b"__MODEL_PROTO", 0, 0, 100, 100) + b"__MODEL_PROTO"[:5]
+    body = archive + bytes(40) + tail
+    return body + b"ONNXZEDT" + struct.pack("<QQ", len(archive), len(body))
+
+
 SEEDS = {
     "empty.zip": end_record(0, 0, 0),
     "stored.zip": python_zip([("a.bin", bytes(range(64)), zipfile.ZIP_STORED),
@@ -147,6 +156,7 @@ SEEDS = {
     "descriptor_signed_narrow.zip": descriptor_archive(True, False),
     "descriptor_unsigned_wide.zip": descriptor_archive(False, True),
     "gap.zip": gap_archive(),
+    "interrupted_edit.zip": interrupted_edit_archive(),
 }
 
 
