@@ -275,6 +275,45 @@ TEST_F(ArchiveEdit, ErrorsForFilesThatCannotBeEdited) {
   }
 }
 
+// More than 65,534 entries: the end records need zip64 (spec §5.2) in every tail the edit
+// writes, and every central record is carried over as it was. (Slow: 65,600 entries.)
+TEST(ArchiveEditSlow, ArchivesWithZip64EndRecords) {
+  ScratchDir dir("edit_zip64");
+  const fs::path path = dir / "m.onnxz";
+  constexpr int kEntries = 65'600;
+  {
+    ModelProto model;
+    model.ir_version = 8;
+    model.producer_name = "old";
+    GraphProto& graph = model.graph.emplace();
+    ArchiveWriter writer(path);
+    const std::vector<std::int64_t> dims = {1};
+    for (int i = 0; i < kEntries; ++i) {
+      const std::uint8_t byte = static_cast<std::uint8_t>(i);
+      const std::string name = "t" + std::to_string(i);
+      TensorProto& t = graph.initializer.emplace_back();
+      t.name = name;
+      t.data_type = TensorProto::kUint8;
+      t.dims = dims;
+      writer.add_tensor(name, TensorProto::kUint8, dims, ByteSpan(&byte, 1)).apply_to(t);
+    }
+    writer.finish(model);
+  }
+  ASSERT_TRUE(ZipReader::open(path).has_zip64_end_record());
+  const Bytes before = read_file_bytes(path);
+  const std::uint64_t old_offset = model_offset(path);
+  ModelProto model = archive_model(path);
+  model.producer_name = "new";
+  model.doc_string = std::string(3'000'000, 'z');  // Past the old tail: a gap before the new one.
+  replace_model(path, model);
+  const Bytes after = read_file_bytes(path);
+  EXPECT_TRUE(std::equal(before.begin(), before.begin() + static_cast<std::ptrdiff_t>(old_offset),
+                         after.begin()));
+  EXPECT_EQ(producer_of(path), "new");
+  EXPECT_TRUE(verify(path).ok());
+  EXPECT_EQ(ZipReader::open(path).entries().size(), kEntries + 1u);
+}
+
 // --- Crash safety ---
 
 using zip::TailStep;
