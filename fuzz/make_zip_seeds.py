@@ -137,6 +137,15 @@ def gap_archive():
     return out + central + end_record(2, len(central), len(out))
 
 
+def interrupted_edit_archive():
+    """An archive, then what an edit interrupted before its switch leaves (spec §9.6): zero
+    bytes, the start of a new tail, and the 24-byte interrupted edit record pointing back."""
+    archive = gap_archive()
+    tail = local_header(b"__MODEL_PROTO", 0, 0, 100, 100) + b"__MODEL_PROTO"[:5]
+    body = archive + bytes(40) + tail
+    return body + b"ONNXZEDT" + struct.pack("<QQ", len(archive), len(body))
+
+
 SEEDS = {
     "empty.zip": end_record(0, 0, 0),
     "stored.zip": python_zip([("a.bin", bytes(range(64)), zipfile.ZIP_STORED),
@@ -157,6 +166,7 @@ SEEDS = {
     "gap.zip": gap_archive(),
     "bomb.zip": zeros_archive("zeros", 2 << 20),
     "high_ratio.zip": zeros_archive("zeros", 512 << 10),
+    "interrupted_edit.zip": interrupted_edit_archive(),
 }
 
 

@@ -173,7 +173,8 @@ class Cli : public ::testing::Test {
 // --- Help and usage ---
 
 TEST_F(Cli, EveryCommandHasHelpWithAnExample) {
-  for (const std::string command : {"convert", "info", "verify", "extract", "view", "repack"}) {
+  for (const std::string command :
+       {"convert", "info", "verify", "extract", "view", "repack", "edit"}) {
     SCOPED_TRACE(command);
     const CliRun run = run_cli({command, "--help"});
     EXPECT_EQ(run.exit_code, 0) << run;
