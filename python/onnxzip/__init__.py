@@ -151,8 +151,12 @@ def _finish_streaming(writer: Any, model: onnx.ModelProto, threshold: int, dedup
         small = model.SerializeToString()
         writer.finish(small)
     finally:
-        for tensor, blob in reversed(swapped):
+        # One tensor at a time, each copy dropped once restored: memory stays near the model's
+        # own size plus one tensor (ClearField above freed each original payload).
+        while swapped:
+            tensor, blob = swapped.pop()
             tensor.ParseFromString(blob)
+            del blob
 
 
 def _parse_stored_model(model_bytes: bytes, path: str) -> onnx.ModelProto:
@@ -182,7 +186,9 @@ def save(model: ModelLike, path: PathLike, *, threshold: int = 1024, alignment: 
     Models of 2 GiB or more (which protobuf cannot serialize) are written tensor by tensor: each
     large payload is moved out of `model` while the rest is serialized, and put back before save
     returns (also on error). During the call `model` is therefore briefly modified: do not read
-    it from another thread meanwhile. Smaller models are not modified.
+    it from another thread meanwhile. Smaller models are not modified. Each payload is copied
+    twice on that path (out of the model and back: protobuf's Python API cannot lend its bytes),
+    one tensor at a time, so memory stays near the model's size plus its largest tensor.
 
     Raises InvalidArgumentError (a tensor already EXTERNAL, a payload whose size is not dims x
     element size, a bad alignment), IOFailure, and the parser's errors for bad model bytes.
