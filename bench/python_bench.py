@@ -189,7 +189,7 @@ def run(work: str, args) -> int:
     save_times, save_peaks, cp2_times = [], [], []
     for _ in range(reps):
         with PeakMemory() as memory:
-            seconds, _ = timed(lambda: onnxzip.save(model, written))
+            seconds, _ = timed(lambda m=model: onnxzip.save(m, written))
         save_times.append(seconds)
         save_peaks.append(memory.grown)
         os.remove(written)

@@ -69,3 +69,9 @@ def _from_code(code: str, message: str) -> Error:
     if cls is Error:
         error.code = code
     return error
+
+
+# Tracebacks and repr() show the public names (onnxzip.CorruptError), not this private module.
+for _cls in (Error, *_BY_CODE.values()):
+    _cls.__module__ = "onnxzip"
+del _cls
