@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "message_text.h"
@@ -46,6 +47,38 @@ TensorProto make_reference(const TensorProto& tensor, std::string_view location,
 
 // The value of the first external_data entry with key `key`, or nullptr.
 const Text* external_value(const TensorProto& tensor, std::string_view key) noexcept;
+
+// --- Writing side ---
+
+// The payload entries a model about to be written may refer to: the entries an ArchiveWriter
+// added, or those an archive being edited holds. Looked up by exact name.
+class PayloadIndex final {
+ public:
+  struct Entry {
+    std::string location;
+    std::uint64_t size = 0;
+  };
+
+  std::size_t add(std::string location, std::uint64_t size);
+  // The index of the entry named `location`, or npos.
+  std::size_t find(std::string_view location) const;
+  const std::vector<Entry>& entries() const noexcept { return entries_; }
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+ private:
+  std::vector<Entry> entries_;
+  std::unordered_map<std::string, std::size_t> by_location_;
+};
+
+// The writers' rule for one EXTERNAL tensor of a model they write (spec §7.2): its location is a
+// valid payload entry name (§6.1) naming an entry of `index`; it carries no payload; its type has
+// a fixed element size and dims x element size equals the entry's size; a length, when given,
+// equals it; an offset, when given, is 0; there is no other key. Returns the entry's index.
+// Error(kInvalidArgument) "<source>: <tensor label>: <problem>"; for a location naming no entry
+// the problem ends with `unknown_location` (why the caller's index does not have it).
+std::size_t check_writer_reference(const TensorProto& tensor, std::string_view site,
+                                   const PayloadIndex& index, const std::string& source,
+                                   std::string_view unknown_location);
 
 // --- Reading side ---
 

@@ -128,6 +128,80 @@ const Text* external_value(const TensorProto& tensor, std::string_view key) noex
   return nullptr;
 }
 
+std::size_t PayloadIndex::add(std::string location, std::uint64_t size) {
+  const std::size_t index = entries_.size();
+  by_location_.emplace(location, index);
+  entries_.push_back({std::move(location), size});
+  return index;
+}
+
+std::size_t PayloadIndex::find(std::string_view location) const {
+  const auto found = by_location_.find(std::string(location));
+  return found == by_location_.end() ? npos : found->second;
+}
+
+std::size_t check_writer_reference(const TensorProto& tensor, std::string_view site,
+                                   const PayloadIndex& index, const std::string& source,
+                                   std::string_view unknown_location) {
+  // Messages are built only on failure: a model may hold very many tensors.
+  const auto fail = [&](const std::string& what) {
+    throw Error(ErrorCode::kInvalidArgument,
+                source + ": " + tensor_label(tensor, site) + ": " + what);
+  };
+  const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
+  const Text* location = external_value(tensor, kLocationKey);
+  if (location == nullptr) fail("data_location is EXTERNAL but external_data has no location");
+  const std::size_t found = index.find(location->view());
+  if (found == PayloadIndex::npos) {
+    fail("refers to external data " + quote(*location) + ", " + std::string(unknown_location));
+  }
+  const PayloadIndex::Entry& entry = index.entries()[found];
+  const std::string at_entry = "refers to entry " + quote(entry.location) + " but ";
+  if (const std::string problem = location_problem(entry.location); !problem.empty()) {
+    fail(at_entry + "that name " + problem + " (spec §6.1, §9.4 item 3)");
+  }
+  if (tensor.raw_data || !present_typed_field(tensor).empty()) {
+    fail(at_entry + "also carries a payload");
+  }
+  if (element_bits(data_type) == 0) {
+    fail(at_entry + "its data type " + std::to_string(data_type) +
+         " has no fixed element size (spec §7.2 item 5)");
+  }
+  std::uint64_t expected = 0;
+  try {
+    expected = tensor_byte_size(tensor.dims, data_type, "dims");
+  } catch (const Error& e) {
+    fail(at_entry + e.what());
+  }
+  if (expected != entry.size) {
+    fail(at_entry + "its dims x element size is " + std::to_string(expected) +
+         " bytes and the entry holds " + std::to_string(entry.size));
+  }
+  for (const StringStringEntryProto& kv : tensor.external_data) {
+    const std::string key(kv.key.value_or(""));
+    const std::string value(kv.value.value_or(""));
+    std::uint64_t number = 0;
+    const bool numeric = parse_decimal(value, number);
+    if (key == kLocationKey) {
+      if (value != entry.location) fail("has several locations");
+    } else if (key == kLengthKey) {
+      if (!numeric || number != entry.size) {
+        fail(at_entry + "its length " + quote(value) + " differs from the entry's " +
+             std::to_string(entry.size) + " bytes");
+      }
+    } else if (key == kOffsetKey) {
+      if (!numeric || number != 0) {
+        fail(at_entry + "has offset " + quote(value) +
+             "; a payload starts at its entry's first byte (spec §7.2 item 4)");
+      }
+    } else {
+      fail(at_entry + "has the external_data key " + quote(key) +
+           ", which an .onnxz reference must not have (spec §7.2 item 4)");
+    }
+  }
+  return found;
+}
+
 const ZipEntry* find_model_entry(const ZipReader& zip, const IssueSink& report) {
   const std::string name(kModelEntryName);
   const ZipEntry* model = zip.find(kModelEntryName);

@@ -17,9 +17,7 @@
 namespace onnxzip {
 namespace {
 
-using archive_detail::external_value;
 using archive_detail::make_reference;
-using archive_detail::parse_decimal;
 using archive_detail::present_typed_field;
 using archive_detail::quote;
 using archive_detail::tensor_label;
@@ -108,11 +106,6 @@ void TensorRef::apply_to(TensorProto& tensor) const {
 }
 
 struct ArchiveWriter::State {
-  struct Added {
-    std::string location;
-    std::uint64_t size = 0;
-  };
-
   State(const std::filesystem::path& path, const SaveOptions& save_options)
       : options(save_options),
         zip(path,
@@ -143,8 +136,7 @@ struct ArchiveWriter::State {
   ZipWriter zip;
   std::string source;
   EntryNamer namer;
-  std::vector<Added> added;
-  std::unordered_map<std::string, std::size_t> added_by_location;
+  archive_detail::PayloadIndex added;
   std::map<std::pair<std::uint64_t, std::uint32_t>, std::vector<WrittenPayload>> by_content;
   bool finished = false;
   bool broken = false;
@@ -176,15 +168,14 @@ void ArchiveWriter::State::check_added_tensor(std::string_view tensor_name, std:
 }
 
 TensorRef ArchiveWriter::State::remember(const WrittenEntry& written) {
-  added_by_location.emplace(written.name, added.size());
-  added.push_back({written.name, written.size});
+  added.add(written.name, written.size);
   return TensorRef{written.name, written.size};
 }
 
 std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
                                                   TensorSubstitutions& substitutions) const {
   std::vector<Candidate> candidates;
-  std::vector<bool> referenced(added.size(), false);
+  std::vector<bool> referenced(added.entries().size(), false);
   for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
     // Messages are built only on failure: a model may hold very many tensors.
     const auto fail = [&](const std::string& what) {
@@ -193,56 +184,12 @@ std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
     const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
 
     if (tensor.data_location == TensorProto::kExternal) {
-      const Text* location = external_value(tensor, archive_detail::kLocationKey);
-      if (location == nullptr) fail("data_location is EXTERNAL but external_data has no location");
-      const auto found = added_by_location.find(location->str());
-      if (found == added_by_location.end()) {
-        fail("refers to external data " + quote(*location) +
-             ", which is not an entry added to this archive (for a model with legacy external "
-             "data: load its external data first, or use the converter)");
-      }
-      const Added& entry = added[found->second];
-      const std::string at_entry = "refers to entry " + quote(entry.location) + " but ";
-      if (tensor.raw_data || !present_typed_field(tensor).empty()) {
-        fail(at_entry + "also carries a payload");
-      }
-      if (element_bits(data_type) == 0) {
-        fail(at_entry + "its data type " + std::to_string(data_type) +
-             " has no fixed element size (spec §7.2 item 5)");
-      }
-      std::uint64_t expected = 0;
-      try {
-        expected = tensor_byte_size(tensor.dims, data_type, "dims");
-      } catch (const Error& e) {
-        fail(at_entry + e.what());
-      }
-      if (expected != entry.size) {
-        fail(at_entry + "its dims x element size is " + std::to_string(expected) +
-             " bytes and the entry holds " + std::to_string(entry.size));
-      }
-      for (const StringStringEntryProto& kv : tensor.external_data) {
-        const std::string key(kv.key.value_or(""));
-        const std::string value(kv.value.value_or(""));
-        std::uint64_t number = 0;
-        const bool numeric = parse_decimal(value, number);
-        if (key == archive_detail::kLocationKey) {
-          if (value != entry.location) fail("has several locations");
-        } else if (key == archive_detail::kLengthKey) {
-          if (!numeric || number != entry.size) {
-            fail(at_entry + "its length " + quote(value) + " differs from the entry's " +
-                 std::to_string(entry.size) + " bytes");
-          }
-        } else if (key == archive_detail::kOffsetKey) {
-          if (!numeric || number != 0) {
-            fail(at_entry + "has offset " + quote(value) +
-                 "; a payload starts at its entry's first byte (spec §7.2 item 4)");
-          }
-        } else {
-          fail(at_entry + "has the external_data key " + quote(key) +
-               ", which an .onnxz reference must not have (spec §7.2 item 4)");
-        }
-      }
-      referenced[found->second] = true;
+      const std::size_t found = archive_detail::check_writer_reference(
+          tensor, site.path, added, source,
+          "which is not an entry added to this archive (for a model with legacy external "
+          "data: load its external data first, or use the converter)");
+      const archive_detail::PayloadIndex::Entry& entry = added.entries()[found];
+      referenced[found] = true;
       // Written in the canonical form whatever order or redundant keys the caller used.
       substitutions.insert_or_assign(&tensor, make_reference(tensor, entry.location, entry.size));
       return;
@@ -273,10 +220,10 @@ std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
     }
     candidates.push_back({&tensor, size});
   });
-  for (std::size_t i = 0; i < added.size(); ++i) {
+  for (std::size_t i = 0; i < referenced.size(); ++i) {
     if (!referenced[i]) {
       throw Error(ErrorCode::kInvalidArgument,
-                  source + ": entry " + quote(added[i].location) +
+                  source + ": entry " + quote(added.entries()[i].location) +
                       " was added but no tensor of the model refers to it (spec §7.2: every "
                       "payload entry must be referred to)");
     }

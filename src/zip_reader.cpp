@@ -166,6 +166,8 @@ std::string_view to_string(ZipFindingKind kind) noexcept {
       return "gap";
     case ZipFindingKind::kHeaderMismatch:
       return "header_mismatch";
+    case ZipFindingKind::kInterruptedEdit:
+      return "interrupted_edit";
   }
   return "unknown";
 }
@@ -219,6 +221,13 @@ class ZipReader::Parser final {
   }
 
   void locate_end_records();
+  // The end record whose comment reaches the end of file_ exactly (nullopt when none does), and
+  // the candidate nearest to the end that does not, for the message.
+  std::optional<std::uint64_t> find_end_record(
+      std::optional<std::uint64_t>& nearest_mismatch) const;
+  // spec §9.6: when file_ ends with an interrupted edit record, shrinks file_ (and the reader's
+  // bytes) to the archive it points to and returns true.
+  bool skip_interrupted_edit();
   Directory read_zip64_end_records(const zip::EndOfCentralDirectory& end, std::uint64_t end_offset);
   void read_central_directory();
   void read_central_record(std::uint64_t& position, std::uint64_t directory_end,
@@ -244,7 +253,9 @@ class ZipReader::Parser final {
                            std::vector<std::uint16_t>& unknown) const;
 
   ZipReader& r_;
-  const ByteSpan file_;
+  // The archive's bytes: all of reader.bytes_, or its first bytes when an interrupted edit's
+  // bytes follow them (spec §9.6; locate_end_records shrinks both).
+  ByteSpan file_;
   const int local_fd_;
   std::uint64_t local_copied_ = 0;
   Directory directory_;
@@ -260,20 +271,14 @@ void ZipReader::Parser::locate_end_records() {
          "not a ZIP archive: " + std::to_string(size) +
              " bytes cannot hold an end of central directory record (22 bytes)");
   }
-  // Scan back from the end. Several candidates may reach the end exactly when the archive
-  // comment holds a ZIP of its own; the farthest from the end wins (the others lie inside its
-  // comment).
-  const std::uint64_t lowest = size - std::min(size, kMaxEndRecordSearch);
-  std::optional<std::uint64_t> chosen;
   std::optional<std::uint64_t> nearest_mismatch;
-  for (std::uint64_t pos = size - End::kSize + 1; pos-- > lowest;) {
-    const std::uint8_t* p = file_.data() + pos;
-    if (load_le32(p) != End::kSignature) continue;
-    const std::uint64_t comment_length = load_le16(p + 20);
-    if (pos + End::kSize + comment_length == size) {
-      chosen = pos;
-    } else if (!nearest_mismatch) {
-      nearest_mismatch = pos;
+  std::optional<std::uint64_t> chosen = find_end_record(nearest_mismatch);
+  if (!chosen && skip_interrupted_edit()) {
+    chosen = find_end_record(nearest_mismatch);
+    if (!chosen) {
+      fail_at(ErrorCode::kCorrupt, "interrupted edit record", r_.findings_.back().offset,
+              "the archive it points to ends at offset " + std::to_string(file_.size()) +
+                  ", but no end of central directory record ends there");
     }
   }
   if (!chosen) {
@@ -286,7 +291,7 @@ void ZipReader::Parser::locate_end_records() {
     }
     fail(ErrorCode::kCorrupt, r_.source_name_,
          "not a ZIP archive: no end of central directory record in the last " +
-             std::to_string(size - lowest) + " bytes");
+             std::to_string(std::min(size, kMaxEndRecordSearch)) + " bytes");
   }
 
   const std::uint64_t end_offset = *chosen;
@@ -316,6 +321,56 @@ void ZipReader::Parser::locate_end_records() {
     directory_ = {end.entries_total, end.central_directory_size, end.central_directory_offset};
     r_.tail_offset_ = end_offset;
   }
+}
+
+std::optional<std::uint64_t> ZipReader::Parser::find_end_record(
+    std::optional<std::uint64_t>& nearest_mismatch) const {
+  using End = zip::EndOfCentralDirectory;
+  const std::uint64_t size = file_.size();
+  if (size < End::kSize) return std::nullopt;
+  // Scan back from the end. Several candidates may reach the end exactly when the archive
+  // comment holds a ZIP of its own; the farthest from the end wins (the others lie inside its
+  // comment).
+  const std::uint64_t lowest = size - std::min(size, kMaxEndRecordSearch);
+  std::optional<std::uint64_t> chosen;
+  nearest_mismatch.reset();
+  for (std::uint64_t pos = size - End::kSize + 1; pos-- > lowest;) {
+    const std::uint8_t* p = file_.data() + pos;
+    if (load_le32(p) != End::kSignature) continue;
+    const std::uint64_t comment_length = load_le16(p + 20);
+    if (pos + End::kSize + comment_length == size) {
+      chosen = pos;
+    } else if (!nearest_mismatch) {
+      nearest_mismatch = pos;
+    }
+  }
+  return chosen;
+}
+
+bool ZipReader::Parser::skip_interrupted_edit() {
+  using Record = zip::InterruptedEditRecord;
+  const std::uint64_t size = file_.size();
+  if (size < Record::kSize ||
+      load_le64(file_.data() + size - Record::kSize) != Record::kSignature) {
+    return false;
+  }
+  const std::uint64_t record_offset = size - Record::kSize;
+  const Record record = Record::decode(file_, record_offset);
+  // Strict: the record says where it is, and the archive it points to lies before it.
+  if (record.record_offset != record_offset || record.archive_end > record_offset) {
+    fail_at(ErrorCode::kCorrupt, "interrupted edit record", record_offset,
+            "says it is at offset " + std::to_string(record.record_offset) +
+                " and the archive ends at offset " + std::to_string(record.archive_end) +
+                "; a file of " + std::to_string(size) + " bytes cannot hold that (spec §9.6)");
+  }
+  file_ = file_.first(static_cast<std::size_t>(record.archive_end));
+  r_.bytes_ = file_;
+  add_finding(ZipFindingKind::kInterruptedEdit, "", record_offset,
+              "an interrupted edit left " + std::to_string(size - record.archive_end) +
+                  " bytes after the archive's end at offset " + std::to_string(record.archive_end) +
+                  " (up to its record at offset " + std::to_string(record_offset) +
+                  "); editing the archive again or repacking it removes them (spec §9.6)");
+  return true;
 }
 
 ZipReader::Parser::Directory ZipReader::Parser::read_zip64_end_records(

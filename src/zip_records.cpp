@@ -190,6 +190,27 @@ Zip64EndLocator Zip64EndLocator::decode(ByteSpan file, std::uint64_t offset) {
   return r;
 }
 
+void InterruptedEditRecord::encode(MutableByteSpan out) const {
+  check_output(out, kSize);
+  std::uint8_t* p = out.data();
+  store_le64(p, kSignature);
+  store_le64(p + 8, archive_end);
+  store_le64(p + 16, record_offset);
+}
+
+InterruptedEditRecord InterruptedEditRecord::decode(ByteSpan file, std::uint64_t offset) {
+  const char* const name = "interrupted edit record";
+  const ByteSpan bytes = checked_subspan(file, offset, kSize, name);
+  if (load_le64(bytes.data()) != kSignature) {
+    throw Error(ErrorCode::kCorrupt,
+                std::string(name) + " at offset " + std::to_string(offset) + ": bad signature");
+  }
+  InterruptedEditRecord r;
+  r.archive_end = load_le64(bytes.data() + 8);
+  r.record_offset = load_le64(bytes.data() + 16);
+  return r;
+}
+
 std::vector<ExtraRecord> split_extra_field(ByteSpan extra, std::uint64_t offset,
                                            std::string_view what) {
   std::vector<ExtraRecord> records;

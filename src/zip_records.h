@@ -132,6 +132,19 @@ struct Zip64EndLocator {
   static Zip64EndLocator decode(ByteSpan file, std::uint64_t offset);
 };
 
+// The record an in-place edit of an archive's last entry puts at the end of the file while it
+// writes the new tail past the archive (spec §9.6): the archive is the file's first
+// `archive_end` bytes. Not a ZIP record (APPNOTE knows nothing of it); its signature is ASCII.
+struct InterruptedEditRecord {
+  static constexpr std::uint64_t kSignature = 0x5444455A584E4E4Full;  // "ONNXZEDT"
+  static constexpr std::size_t kSize = 24;
+  std::uint64_t archive_end = 0;
+  std::uint64_t record_offset = 0;  // Where the record itself starts.
+
+  void encode(MutableByteSpan out) const;
+  static InterruptedEditRecord decode(ByteSpan file, std::uint64_t offset);
+};
+
 // The optional record after an entry's data when flag bit 3 is set (APPNOTE 4.3.9). Its
 // signature is optional in the wild, and its sizes are 8 bytes wide for zip64 entries.
 struct DataDescriptor {

@@ -17,7 +17,11 @@
 // - The end record is the one, among the last 22 + 65535 bytes, whose comment reaches exactly to
 //   the end of the file; when several do (an archive comment may itself hold a ZIP), the one
 //   farthest from the end wins, because every later candidate lies inside its comment. Bytes
-//   after the comment (trailing garbage, a truncated comment) are refused as kCorrupt.
+//   after the comment (trailing garbage, a truncated comment) are refused as kCorrupt, with one
+//   exception: a file that ends with the 24-byte record an interrupted in-place edit leaves
+//   (spec §9.6) is read as the archive that record points to -- its first bytes, up to an end
+//   record that must end exactly there -- with a kInterruptedEdit finding; bytes() is then that
+//   archive, shorter than the file.
 // - The central directory, the zip64 end record, its locator and the end record must follow each
 //   other with no byte between them (this also refuses archives with bytes prepended without
 //   fixing the offsets). Gaps between entries and before the central directory are allowed.
@@ -102,6 +106,7 @@ enum class ZipFindingKind {
   kCaseOnlyDuplicate,  // Two names equal when ASCII-lower-cased.
   kGap,                // Bytes that belong to no entry (before, between or after entries).
   kHeaderMismatch,     // Local and central headers differ in a field that does not affect data.
+  kInterruptedEdit,    // The file ends with what an interrupted in-place edit left (spec §9.6).
 };
 
 std::string_view to_string(ZipFindingKind kind) noexcept;

@@ -98,6 +98,7 @@ Command add_info_command(CLI::App& app, const GlobalOptions& global);
 Command add_verify_command(CLI::App& app, const GlobalOptions& global);
 Command add_extract_command(CLI::App& app, const GlobalOptions& global);
 Command add_view_command(CLI::App& app, const GlobalOptions& global);
+Command add_edit_command(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace onnxzip::cli
 

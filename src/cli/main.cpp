@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
       "  onnxzip convert model.onnx model.onnxz\n"
       "  onnxzip info model.onnxz\n"
       "  onnxzip verify model.onnxz\n"
+      "  onnxzip edit model.onnxz --set-metadata license=MIT\n"
       "Run 'onnxzip COMMAND --help' for a command's options.");
 
   const std::vector<Command> commands = {
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
       onnxzip::cli::add_extract_command(app, global),
       onnxzip::cli::add_view_command(app, global),
       onnxzip::cli::add_repack_command(app, global),
+      onnxzip::cli::add_edit_command(app, global),
   };
 
   // CLI11 would report an unknown command as a missing one.

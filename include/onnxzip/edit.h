@@ -1,0 +1,80 @@
+// Editing the model of an .onnxz archive in place: a new `__MODEL_PROTO` (other metadata, a
+// changed graph) without moving or rewriting a payload byte. The format puts the model entry last
+// for this (spec §2.4): only the model entry, the central directory and the end records are
+// rewritten, so an edit costs O(model + central directory), whatever the weights weigh.
+//
+// Crash safety (spec §9.6): at every instant the file reads as the archive with the old model or
+// with the new one. A process killed at any point leaves one of the two; with
+// EditOptions::durable (the default) a power loss does too. What an interrupted edit can leave is
+// still an archive: load() and verify() read it (verify warns), and the next edit or repack
+// tidies it.
+//
+// Other processes that have the archive mapped keep valid payloads (none of their bytes change)
+// but see the bytes of `__MODEL_PROTO` change under them, and pages past the new end of a file
+// that shrank go away (SIGBUS on access): a model that another process loaded with no_copy (its
+// strings borrow from those bytes) must be loaded again. Two edits of one archive at a time are
+// refused (an advisory lock). Any module above the archive layer may use this header.
+#ifndef ONNXZIP_EDIT_H_
+#define ONNXZIP_EDIT_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "onnxzip/onnx_model.h"
+#include "onnxzip/progress.h"
+#include "onnxzip/zip_reader.h"
+
+namespace onnxzip {
+
+struct EditOptions {
+  // When the new model refers to no tensor in some payload entries: false (the default) refuses
+  // the edit; true rewrites the archive without them (like save(): to a temporary file renamed
+  // over the archive, the payloads copied, O(archive)). An archive whose every payload entry is
+  // still referred to is edited in place either way.
+  bool compact = false;
+  // fdatasync after each step of the edit, so that a power loss, not only a crash, leaves the old
+  // or the new model. A handful of flushes of a few pages each (see README for timings); false
+  // saves them when the archive can be rebuilt anyway.
+  bool durable = true;
+  // Called as the model entry (and, when compacting, the payloads) reach the file (progress.h).
+  ProgressCallback progress = nullptr;
+  // Limits for reading the archive.
+  ZipReaderOptions zip{};
+};
+
+struct EditResult {
+  bool compacted = false;                    // The archive was rewritten (EditOptions::compact).
+  std::vector<std::string> dropped_entries;  // Entries a compaction left out, in file order.
+  std::uint64_t model_offset = 0;            // Local header offset of the new `__MODEL_PROTO`.
+  std::uint64_t model_size = 0;              // Its bytes (the serialized model).
+  std::uint64_t file_size = 0;               // The archive's size afterwards.
+};
+
+// Replaces the model of the archive at `archive` by `model`. The model is checked against the
+// archive's entries exactly as ArchiveWriter::finish() checks a model against the entries added
+// to it: every EXTERNAL tensor names a payload entry of the archive (no `__` name, not the model
+// entry), carries no payload, has a fixed-size data type whose dims x element size equals the
+// entry's size, and has no external_data key but location, length (equal to that size) and an
+// offset of "0"; and every payload entry is referred to (see EditOptions::compact). References
+// are written in the canonical form of spec §7.2. Inline tensors stay inline whatever their size
+// (an edit adds no entry; repack or save() externalizes them). Every payload entry keeps its
+// name, offset and bytes, and every entry other than `__MODEL_PROTO` its local header and central
+// record, byte for byte; so does the archive comment. `__MODEL_PROTO` is written as save()
+// writes it, aligned to the alignment the archive's 0xD935 records declare (64 when none does).
+// The old model need not parse: an edit can replace a broken one. An archive an edit left
+// interrupted is edited like any other (the interrupted edit's bytes go).
+//
+// Errors (the archive is then unchanged): the ZipReader's for a broken ZIP; Error(kCorrupt) when
+// `__MODEL_PROTO` is missing or not last (spec §9.4 item 1); Error(kInvalidArgument) naming the
+// tensor and the entry for a reference breaking the rule above, and naming the entries no tensor
+// refers to (without compact); Error(kIo) when the file cannot be opened for writing, another
+// edit holds it, or a write fails -- the message then says whether the file holds the old model
+// or the new one.
+EditResult replace_model(const std::filesystem::path& archive, const ModelProto& model,
+                         const EditOptions& options = {});
+
+}  // namespace onnxzip
+
+#endif  // ONNXZIP_EDIT_H_

@@ -1,0 +1,70 @@
+// Replacing the last entry of a ZIP file in place: the zip-level half of editing an .onnxz
+// archive's model (spec §2.4: the model entry is last, so that it can change without moving a
+// payload byte), crash-safe by the protocol of spec §9.6. Private to the library; the archive
+// layer (src/archive_edit.cpp) decides what the new entry holds. Knows nothing of ONNX.
+#ifndef ONNXZIP_SRC_ZIP_TAIL_H_
+#define ONNXZIP_SRC_ZIP_TAIL_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "onnxzip/bytes.h"
+#include "onnxzip/zip_reader.h"
+
+namespace onnxzip::zip {
+
+// Where the new last entry went.
+struct TailReplacement {
+  std::uint64_t local_header_offset = 0;
+  std::uint64_t data_offset = 0;
+  std::uint64_t file_size = 0;  // The file's size afterwards.
+};
+
+// Replaces the last entry of the archive `zip` has read -- it must be last in file and in central
+// directory order, else Error(kInvalidArgument) -- by a stored entry of the same name holding
+// `data` (whose CRC-32 is `crc`), laid out as ZipWriter lays out entries (zip_layout.h) right
+// after the entry before it, its data aligned to `alignment`. Every other entry keeps its local
+// header, data and central directory record byte for byte, and the archive keeps its comment.
+// `fd` is the archive file, open for reading and writing, whose first zip.bytes().size() bytes
+// are the archive and whose size is `file_size` (larger after an interrupted edit, spec §9.6:
+// those bytes are dropped first). Cost: the new entry and central directory, written twice.
+//
+// At every instant the file reads as the old archive or the new one (spec §9.6): (1) an
+// interrupted edit record is written past the end of the file, pointing at the old archive;
+// (2) the new tail -- entry, central directory, end records -- is written before that record;
+// (3) truncating the record away makes the new tail the archive; (4) the tail is written again,
+// laid out for its final place, over the old entry; (5) the file is truncated after it. With
+// `durable`, an fdatasync follows each step, so a power loss too leaves the old or the new
+// archive; without, a killed process does, and the page cache reaches the disk in any order.
+//
+// Errors: Error(kIo) naming the file, the step, and what the file holds afterwards (the old
+// archive when the failure came before step 3; the new one, with the bytes of the interrupted
+// edit in a gap before the entry, after it).
+TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
+                                   std::uint32_t alignment, int fd, std::uint64_t file_size,
+                                   bool durable);
+
+// The alignment A the archive declares (spec §3.6): the value of the first 0xD935 record of a
+// local header, when it is a power of two in [64, 65536]; else 64.
+std::uint32_t declared_alignment(const ZipReader& zip);
+
+// --- Test seam (tests only; nothing in the library sets it) ---
+
+// The steps of replace_last_entry, in order.
+enum class TailStep {
+  kDropStale,  // Truncated the bytes an earlier interrupted edit left (only when there are some).
+  kMark,       // Wrote the interrupted edit record.
+  kAppend,     // Wrote the new tail before it.
+  kSwitch,     // Truncated the record away: the new tail is the archive.
+  kMove,       // Wrote the tail in its final place.
+  kTruncate,   // Truncated the file after it.
+};
+// Called after each step (synced = false) and, when durable, after its fdatasync (synced =
+// true). A hook that throws fails the edit there, as a failing system call would; one that
+// ends the process leaves the file as a crash at that instant would.
+using TailStepHook = std::function<void(TailStep step, bool synced)>;
+void set_tail_step_hook(TailStepHook hook);
+
+}  // namespace onnxzip::zip
+
+#endif  // ONNXZIP_SRC_ZIP_TAIL_H_

@@ -1,0 +1,517 @@
+// replace_model() (src/archive_edit.cpp) and the in-place tail rewrite under it
+// (src/zip_tail.cpp): the promise that only the model changes, the writers' reference rule, and
+// crash safety -- after a failure or a crash at every step, and in the middle of every write, the
+// archive reads with the old model or the new one.
+#include "onnxzip/edit.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "onnxzip/archive.h"
+#include "onnxzip/convert.h"
+#include "onnxzip/error.h"
+#include "onnxzip/onnx_codec.h"
+#include "support/model_builder.h"
+#include "support/scratch_dir.h"
+#include "zip_records.h"
+#include "zip_tail.h"
+
+namespace onnxzip {
+namespace {
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<std::uint8_t>;
+using test_support::raw_tensor;
+using test_support::read_file_bytes;
+using test_support::ScratchDir;
+
+#define EXPECT_CONTAINS(text, fragment) \
+  EXPECT_NE(std::string(text).find(fragment), std::string::npos) << (text)
+
+// A model of a few initializers (one of 4 MiB, so that writes take a while), saved to `path`.
+ModelProto sample_model() {
+  ModelProto model;
+  model.ir_version = 8;
+  model.producer_name = "old";
+  GraphProto& graph = model.graph.emplace();
+  graph.name = "g";
+  graph.initializer.push_back(raw_tensor("w0", TensorProto::kFloat, {16, 16}, 1));
+  graph.initializer.push_back(raw_tensor("w1", TensorProto::kFloat, {1024, 1024}, 2));
+  graph.initializer.push_back(raw_tensor("w2", TensorProto::kInt8, {3000}, 3));
+  graph.initializer.push_back(raw_tensor("small", TensorProto::kFloat, {4}, 4));
+  return model;
+}
+
+// The archive's model as it stands: external tensors left as references, owned.
+ModelProto archive_model(const fs::path& path) {
+  return parse_model(Archive::open(path).model_bytes(), ParseOptions{}, path.string());
+}
+
+std::string producer_of(const fs::path& path) {
+  return std::string(load(path).producer_name.value_or(""));
+}
+
+std::uint64_t model_offset(const fs::path& path) {
+  return ZipReader::open(path).at(kModelEntryName).local_header_offset;
+}
+
+// Every payload as load() returns it, by tensor name.
+std::vector<std::pair<std::string, Bytes>> payloads(const fs::path& path) {
+  std::vector<std::pair<std::string, Bytes>> out;
+  const ModelProto model = load(path);
+  for (const TensorProto& t : model.graph->initializer) {
+    const ByteSpan bytes = t.raw_data ? t.raw_data->view() : ByteSpan{};
+    out.emplace_back(std::string(t.name.value_or("")), Bytes(bytes.begin(), bytes.end()));
+  }
+  return out;
+}
+
+class ArchiveEdit : public ::testing::Test {
+ protected:
+  void TearDown() override { zip::set_tail_step_hook(nullptr); }
+};
+
+TEST_F(ArchiveEdit, OnlyTheModelChangesAtEveryAlignment) {
+  for (const std::uint32_t alignment : {64u, 4096u, 65536u}) {
+    SCOPED_TRACE(alignment);
+    ScratchDir dir("edit_align");
+    const fs::path path = dir / "m.onnxz";
+    save(sample_model(), path, {.alignment = alignment});
+    const Bytes before = read_file_bytes(path);
+    const std::uint64_t old_offset = model_offset(path);
+    const auto old_payloads = payloads(path);
+
+    ModelProto model = archive_model(path);
+    model.producer_name = "new";
+    StringStringEntryProto& entry = model.metadata_props.emplace_back();
+    entry.key = "license";
+    entry.value = "MIT";
+    const EditResult result = replace_model(path, model);
+
+    const Bytes after = read_file_bytes(path);
+    EXPECT_FALSE(result.compacted);
+    EXPECT_EQ(result.file_size, after.size());
+    EXPECT_EQ(result.model_offset, old_offset);
+    EXPECT_EQ(model_offset(path), old_offset);
+    // No byte before the model entry moved or changed.
+    ASSERT_GE(after.size(), old_offset);
+    EXPECT_TRUE(std::equal(before.begin(), before.begin() + static_cast<std::ptrdiff_t>(old_offset),
+                           after.begin()));
+    EXPECT_EQ(producer_of(path), "new");
+    EXPECT_EQ(load(path).metadata_props.at(0).value.value_or(""), "MIT");
+    EXPECT_EQ(payloads(path), old_payloads);
+    const VerifyReport report = verify(path);
+    EXPECT_TRUE(report.ok()) << (report.findings.empty() ? "" : report.findings[0].message);
+    // The archive is what save() writes for the edited model.
+    const ModelProto loaded = load(path);
+    save(loaded, dir / "saved.onnxz", {.alignment = alignment});
+    EXPECT_EQ(read_file_bytes(dir / "saved.onnxz"), after);
+  }
+}
+
+TEST_F(ArchiveEdit, ModelsThatGrowAndShrink) {
+  ScratchDir dir("edit_grow");
+  const fs::path path = dir / "m.onnxz";
+  save(sample_model(), path);
+  const Bytes original = read_file_bytes(path);
+  const std::uint64_t old_offset = model_offset(path);
+  for (const std::size_t doc_size :
+       {std::size_t{300'000}, std::size_t{10}, std::size_t{5'000'000}, std::size_t{0}}) {
+    SCOPED_TRACE(doc_size);
+    ModelProto model = archive_model(path);
+    if (doc_size == 0) {
+      model.doc_string.reset();
+    } else {
+      model.doc_string = std::string(doc_size, 'd');
+    }
+    replace_model(path, model, {.durable = false});
+    EXPECT_EQ(load(path).doc_string.value_or("").size(), doc_size);
+    EXPECT_TRUE(verify(path).ok());
+    EXPECT_EQ(model_offset(path), old_offset);
+  }
+  // Back to the same model: the same bytes (no trace of the bigger tails).
+  EXPECT_EQ(read_file_bytes(path), original);
+}
+
+TEST_F(ArchiveEdit, ReferencesFollowTheWritersRule) {
+  ScratchDir dir("edit_refs");
+  const fs::path path = dir / "m.onnxz";
+  save(sample_model(), path);
+  const Bytes before = read_file_bytes(path);
+  struct Case {
+    const char* what;
+    std::function<void(TensorProto&)> change;
+    std::string fragment;
+  };
+  const std::vector<Case> cases = {
+      {"missing entry", [](TensorProto& t) { t.external_data[0].value = "nope"; },
+       "tensor 'w0' at graph/initializer[0]: refers to external data 'nope', which is not a "
+       "payload entry of the archive"},
+      {"the model entry", [](TensorProto& t) { t.external_data[0].value = "__MODEL_PROTO"; },
+       "refers to external data '__MODEL_PROTO', which is not a payload entry"},
+      {"wrong length", [](TensorProto& t) { t.external_data[1].value = "12"; },
+       "refers to entry 'w0' but its length '12' differs from the entry's 1024 bytes"},
+      {"wrong dims",
+       [](TensorProto& t) {
+         t.dims = {16, 15};
+       },
+       "refers to entry 'w0' but its dims x element size is 960 bytes and the entry holds 1024"},
+      {"offset",
+       [](TensorProto& t) {
+         StringStringEntryProto& kv = t.external_data.emplace_back();
+         kv.key = "offset";
+         kv.value = "64";
+       },
+       "has offset '64'; a payload starts at its entry's first byte"},
+      {"payload too", [](TensorProto& t) { t.float_data = {1.0f}; },
+       "refers to entry 'w0' but also carries a payload"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ModelProto model = archive_model(path);
+    c.change(model.graph->initializer[0]);
+    try {
+      replace_model(path, model);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_CONTAINS(e.what(), path.string() + ": ");
+      EXPECT_CONTAINS(e.what(), c.fragment);
+    }
+    EXPECT_EQ(read_file_bytes(path), before);
+  }
+  // Redundant keys in any order are accepted and written canonically.
+  ModelProto model = archive_model(path);
+  TensorProto& w0 = model.graph->initializer[0];
+  std::swap(w0.external_data[0], w0.external_data[1]);
+  StringStringEntryProto& kv = w0.external_data.emplace_back();
+  kv.key = "offset";
+  kv.value = "0";
+  replace_model(path, model);
+  EXPECT_EQ(read_file_bytes(path), before);
+}
+
+TEST_F(ArchiveEdit, UnreferencedEntriesAreRefusedUnlessCompacting) {
+  ScratchDir dir("edit_compact");
+  const fs::path path = dir / "m.onnxz";
+  save(sample_model(), path, {.alignment = 4096});
+  const Bytes before = read_file_bytes(path);
+  ModelProto model = archive_model(path);
+  // Drop w1 and w2 from the model.
+  model.graph->initializer.erase(model.graph->initializer.begin() + 1,
+                                 model.graph->initializer.begin() + 3);
+  try {
+    replace_model(path, model);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_CONTAINS(e.what(), path.string() +
+                                  ": no tensor of the new model refers to entries "
+                                  "'w1', 'w2' (spec §7.2");
+    EXPECT_CONTAINS(e.what(), "or compact the archive to drop them");
+  }
+  EXPECT_EQ(read_file_bytes(path), before);
+
+  const EditResult result = replace_model(path, model, {.compact = true});
+  EXPECT_TRUE(result.compacted);
+  EXPECT_EQ(result.dropped_entries, (std::vector<std::string>{"w1", "w2"}));
+  EXPECT_TRUE(verify(path).ok());
+  EXPECT_EQ(dir.file_names(), std::vector<std::string>{"m.onnxz"});
+  const ZipReader zip = ZipReader::open(path);
+  ASSERT_EQ(zip.entries().size(), 2u);
+  EXPECT_EQ(zip.entries()[0].name, "w0");
+  EXPECT_EQ(zip.entries()[1].data_offset % 4096, 0u);  // The archive's alignment is kept.
+  EXPECT_EQ(result.file_size, fs::file_size(path));
+}
+
+TEST_F(ArchiveEdit, ErrorsForFilesThatCannotBeEdited) {
+  ScratchDir dir("edit_errors");
+  const fs::path path = dir / "m.onnxz";
+  try {
+    replace_model(path, sample_model());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_CONTAINS(e.what(), path.string() + ": cannot open for editing");
+  }
+  save(sample_model(), path);
+  const ModelProto model = archive_model(path);
+  // Another edit holds the file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  try {
+    replace_model(path, model);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_CONTAINS(e.what(), path.string() + ": cannot edit: another edit of it is in progress");
+  }
+  ::close(fd);
+  // A ZIP without a model.
+  {
+    ZipWriter writer(dir / "plain.zip");
+    writer.add("a", ByteSpan{});
+    writer.finish();
+  }
+  try {
+    replace_model(dir / "plain.zip", model);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCorrupt);
+    EXPECT_CONTAINS(e.what(), "no entry named '__MODEL_PROTO'");
+  }
+}
+
+// --- Crash safety ---
+
+using zip::TailStep;
+struct StepPoint {
+  TailStep step;
+  bool synced;
+  bool new_model_live;  // What the file must hold after a failure or crash here.
+};
+const std::vector<StepPoint> kPoints = {
+    {TailStep::kMark, false, false},    {TailStep::kMark, true, false},
+    {TailStep::kAppend, false, false},  {TailStep::kAppend, true, false},
+    {TailStep::kSwitch, false, true},   {TailStep::kSwitch, true, true},
+    {TailStep::kMove, false, true},     {TailStep::kMove, true, true},
+    {TailStep::kTruncate, false, true}, {TailStep::kTruncate, true, true},
+};
+
+// The edit used by the crash tests: a new producer and a model tail bigger than the old one, so
+// that the new tail lies past the end of the archive with a gap before it.
+ModelProto edited(const fs::path& path) {
+  ModelProto model = archive_model(path);
+  model.producer_name = "new";
+  model.doc_string = std::string(100'000, 'x');
+  return model;
+}
+
+// After a failure or crash: the old or new model, as `point` says; verify loads it; repack
+// makes a conforming archive of it; and the next edit tidies it.
+void expect_readable(const fs::path& path, bool new_model_live, const std::string& label) {
+  SCOPED_TRACE(label);
+  EXPECT_EQ(producer_of(path), new_model_live ? "new" : "old");
+  const VerifyReport report = verify(path);
+  EXPECT_TRUE(report.loadable());
+  const fs::path repacked = path.parent_path() / "repacked.onnxz";
+  repack(path, repacked);
+  EXPECT_TRUE(verify(repacked).ok());
+  fs::remove(repacked);
+  ModelProto model = archive_model(path);
+  model.producer_name = "again";
+  replace_model(path, model);
+  const VerifyReport tidy = verify(path);
+  EXPECT_TRUE(tidy.ok()) << (tidy.findings.empty() ? "" : tidy.findings[0].message);
+  EXPECT_EQ(producer_of(path), "again");
+}
+
+TEST_F(ArchiveEdit, AFailureAfterEachStepLeavesTheOldOrTheNewModel) {
+  for (const StepPoint& point : kPoints) {
+    const std::string label =
+        std::to_string(static_cast<int>(point.step)) + (point.synced ? " synced" : "");
+    ScratchDir dir("edit_fail");
+    const fs::path path = dir / "m.onnxz";
+    save(sample_model(), path);
+    const ModelProto model = edited(path);
+    zip::set_tail_step_hook([&](TailStep step, bool synced) {
+      if (step == point.step && synced == point.synced) {
+        throw Error(ErrorCode::kIo, "injected failure");
+      }
+    });
+    EXPECT_THROW(replace_model(path, model), Error) << label;
+    zip::set_tail_step_hook(nullptr);
+    if (!point.new_model_live) {
+      // Nothing left behind: the edit took back what it appended.
+      EXPECT_TRUE(verify(path).ok()) << label;
+    }
+    expect_readable(path, point.new_model_live, label);
+  }
+}
+
+// Runs the edit in a child process that dies (as if killed) right after `point`.
+void edit_and_die_at(const fs::path& path, const ModelProto& model, const StepPoint& point) {
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    zip::set_tail_step_hook([&](TailStep step, bool synced) {
+      if (step == point.step && synced == point.synced) ::_exit(0);
+    });
+    try {
+      replace_model(path, model);
+    } catch (...) {
+      ::_exit(2);
+    }
+    ::_exit(3);  // The hook did not fire.
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST_F(ArchiveEdit, ACrashAfterEachStepLeavesTheOldOrTheNewModel) {
+  for (const StepPoint& point : kPoints) {
+    const std::string label =
+        std::to_string(static_cast<int>(point.step)) + (point.synced ? " synced" : "");
+    ScratchDir dir("edit_crash");
+    const fs::path path = dir / "m.onnxz";
+    save(sample_model(), path);
+    edit_and_die_at(path, edited(path), point);
+    if (point.step == TailStep::kMark || point.step == TailStep::kAppend) {
+      const VerifyReport report = verify(path);
+      ASSERT_FALSE(report.findings.empty()) << label;
+      EXPECT_CONTAINS(report.findings[0].message, "interrupted_edit: an interrupted edit left");
+    }
+    expect_readable(path, point.new_model_live, label);
+  }
+}
+
+// A killed process leaves any prefix of each write: every such state of both writes reads.
+TEST_F(ArchiveEdit, ACrashInTheMiddleOfAWriteLeavesTheOldOrTheNewModel) {
+  ScratchDir dir("edit_partial");
+  const fs::path original = dir / "m.onnxz";
+  save(sample_model(), original);
+  const ModelProto model = edited(original);
+  const auto state_after = [&](TailStep step) {
+    const fs::path path = dir / "state.onnxz";
+    fs::copy_file(original, path, fs::copy_options::overwrite_existing);
+    edit_and_die_at(path, model, {step, false, false});
+    Bytes bytes = read_file_bytes(path);
+    fs::remove(path);
+    return bytes;
+  };
+  // (before, after, which model) for the two writes: the new tail past the archive, then the
+  // tail in its place.
+  const Bytes marked = state_after(TailStep::kMark);
+  const Bytes appended = state_after(TailStep::kAppend);
+  const Bytes switched = state_after(TailStep::kSwitch);
+  const Bytes moved = state_after(TailStep::kMove);
+  struct Write {
+    const Bytes* before;
+    const Bytes* after;
+    const char* producer;
+  };
+  for (const Write& write : {Write{&marked, &appended, "old"}, Write{&switched, &moved, "new"}}) {
+    ASSERT_EQ(write.before->size(), write.after->size());
+    const auto first =
+        std::mismatch(write.before->begin(), write.before->end(), write.after->begin());
+    const auto last =
+        std::mismatch(write.before->rbegin(), write.before->rend(), write.after->rbegin());
+    const std::size_t from = static_cast<std::size_t>(first.first - write.before->begin());
+    const std::size_t to =
+        write.before->size() - static_cast<std::size_t>(last.first - write.before->rbegin());
+    ASSERT_LT(from, to);
+    // Every prefix near the ends and the headers, and a stride through the data.
+    std::vector<std::size_t> cuts;
+    for (std::size_t n = 0; n <= to - from; n += (n < 200 || to - from - n < 200) ? 1 : 997) {
+      cuts.push_back(n);
+    }
+    for (const std::size_t n : cuts) {
+      Bytes state = *write.before;
+      std::copy(write.after->begin() + static_cast<std::ptrdiff_t>(from),
+                write.after->begin() + static_cast<std::ptrdiff_t>(from + n),
+                state.begin() + static_cast<std::ptrdiff_t>(from));
+      const ModelProto loaded = load(ByteSpan(state), {}, nullptr, "state");
+      ASSERT_EQ(loaded.producer_name.value_or(""), write.producer) << "prefix " << n;
+    }
+  }
+}
+
+TEST_F(ArchiveEdit, KilledAtRandomInstantsLeavesAModelThatLoads) {
+  ScratchDir dir("edit_kill");
+  const fs::path path = dir / "m.onnxz";
+  save(sample_model(), path);
+  const ModelProto a = edited(path);
+  ModelProto b = archive_model(path);
+  b.producer_name = "b";
+  std::mt19937 random(20261123);
+  for (int round = 0; round < 20; ++round) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (int i = 0;; ++i) {
+        try {
+          replace_model(path, i % 2 == 0 ? a : b, {.durable = false});
+        } catch (...) {
+          ::_exit(2);
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(random() % 20'000));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the editing child failed, status " << status;
+    const std::string producer = producer_of(path);
+    EXPECT_TRUE(producer == "new" || producer == "b" || producer == "old") << producer;
+    EXPECT_TRUE(verify(path).loadable());
+  }
+}
+
+TEST_F(ArchiveEdit, ARecordOfAnInterruptedEditMustPointAtAnArchive) {
+  ScratchDir dir("edit_record");
+  const fs::path path = dir / "m.onnxz";
+  save(sample_model(), path);
+  const Bytes archive = read_file_bytes(path);
+  const auto with_record = [&](std::uint64_t archive_end, std::uint64_t gap,
+                               std::int64_t offset_error) {
+    Bytes bytes = archive;
+    bytes.resize(bytes.size() + gap, 0);
+    zip::InterruptedEditRecord record;
+    record.archive_end = archive_end;
+    record.record_offset = bytes.size() + static_cast<std::uint64_t>(offset_error);
+    bytes.resize(bytes.size() + zip::InterruptedEditRecord::kSize);
+    record.encode(MutableByteSpan(bytes).last(zip::InterruptedEditRecord::kSize));
+    return bytes;
+  };
+  // Good: the archive, whatever follows it.
+  const Bytes good = with_record(archive.size(), 5000, 0);
+  const ZipReader zip = ZipReader::from_bytes(good);
+  EXPECT_EQ(zip.bytes().size(), archive.size());
+  ASSERT_FALSE(zip.findings().empty());
+  EXPECT_EQ(zip.findings()[0].kind, ZipFindingKind::kInterruptedEdit);
+  EXPECT_EQ(zip.findings()[0].message,
+            "an interrupted edit left 5024 bytes after the archive's end at offset " +
+                std::to_string(archive.size()) + " (up to its record at offset " +
+                std::to_string(archive.size() + 5000) +
+                "); editing the archive again or repacking it removes them (spec §9.6)");
+  EXPECT_EQ(load(ByteSpan(good)).producer_name.value_or(""), "old");
+  // Bad: a record that is not where it says, or points where no archive ends.
+  const auto expect_corrupt = [](const Bytes& bytes, const std::string& fragment) {
+    try {
+      ZipReader::from_bytes(bytes, {}, nullptr, "x.onnxz");
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kCorrupt);
+      EXPECT_CONTAINS(e.what(), fragment);
+    }
+  };
+  expect_corrupt(with_record(archive.size(), 100, 8),
+                 "x.onnxz: interrupted edit record at offset " +
+                     std::to_string(archive.size() + 100) + ": says it is at offset " +
+                     std::to_string(archive.size() + 108));
+  expect_corrupt(with_record(archive.size() + 200, 100, 0),
+                 "and the archive ends at offset " + std::to_string(archive.size() + 200));
+  expect_corrupt(
+      with_record(archive.size() - 1, 100, 0),
+      "x.onnxz: interrupted edit record at offset " + std::to_string(archive.size() + 100) +
+          ": the archive it points to ends at offset " + std::to_string(archive.size() - 1) +
+          ", but no end of central directory record ends there");
+}
+
+}  // namespace
+}  // namespace onnxzip
