@@ -15,7 +15,8 @@ tensors are numpy views of the mapping, no byte copied.
         model.graph.initializer.append(writer.add_tensor("w", numpy_array))
         writer.finish(model)
 
-Functions: save, load, open, convert, verify, repack, write_view_model, export_torch.
+Functions: save, load, open, convert, verify, repack, write_view_model, replace_model,
+export_torch.
 Classes: Archive (what open returns), ArchiveWriter, TensorInfo, VerifyReport, Finding.
 Errors: Error and its subclasses (see onnxzip.Error).
 
@@ -47,7 +48,8 @@ from ._model_walk import model_tensors
 
 __all__ = [
     "save", "load", "open", "convert", "verify", "repack", "write_view_model", "export_torch",
-    "Archive", "ArchiveWriter", "TensorInfo", "VerifyReport", "Finding", "RepackResult",
+    "replace_model", "Archive", "ArchiveWriter", "TensorInfo", "VerifyReport", "Finding",
+    "RepackResult", "EditResult",
     "Error", "CorruptError", "UnsupportedError", "NotFoundError", "IOFailure",
     "InvalidArgumentError", "LimitExceededError", "BadStateError",
 ]
@@ -546,6 +548,45 @@ def repack(src: PathLike, dst: PathLike, *, alignment: int = 64,
     referred to whole are kept (kept_entries), others resolved per tensor (unpacked_entries),
     unreferenced ones dropped (dropped_entries)."""
     return RepackResult(*_onnxzip.repack(_path(src), _path(dst), alignment, threshold))
+
+
+class EditResult(NamedTuple):
+    """What replace_model() did: compacted (the archive was rewritten without the entries in
+    dropped_entries), and the new `__MODEL_PROTO`'s local header offset and size, and the file's
+    size afterwards."""
+
+    compacted: bool
+    dropped_entries: List[str]
+    model_offset: int
+    model_size: int
+    file_size: int
+
+
+def replace_model(path: PathLike, model: ModelLike, *, compact: bool = False,
+                  durable: bool = True) -> EditResult:
+    """Replaces the model of the archive at `path` in place, without moving or rewriting a payload
+    byte: only `__MODEL_PROTO`, the central directory and the end records are rewritten, so the
+    cost is the model's size, whatever the weights weigh. Crash-safe: the file always reads as the
+    archive with the old model or the new one (with `durable`, also across a power loss).
+
+    `model` (an onnx.ModelProto or its bytes) refers to the archive's entries as
+    Archive.model does (edit archive.model, or a loaded model's references); every EXTERNAL tensor
+    must name an entry with the right size, and every entry must be referred to -- unless
+    `compact`, which rewrites the archive without the unreferenced entries (O(archive)). Inline
+    tensors stay inline. Views from open() stay valid (payload bytes do not change); reopen the
+    archive for its new model. Raises InvalidArgumentError naming the tensor or entry (the
+    archive is then unchanged), CorruptError for a broken archive, IOFailure (the message says
+    which model the file holds).
+
+        with onnxzip.open("model.onnxz") as archive:
+            model = archive.model
+        model.producer_name = "me"
+        onnxzip.replace_model("model.onnxz", model)
+    """
+    model_bytes = model if _is_buffer(model) else model.SerializeToString()
+    compacted, dropped, offset, size, file_size = _onnxzip.replace_model(
+        _path(path), model_bytes, compact, durable)
+    return EditResult(compacted, dropped, offset, size, file_size)
 
 
 def write_view_model(archive_path: PathLike, view_path: Optional[PathLike] = None) -> str:

@@ -26,6 +26,7 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/bytes.h"
 #include "onnxzip/convert.h"
+#include "onnxzip/edit.h"
 #include "onnxzip/error.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
@@ -342,6 +343,24 @@ py::list verify(const std::filesystem::path& path, const bool check_crc) {
   return result;
 }
 
+// (compacted, dropped_entries, model_offset, model_size, file_size)
+py::tuple replace_model(const std::filesystem::path& path, const py::handle model_bytes,
+                        const bool compact, const bool durable) {
+  onnxzip::EditOptions options;
+  options.compact = compact;
+  options.durable = durable;
+  onnxzip::EditResult result;
+  {
+    const HeldBuffer buffer(model_bytes);
+    const py::gil_scoped_release unlocked;
+    result = onnxzip::replace_model(path, parse_borrowed(buffer.span()), options);
+  }
+  py::list dropped;
+  for (const std::string& entry : result.dropped_entries) dropped.append(file_text(entry));
+  return py::make_tuple(result.compacted, dropped, result.model_offset, result.model_size,
+                        result.file_size);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_onnxzip, m) {
@@ -354,6 +373,8 @@ PYBIND11_MODULE(_onnxzip, m) {
         py::arg("threshold"), py::arg("dedupe"), py::arg("external_data"),
         py::arg("data_file_name"), py::arg("max_file_size"), py::arg("data_alignment"));
   m.def("verify", &verify, py::arg("path"), py::arg("check_crc"));
+  m.def("replace_model", &replace_model, py::arg("path"), py::arg("model_bytes"),
+        py::arg("compact"), py::arg("durable"));
   m.def(
       "repack",
       [](const std::filesystem::path& in, const std::filesystem::path& out,
