@@ -14,21 +14,24 @@ GIB = 1 << 30
 @pytest.mark.slow
 def test_save_a_model_over_2_gib(tmp_path):
     sizes = [GIB + 4096, GIB // 2, GIB // 2 + 64]
-    tensors = []
+    model = make_model([])
     for i, size in enumerate(sizes):
-        tensor = onnx.TensorProto()
+        # Added in place: make_graph(initializer=...) would copy every payload once more.
+        tensor = model.graph.initializer.add()
         tensor.name = f"w{i}"
         tensor.data_type = onnx.TensorProto.UINT8
         tensor.dims.append(size)
         tensor.raw_data = bytes([i + 1]) * size
-        tensors.append(tensor)
-    model = make_model(tensors)
-    assert model.ByteSize() > 2 * GIB  # protobuf refuses to serialize it (what exporters hit)
+    size_before = model.ByteSize()
+    assert size_before > 2 * GIB  # protobuf refuses to serialize it (what exporters hit)
 
     path = tmp_path / "big.onnxz"
     onnxzip.save(model, path)
 
-    assert [len(t.raw_data) for t in model.graph.initializer] == sizes  # restored
+    # The caller's model is restored: same size, payloads inline again.
+    assert model.ByteSize() == size_before
+    assert [t.data_location for t in model.graph.initializer] == [onnx.TensorProto.DEFAULT] * 3
+    assert model.graph.initializer[2].raw_data[-64:] == bytes([3]) * 64
     assert onnxzip.verify(path, check_crc=False).ok
     with onnxzip.open(path) as archive:
         assert archive.keys() == ["w0", "w1", "w2"]
