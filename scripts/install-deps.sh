@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs everything onnxzip needs to build, test, benchmark and run the main job on Debian 12,
 # from Debian's packages only. libprotobuf, libonnx-dev and python3-onnx are test and benchmark
-# oracles: the library itself never links them.
+# oracles: the library itself never links them. python3-pybind11 builds the Python package
+# (python/), python3-pytest tests it, python3-torch is its torch export path's test.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev clang-format
   libboost-iostreams-dev libisal-dev libdeflate-dev zlib1g-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libonnx-dev python3 python3-onnx python3-numpy libonnx-testdata
+  python3-venv python3-pip python3-setuptools python3-pybind11 python3-pytest python3-torch strace
   unzip zip p7zip-full zipalign ziptool
 )
 # The main job (scripts/main-job.sh) fetches its model from the npm registry.

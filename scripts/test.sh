@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, then every test with g++ (Release, -Werror), then every test
-# again with clang under AddressSanitizer and UndefinedBehaviorSanitizer. The multi-gigabyte tests
+# The whole test suite: formatting, then every test with g++ (Release, -Werror), then the Python
+# package's pytest suite against the installed package, then every C++ test again with clang under
+# AddressSanitizer and UndefinedBehaviorSanitizer. The multi-gigabyte tests
 # (label `slow`) run in the g++ pass only: under the sanitizers they would double CI's time and
 # check no logic the small tests do not.
 set -euo pipefail
@@ -15,6 +16,16 @@ echo "== g++ build and tests"
 cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++ >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
+
+# The Python package, built and installed the way users install it (README "Python"), into a venv
+# under build/; pytest runs from tests/python so that it imports the installed package, not the
+# source tree. The > 2 GiB test (marker `slow`, minutes and ~5 GiB of memory) is left out: run it
+# with `cd tests/python && ../../build/venv/bin/python -m pytest -m slow`.
+echo "== Python package: install into build/venv, pytest against the installed package"
+/usr/bin/python3 -m venv --system-site-packages build/venv
+ONNXZIP_PYTHON_BUILD_DIR="$PWD/build-python" CMAKE_BUILD_PARALLEL_LEVEL="$jobs" \
+  build/venv/bin/pip install --no-build-isolation --no-index --quiet .
+(cd tests/python && ../../build/venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow")
 
 echo "== clang AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
 cmake -G Ninja -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \

@@ -23,6 +23,8 @@ std::string_view to_string(ErrorCode code) noexcept {
 }
 
 Error::Error(ErrorCode code, const std::string& message)
-    : std::runtime_error(std::string(to_string(code)) + ": " + message), code_(code) {}
+    : std::runtime_error(std::string(to_string(code)) + ": " + message),
+      code_(code),
+      message_(message) {}
 
 }  // namespace onnxzip

@@ -31,9 +31,13 @@ class Error final : public std::runtime_error {
   Error(ErrorCode code, const std::string& message);
 
   ErrorCode code() const noexcept { return code_; }
+  // The message without the code: what() is "<code>: <message>". Bindings that carry the code
+  // apart (Python's Error.code) show this one.
+  const std::string& message() const noexcept { return message_; }
 
  private:
   ErrorCode code_;
+  std::string message_;
 };
 
 }  // namespace onnxzip

@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""The Python package against its peers, in one run (issue 12 "Evidence").
+
+Reading (page cache warm, every file just written):
+  onnxzip.open + get_tensor of all 1,000 tensors of a 1 GiB archive
+    vs numpy.load(mmap_mode="r") of the same arrays as 1,000 .npy files   (goal: faster)
+    vs numpy.load of them as one .npz (a zip too, but every array is read and copied)
+    vs onnx.load of the legacy external-data model                        (goal: >= 100x faster)
+Writing:
+  onnxzip.save of a 1 GiB in-memory onnx.ModelProto         vs cp of the same bytes (goal <= 1.25x)
+  onnxzip.ArchiveWriter streaming 1 GiB of numpy arrays      vs cp of the same bytes (goal <= 1.25x)
+  with the peak memory above the process's baseline (VmHWM after resetting it through
+  /proc/self/clear_refs; cp's is its maximum resident set, from /usr/bin/time).
+
+Each figure is the median of --repetitions runs (default 3), the compared operations run
+alternately so that a busy machine slows both alike. Files go to ONNXZIP_BENCH_DIR, else TMPDIR,
+else /tmp (about 5 GiB). Run it against the installed package:
+
+    build/venv/bin/python bench/python_bench.py [--repetitions N] [--tensors 1000] [--mib 1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import onnx.helper as oh
+import onnx.numpy_helper as nh
+
+import onnxzip
+
+def status_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+class PeakMemory:
+    """Peak resident memory above the level at entry: the kernel's high-water mark (VmHWM),
+    reset on entry through /proc/self/clear_refs, so that peaks inside C++ calls count too."""
+
+    def __enter__(self):
+        gc.collect()
+        # Freed heap memory would be reused without counting; give it back to the kernel first.
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        with open("/proc/self/clear_refs", "w") as clear_refs:
+            clear_refs.write("5")
+        self.baseline = status_kib("VmRSS") << 10
+        return self
+
+    def __exit__(self, *exc):
+        self.peak = status_kib("VmHWM") << 10
+
+    @property
+    def grown(self) -> int:
+        return max(0, self.peak - self.baseline)
+
+
+def timed(function):
+    start = time.perf_counter()
+    result = function()
+    return time.perf_counter() - start, result
+
+
+def run_cp(source: str, target: str):
+    """Seconds and peak RSS of `cp source target` (the target removed afterwards). The peak comes
+    from /usr/bin/time when installed (a child forked from this large process would report this
+    process's size as its own), else it is reported as 0."""
+    timer = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
+    command = ["cp", source, target]
+    if timer:
+        command = [timer, "-f", "%M", "-o", target + ".rss"] + command
+    start = time.perf_counter()
+    subprocess.run(command, check=True)
+    seconds = time.perf_counter() - start
+    os.remove(target)
+    peak = 0
+    if timer:
+        with open(target + ".rss") as rss:
+            peak = int(rss.read().split()[-1]) * 1024
+        os.remove(target + ".rss")
+    return seconds, peak
+
+
+def how_cp_copies(source: str, target: str) -> str:
+    if not shutil.which("strace"):
+        return "strace not installed"
+    trace = subprocess.run(["strace", "-f", "-c", "-e", "trace=copy_file_range,read,write,"
+                            "sendfile,ioctl", "cp", source, target],
+                           capture_output=True, text=True, check=True).stderr
+    os.remove(target)
+    calls = {}
+    for line in trace.splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and fields[-1] in ("copy_file_range", "read", "write", "sendfile",
+                                               "ioctl"):
+            calls[fields[-1]] = int(fields[3])
+    return ", ".join(f"{name} x{count}" for name, count in sorted(calls.items()))
+
+
+def make_arrays(count: int, total_bytes: int):
+    per_tensor = total_bytes // count // 4
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal(per_tensor).astype(np.float32)
+    # Distinct contents per tensor (no accidental sharing), cheaply.
+    return {f"layers.{i}.weight": base + np.float32(i) for i in range(count)}
+
+
+def make_model(arrays) -> onnx.ModelProto:
+    initializers = [nh.from_array(a, n) for n, a in arrays.items()]
+    nodes = [oh.make_node("Identity", [n], [n + "_out"]) for n in arrays]
+    outputs = [oh.make_tensor_value_info(n + "_out", onnx.TensorProto.FLOAT, None) for n in arrays]
+    graph = oh.make_graph(nodes, "bench", [], outputs, initializer=initializers)
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--tensors", type=int, default=1000)
+    parser.add_argument("--mib", type=int, default=1024)
+    args = parser.parse_args()
+
+    root = os.environ.get("ONNXZIP_BENCH_DIR") or os.environ.get("TMPDIR") or "/tmp"
+    work = tempfile.mkdtemp(prefix="onnxzip-python-bench-", dir=root)
+    try:
+        return run(work, args)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(work: str, args) -> int:
+    reps = args.repetitions
+    total = args.mib << 20
+    print(f"onnxzip {onnxzip.__version__} from {os.path.dirname(onnxzip.__file__)}; numpy "
+          f"{np.__version__}; onnx {onnx.__version__}; python {sys.version.split()[0]}")
+    print(f"{args.tensors} float32 tensors, {total / (1 << 30):.2f} GiB, in {work}; "
+          f"medians of {reps} repetitions; page cache warm")
+
+    arrays = make_arrays(args.tensors, total)
+    names = list(arrays)
+    archive = os.path.join(work, "model.onnxz")
+    npy_dir = os.path.join(work, "npy")
+    os.mkdir(npy_dir)
+    npz = os.path.join(work, "model.npz")
+    legacy_dir = os.path.join(work, "legacy")
+    os.mkdir(legacy_dir)
+    legacy = os.path.join(legacy_dir, "model.onnx")
+
+    # --- Writing: ArchiveWriter streaming vs cp, save of an in-memory model vs cp ---
+    def write_streaming(path):
+        with onnxzip.ArchiveWriter(path) as writer:
+            refs = [writer.add_tensor(n, a) for n, a in arrays.items()]
+            model = make_model({})
+            model.graph.initializer.extend(refs)
+            writer.finish(model)
+
+    write_streaming(archive)  # Also the reading benchmark's input; warms the cache.
+    cp_target = os.path.join(work, "copy.onnxz")
+    written = os.path.join(work, "written.onnxz")
+    streaming_times, streaming_peaks, cp_times, cp_peaks = [], [], [], []
+    for _ in range(reps):
+        with PeakMemory() as memory:
+            seconds, _ = timed(lambda: write_streaming(written))
+        streaming_times.append(seconds)
+        streaming_peaks.append(memory.grown)
+        os.remove(written)
+        seconds, peak = run_cp(archive, cp_target)
+        cp_times.append(seconds)
+        cp_peaks.append(peak)
+
+    model = make_model(arrays)
+    save_times, save_peaks, cp2_times = [], [], []
+    for _ in range(reps):
+        with PeakMemory() as memory:
+            seconds, _ = timed(lambda m=model: onnxzip.save(m, written))
+        save_times.append(seconds)
+        save_peaks.append(memory.grown)
+        os.remove(written)
+        seconds, _ = run_cp(archive, cp_target)
+        cp2_times.append(seconds)
+
+    # --- The peers' files ---
+    for name, array in arrays.items():
+        np.save(os.path.join(npy_dir, name + ".npy"), array)
+    np.savez(npz, **arrays)
+    onnx.save_model(model, legacy, save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="model.onnx.data", size_threshold=1024)
+    del model
+    gc.collect()
+
+    # --- Reading ---
+    def read_onnxzip():
+        with onnxzip.open(archive) as opened:
+            return [opened.get_tensor(n) for n in names]
+
+    def read_npy():
+        return [np.load(os.path.join(npy_dir, n + ".npy"), mmap_mode="r") for n in names]
+
+    def read_npz():
+        with np.load(npz) as opened:
+            return [opened[n] for n in names]
+
+    def read_onnx():
+        return onnx.load(legacy)
+
+    readers = [("onnxzip.open + get_tensor x%d" % len(names), read_onnxzip),
+               ("numpy.load(mmap_mode='r') x%d .npy" % len(names), read_npy),
+               ("numpy.load of one .npz", read_npz),
+               ("onnx.load, external data", read_onnx)]
+    read_times = {label: [] for label, _ in readers}
+    read_peaks = {label: [] for label, _ in readers}
+    for _ in range(reps):
+        for label, reader in readers:
+            with PeakMemory() as memory:
+                seconds, result = timed(reader)
+                del result
+            read_times[label].append(seconds)
+            read_peaks[label].append(memory.grown)
+            gc.collect()
+
+    mib = 1 << 20
+    print()
+    print(f"{'reading':42} {'median s':>10} {'vs onnxzip':>11} {'peak MiB':>9}")
+    base = median(read_times[readers[0][0]])
+    for label, _ in readers:
+        t = median(read_times[label])
+        print(f"{label:42} {t:10.5f} {t / base:10.1f}x {max(read_peaks[label]) / mib:9.0f}")
+    print()
+    print(f"{'writing':42} {'median s':>10} {'vs cp':>11} {'peak MiB':>9}")
+    rows = [("ArchiveWriter streaming", streaming_times, cp_times, streaming_peaks),
+            ("save(in-memory ModelProto)", save_times, cp2_times, save_peaks)]
+    for label, times, cps, peaks in rows:
+        print(f"{label:42} {median(times):10.4f} {median(times) / median(cps):10.2f}x "
+              f"{max(peaks) / mib:9.0f}")
+        paired = [t / c for t, c in zip(times, cps)]
+        print(f"{'  cp of the same bytes':42} {median(cps):10.4f} {'':11} "
+              f"{max(cp_peaks) / mib:9.0f}   (paired ratios: "
+              + ", ".join(f"{r:.2f}" for r in paired) + ")")
+    print()
+    print(f"cp: {subprocess.run(['cp', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}; "
+          f"system calls: {how_cp_copies(archive, cp_target)}")
+    onnxzip_read = median(read_times[readers[0][0]])
+    print(f"goals: open+get_tensor faster than .npy mmap: "
+          f"{'yes' if onnxzip_read < median(read_times[readers[1][0]]) else 'NO'}; "
+          f">= 100x onnx.load: {median(read_times[readers[3][0]]) / onnxzip_read:.0f}x; "
+          f"writes <= 1.25x cp: streaming {median(streaming_times) / median(cp_times):.2f}x, "
+          f"save {median(save_times) / median(cp2_times):.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,621 @@
+"""onnxzip: the ONNX zip container (.onnxz) for Python.
+
+An .onnxz file is one ZIP archive holding an ONNX model and its weights: every large tensor is a
+stored entry whose bytes start on a 64-byte boundary of the file, and the last entry,
+``__MODEL_PROTO``, is the ModelProto referring to them as external data. Opening an archive maps it;
+tensors are numpy views of the mapping, no byte copied.
+
+    import onnxzip
+    onnxzip.save(model, "model.onnxz")            # an onnx.ModelProto, any size (even > 2 GiB)
+    model = onnxzip.load("model.onnxz")           # onnx.ModelProto, weights inline
+    with onnxzip.open("model.onnxz") as archive:  # zero-copy reading
+        for name in archive.keys():
+            weight = archive.get_tensor(name)     # read-only numpy view of the mapped file
+    with onnxzip.ArchiveWriter("out.onnxz") as writer:   # exporters: one tensor at a time
+        model.graph.initializer.append(writer.add_tensor("w", numpy_array))
+        writer.finish(model)
+
+Functions: save, load, open, convert, verify, repack, write_view_model, replace_model,
+export_torch.
+Classes: Archive (what open returns), ArchiveWriter, TensorInfo, VerifyReport, Finding.
+Errors: Error and its subclasses (see onnxzip.Error).
+
+Data types: get_tensor returns numpy's own dtype for FLOAT, DOUBLE, FLOAT16, the integer types,
+BOOL, COMPLEX64 and COMPLEX128, shaped by the tensor's dims. numpy has no type for the others, so
+they come as raw views of their storage: BFLOAT16 as uint16 (the bit pattern) shaped by dims; the
+8-bit floats (FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ, FLOAT8E8M0) as uint8 shaped
+by dims; the packed sub-byte types (INT4, UINT4, FLOAT4E2M1: two per byte; INT2, UINT2: four per
+byte, low bits first) as a one-dimensional uint8 array of the packed bytes, ceil(count * bits / 8)
+long. TensorInfo.data_type and .dims give the logical type and shape. ArchiveWriter.add_tensor
+takes the same raw views back with an explicit data_type (and dims for packed types).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+
+from . import _onnxzip
+from ._errors import (BadStateError, CorruptError, Error, InvalidArgumentError, IOFailure,
+                      LimitExceededError, NotFoundError, UnsupportedError)
+from ._model_walk import model_tensors
+
+__all__ = [
+    "save", "load", "open", "convert", "verify", "repack", "write_view_model", "export_torch",
+    "replace_model", "Archive", "ArchiveWriter", "TensorInfo", "VerifyReport", "Finding",
+    "RepackResult", "EditResult",
+    "Error", "CorruptError", "UnsupportedError", "NotFoundError", "IOFailure",
+    "InvalidArgumentError", "LimitExceededError", "BadStateError",
+]
+__version__ = "0.1.0"
+
+PathLike = Union[str, "os.PathLike[str]"]
+ModelLike = Union[onnx.ModelProto, bytes, bytearray, memoryview]
+
+# protobuf refuses to serialize a message of 2 GiB or more; above this size save() and
+# ArchiveWriter.finish() move the payloads out tensor by tensor instead of serializing the model.
+_PROTOBUF_LIMIT = (1 << 31) - 1
+
+_NUMPY_TO_ONNX = {
+    np.dtype("float32"): onnx.TensorProto.FLOAT,
+    np.dtype("uint8"): onnx.TensorProto.UINT8,
+    np.dtype("int8"): onnx.TensorProto.INT8,
+    np.dtype("uint16"): onnx.TensorProto.UINT16,
+    np.dtype("int16"): onnx.TensorProto.INT16,
+    np.dtype("int32"): onnx.TensorProto.INT32,
+    np.dtype("int64"): onnx.TensorProto.INT64,
+    np.dtype("bool"): onnx.TensorProto.BOOL,
+    np.dtype("float16"): onnx.TensorProto.FLOAT16,
+    np.dtype("float64"): onnx.TensorProto.DOUBLE,
+    np.dtype("uint32"): onnx.TensorProto.UINT32,
+    np.dtype("uint64"): onnx.TensorProto.UINT64,
+    np.dtype("complex64"): onnx.TensorProto.COMPLEX64,
+    np.dtype("complex128"): onnx.TensorProto.COMPLEX128,
+}
+
+
+def _path(path: PathLike) -> str:
+    return os.fspath(path)
+
+
+def _set_data_type(tensor: onnx.TensorProto, data_type: int) -> None:
+    """Sets data_type even when this onnx release does not know the value (onnx 1.12 predates
+    the 8-bit floats and 4-/2-bit integers): the field then travels as an unknown field, which
+    serializes to the same bytes."""
+    try:
+        tensor.data_type = data_type
+    except ValueError:
+        tensor.MergeFromString(bytes([0x10]) + _varint(data_type))
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _make_reference(tensor: onnx.TensorProto, location: str, length: int) -> None:
+    """Makes `tensor` refer to an archive entry (spec §7.2): payload fields cleared."""
+    for field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data",
+                  "uint64_data"):
+        tensor.ClearField(field)
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    del tensor.external_data[:]
+    entry = tensor.external_data.add()
+    entry.key, entry.value = "location", location
+    entry = tensor.external_data.add()
+    entry.key, entry.value = "length", str(length)
+
+
+def _finish_streaming(writer: Any, model: onnx.ModelProto, threshold: int, dedupe: bool) -> None:
+    """Writes `model` through the C++ writer without ever serializing it whole: each tensor large
+    enough is serialized alone, its payload written as an entry, and the tensor turned into a
+    reference; then the now small model is serialized and finished. The caller's model is
+    restored afterwards (even on failure), so it is modified only during the call."""
+    swapped: List[Tuple[onnx.TensorProto, bytes]] = []
+    written: Dict[Tuple[int, bytes], Tuple[str, int]] = {}
+    try:
+        for tensor, in_sparse in list(model_tensors(model)):
+            # ByteSize() bounds the payload from above for every form but tiny varints; a
+            # tensor skipped here is one finish() externalizes itself if it reaches threshold.
+            if in_sparse or tensor.data_location == onnx.TensorProto.EXTERNAL:
+                continue
+            if tensor.ByteSize() < max(threshold, 1):
+                continue
+            blob = tensor.SerializeToString()
+            ref: Optional[Tuple[str, int]] = None
+            key = None
+            if dedupe and tensor.HasField("raw_data"):
+                raw = tensor.raw_data
+                key = (len(raw), hashlib.blake2b(raw, digest_size=32).digest())
+                ref = written.get(key)
+                del raw
+            if ref is None:
+                ref = writer.add_tensor_proto(blob)
+                if ref is None:  # STRING, UNDEFINED or unknown: stays inline, as save() does.
+                    continue
+                if key is not None:
+                    written[key] = ref
+            swapped.append((tensor, blob))
+            _make_reference(tensor, ref[0], ref[1])
+        small = model.SerializeToString()
+        writer.finish(small)
+    finally:
+        # One tensor at a time, each copy dropped once restored: memory stays near the model's
+        # own size plus one tensor (ClearField above freed each original payload).
+        while swapped:
+            tensor, blob = swapped.pop()
+            tensor.ParseFromString(blob)
+            del blob
+
+
+def _parse_stored_model(model_bytes: bytes, path: str) -> onnx.ModelProto:
+    """The onnx.ModelProto of `__MODEL_PROTO`, which the C++ reader has already validated; onnx's
+    parser is stricter in places (e.g. UTF-8 in strings), and its refusal is an onnxzip error."""
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(model_bytes)
+    except DecodeError as e:
+        raise CorruptError(f"{path}: __MODEL_PROTO: the onnx package cannot parse it: {e}") from None
+    return model
+
+
+def _is_buffer(model: Any) -> bool:
+    return isinstance(model, (bytes, bytearray, memoryview))
+
+
+def save(model: ModelLike, path: PathLike, *, threshold: int = 1024, alignment: int = 64,
+         dedupe: bool = False) -> None:
+    """Writes `model` (an onnx.ModelProto, or its serialized bytes) to `path` as an .onnxz archive.
+
+    Every tensor of a fixed-size data type whose payload has at least `threshold` bytes becomes a
+    stored entry whose data starts on a multiple of `alignment` (a power of two in [64, 65536]),
+    wherever the tensor sits (initializers, attributes, subgraphs, functions). With `dedupe`,
+    identical payloads are stored once. The file appears atomically: complete or not at all.
+
+    Models of 2 GiB or more (which protobuf cannot serialize) are written tensor by tensor: each
+    large payload is moved out of `model` while the rest is serialized, and put back before save
+    returns (also on error). During the call `model` is therefore briefly modified: do not read
+    it from another thread meanwhile. Smaller models are not modified. Each payload is copied
+    twice on that path (out of the model and back: protobuf's Python API cannot lend its bytes),
+    one tensor at a time, so memory stays near the model's size plus its largest tensor.
+
+    Raises InvalidArgumentError (a tensor already EXTERNAL, a payload whose size is not dims x
+    element size, a bad alignment), IOFailure, and the parser's errors for bad model bytes.
+    """
+    if _is_buffer(model):
+        _onnxzip.save_bytes(model, _path(path), alignment, threshold, dedupe)
+        return
+    if not isinstance(model, onnx.ModelProto):
+        raise TypeError(f"save() takes an onnx.ModelProto or bytes, not {type(model).__name__}")
+    if model.ByteSize() < _PROTOBUF_LIMIT:
+        _onnxzip.save_bytes(model.SerializeToString(), _path(path), alignment, threshold, dedupe)
+        return
+    _save_streaming(model, path, threshold=threshold, alignment=alignment, dedupe=dedupe)
+
+
+def _save_streaming(model: onnx.ModelProto, path: PathLike, *, threshold: int, alignment: int,
+                    dedupe: bool) -> None:
+    writer = _onnxzip.ArchiveWriter(_path(path), alignment, threshold, dedupe)
+    try:
+        _finish_streaming(writer, model, threshold, dedupe)
+    finally:
+        writer.abort()  # After a successful finish this only closes; else no file is left.
+
+
+def _location(tensor: onnx.TensorProto) -> str:
+    for entry in tensor.external_data:
+        if entry.key == "location":
+            return entry.value
+    return ""
+
+
+def load(path: PathLike, *, load_external_data: bool = True) -> onnx.ModelProto:
+    """Reads the archive at `path` and returns its model, like onnx.load.
+
+    With `load_external_data` (the default) every tensor stored as an entry gets its bytes back in
+    raw_data (a copy: protobuf owns its bytes) and loses its reference, so the model is an
+    ordinary inline model. With False, the model as stored: tensors refer to entries
+    (data_location EXTERNAL, external_data location/length); use open() to read them in place.
+
+    The archive is validated as the C++ loader does (ZIP structure, every reference, sizes);
+    problems raise CorruptError / UnsupportedError naming the entry and tensor, a missing file
+    NotFoundError.
+    """
+    archive = _onnxzip.Archive(_path(path))
+    try:
+        model = _parse_stored_model(archive.model_bytes(), _path(path))
+        if load_external_data:
+            index: Dict[str, int] = {}
+            for i, info in enumerate(archive.tensors()):
+                index.setdefault(info[1], i)
+            for tensor, _ in model_tensors(model):
+                if tensor.data_location != onnx.TensorProto.EXTERNAL:
+                    continue
+                tensor.raw_data = archive.payload(index[_location(tensor)])
+                del tensor.external_data[:]
+                tensor.ClearField("data_location")
+        return model
+    finally:
+        archive.close()
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One tensor whose payload is an archive entry.
+
+    name: TensorProto.name ("" when unnamed); key: what keys() lists and get_tensor() takes (the
+    name, or the entry name for an unnamed tensor); location: the entry; data_type: the ONNX
+    data type number (onnx.TensorProto.FLOAT...); dims: the logical shape; nbytes: the payload's
+    size; offset: its file offset; alignment: the largest power of two (<= 65536) dividing it;
+    zero_copy: False for an entry another tool deflated (get_tensor then views inflated memory);
+    site: where the tensor sits in the model, e.g. "graph/initializer[3]".
+    """
+
+    name: str
+    key: str
+    location: str
+    data_type: int
+    dims: Tuple[int, ...]
+    nbytes: int
+    offset: int
+    alignment: int
+    zero_copy: bool
+    site: str
+
+
+class Archive:
+    """An opened .onnxz archive (see onnxzip.open): the model and zero-copy views of its tensors.
+
+    The file is memory-mapped and validated on opening. Arrays from get_tensor() are read-only
+    views of the mapping that keep it alive on their own: they stay valid after close(), after
+    the Archive is garbage-collected, and in other threads. Reading views needs no lock.
+    """
+
+    def __init__(self, path: PathLike) -> None:
+        self.path = _path(path)
+        self._archive = _onnxzip.Archive(self.path)
+        self._model: Optional[onnx.ModelProto] = None
+        self._infos: List[TensorInfo] = []
+        self._index: Dict[str, int] = {}
+        for i, (name, location, data_type, dims, nbytes, offset, alignment, zero_copy,
+                site) in enumerate(self._archive.tensors()):
+            key = name or location
+            self._infos.append(TensorInfo(name, key, location, data_type, tuple(dims), nbytes,
+                                          offset, alignment, zero_copy, site))
+            self._index.setdefault(key, i)
+
+    @property
+    def model(self) -> onnx.ModelProto:
+        """The onnx.ModelProto as stored: tensors that are entries refer to them (EXTERNAL)."""
+        if self._model is None:
+            self._model = _parse_stored_model(self._archive.model_bytes(), self.path)
+        return self._model
+
+    def keys(self) -> List[str]:
+        """Names of the tensors whose payloads are entries, in model order (an unnamed tensor by
+        its entry name; a name used twice once)."""
+        return list(self._index)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    @property
+    def tensors(self) -> List[TensorInfo]:
+        """Every tensor whose payload is an entry, in model order (tied weights share a location)."""
+        return list(self._infos)
+
+    def tensor_info(self, name: str) -> TensorInfo:
+        """The TensorInfo of keys() entry `name`; KeyError if there is none."""
+        return self._infos[self._lookup(name)]
+
+    def get_tensor(self, name: str) -> np.ndarray:
+        """Tensor `name` as a read-only numpy array over the mapped file: no byte is copied, and
+        its data pointer is the payload's (64-byte aligned) address in the mapping. Shaped by
+        dims, dtype per data_type (raw views for types numpy lacks: see help(onnxzip)). The array
+        keeps the mapping alive. KeyError for an unknown name; BadStateError after close()."""
+        return self._archive.array(self._lookup(name))
+
+    def _lookup(self, name: str) -> int:
+        try:
+            return self._index[name]
+        except KeyError:
+            raise KeyError(f"{self.path}: no tensor named {name!r} is stored as an entry") from None
+
+    def close(self) -> None:
+        """Releases this object's hold on the mapping (views made before keep theirs)."""
+        self._archive.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._archive.closed
+
+    def __enter__(self) -> "Archive":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<onnxzip.Archive {self.path!r}: {len(self._infos)} tensors>"
+
+
+def open(path: PathLike) -> Archive:  # noqa: A001 - the name the API promises (like safe_open).
+    """Opens the .onnxz archive at `path` for zero-copy reading: see Archive.
+
+        with onnxzip.open("model.onnxz") as archive:
+            w = archive.get_tensor("encoder.weight")   # numpy view of the mapped file
+            model = archive.model                       # onnx.ModelProto with references
+    """
+    return Archive(path)
+
+
+class ArchiveWriter:
+    """Writes an archive tensor by tensor, for exporters that produce weights one at a time.
+
+        with onnxzip.ArchiveWriter("model.onnxz") as writer:
+            for name, array in weights:
+                model.graph.initializer.append(writer.add_tensor(name, array))
+            writer.finish(model)
+
+    Each add_tensor() writes its payload as an entry at once, straight from the caller's buffer
+    (no copy), and returns the EXTERNAL TensorProto to put in the model. finish(model) checks that
+    every reference names an added entry with the right size and every added entry is referred
+    to, externalizes the model's other large inline tensors as save() does, writes the model and
+    renames the archive into place. Leaving the with-block on an exception, or without finish(),
+    leaves no file (the latter raises BadStateError unless abort() was called). Not thread-safe;
+    calls release the GIL.
+    """
+
+    def __init__(self, path: PathLike, *, alignment: int = 64, threshold: int = 1024,
+                 dedupe: bool = False) -> None:
+        self.path = _path(path)
+        self._threshold = threshold
+        self._dedupe = dedupe
+        self._writer = _onnxzip.ArchiveWriter(self.path, alignment, threshold, dedupe)
+        self._finished = False
+        self._aborted = False
+
+    def add_tensor(self, name: str, array: Any, *, data_type: Optional[int] = None,
+                   dims: Optional[List[int]] = None) -> onnx.TensorProto:
+        """Writes `array`'s bytes as the payload of tensor `name` and returns its TensorProto
+        (name, dims, data_type, data_location EXTERNAL, external_data location/length).
+
+        `array`: a C-contiguous numpy array (a CPU torch.Tensor via .numpy(): shares memory), or
+        any buffer (memoryview, bytes, bytearray). Its bytes are written in place, never copied.
+        The data type comes from the numpy dtype and the shape from the array, unless given:
+        `data_type` (an onnx.TensorProto data type number) for raw views -- e.g. BFLOAT16 from a
+        uint16 or int16 array, FLOAT8E4M3FN from uint8, INT4 from packed uint8 bytes -- and `dims`
+        (needed for packed types, whose buffer holds the packed bytes). The payload must be
+        exactly dims x element size bytes, else InvalidArgumentError.
+        """
+        data = _as_array(array)
+        if data_type is None:
+            if data.dtype.byteorder == ">":
+                raise InvalidArgumentError(
+                    f"{self.path}: tensor {name!r}: big-endian arrays are not accepted "
+                    "(payloads are little-endian): pass array.astype(array.dtype.newbyteorder('<'))")
+            try:
+                data_type = _NUMPY_TO_ONNX[data.dtype]
+            except KeyError:
+                raise InvalidArgumentError(
+                    f"{self.path}: tensor {name!r}: numpy dtype {data.dtype} has no ONNX data type; "
+                    "pass data_type= for raw views") from None
+        shape = [int(d) for d in (dims if dims is not None else data.shape)]
+        if not data.flags.c_contiguous:
+            raise InvalidArgumentError(
+                f"{self.path}: tensor {name!r}: the array is not C-contiguous "
+                "(numpy.ascontiguousarray makes a contiguous copy)")
+        location, length = self._writer.add_tensor(name, data_type, shape, data)
+        tensor = onnx.TensorProto()
+        tensor.name = name
+        tensor.dims.extend(shape)
+        _set_data_type(tensor, data_type)
+        _make_reference(tensor, location, length)
+        return tensor
+
+    def finish(self, model: ModelLike) -> None:
+        """Checks `model` against the added entries, externalizes its other inline tensors at or
+        above the threshold, writes it as `__MODEL_PROTO` and moves the archive into place. On an
+        InvalidArgumentError (a wrong reference) the writer stays usable: fix the model and call
+        finish() again. A model of 2 GiB or more is handled as save() handles it."""
+        if _is_buffer(model):
+            self._writer.finish(model)
+        elif model.ByteSize() < _PROTOBUF_LIMIT:
+            self._writer.finish(model.SerializeToString())
+        else:
+            _finish_streaming(self._writer, model, self._threshold, self._dedupe)
+        self._finished = True
+
+    def abort(self) -> None:
+        """Discards the archive being written (nothing appears at the path). No-op after finish."""
+        self._writer.abort()
+        self._aborted = True
+
+    def __enter__(self) -> "ArchiveWriter":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._writer.abort()
+        if exc_type is None and not self._finished and not self._aborted:
+            raise BadStateError(
+                f"{self.path}: ArchiveWriter left without finish(model): nothing was written")
+
+
+def _as_array(array: Any) -> np.ndarray:
+    if isinstance(array, np.ndarray):
+        return array
+    if isinstance(array, (bytes, bytearray)):
+        return np.frombuffer(array, dtype=np.uint8)
+    if isinstance(array, memoryview):
+        return np.frombuffer(array, dtype=np.uint8) if array.format in ("B", "b", "c") and \
+            array.ndim <= 1 else np.asarray(array)
+    if hasattr(array, "detach") and hasattr(array, "numpy"):  # torch.Tensor, without importing torch
+        return array.detach().numpy()
+    return np.asarray(array)
+
+
+def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int = 1024,
+            dedupe: bool = False, external_data: Union[None, bool, str] = None,
+            max_file_size: int = 0, data_alignment: int = 4096) -> str:
+    """Converts a legacy .onnx model (weights inline or in any external-data layout) to an .onnxz
+    archive, or an archive to a legacy model; the direction comes from `src`'s content. Returns
+    the input's format, "legacy" or "onnxz". `dst` appears atomically; `src` is never written.
+
+    To .onnxz: `alignment`, `threshold`, `dedupe` as for save().
+    To legacy: weights inline when the model fits protobuf's 2 GiB, else in "<dst name>.data";
+    `external_data` True forces external data, a string also names the data file, False forces
+    inline (LimitExceededError past 2 GiB); `max_file_size` (bytes, 0: no limit) splits the data
+    into FILE, FILE.1...; `data_alignment` aligns each payload's offset in it; tensors under
+    `threshold` bytes stay inline.
+    """
+    mode = None if external_data is None else bool(external_data)
+    data_file_name = external_data if isinstance(external_data, str) else ""
+    return _onnxzip.convert(_path(src), _path(dst), alignment, threshold, dedupe, mode,
+                            data_file_name, max_file_size, data_alignment)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem verify() found. severity: "error" (load() refuses the archive for it, or a
+    CRC-32 is wrong) or "warning" (a deviation from the spec that load() accepts); entry and
+    tensor: what it concerns ("" when nothing in particular); offset: the byte offset in the
+    file; message: the description."""
+
+    severity: str
+    entry: str
+    tensor: str
+    offset: int
+    message: str
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What verify() found. ok: conforms to the spec (no finding at all); loadable: load() would
+    succeed and every CRC-32 is right (no "error" finding)."""
+
+    findings: Tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    @property
+    def loadable(self) -> bool:
+        return all(f.severity != "error" for f in self.findings)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def verify(path: PathLike, *, check_crc: bool = True) -> VerifyReport:
+    """Checks the archive at `path` against the .onnxz specification (ZIP structure, alignment,
+    CRC-32 of every entry unless check_crc=False, references, names) and returns every finding
+    instead of raising. Raises only when the file cannot be read (NotFoundError, IOFailure)."""
+    return VerifyReport(tuple(Finding(*f) for f in _onnxzip.verify(_path(path), check_crc)))
+
+
+class RepackResult(NamedTuple):
+    """What repack() did with the input's entries (see help(onnxzip.repack))."""
+
+    kept_entries: List[str]
+    unpacked_entries: List[str]
+    dropped_entries: List[str]
+
+
+def repack(src: PathLike, dst: PathLike, *, alignment: int = 64,
+           threshold: int = 1024) -> RepackResult:
+    """Writes a conforming .onnxz at `dst` from a ZIP archive of an ONNX model that another tool
+    made (deflated or unaligned entries, data descriptors, the model entry anywhere). Entries
+    referred to whole are kept (kept_entries), others resolved per tensor (unpacked_entries),
+    unreferenced ones dropped (dropped_entries)."""
+    return RepackResult(*_onnxzip.repack(_path(src), _path(dst), alignment, threshold))
+
+
+class EditResult(NamedTuple):
+    """What replace_model() did: compacted (the archive was rewritten without the entries in
+    dropped_entries), and the new `__MODEL_PROTO`'s local header offset and size, and the file's
+    size afterwards."""
+
+    compacted: bool
+    dropped_entries: List[str]
+    model_offset: int
+    model_size: int
+    file_size: int
+
+
+def replace_model(path: PathLike, model: ModelLike, *, compact: bool = False,
+                  durable: bool = True) -> EditResult:
+    """Replaces the model of the archive at `path` in place, without moving or rewriting a payload
+    byte: only `__MODEL_PROTO`, the central directory and the end records are rewritten, so the
+    cost is the model's size, whatever the weights weigh. Crash-safe: the file always reads as the
+    archive with the old model or the new one (with `durable`, also across a power loss).
+
+    `model` (an onnx.ModelProto or its bytes) refers to the archive's entries as
+    Archive.model does (edit archive.model, or a loaded model's references); every EXTERNAL tensor
+    must name an entry with the right size, and every entry must be referred to -- unless
+    `compact`, which rewrites the archive without the unreferenced entries (O(archive)). Inline
+    tensors stay inline. Views from open() stay valid (payload bytes do not change); reopen the
+    archive for its new model. Raises InvalidArgumentError naming the tensor or entry (the
+    archive is then unchanged), CorruptError for a broken archive, IOFailure (the message says
+    which model the file holds).
+
+        with onnxzip.open("model.onnxz") as archive:
+            model = archive.model
+        model.producer_name = "me"
+        onnxzip.replace_model("model.onnxz", model)
+    """
+    model_bytes = model if _is_buffer(model) else model.SerializeToString()
+    compacted, dropped, offset, size, file_size = _onnxzip.replace_model(
+        _path(path), model_bytes, compact, durable)
+    return EditResult(compacted, dropped, offset, size, file_size)
+
+
+def write_view_model(archive_path: PathLike, view_path: Optional[PathLike] = None) -> str:
+    """Writes a small legacy .onnx next to the archive whose initializers point into the archive
+    file itself (location, offset, length), so runtimes that know only ONNX external data load it
+    in place. Default path: "<archive stem>.view.onnx" in the archive's folder. Returns it."""
+    archive_path = _path(archive_path)
+    if view_path is None:
+        stem, _ = os.path.splitext(archive_path)
+        view_path = stem + ".view.onnx"
+    _onnxzip.write_view_model(archive_path, _path(view_path))
+    return _path(view_path)
+
+
+def export_torch(module: Any, args: Any, path: PathLike, *, alignment: int = 64,
+                 **export_kwargs: Any) -> onnx.ModelProto:
+    """Exports a torch.nn.Module to an .onnxz archive without ever building a protobuf that holds
+    the weights (so models over 2 GiB export): torch.onnx.export writes the graph only
+    (export_params=False; do_constant_folding=False and training=TrainingMode.PRESERVE unless
+    given, so that no parameter is computed by the exporter -- a module in eval() still exports
+    in eval mode, Conv and BatchNormalization unfused -- and parameters keep their state_dict
+    names), then every parameter and buffer the graph takes as an input is streamed into an
+    ArchiveWriter straight from the tensor's memory and becomes an initializer (and stops being
+    a graph input).
+
+    `args` and `export_kwargs` are torch.onnx.export's (input_names, opset_version,
+    dynamic_axes...). Parameters must be on the CPU. bfloat16 tensors are written as BFLOAT16.
+    Returns the model as written (tensors referring to entries).
+    """
+    from ._torch_export import export_torch as _export
+
+    return _export(module, args, path, alignment=alignment, **export_kwargs)

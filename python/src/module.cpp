@@ -1,0 +1,426 @@
+// onnxzip._onnxzip: the C++ library as seen from Python. The public package (python/onnxzip/)
+// builds the Pythonic API on top: onnx.ModelProto in and out, numpy views, exceptions, docs.
+// This layer only moves bytes and calls the library: models cross as serialized bytes
+// (parse_model / serialize_model on this side, onnx on the other), payloads as buffers that are
+// borrowed, never copied. Every call that reads or writes a file releases the GIL.
+//
+// Errors: an onnxzip::Error becomes the Python class onnxzip._errors picks for its code (one
+// family under onnxzip.Error), with the library's message and the code as `.code`.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "onnxzip/archive.h"
+#include "onnxzip/bytes.h"
+#include "onnxzip/convert.h"
+#include "onnxzip/edit.h"
+#include "onnxzip/error.h"
+#include "onnxzip/legacy.h"
+#include "onnxzip/onnx_codec.h"
+#include "onnxzip/onnx_model.h"
+#include "onnxzip/tensor.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// A C-contiguous buffer of any Python object (bytes, bytearray, memoryview, numpy array...),
+// held for the lifetime of this object. Acquire and release need the GIL; the bytes may be read
+// without it.
+class HeldBuffer final {
+ public:
+  explicit HeldBuffer(const py::handle object) {
+    if (PyObject_GetBuffer(object.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0) {
+      throw py::error_already_set();
+    }
+  }
+  ~HeldBuffer() { PyBuffer_Release(&view_); }
+  HeldBuffer(const HeldBuffer&) = delete;
+  HeldBuffer& operator=(const HeldBuffer&) = delete;
+
+  onnxzip::ByteSpan span() const noexcept {
+    return {static_cast<const std::uint8_t*>(view_.buf), static_cast<std::size_t>(view_.len)};
+  }
+
+ private:
+  Py_buffer view_{};
+};
+
+// Text from a file (entry and tensor names) need not be UTF-8: undecodable bytes become lone
+// surrogates, as os.fsdecode does, so names still round-trip; messages get backslash escapes.
+py::str file_text(const std::string_view text, const char* const errors = "surrogateescape") {
+  PyObject* const decoded =
+      PyUnicode_DecodeUTF8(text.data(), static_cast<py::ssize_t>(text.size()), errors);
+  if (decoded == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(decoded);
+}
+
+void translate_error(std::exception_ptr thrown) {
+  try {
+    if (thrown) std::rethrow_exception(thrown);
+  } catch (const onnxzip::Error& e) {
+    const py::object make = py::module_::import("onnxzip._errors").attr("_from_code");
+    const py::object exception =
+        make(std::string(onnxzip::to_string(e.code())), file_text(e.message(), "backslashreplace"));
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr())), exception.ptr());
+  }
+}
+
+onnxzip::SaveOptions save_options(const std::uint32_t alignment, const std::uint64_t threshold,
+                                  const bool dedupe) {
+  onnxzip::SaveOptions options;
+  options.alignment = alignment;
+  options.threshold = threshold;
+  options.dedupe = dedupe;
+  return options;
+}
+
+// Parses serialized model bytes that the caller keeps alive for as long as the model is used.
+onnxzip::ModelProto parse_borrowed(const onnxzip::ByteSpan bytes) {
+  onnxzip::ParseOptions options;
+  options.no_copy = true;
+  return onnxzip::parse_model(bytes, options, "<model bytes>");
+}
+
+void save_bytes(const py::handle model_bytes, const std::filesystem::path& path,
+                const std::uint32_t alignment, const std::uint64_t threshold, const bool dedupe) {
+  const HeldBuffer buffer(model_bytes);
+  const py::gil_scoped_release unlocked;
+  const onnxzip::ModelProto model = parse_borrowed(buffer.span());
+  onnxzip::save(model, path, save_options(alignment, threshold, dedupe));
+}
+
+// The numpy dtype that views a payload of `data_type`; types numpy lacks are raw views of their
+// storage unit (the Python docs list them).
+py::dtype dtype_for(const std::int32_t data_type) {
+  using T = onnxzip::TensorProto;
+  switch (data_type) {
+    case T::kFloat:
+      return py::dtype::of<float>();
+    case T::kUint8:
+      return py::dtype::of<std::uint8_t>();
+    case T::kInt8:
+      return py::dtype::of<std::int8_t>();
+    case T::kUint16:
+      return py::dtype::of<std::uint16_t>();
+    case T::kInt16:
+      return py::dtype::of<std::int16_t>();
+    case T::kInt32:
+      return py::dtype::of<std::int32_t>();
+    case T::kInt64:
+      return py::dtype::of<std::int64_t>();
+    case T::kBool:
+      return py::dtype("?");
+    case T::kFloat16:
+      return py::dtype("<f2");
+    case T::kDouble:
+      return py::dtype::of<double>();
+    case T::kUint32:
+      return py::dtype::of<std::uint32_t>();
+    case T::kUint64:
+      return py::dtype::of<std::uint64_t>();
+    case T::kComplex64:
+      return py::dtype("<c8");
+    case T::kComplex128:
+      return py::dtype("<c16");
+    case T::kBfloat16:
+      return py::dtype::of<std::uint16_t>();
+    default:
+      return py::dtype::of<std::uint8_t>();  // 8-bit floats and the packed types.
+  }
+}
+
+// An opened archive, shared with every numpy view made from it: a view of an inflated (deflated
+// in the file) payload keeps the whole Archive alive, a view of a stored one only the mapping.
+class PyArchive final {
+ public:
+  explicit PyArchive(const std::filesystem::path& path) {
+    onnxzip::LoadOptions options;
+    options.no_copy = true;
+    const py::gil_scoped_release unlocked;
+    archive_ = std::make_shared<const onnxzip::Archive>(onnxzip::Archive::open(path, options));
+  }
+
+  py::bytes model_bytes() const {
+    const onnxzip::ByteSpan bytes = archive().model_bytes();
+    return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+  }
+
+  // (tensor_name, location, data_type, dims, nbytes, file_offset, alignment, zero_copy, site)
+  // per external tensor, in the model's order.
+  py::list tensors() const {
+    py::list result;
+    for (const onnxzip::Archive::TensorInfo& t : archive().tensors()) {
+      result.append(py::make_tuple(file_text(t.tensor_name), file_text(t.location), t.data_type,
+                                   t.dims, t.data.size(), t.file_offset, t.alignment, t.zero_copy,
+                                   file_text(t.site)));
+    }
+    return result;
+  }
+
+  // A read-only numpy array over tensor `index` of tensors(), no byte copied.
+  py::array array(const std::size_t index) const {
+    const onnxzip::Archive::TensorInfo& t = info(index);
+    std::vector<py::ssize_t> shape;
+    if (onnxzip::is_sub_byte_type(t.data_type)) {
+      shape.push_back(static_cast<py::ssize_t>(t.data.size()));
+    } else {
+      shape.assign(t.dims.begin(), t.dims.end());
+    }
+    // The capsule is the array's base: it owns a reference to the memory, so the array outlives
+    // this object and the Python Archive.
+    py::capsule base;
+    if (t.zero_copy) {
+      base = py::capsule(new onnxzip::OwnerToken(archive().owner()),
+                         [](void* p) { delete static_cast<onnxzip::OwnerToken*>(p); });
+    } else {
+      base = py::capsule(new std::shared_ptr<const onnxzip::Archive>(archive_), [](void* p) {
+        delete static_cast<std::shared_ptr<const onnxzip::Archive>*>(p);
+      });
+    }
+    py::array result(dtype_for(t.data_type), shape, t.data.data(), base);
+    py::detail::array_proxy(result.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+    return result;
+  }
+
+  // A copy of tensor `index`'s payload (for onnx's raw_data, which must own its bytes).
+  py::bytes payload(const std::size_t index) const {
+    const onnxzip::ByteSpan data = info(index).data;
+    PyObject* const bytes =
+        PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(data.size()));
+    if (bytes == nullptr) throw py::error_already_set();
+    py::bytes result = py::reinterpret_steal<py::bytes>(bytes);
+    {
+      const py::gil_scoped_release unlocked;
+      if (!data.empty()) std::memcpy(PyBytes_AS_STRING(bytes), data.data(), data.size());
+    }
+    return result;
+  }
+
+  void close() { archive_.reset(); }
+  bool closed() const { return archive_ == nullptr; }
+
+ private:
+  const onnxzip::Archive& archive() const {
+    if (!archive_) throw onnxzip::Error(onnxzip::ErrorCode::kBadState, "the archive is closed");
+    return *archive_;
+  }
+  const onnxzip::Archive::TensorInfo& info(const std::size_t index) const {
+    const auto& tensors = archive().tensors();
+    if (index >= tensors.size()) throw py::index_error("no tensor " + std::to_string(index));
+    return tensors[index];
+  }
+
+  std::shared_ptr<const onnxzip::Archive> archive_;
+};
+
+// ArchiveWriter with an explicit abort(), so that Python's `with` decides when the temporary
+// file goes, not the garbage collector.
+class PyWriter final {
+ public:
+  PyWriter(const std::filesystem::path& path, const std::uint32_t alignment,
+           const std::uint64_t threshold, const bool dedupe) {
+    const py::gil_scoped_release unlocked;
+    writer_.emplace(path, save_options(alignment, threshold, dedupe));
+  }
+
+  std::pair<std::string, std::uint64_t> add_tensor(const std::string& name,
+                                                   const std::int32_t data_type,
+                                                   const std::vector<std::int64_t>& dims,
+                                                   const py::handle data) {
+    onnxzip::ArchiveWriter& w = writer();
+    const HeldBuffer buffer(data);
+    const py::gil_scoped_release unlocked;
+    const onnxzip::TensorRef ref = w.add_tensor(name, data_type, dims, buffer.span());
+    return {ref.location, ref.length};
+  }
+
+  // Adds the payload of a serialized TensorProto (raw_data, or a typed field converted to raw
+  // little-endian bytes as save() does), named after the tensor. None for a tensor save() would
+  // leave inline whatever its size (STRING, UNDEFINED, a type this library does not know).
+  std::optional<std::pair<std::string, std::uint64_t>> add_tensor_proto(
+      const py::handle tensor_bytes) {
+    onnxzip::ArchiveWriter& w = writer();
+    const HeldBuffer buffer(tensor_bytes);
+    const py::gil_scoped_release unlocked;
+    onnxzip::ParseOptions options;
+    options.no_copy = true;
+    const auto tensor =
+        onnxzip::parse_message<onnxzip::TensorProto>(buffer.span(), options, "<tensor bytes>");
+    const std::int32_t data_type = tensor.data_type.value_or(0);
+    if (onnxzip::element_bits(data_type) == 0) return std::nullopt;
+    const std::string name(tensor.name.value_or(""));
+    const std::vector<std::int64_t> dims(tensor.dims.begin(), tensor.dims.end());
+    if (tensor.raw_data && !onnxzip::typed_data_to_raw(tensor).empty()) {
+      throw onnxzip::Error(onnxzip::ErrorCode::kInvalidArgument,
+                           w.path().string() + ": tensor \"" + name +
+                               "\": carries both raw_data and a typed field; which one is the "
+                               "payload?");
+    }
+    onnxzip::TensorRef ref;
+    if (tensor.raw_data) {
+      ref = w.add_tensor(name, data_type, dims, tensor.raw_data->view());
+    } else {
+      const onnxzip::OwnedBytes raw = onnxzip::typed_data_to_raw(tensor);
+      ref = w.add_tensor(name, data_type, dims, raw.span());
+    }
+    return std::make_pair(ref.location, ref.length);
+  }
+
+  void finish(const py::handle model_bytes) {
+    onnxzip::ArchiveWriter& w = writer();
+    const HeldBuffer buffer(model_bytes);
+    const py::gil_scoped_release unlocked;
+    w.finish(parse_borrowed(buffer.span()));
+  }
+
+  // Drops the writer: its temporary file is removed, nothing appears at the path (unless
+  // finish() succeeded before).
+  void abort() {
+    const py::gil_scoped_release unlocked;
+    writer_.reset();
+  }
+
+ private:
+  onnxzip::ArchiveWriter& writer() {
+    if (!writer_) {
+      throw onnxzip::Error(onnxzip::ErrorCode::kBadState, "the writer was aborted or closed");
+    }
+    return *writer_;
+  }
+
+  std::optional<onnxzip::ArchiveWriter> writer_;
+};
+
+// convert() with the options Python passes by keyword; returns the input's format.
+std::string convert(const std::filesystem::path& in, const std::filesystem::path& out,
+                    const std::uint32_t alignment, const std::uint64_t threshold, const bool dedupe,
+                    const std::optional<bool> external_data, const std::string& data_file_name,
+                    const std::uint64_t max_file_size, const std::uint64_t data_alignment) {
+  onnxzip::ConvertOptions options;
+  options.archive = save_options(alignment, threshold, dedupe);
+  if (external_data) {
+    options.legacy.mode = *external_data ? onnxzip::LegacyWriteOptions::Mode::kExternal
+                                         : onnxzip::LegacyWriteOptions::Mode::kInline;
+  }
+  options.legacy.data_file_name = data_file_name;
+  options.legacy.max_file_size = max_file_size;
+  options.legacy.alignment = data_alignment;
+  options.legacy.threshold = threshold;
+  const py::gil_scoped_release unlocked;
+  const onnxzip::ModelFormat format = onnxzip::convert(in, out, options);
+  return format == onnxzip::ModelFormat::kOnnxz ? "onnxz" : "legacy";
+}
+
+// (severity, entry, tensor, offset, message) per finding.
+py::list verify(const std::filesystem::path& path, const bool check_crc) {
+  onnxzip::VerifyOptions options;
+  options.check_crc = check_crc;
+  onnxzip::VerifyReport report;
+  {
+    const py::gil_scoped_release unlocked;
+    report = onnxzip::verify(path, options);
+  }
+  py::list result;
+  for (const onnxzip::VerifyFinding& f : report.findings) {
+    result.append(py::make_tuple(std::string(onnxzip::to_string(f.severity)), file_text(f.entry),
+                                 file_text(f.tensor), f.offset,
+                                 file_text(f.message, "backslashreplace")));
+  }
+  return result;
+}
+
+// (compacted, dropped_entries, model_offset, model_size, file_size)
+py::tuple replace_model(const std::filesystem::path& path, const py::handle model_bytes,
+                        const bool compact, const bool durable) {
+  onnxzip::EditOptions options;
+  options.compact = compact;
+  options.durable = durable;
+  onnxzip::EditResult result;
+  {
+    const HeldBuffer buffer(model_bytes);
+    const py::gil_scoped_release unlocked;
+    result = onnxzip::replace_model(path, parse_borrowed(buffer.span()), options);
+  }
+  py::list dropped;
+  for (const std::string& entry : result.dropped_entries) dropped.append(file_text(entry));
+  return py::make_tuple(result.compacted, dropped, result.model_offset, result.model_size,
+                        result.file_size);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_onnxzip, m) {
+  m.doc() = "The onnxzip C++ library (internal: use the onnxzip package).";
+  py::register_exception_translator(&translate_error);
+
+  m.def("save_bytes", &save_bytes, py::arg("model_bytes"), py::arg("path"), py::arg("alignment"),
+        py::arg("threshold"), py::arg("dedupe"));
+  m.def("convert", &convert, py::arg("src"), py::arg("dst"), py::arg("alignment"),
+        py::arg("threshold"), py::arg("dedupe"), py::arg("external_data"),
+        py::arg("data_file_name"), py::arg("max_file_size"), py::arg("data_alignment"));
+  m.def("verify", &verify, py::arg("path"), py::arg("check_crc"));
+  m.def("replace_model", &replace_model, py::arg("path"), py::arg("model_bytes"),
+        py::arg("compact"), py::arg("durable"));
+  m.def(
+      "repack",
+      [](const std::filesystem::path& in, const std::filesystem::path& out,
+         const std::uint32_t alignment, const std::uint64_t threshold) {
+        onnxzip::RepackResult r;
+        {
+          const py::gil_scoped_release unlocked;
+          r = onnxzip::repack(in, out, save_options(alignment, threshold, false));
+        }
+        const auto names = [](const std::vector<std::string>& entries) {
+          py::list list;
+          for (const std::string& entry : entries) list.append(file_text(entry));
+          return list;
+        };
+        return py::make_tuple(names(r.kept_entries), names(r.unpacked_entries),
+                              names(r.dropped_entries));
+      },
+      py::arg("src"), py::arg("dst"), py::arg("alignment"), py::arg("threshold"));
+  m.def(
+      "write_view_model",
+      [](const std::filesystem::path& archive, const std::filesystem::path& view) {
+        const py::gil_scoped_release unlocked;
+        onnxzip::write_view_model(archive, view);
+      },
+      py::arg("archive_path"), py::arg("view_path"));
+  m.def(
+      "data_type_name",
+      [](const std::int32_t data_type) { return std::string(onnxzip::data_type_name(data_type)); },
+      py::arg("data_type"));
+  m.def("element_bits", &onnxzip::element_bits, py::arg("data_type"));
+
+  py::class_<PyArchive>(m, "Archive")
+      .def(py::init<const std::filesystem::path&>(), py::arg("path"))
+      .def("model_bytes", &PyArchive::model_bytes)
+      .def("tensors", &PyArchive::tensors)
+      .def("array", &PyArchive::array, py::arg("index"))
+      .def("payload", &PyArchive::payload, py::arg("index"))
+      .def("close", &PyArchive::close)
+      .def_property_readonly("closed", &PyArchive::closed);
+
+  py::class_<PyWriter>(m, "ArchiveWriter")
+      .def(py::init<const std::filesystem::path&, std::uint32_t, std::uint64_t, bool>(),
+           py::arg("path"), py::arg("alignment"), py::arg("threshold"), py::arg("dedupe"))
+      .def("add_tensor", &PyWriter::add_tensor, py::arg("name"), py::arg("data_type"),
+           py::arg("dims"), py::arg("data"))
+      .def("add_tensor_proto", &PyWriter::add_tensor_proto, py::arg("tensor_bytes"))
+      .def("finish", &PyWriter::finish, py::arg("model_bytes"))
+      .def("abort", &PyWriter::abort);
+}

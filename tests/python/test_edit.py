@@ -1,0 +1,66 @@
+"""replace_model: a new model for an existing archive, payload bytes untouched."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+import onnxzip
+
+
+def _payload_bytes(path):
+    with onnxzip.open(path) as archive:
+        return {info.location: (info.offset, archive.get_tensor(info.key).tobytes())
+                for info in archive.tensors}
+
+
+def test_replace_model_keeps_every_payload_in_place(small_archive):
+    path, arrays, _ = small_archive
+    before = _payload_bytes(path)
+    with onnxzip.open(path) as archive:
+        model = archive.model
+        view = archive.get_tensor("encoder.weight")
+    model.producer_name = "edited"
+    model.doc_string = "x" * 5000
+    result = onnxzip.replace_model(path, model)
+    assert not result.compacted and result.dropped_entries == []
+    assert result.file_size == path.stat().st_size
+    assert _payload_bytes(path) == before  # same offsets, same bytes
+    np.testing.assert_array_equal(view, arrays["encoder.weight"])  # a view from before the edit
+    loaded = onnxzip.load(path)
+    assert loaded.producer_name == "edited" and loaded.doc_string == "x" * 5000
+    assert onnxzip.verify(path).ok
+
+
+def test_replace_model_refuses_a_dropped_reference_unless_compact(small_archive):
+    path, arrays, _ = small_archive
+    original = path.read_bytes()
+    with onnxzip.open(path) as archive:
+        model = archive.model
+    kept = [t for t in model.graph.initializer if t.name != "encoder.bias"]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(kept)
+    model.graph.ClearField("node")
+    model.graph.ClearField("output")
+    with pytest.raises(onnxzip.InvalidArgumentError, match="encoder_bias") as raised:
+        onnxzip.replace_model(path, model)
+    assert raised.value.code == "invalid_argument"
+    assert path.read_bytes() == original  # unchanged
+    result = onnxzip.replace_model(path, model, compact=True)
+    assert result.compacted and result.dropped_entries == ["encoder_bias"]
+    with onnxzip.open(path) as archive:
+        assert archive.keys() == ["encoder.weight"]
+        np.testing.assert_array_equal(archive.get_tensor("encoder.weight"),
+                                      arrays["encoder.weight"])
+
+
+def test_replace_model_checks_sizes(small_archive):
+    path, _, _ = small_archive
+    with onnxzip.open(path) as archive:
+        model = archive.model
+    model.graph.initializer[0].dims[0] = 63  # the entry holds 64 x 32 floats
+    with pytest.raises(onnxzip.InvalidArgumentError, match="encoder"):
+        onnxzip.replace_model(path, model)
+    with pytest.raises(onnxzip.NotFoundError):
+        onnxzip.replace_model(path.with_name("missing.onnxz"), onnx.ModelProto())

@@ -1,0 +1,99 @@
+"""The onnxzip.Error family, and hostile archives: errors, never a crash."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+import onnx.numpy_helper as nh
+import pytest
+
+import onnxzip
+from conftest import make_model
+
+CORPORA = "/work/shared/corpora/zip"
+
+
+def test_a_missing_file_is_not_found(tmp_path):
+    missing = tmp_path / "missing.onnxz"
+    for call in (onnxzip.open, onnxzip.load, onnxzip.verify):
+        with pytest.raises(onnxzip.NotFoundError) as raised:
+            call(missing)
+        error = raised.value
+        assert isinstance(error, FileNotFoundError) and isinstance(error, OSError)
+        assert isinstance(error, onnxzip.Error)
+        assert error.code == "not_found"
+        assert str(missing) in str(error) and not str(error).startswith("not_found")
+
+
+def test_a_file_that_is_not_an_archive_is_corrupt(tmp_path):
+    path = tmp_path / "text.onnxz"
+    path.write_bytes(b"PK\x03\x04 this is not really a zip archive" * 4)
+    with pytest.raises(onnxzip.CorruptError) as raised:
+        onnxzip.open(path)
+    assert raised.value.code == "corrupt" and isinstance(raised.value, ValueError)
+    assert str(path) in str(raised.value)
+    report = onnxzip.verify(path)
+    assert not report.loadable and report.findings[0].severity == "error"
+
+
+def test_bad_arguments_are_invalid_argument(tmp_path, small_archive):
+    model = make_model([nh.from_array(np.zeros(1000, np.float32), "w")])
+    with pytest.raises(onnxzip.InvalidArgumentError, match="alignment"):
+        onnxzip.save(model, tmp_path / "a.onnxz", alignment=48)
+    with pytest.raises(TypeError):
+        onnxzip.save("model.onnx", tmp_path / "b.onnxz")
+    with pytest.raises(onnxzip.CorruptError, match="<model bytes>"):
+        onnxzip.save(b"\xff\xff\xff", tmp_path / "c.onnxz")
+    path, _, _ = small_archive
+    with onnxzip.open(path) as archive:
+        with pytest.raises(KeyError, match="nothing"):
+            archive.get_tensor("nothing")
+    # A tensor still referring to legacy external data cannot be saved as is.
+    stored = onnxzip.load(path, load_external_data=False)
+    with pytest.raises(onnxzip.InvalidArgumentError, match="EXTERNAL|external"):
+        onnxzip.save(stored, tmp_path / "d.onnxz")
+    assert sorted(os.listdir(tmp_path)) == ["model.onnxz"]
+
+
+def _every_call(path):
+    """Every reading entry point on `path`; returns how many raised onnxzip.Error."""
+    failures = 0
+    for call in (lambda: onnxzip.load(path),
+                 lambda: [a.get_tensor(k).sum() for a in [onnxzip.open(path)] for k in a.keys()],
+                 lambda: onnxzip.open(path).model):
+        try:
+            call()
+        except onnxzip.Error:
+            failures += 1
+    report = onnxzip.verify(path)  # never raises for content
+    assert all(f.severity in ("error", "warning") for f in report.findings)
+    return failures
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPORA), reason="the shared zip corpus is absent")
+def test_zip_corpus_raises_errors_only():
+    paths = sorted(glob.glob(os.path.join(CORPORA, "*", "*")))
+    paths = [p for p in paths if os.path.isfile(p) and not p.endswith(".md")]
+    assert len(paths) > 100
+    refused = sum(_every_call(p) > 0 for p in paths)
+    assert refused == len(paths)  # none of them holds an ONNX model
+
+
+def test_truncated_and_bit_flipped_archives_raise_errors_only(tmp_path, small_archive):
+    path, _, _ = small_archive
+    data = path.read_bytes()
+    hostile = tmp_path / "hostile.onnxz"
+    refused = 0
+    cuts = sorted(set(list(range(0, len(data), max(1, len(data) // 97))) + [len(data) - 1]))
+    for cut in cuts:
+        hostile.write_bytes(data[:cut])
+        refused += _every_call(hostile) > 0
+    assert refused == len(cuts)  # every truncation breaks the end record or the model
+    rng = np.random.default_rng(11)
+    for position in rng.integers(0, len(data), 300):
+        flipped = bytearray(data)
+        flipped[position] ^= 1 << int(rng.integers(0, 8))
+        hostile.write_bytes(bytes(flipped))
+        _every_call(hostile)  # error or success (a flipped payload bit loads), never a crash
