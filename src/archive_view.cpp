@@ -40,7 +40,7 @@ std::filesystem::path folder_of(const std::filesystem::path& path) {
 }  // namespace
 
 void write_view_model(const std::filesystem::path& archive_path,
-                      const std::filesystem::path& view_path) {
+                      const std::filesystem::path& view_path, FileAccess access) {
   const std::string label =
       "view " + quote(view_path.string()) + " of " + quote(archive_path.string());
   if (!archive_path.has_filename() || !view_path.has_filename()) {
@@ -59,7 +59,9 @@ void write_view_model(const std::filesystem::path& archive_path,
   }
   const std::string location = archive_path.filename().string();
 
-  const Archive archive = Archive::open(archive_path);
+  LoadOptions load_options;
+  load_options.access = access;
+  const Archive archive = Archive::open(archive_path, load_options);
   ParseOptions parse;
   parse.no_copy = true;  // Inline payloads borrow from the archive while the view is written.
   ModelProto view = parse_message<ModelProto>(archive.model_bytes(), parse,

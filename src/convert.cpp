@@ -121,8 +121,8 @@ bool valid_entry_name(std::string_view name) {
 
 class Repacker final {
  public:
-  Repacker(const fs::path& in, const fs::path& out, const SaveOptions& options)
-      : in_(in), out_(out), options_(options), zip_(ZipReader::open(in)) {}
+  Repacker(const fs::path& in, const fs::path& out, const SaveOptions& options, FileAccess access)
+      : in_(in), out_(out), options_(options), zip_(ZipReader::open(in, {}, access)) {}
 
   RepackResult run();
 
@@ -368,9 +368,10 @@ ModelFormat convert(const fs::path& in, const fs::path& out, const ConvertOption
   return format;
 }
 
-RepackResult repack(const fs::path& in_zip, const fs::path& out, const SaveOptions& options) {
+RepackResult repack(const fs::path& in_zip, const fs::path& out, const SaveOptions& options,
+                    FileAccess access) {
   if (same_file(in_zip, out)) refuse_overwrite(in_zip, out, "the input archive");
-  return Repacker(in_zip, out, options).run();
+  return Repacker(in_zip, out, options, access).run();
 }
 
 }  // namespace onnxzip
