@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "onnxzip/mapped_file.h"
+
 namespace CLI {
 class App;
 class Option;
@@ -33,7 +35,10 @@ class UsageError final : public std::runtime_error {
 
 // Flags of the main program that every command honours.
 struct GlobalOptions {
-  bool quiet = false;  // No progress bar, no "ok" lines, no notes.
+  bool quiet = false;    // No progress bar, no "ok" lines, no notes.
+  bool no_mmap = false;  // Read inputs into memory instead of mapping them (mapped_file.h).
+
+  FileAccess access() const noexcept { return no_mmap ? FileAccess::kRead : FileAccess::kMap; }
 };
 
 // One subcommand: its CLI11 App (owned by the parent) and what runs it once parsed. run()

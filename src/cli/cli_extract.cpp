@@ -47,6 +47,7 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
   ConvertOptions options;
   options.legacy.mode = LegacyWriteOptions::Mode::kExternal;
   options.load.verify_crc = true;
+  options.load.access = global.access();
   const fs::path data = dir / (model.filename().string() + ".data");
 
   std::error_code ec;
@@ -84,12 +85,12 @@ struct ViewArgs {
   std::string out;
 };
 
-int run_view(const ViewArgs& args) {
+int run_view(const ViewArgs& args, const GlobalOptions& global) {
   require_archive(args.archive);
   const fs::path out = args.out.empty() ? fs::path(args.archive).parent_path() /
                                               (stem_of(args.archive) + ".view.onnx")
                                         : fs::path(args.out);
-  write_view_model(args.archive, out);
+  write_view_model(args.archive, out, global.access());
   return kExitOk;
 }
 
@@ -111,7 +112,7 @@ Command add_extract_command(CLI::App& app, const GlobalOptions& global) {
   return {sub, [args, &global] { return run_extract(*args, global); }};
 }
 
-Command add_view_command(CLI::App& app, const GlobalOptions&) {
+Command add_view_command(CLI::App& app, const GlobalOptions& global) {
   CLI::App* sub = app.add_subcommand(
       "view", "Write a small .onnx that uses the archive's weights in place (external data)");
   auto args = std::make_shared<ViewArgs>();
@@ -127,7 +128,7 @@ Command add_view_command(CLI::App& app, const GlobalOptions&) {
       "Example:\n"
       "  onnxzip view model.onnxz    # writes model.view.onnx\n"
       "  python3 -c \"import onnxruntime as ort; ort.InferenceSession('model.view.onnx')\"");
-  return {sub, [args] { return run_view(*args); }};
+  return {sub, [args, &global] { return run_view(*args, global); }};
 }
 
 }  // namespace onnxzip::cli

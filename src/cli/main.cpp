@@ -2,8 +2,9 @@
 // never in the library. Each command lives in its own cli_*.cpp.
 //
 // Exit codes: 0 success; 1 a runtime failure (one line "onnxzip: error: <message>" on standard
-// error, the message naming the file and the problem) or problems found by verify; 2 a usage
-// error (a one-line message and a pointer to --help).
+// error, the message naming the file and the problem; an input that shrinks under its mapping
+// too: cli_signals.h) or problems found by verify; 2 a usage error (a one-line message and a
+// pointer to --help).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "cli_common.h"
+#include "cli_signals.h"
 #include "onnxzip/error.h"
 
 #ifndef ONNXZIP_VERSION
@@ -39,6 +41,7 @@ int runtime_error(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  onnxzip::cli::install_signal_handlers();
   CLI::App app{
       "onnxzip: the ONNX zip container (.onnxz).\n"
       "An .onnxz file is a ZIP archive holding an ONNX model whose weights are stored,\n"
@@ -50,6 +53,10 @@ int main(int argc, char** argv) {
   onnxzip::cli::GlobalOptions global;
   app.add_flag("-q,--quiet", global.quiet,
                "No progress bar, no 'ok' lines, no notes: only results and errors");
+  app.add_flag("--no-mmap", global.no_mmap,
+               "Read input files into memory instead of mapping them: for files that other "
+               "programs may change or truncate while onnxzip reads them (network file systems "
+               "too)");
   app.footer(
       "Examples:\n"
       "  onnxzip convert model.onnx model.onnxz\n"
