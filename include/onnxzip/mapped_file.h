@@ -65,7 +65,8 @@ class MappedFile final {
   ByteSpan bytes() const noexcept { return bytes_; }
   const std::filesystem::path& path() const noexcept { return path_; }
   // The open descriptor of the file whose bytes these are (for pread); valid as long as this
-  // object. The same file as bytes(), whatever has happened to its path since.
+  // object. The same file as bytes(), whatever has happened to its path since. (A live mapping
+  // holds two descriptors, this one and Boost's; a reading, kRead, holds one.)
   int descriptor() const noexcept;
   FileAccess access() const noexcept { return access_; }
 

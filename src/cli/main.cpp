@@ -5,6 +5,7 @@
 // error, the message naming the file and the problem; an input that shrinks under its mapping
 // too: cli_signals.h) or problems found by verify; 2 a usage error (a one-line message and a
 // pointer to --help).
+#include <sys/resource.h>
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -33,6 +34,17 @@ int usage_error(const std::string& message) {
   return kExitUsage;
 }
 
+// Every mapped input file holds two descriptors while its tensors live (MappedFile's, and Boost's
+// own), and a legacy model may have a data file per tensor: the soft limit (often 1024) goes up
+// to the hard one, as the limit is meant to be raised by programs that need it.
+void raise_open_file_limit() noexcept {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 int runtime_error(const std::string& message) {
   std::fprintf(stderr, "onnxzip: error: %s\n", message.c_str());
   return kExitFailure;
@@ -42,6 +54,7 @@ int runtime_error(const std::string& message) {
 
 int main(int argc, char** argv) {
   onnxzip::cli::install_signal_handlers();
+  raise_open_file_limit();
   CLI::App app{
       "onnxzip: the ONNX zip container (.onnxz).\n"
       "An .onnxz file is a ZIP archive holding an ONNX model whose weights are stored,\n"
