@@ -92,7 +92,7 @@ std::unique_ptr<Archive::State> open_state(ZipReader zip, const LoadOptions& opt
 }
 
 ZipReader open_zip(const std::filesystem::path& path, const LoadOptions& options) {
-  return ZipReader::open(path, options.zip);
+  return ZipReader::open(path, options.zip, options.access);
 }
 
 }  // namespace

@@ -344,7 +344,7 @@ VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options,
 }
 
 VerifyReport verify(const std::filesystem::path& path, const VerifyOptions& options) {
-  const std::shared_ptr<const MappedFile> mapping = MappedFile::open(path);
+  const std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, options.access);
   return verify(mapping->bytes(), options, path.string());
 }
 

@@ -122,8 +122,8 @@ bool valid_entry_name(std::string_view name) {
 class Repacker final {
  public:
   Repacker(const fs::path& in, const fs::path& out, const SaveOptions& options,
-           const ZipReaderOptions& zip_options)
-      : in_(in), out_(out), options_(options), zip_(ZipReader::open(in, zip_options)) {}
+           const ZipReaderOptions& zip_options, FileAccess access)
+      : in_(in), out_(out), options_(options), zip_(ZipReader::open(in, zip_options, access)) {}
 
   RepackResult run();
 
@@ -376,9 +376,9 @@ ModelFormat convert(const fs::path& in, const fs::path& out, const ConvertOption
 }
 
 RepackResult repack(const fs::path& in_zip, const fs::path& out, const SaveOptions& options,
-                    const ZipReaderOptions& zip_options) {
+                    const ZipReaderOptions& zip_options, FileAccess access) {
   if (same_file(in_zip, out)) refuse_overwrite(in_zip, out, "the input archive");
-  return Repacker(in_zip, out, options, zip_options).run();
+  return Repacker(in_zip, out, options, zip_options, access).run();
 }
 
 }  // namespace onnxzip

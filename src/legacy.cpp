@@ -1,9 +1,8 @@
 // Legacy model files: resolving external data on read, placing it on write (legacy.h).
 //
 // Reading walks each location component by component under the model's folder with openat and
-// O_NOFOLLOW, so the file whose links and type were checked is the file mapped: the mapping is
-// opened through /proc/self/fd/N where Linux provides it (elsewhere the path is mapped and its
-// identity compared with the checked descriptor afterwards).
+// O_NOFOLLOW, so the file whose links and type were checked is the file mapped: the checked
+// descriptor itself goes to MappedFile::adopt.
 #include "onnxzip/legacy.h"
 
 #include <fcntl.h>
@@ -32,11 +31,13 @@
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/output_file.h"
 #include "onnxzip/tensor.h"
+#include "posix_file.h"
 #include "progress_meter.h"
 
 namespace onnxzip {
 namespace {
 
+using detail::Fd;
 using detail::quote;
 
 constexpr std::string_view kLocationKey = "location";
@@ -59,33 +60,6 @@ bool has_typed_data(const TensorProto& t) {
 bool is_external(const TensorProto& t) {
   return t.data_location.value_or(TensorProto::kDefault) == TensorProto::kExternal;
 }
-
-// A file descriptor closed when it goes away.
-class Fd final {
- public:
-  Fd() noexcept = default;
-  explicit Fd(int fd) noexcept : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-
-  int get() const noexcept { return fd_; }
-  void reset() noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 // --- Reading: external references ---
 
@@ -312,28 +286,16 @@ class DataFiles final {
     return file;
   }
 
-  // Maps the checked descriptor's file. Through /proc/self/fd the mapping is of that very file;
-  // without /proc, the path is mapped and compared with the descriptor afterwards.
-  std::shared_ptr<const MappedFile> map_descriptor(const Fd& file, const struct stat& checked,
+  // Maps (or reads, options_.access) the checked descriptor's file: MappedFile maps the very
+  // file the descriptor is open on.
+  std::shared_ptr<const MappedFile> map_descriptor(Fd& file, const struct stat& checked,
                                                    const std::string& location,
                                                    const ReferenceContext& ctx) {
-    const std::filesystem::path by_fd = "/proc/self/fd/" + std::to_string(file.get());
-    std::error_code ec;
-    const bool use_fd = std::filesystem::exists(by_fd, ec);
-    const std::filesystem::path target = use_fd ? by_fd : folder_ / location;
     std::shared_ptr<const MappedFile> mapping;
     try {
-      mapping = MappedFile::open(target);
+      mapping = MappedFile::adopt(file.release(), folder_ / location, options_.access);
     } catch (const Error& e) {
-      ctx.fail(e.code() == ErrorCode::kNotFound ? ErrorCode::kNotFound : ErrorCode::kIo,
-               std::string("cannot map the file: ") + e.what());
-    }
-    if (!use_fd) {
-      struct stat now {};
-      if (::stat(target.c_str(), &now) != 0 || now.st_dev != checked.st_dev ||
-          now.st_ino != checked.st_ino) {
-        ctx.fail(ErrorCode::kIo, "the file changed while it was being mapped");
-      }
+      ctx.fail(ErrorCode::kIo, std::string("cannot map the file: ") + e.what());
     }
     if (mapping->bytes().size() != static_cast<std::uint64_t>(checked.st_size)) {
       ctx.fail(ErrorCode::kIo, "the file changed size while it was being mapped");
@@ -575,19 +537,25 @@ void check_write_id(ModelProto& model, const DataFiles& files, const std::string
 
 ModelFormat detect_format(const std::filesystem::path& path) {
   std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status)) {
-    throw Error(ErrorCode::kNotFound, path.string() + ": no such file");
-  }
-  if (std::filesystem::is_directory(status)) {
+  if (std::filesystem::is_directory(path, ec)) {
     throw Error(ErrorCode::kInvalidArgument, path.string() + ": is a folder, not a model file");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, path.string() + ": cannot open");
+  // Opened without blocking and checked to be a regular file before a byte is read: a FIFO
+  // would otherwise wait for a writer forever.
+  const detail::RegularFile file = detail::open_regular_file(path);
   std::array<char, 4> head{};
-  in.read(head.data(), head.size());
-  if (in.bad()) throw Error(ErrorCode::kIo, path.string() + ": cannot read");
-  const std::string_view bytes(head.data(), static_cast<std::size_t>(in.gcount()));
+  std::size_t got = 0;
+  while (got < head.size()) {
+    const ssize_t n =
+        ::pread(file.fd.get(), head.data() + got, head.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw Error(ErrorCode::kIo, path.string() + ": cannot read: " + errno_text(errno));
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  const std::string_view bytes(head.data(), got);
   // Local file header, or the end record of an empty archive (so the archive reader, not the
   // protobuf parser, explains what is wrong with it).
   if (bytes == std::string_view("PK\x03\x04", 4) || bytes == std::string_view("PK\x05\x06", 4)) {
@@ -598,7 +566,7 @@ ModelFormat detect_format(const std::filesystem::path& path) {
 
 ModelProto read_legacy_model(const std::filesystem::path& onnx_path,
                              const LegacyReadOptions& options) {
-  ModelProto model = parse_model(onnx_path, options.parse);
+  ModelProto model = parse_model(onnx_path, options.parse, options.access);
   if (!options.load_external_data) return model;
   const std::string source = onnx_path.string();
   DataFiles files(onnx_path, options);

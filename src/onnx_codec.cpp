@@ -1328,8 +1328,9 @@ ModelProto parse_model(ByteSpan bytes, const ParseOptions& options, std::string_
   return parse_message<ModelProto>(bytes, options, source);
 }
 
-ModelProto parse_model(const std::filesystem::path& path, const ParseOptions& options) {
-  std::shared_ptr<const MappedFile> mapping = MappedFile::open(path);
+ModelProto parse_model(const std::filesystem::path& path, const ParseOptions& options,
+                       FileAccess access) {
+  std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, access);
   const std::string source = path.string();
   const ByteSpan bytes = mapping->bytes();
   return parse_message<ModelProto>(bytes, options, source, std::move(mapping));

@@ -14,6 +14,7 @@
 
 #include "onnxzip/error.h"
 #include "output_file_testing.h"
+#include "posix_file.h"
 
 namespace onnxzip {
 namespace {
@@ -62,17 +63,6 @@ fs::path folder_of(const fs::path& file) {
   return file.has_parent_path() ? file.parent_path() : fs::path(".");
 }
 
-// "a character device", "a FIFO"...: what a file that is not a regular one is, for messages.
-std::string kind_of(const struct stat& status) {
-  if (S_ISDIR(status.st_mode)) return "a folder";
-  if (S_ISCHR(status.st_mode)) return "a character device";
-  if (S_ISBLK(status.st_mode)) return "a block device";
-  if (S_ISFIFO(status.st_mode)) return "a FIFO";
-  if (S_ISSOCK(status.st_mode)) return "a socket";
-  if (S_ISLNK(status.st_mode)) return "a symbolic link";
-  return "not a regular file";
-}
-
 [[noreturn]] void refuse(const fs::path& path, const std::string& why) {
   throw Error(ErrorCode::kInvalidArgument, path.string() + ": " + why);
 }
@@ -89,7 +79,8 @@ fs::path replaceable_destination(const fs::path& path, bool follow_symlinks) {
   }
   if (S_ISREG(status.st_mode)) return path;
   if (!S_ISLNK(status.st_mode)) {
-    refuse(path, "is " + kind_of(status) + ", not a regular file; refusing to replace it");
+    refuse(path, std::string("is ") + detail::file_type_name(status.st_mode) +
+                     ", not a regular file; refusing to replace it");
   }
   if (!follow_symlinks) {
     refuse(path,
@@ -104,7 +95,8 @@ fs::path replaceable_destination(const fs::path& path, bool follow_symlinks) {
   }
   if (!S_ISREG(target_status.st_mode)) {
     refuse(path, "is a symbolic link to " + target.string() + ", which is " +
-                     kind_of(target_status) + ", not a regular file; refusing to replace it");
+                     detail::file_type_name(target_status.st_mode) +
+                     ", not a regular file; refusing to replace it");
   }
   return target;
 }

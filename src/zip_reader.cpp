@@ -1,8 +1,6 @@
 #include "onnxzip/zip_reader.h"
 
-#include <fcntl.h>
 #include <libdeflate.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -25,6 +23,7 @@
 #include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
+#include "posix_file.h"
 #include "zip_records.h"
 
 namespace onnxzip {
@@ -56,22 +55,6 @@ constexpr std::size_t kLocalExtraGuess = 128;
 // Local headers copied by pread() in all; past this (only hostile archives get there: padding
 // records of up to 64 KiB per entry), the rest are read through the mapping.
 constexpr std::uint64_t kMaxLocalHeaderCopies = std::uint64_t{64} << 20;
-
-// A file descriptor closed on scope exit; -1 when none.
-class FileDescriptor final {
- public:
-  explicit FileDescriptor(int fd) noexcept : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 std::string hex(std::uint32_t value, int digits) {
   char text[16];
@@ -1060,18 +1043,15 @@ ZipReader::ZipReader(ByteSpan bytes, ZipReaderOptions options, OwnerToken owner,
       owner_(std::move(owner)),
       source_name_(std::move(source_name)) {}
 
-ZipReader ZipReader::open(const std::filesystem::path& path, ZipReaderOptions options) {
-  std::shared_ptr<const MappedFile> mapped = MappedFile::open(path);
-  const ByteSpan bytes = mapped->bytes();
-  ZipReader reader(bytes, options, std::move(mapped), path.string());
-  // Local headers are read from this descriptor (Parser::local_bytes). Should the path name
-  // another file by now, its size would differ more often than not; either way every offset is
-  // still checked against the mapping, so the worst outcome is an error, never a bad access.
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat status {};
-  const bool same_size = fd.get() >= 0 && ::fstat(fd.get(), &status) == 0 &&
-                         static_cast<std::uint64_t>(status.st_size) == bytes.size();
-  reader.parse(same_size ? fd.get() : -1);
+ZipReader ZipReader::open(const std::filesystem::path& path, ZipReaderOptions options,
+                          FileAccess access) {
+  std::shared_ptr<const MappedFile> file = MappedFile::open(path, access);
+  const ByteSpan bytes = file->bytes();
+  // Local headers are read with pread from the very file that is mapped (Parser::local_bytes);
+  // read into memory (kRead), they are already there.
+  const int local_fd = access == FileAccess::kMap ? file->descriptor() : -1;
+  ZipReader reader(bytes, options, file, path.string());
+  reader.parse(local_fd);
   return reader;
 }
 
@@ -1244,7 +1224,7 @@ TensorBytes ZipReader::inflate_to_spill_file(const ZipEntry& e) const {
   }
   const std::string spill_text = "a temporary file in " + quote(directory.string()) +
                                  " (ZipReaderOptions::spill_directory, or TMPDIR)";
-  FileDescriptor fd(open_spill_file(directory));
+  detail::Fd fd(open_spill_file(directory));
   if (fd.get() < 0) {
     const std::string reason = std::strerror(errno);
     throw Error(ErrorCode::kIo, place + ": cannot inflate " + std::to_string(e.size) +

@@ -4,6 +4,7 @@
 #include "onnxzip/archive.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <limits>
@@ -1099,6 +1100,57 @@ TEST(ArchiveView, RefersToStoredPayloadsInPlaceAndInlinesTheRest) {
   EXPECT_CONTAINS(
       error_of(ErrorCode::kInvalidArgument, [&] { write_view_model(archive_path, archive_path); }),
       "overwrite the archive");
+}
+
+}  // namespace
+}  // namespace onnxzip
+
+namespace onnxzip {
+namespace {
+
+// FileAccess::kRead: the archive read into memory, so it may shrink (or be rewritten) while the
+// model lives; mapped, touching the model then would raise SIGBUS.
+TEST(ArchiveLoad, ReadAccessOwnsTheArchiveSoItMayShrinkAfterwards) {
+  test_support::ScratchDir dir("archive_read_access");
+  ModelProto expected = test_support::model_with_tensors_everywhere();
+  save(expected, dir / "m.onnxz", SaveOptions{.threshold = 0});
+  normalize(expected);
+  LoadOptions options;
+  options.access = FileAccess::kRead;
+  const ModelProto model = load(dir / "m.onnxz", options);
+  const Archive archive = Archive::open(dir / "m.onnxz", options);
+  VerifyOptions verify_options;
+  verify_options.access = FileAccess::kRead;
+  EXPECT_TRUE(verify(dir / "m.onnxz", verify_options).ok());
+  const auto payload_sum = [&] {
+    std::uint64_t sum = 0;
+    for (const Archive::TensorInfo& info : archive.tensors()) {
+      for (const std::uint8_t byte : info.data) sum = sum * 31 + byte;
+    }
+    return sum;
+  };
+  const std::uint64_t before = payload_sum();
+  std::filesystem::resize_file(dir / "m.onnxz", 0);
+  EXPECT_EQ(model, expected);
+  EXPECT_EQ(payload_sum(), before);
+  EXPECT_FALSE(archive.tensors().empty());
+}
+
+TEST(ArchiveLoad, AnArchivePathThatIsNotARegularFileIsAnError) {
+  test_support::ScratchDir dir("archive_not_regular");
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  const std::string expected = (dir / "fifo").string() + ": not a regular file (a FIFO)";
+  for (const FileAccess access : {FileAccess::kMap, FileAccess::kRead}) {
+    LoadOptions options;
+    options.access = access;
+    try {
+      load(dir / "fifo", options);
+      ADD_FAILURE() << "loaded a FIFO";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kIo);
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -549,3 +549,30 @@ TEST(RepackErrors, RefusesZipBombsUnlessTrusted) {
 
 }  // namespace
 }  // namespace onnxzip
+
+namespace onnxzip {
+namespace {
+
+// FileAccess::kRead in both directions writes what mapping writes.
+TEST(ConvertAccess, ReadingInputsIntoMemoryConvertsTheSame) {
+  test_support::ScratchDir dir("convert_read_access");
+  serialize_model_to_file(test_support::model_with_tensors_everywhere(), dir / "m.onnx");
+  ConvertOptions read;
+  read.read.access = FileAccess::kRead;
+  read.load.access = FileAccess::kRead;
+  EXPECT_EQ(convert(dir / "m.onnx", dir / "mapped.onnxz"), ModelFormat::kLegacy);
+  EXPECT_EQ(convert(dir / "m.onnx", dir / "read.onnxz", read), ModelFormat::kLegacy);
+  EXPECT_EQ(test_support::read_file_bytes(dir / "mapped.onnxz"),
+            test_support::read_file_bytes(dir / "read.onnxz"));
+  EXPECT_EQ(convert(dir / "read.onnxz", dir / "mapped.onnx"), ModelFormat::kOnnxz);
+  EXPECT_EQ(convert(dir / "read.onnxz", dir / "read.onnx", read), ModelFormat::kOnnxz);
+  EXPECT_EQ(test_support::read_file_bytes(dir / "mapped.onnx"),
+            test_support::read_file_bytes(dir / "read.onnx"));
+  repack(dir / "read.onnxz", dir / "mapped_repack.onnxz");
+  repack(dir / "read.onnxz", dir / "read_repack.onnxz", {}, FileAccess::kRead);
+  EXPECT_EQ(test_support::read_file_bytes(dir / "mapped_repack.onnxz"),
+            test_support::read_file_bytes(dir / "read_repack.onnxz"));
+}
+
+}  // namespace
+}  // namespace onnxzip

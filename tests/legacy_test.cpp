@@ -377,6 +377,42 @@ TEST(LegacyRead, MapsEachFileOnceWhateverItsSpelling) {
             read.graph->initializer[0].raw_data->data() + 16);
 }
 
+// FileAccess::kRead: model and data files read into memory, so they may shrink afterwards (mapped,
+// touching the payloads then would raise SIGBUS); the same model either way.
+TEST(LegacyRead, ReadAccessOwnsTheBytesOfModelAndDataFiles) {
+  ScratchDir dir("legacy_read_access");
+  test_support::write_file_bytes(dir / "w.bin", pattern(4096));
+  ModelProto m;
+  for (int i = 0; i < 2; ++i) {
+    TensorProto& t = m.graph.ensure().initializer.emplace_back();
+    t.name = "w" + std::to_string(i);
+    t.data_type = TensorProto::kUint8;
+    t.dims = {2048};
+    for (const auto& [key, value] : {std::pair<const char*, std::string>{"location", "w.bin"},
+                                     {"offset", std::to_string(i * 2048)},
+                                     {"length", "2048"}}) {
+      StringStringEntryProto& entry = t.external_data.emplace_back();
+      entry.key = key;
+      entry.value = value;
+    }
+    t.data_location = TensorProto::kExternal;
+  }
+  serialize_model_to_file(m, dir / "model.onnx");
+  const ModelProto mapped = read_legacy_model(dir / "model.onnx");
+  ModelProto expected = mapped;
+  for_each_tensor(expected, [](TensorProto& t, const TensorSite&) {
+    t.raw_data = TensorBytes::owned(OwnedBytes::copy_of(t.raw_data->view()));
+  });
+  LegacyReadOptions options;
+  options.access = FileAccess::kRead;
+  const ModelProto read = read_legacy_model(dir / "model.onnx", options);
+  std::filesystem::resize_file(dir / "w.bin", 0);
+  std::filesystem::resize_file(dir / "model.onnx", 0);
+  EXPECT_EQ(read, expected);
+  EXPECT_EQ(read.graph->initializer[1].raw_data->data(),
+            read.graph->initializer[0].raw_data->data() + 2048);
+}
+
 TEST(LegacyRead, RefusesHostileReferences) {
   ScratchDir dir("legacy_hostile");
   ScratchDir outside("legacy_outside");

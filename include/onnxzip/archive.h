@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
+#include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/output_file.h"
@@ -204,6 +205,10 @@ struct LoadOptions {
   ParseOptions parse{};
   // Limits for the ZIP structure.
   ZipReaderOptions zip{};
+  // How load(path) and Archive::open get at the file: mapped (borrowed payloads stay in the
+  // mapping, which must not shrink while it lives: see mapped_file.h), or read whole into owned
+  // memory (kRead: for files others may change; payloads then borrow from that memory).
+  FileAccess access = FileAccess::kMap;
 };
 
 // Reads the archive at `path` (memory-mapped) and returns its model with every external tensor
@@ -312,6 +317,8 @@ struct VerifyOptions {
   bool check_crc = true;
   ParseOptions parse{};
   ZipReaderOptions zip{};
+  // Map the file, or read it whole into memory (kRead; see mapped_file.h).
+  FileAccess access = FileAccess::kMap;
 };
 
 // Checks the archive at `path` against the spec: everything load() checks (as kError), the
@@ -320,7 +327,8 @@ struct VerifyOptions {
 // extra fields, payload names (§6), `__MODEL_PROTO` last in file and central order, every payload
 // entry referred to, external_data keys exactly [location, length] -- plus every ZipReader
 // finding (as kWarning). A file that is not a readable ZIP is one kError finding. Never throws
-// for the archive's content: Error(kNotFound / kIo) only when the file cannot be mapped.
+// for the archive's content: Error(kNotFound / kIo) only when the file cannot be mapped or read
+// (or is not a regular file).
 VerifyReport verify(const std::filesystem::path& path, const VerifyOptions& options = {});
 VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options = {},
                     std::string_view source_name = "<memory>");
@@ -335,9 +343,9 @@ VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options = {},
 // tensors, function and training-info tensors, empty and deflated payloads -- is copied inline,
 // since today's runtimes refuse or skip those as external data. The view must be in the
 // archive's folder (external data locations cannot go up a folder): else Error(kInvalidArgument).
-// The archive is validated as by load(), read with `load` (its ZIP limits, such as the
-// compression ratio of deflated entries, zip_reader.h). The view appears atomically; `output`
-// says how it is written (durable, follow_symlinks).
+// The archive is validated as by load(), read with `load` (how the file is got at, FileAccess;
+// its ZIP limits, such as the compression ratio of deflated entries, zip_reader.h). The view
+// appears atomically; `output` says how it is written (durable, follow_symlinks).
 void write_view_model(const std::filesystem::path& archive_path,
                       const std::filesystem::path& view_path, const LoadOptions& load = {},
                       const OutputFileOptions& output = {});

@@ -31,9 +31,11 @@ struct ConvertOptions {
   // How an archive is written as a legacy model (inline or external data, data file name, split
   // size, data file alignment...).
   LegacyWriteOptions legacy;
-  // How a legacy input is read (limits, links).
+  // How a legacy input is read (limits, links, read.access).
   LegacyReadOptions read;
-  // How an archive input is read (limits, CRC checks).
+  // How an archive input is read (limits, CRC checks, load.access). To read an input that
+  // others may change into memory whatever its format, set both read.access and load.access to
+  // FileAccess::kRead.
   LoadOptions load;
   // When set, used for whichever writer runs, in place of archive.progress / legacy.progress.
   ProgressCallback progress = nullptr;
@@ -81,9 +83,11 @@ struct RepackResult {
 // (kCorrupt) naming the archive when there is no `__MODEL_PROTO` entry or several (at any
 // depths), when it does not parse, and for a reference that names no entry, lies outside its
 // entry, or whose size is not dims x element size (naming the tensor and the location);
-// Error(kInvalidArgument) when `out` is `in_zip`.
+// Error(kInvalidArgument) when `out` is `in_zip`. `access` says how `in_zip` is got at (mapped,
+// or read whole: mapped_file.h).
 RepackResult repack(const std::filesystem::path& in_zip, const std::filesystem::path& out,
-                    const SaveOptions& options = {}, const ZipReaderOptions& zip_options = {});
+                    const SaveOptions& options = {}, const ZipReaderOptions& zip_options = {},
+                    FileAccess access = FileAccess::kMap);
 
 }  // namespace onnxzip
 

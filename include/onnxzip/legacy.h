@@ -43,6 +43,7 @@
 #include <string>
 #include <string_view>
 
+#include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/progress.h"
@@ -58,7 +59,8 @@ enum class ModelFormat : std::uint8_t {
 };
 
 // Looks at the first four bytes of `path`. Error(kNotFound) when it does not exist, kIo when it
-// cannot be read.
+// cannot be read or is not a regular file (a FIFO, a socket, a device: refused at once, never
+// waited on), kInvalidArgument for a folder.
 ModelFormat detect_format(const std::filesystem::path& path);
 
 // --- Reading ---
@@ -77,6 +79,10 @@ struct LegacyReadOptions {
   bool allow_symlinks = false;
   // Accept data files with more than one hard link.
   bool allow_hard_links = false;
+  // How the model file and its data files are got at: mapped (external payloads borrow from the
+  // mappings, which must not shrink while they live: see mapped_file.h), or read whole into
+  // owned memory (kRead: for files others may change).
+  FileAccess access = FileAccess::kMap;
 };
 
 // Parses the model at `onnx_path` (mapped) and resolves every external reference wherever its

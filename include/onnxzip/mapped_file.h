@@ -1,12 +1,34 @@
-// A read-only memory mapping of a whole file.
+// The bytes of a whole input file: memory-mapped read-only, or read into owned memory.
 //
-// MappedFile owns the mapping; bytes() borrows from it. Open it through MappedFile::open, which
-// returns a shared_ptr so the mapping can serve as the OwnerToken of every tensor that borrows
-// from it: the mapping lives until the last such tensor is gone. This is the only place the
-// library maps files (through Boost.Iostreams). Any module may use it.
+// MappedFile owns the bytes; bytes() borrows from them. Open it through MappedFile::open (or
+// adopt a descriptor), which returns a shared_ptr so the file can serve as the OwnerToken of
+// every tensor that borrows from it: the bytes live until the last such tensor is gone. This is
+// the only place the library maps files (through Boost.Iostreams). Any module may use it.
+//
+// Inputs that are not regular files: open() opens without blocking (O_NONBLOCK) and checks the
+// type of the file it opened before reading anything, so a FIFO, a socket or a device is an
+// Error at once, never a hang. The descriptor that was checked is the one that is mapped (through
+// /proc/self/fd/N; without /proc, the path is mapped and must still name the same device and
+// inode), and it stays open for readers that want pread() (descriptor()).
+//
+// The mapping contract (FileAccess::kMap). A mapping shows the file as it is now, not as it was
+// when it was opened. Should another process shrink (truncate) the file while the mapping lives,
+// touching a byte past the new end raises SIGBUS, which kills the process unless it handles the
+// signal: no library can turn that into an Error, because the access is an ordinary memory read
+// that may happen anywhere (in a runtime, in memcpy). Bytes another process rewrites in place
+// change under the reader too. So, for files that others may change while you read them (shared
+// folders, network file systems, files being downloaded or rewritten):
+//   * use FileAccess::kRead: the file is read once into owned memory, a file that shrinks while
+//     it is read is an Error, and nothing changes afterwards; or
+//   * handle SIGBUS (sigaction with SA_SIGINFO) and name the file with describe_address(si_addr),
+//     as the onnxzip tool does, then exit: returning from the handler would fault again.
+// Writers that replace a file atomically (write a new file, rename it over the old one), as every
+// writer of this library does, never disturb a live mapping of the old one.
 #ifndef ONNXZIP_MAPPED_FILE_H_
 #define ONNXZIP_MAPPED_FILE_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 
@@ -14,16 +36,27 @@
 
 namespace onnxzip {
 
+// How the library gets at the bytes of an input file (see the mapping contract above).
+enum class FileAccess : std::uint8_t {
+  kMap,   // Memory-map it: nothing is read until used, and payloads are borrowed in place.
+  kRead,  // Read it whole into owned memory with pread(): for files that others may change.
+};
+
 class MappedFile final {
  public:
-  // Maps `path` read-only. An empty file maps to an empty span. Throws Error(kNotFound) when the
-  // file does not exist and Error(kIo) when it cannot be opened or mapped.
-  static std::shared_ptr<const MappedFile> open(const std::filesystem::path& path);
+  // Opens `path` (without blocking; symbolic links are followed) and
+  // checks that it is a regular file, then maps it or reads it (`access`). An empty file gives an
+  // empty span. Errors: kNotFound when it does not exist; kIo when it is not a regular file
+  // ("<path>: not a regular file (a FIFO)"), cannot be opened, mapped or read, or shrinks while
+  // it is read (kRead).
+  static std::shared_ptr<const MappedFile> open(const std::filesystem::path& path,
+                                                FileAccess access = FileAccess::kMap);
   // Takes ownership of `fd`, an open, readable descriptor of a regular file (an unlinked
-  // temporary file will do), and maps that file; `name` names it in errors. The descriptor is
-  // closed when the MappedFile goes, or at once when this throws (kIo: not a regular file, cannot
-  // be mapped; kInvalidArgument: fd < 0).
-  static std::shared_ptr<const MappedFile> adopt(int fd, std::filesystem::path name);
+  // temporary file will do), and maps or reads that file; `name` names it in errors and in
+  // describe_address(). The descriptor is closed when the MappedFile goes, or at once when this
+  // throws (kIo: not a regular file, cannot be mapped or read; kInvalidArgument: fd < 0).
+  static std::shared_ptr<const MappedFile> adopt(int fd, std::filesystem::path name,
+                                                 FileAccess access = FileAccess::kMap);
 
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
@@ -31,13 +64,24 @@ class MappedFile final {
 
   ByteSpan bytes() const noexcept { return bytes_; }
   const std::filesystem::path& path() const noexcept { return path_; }
+  // The open descriptor of the file whose bytes these are (for pread); valid as long as this
+  // object. The same file as bytes(), whatever has happened to its path since. (A live mapping
+  // holds two descriptors, this one and Boost's; a reading, kRead, holds one.)
+  int descriptor() const noexcept;
+  FileAccess access() const noexcept { return access_; }
 
-  struct Impl;
+  // When `address` lies inside a live mapping (kMap) of any MappedFile, copies that file's name
+  // (cut to capacity - 1 bytes, NUL-terminated) into `name` and returns true; else false.
+  // Async-signal-safe (no allocation, no lock): meant for a SIGBUS handler's si_addr. Names of at
+  // most 1023 bytes are kept whole.
+  static bool describe_address(const void* address, char* name, std::size_t capacity) noexcept;
 
  private:
-  MappedFile(std::filesystem::path path, std::unique_ptr<Impl> impl, ByteSpan bytes);
+  struct Impl;
+  MappedFile(std::filesystem::path path, FileAccess access, std::unique_ptr<Impl> impl);
 
   std::filesystem::path path_;
+  FileAccess access_;
   std::unique_ptr<Impl> impl_;
   ByteSpan bytes_;
 };

@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
+#include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/output_file.h"
 #include "onnxzip/protobuf_wire.h"
@@ -117,8 +118,10 @@ struct SerializeOptions : TensorBufferOptions {
 // std::string must be passed as a ByteSpan: a std::string converts to a path, not to bytes.)
 ModelProto parse_model(ByteSpan bytes, const ParseOptions& options = {},
                        std::string_view source = "<memory>");
-// Parses the file at `path` (memory-mapped). Errors name the path.
-ModelProto parse_model(const std::filesystem::path& path, const ParseOptions& options = {});
+// Parses the file at `path` (memory-mapped, or read whole with FileAccess::kRead; see
+// mapped_file.h). Errors name the path; one that is not a regular file is Error(kIo).
+ModelProto parse_model(const std::filesystem::path& path, const ParseOptions& options = {},
+                       FileAccess access = FileAccess::kMap);
 
 std::vector<std::uint8_t> serialize_model(const ModelProto& model,
                                           const SerializeOptions& options = {});

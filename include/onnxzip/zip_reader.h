@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
+#include "onnxzip/mapped_file.h"
 
 namespace onnxzip {
 
@@ -153,10 +154,12 @@ struct ZipFinding {
 
 class ZipReader final {
  public:
-  // Maps `path` (MappedFile) and reads its structure. The mapping is the owner token of every
-  // stored entry's data, so that data stays valid after the reader is gone. No payload page of
-  // the mapping is touched: the cost is per entry, whatever the bytes between the entries.
-  static ZipReader open(const std::filesystem::path& path, ZipReaderOptions options = {});
+  // Maps `path` (MappedFile; or reads it whole with FileAccess::kRead) and reads its structure.
+  // The mapping is the owner token of every stored entry's data, so that data stays valid after
+  // the reader is gone. No payload page of the mapping is touched: the cost is per entry,
+  // whatever the bytes between the entries. A path that is not a regular file is Error(kIo).
+  static ZipReader open(const std::filesystem::path& path, ZipReaderOptions options = {},
+                        FileAccess access = FileAccess::kMap);
   // Reads an archive held in memory. Borrows `bytes`: they must outlive the reader and, when
   // `owner` is null, every TensorBytes it returns; `owner` (if any) is handed to those.
   static ZipReader from_bytes(ByteSpan bytes, ZipReaderOptions options = {},

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "onnxzip/mapped_file.h"
 #include "onnxzip/zip_reader.h"
 
 namespace CLI {
@@ -35,9 +36,12 @@ class UsageError final : public std::runtime_error {
 
 // Flags of the main program that every command honours.
 struct GlobalOptions {
-  bool quiet = false;  // No progress bar, no "ok" lines, no notes.
+  bool quiet = false;    // No progress bar, no "ok" lines, no notes.
+  bool no_mmap = false;  // Read inputs into memory instead of mapping them (mapped_file.h).
   // An output path that is a symbolic link: replace the regular file it leads to (else refused).
   bool follow_symlinks = false;
+
+  FileAccess access() const noexcept { return no_mmap ? FileAccess::kRead : FileAccess::kMap; }
 };
 
 // One subcommand: its CLI11 App (owned by the parent) and what runs it once parsed. run()

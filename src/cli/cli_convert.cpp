@@ -39,6 +39,8 @@ int run_convert(const ConvertArgs& args, const CLI::Option& external_data_option
   ConvertOptions options;
   options.load.verify_crc = true;  // A damaged archive must not convert into a damaged model.
   options.load.zip = args.limits.zip_options();
+  options.load.access = global.access();
+  options.read.access = global.access();
   const ModelFormat from = detect_format(args.in);
   if (from == ModelFormat::kLegacy) {
     if (external || max_file_size) {
@@ -98,7 +100,7 @@ int run_repack(const RepackArgs& args, const GlobalOptions& global) {
   {
     ProgressBar bar("repacking", global.quiet);
     options.progress = bar.callback();
-    result = repack(args.in, args.out, options, zip_options);
+    result = repack(args.in, args.out, options, zip_options, global.access());
   }
   if (!global.quiet) {
     for (const std::string& name : result.dropped_entries) {

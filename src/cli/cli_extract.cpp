@@ -50,6 +50,7 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
   options.load.verify_crc = true;
   options.legacy.follow_symlinks = global.follow_symlinks;
   options.load.zip = args.limits.zip_options();
+  options.load.access = global.access();
   const fs::path data = dir / (model.filename().string() + ".data");
 
   std::error_code ec;
@@ -95,6 +96,7 @@ int run_view(const ViewArgs& args, const GlobalOptions& global) {
                                         : fs::path(args.out);
   LoadOptions options;
   options.zip = args.limits.zip_options();
+  options.access = global.access();
   write_view_model(args.archive, out, options, {.follow_symlinks = global.follow_symlinks});
   return kExitOk;
 }

@@ -212,12 +212,13 @@ std::uint64_t file_size(const std::string& path) {
 
 // --- .onnxz ---
 
-int info_archive(const InfoArgs& args) {
+int info_archive(const InfoArgs& args, FileAccess access) {
   // The table needs the entries' sizes, which the ZIP records hold: no payload is inflated (a
   // deflated __MODEL_PROTO is, within the limits).
   LoadOptions options;
   options.inflate_payloads = false;
   options.zip = args.limits.zip_options();
+  options.access = access;
   const Archive archive = Archive::open(args.file, options);
   const ModelProto& model = archive.model();
   const ZipReader& zip = archive.zip();
@@ -340,9 +341,10 @@ struct LegacyTensor {
   std::uint64_t size = 0;
 };
 
-int info_legacy(const InfoArgs& args) {
+int info_legacy(const InfoArgs& args, FileAccess access) {
   LegacyReadOptions options;
   options.load_external_data = false;  // Describe the references; verify follows them.
+  options.access = access;
   const ModelProto model = read_legacy_model(args.file, options);
   std::vector<LegacyTensor> tensors;
   for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
@@ -459,7 +461,7 @@ int info_legacy(const InfoArgs& args) {
 
 }  // namespace
 
-Command add_info_command(CLI::App& app, const GlobalOptions&) {
+Command add_info_command(CLI::App& app, const GlobalOptions& global) {
   CLI::App* sub = app.add_subcommand(
       "info", "Describe a model file: metadata, opsets, and a table of its weights");
   auto args = std::make_shared<InfoArgs>();
@@ -474,9 +476,10 @@ Command add_info_command(CLI::App& app, const GlobalOptions&) {
       "Examples:\n"
       "  onnxzip info model.onnxz\n"
       "  onnxzip info --json model.onnxz | python3 -m json.tool");
-  return {sub, [args] {
-            return detect_format(args->file) == ModelFormat::kOnnxz ? info_archive(*args)
-                                                                    : info_legacy(*args);
+  return {sub, [args, &global] {
+            return detect_format(args->file) == ModelFormat::kOnnxz
+                       ? info_archive(*args, global.access())
+                       : info_legacy(*args, global.access());
           }};
 }
 

@@ -21,10 +21,12 @@ struct VerifyArgs {
 };
 
 // The problems of one file, each a line "FILE: <where>: <message>".
-std::vector<std::string> archive_problems(const std::string& file, const InflateLimits& limits) {
+std::vector<std::string> archive_problems(const std::string& file, const InflateLimits& limits,
+                                          FileAccess access) {
   std::vector<std::string> lines;
   VerifyOptions verify_options;
   verify_options.zip = limits.zip_options();
+  verify_options.access = access;
   const VerifyReport report = verify(file, verify_options);
   for (const VerifyFinding& finding : report.findings) {
     lines.push_back(with_file(file, finding.message));
@@ -35,6 +37,7 @@ std::vector<std::string> archive_problems(const std::string& file, const Inflate
     LoadOptions load_options;
     load_options.inflate_payloads = false;
     load_options.zip = verify_options.zip;
+    load_options.access = access;
     const Archive archive = Archive::open(file, load_options);
     for (const IrProblem& problem : check_ir(archive.model())) {
       lines.push_back(with_file(file, to_string(problem)));
@@ -45,16 +48,19 @@ std::vector<std::string> archive_problems(const std::string& file, const Inflate
   return lines;
 }
 
-std::vector<std::string> legacy_problems(const std::string& file) {
+std::vector<std::string> legacy_problems(const std::string& file, FileAccess access) {
   std::vector<std::string> lines;
   std::optional<ModelProto> model;
   try {
-    model = read_legacy_model(file);
+    LegacyReadOptions options;
+    options.access = access;
+    model = read_legacy_model(file, options);
   } catch (const Error& e) {
     lines.push_back(with_file(file, e.what()));
     // The external data is broken; the graph may still be checked.
     LegacyReadOptions references_only;
     references_only.load_external_data = false;
+    references_only.access = access;
     try {
       model = read_legacy_model(file, references_only);
     } catch (const Error&) {
@@ -72,8 +78,9 @@ int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
   for (const std::string& file : args.files) {
     std::vector<std::string> lines;
     try {
-      lines = detect_format(file) == ModelFormat::kOnnxz ? archive_problems(file, args.limits)
-                                                         : legacy_problems(file);
+      lines = detect_format(file) == ModelFormat::kOnnxz
+                  ? archive_problems(file, args.limits, global.access())
+                  : legacy_problems(file, global.access());
     } catch (const Error& e) {  // Missing, unreadable: a problem of this file, then the next.
       lines.push_back(with_file(file, e.what()));
     }

@@ -2,8 +2,10 @@
 // never in the library. Each command lives in its own cli_*.cpp.
 //
 // Exit codes: 0 success; 1 a runtime failure (one line "onnxzip: error: <message>" on standard
-// error, the message naming the file and the problem) or problems found by verify; 2 a usage
-// error (a one-line message and a pointer to --help).
+// error, the message naming the file and the problem; an input that shrinks under its mapping
+// too: cli_signals.h) or problems found by verify; 2 a usage error (a one-line message and a
+// pointer to --help).
+#include <sys/resource.h>
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "cli_common.h"
+#include "cli_signals.h"
 #include "onnxzip/error.h"
 
 #ifndef ONNXZIP_VERSION
@@ -31,6 +34,17 @@ int usage_error(const std::string& message) {
   return kExitUsage;
 }
 
+// Every mapped input file holds two descriptors while its tensors live (MappedFile's, and Boost's
+// own), and a legacy model may have a data file per tensor: the soft limit (often 1024) goes up
+// to the hard one, as the limit is meant to be raised by programs that need it.
+void raise_open_file_limit() noexcept {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 int runtime_error(const std::string& message) {
   std::fprintf(stderr, "onnxzip: error: %s\n", message.c_str());
   return kExitFailure;
@@ -39,6 +53,8 @@ int runtime_error(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  onnxzip::cli::install_signal_handlers();
+  raise_open_file_limit();
   CLI::App app{
       "onnxzip: the ONNX zip container (.onnxz).\n"
       "An .onnxz file is a ZIP archive holding an ONNX model whose weights are stored,\n"
@@ -53,6 +69,10 @@ int main(int argc, char** argv) {
   app.add_flag("--follow-symlinks", global.follow_symlinks,
                "An output path that is a symbolic link: replace the regular file it leads to "
                "(default: refuse). Anything else but a regular file is never replaced");
+  app.add_flag("--no-mmap", global.no_mmap,
+               "Read input files into memory instead of mapping them: for files that other "
+               "programs may change or truncate while onnxzip reads them (network file systems "
+               "too)");
   app.footer(
       "Examples:\n"
       "  onnxzip convert model.onnx model.onnxz\n"

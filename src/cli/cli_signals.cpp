@@ -1,0 +1,85 @@
+#include "cli_signals.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+
+#include "onnxzip/mapped_file.h"
+
+namespace onnxzip::cli {
+namespace {
+
+// A line composed in fixed storage. Async-signal-safe.
+class Line final {
+ public:
+  void append(std::string_view text) noexcept {
+    for (const char c : text) {
+      if (used_ + 1 < bytes_.size()) bytes_[used_++] = c;  // Room for the newline stays.
+    }
+  }
+  // A file name: control bytes become '?' (the line may go to a terminal).
+  void append_name(std::string_view name) noexcept {
+    for (const char c : name) {
+      const auto byte = static_cast<unsigned char>(c);
+      append(byte < 0x20 || byte == 0x7f ? "?" : std::string_view(&c, 1));
+    }
+  }
+  void write_to_stderr() noexcept {
+    bytes_[used_++] = '\n';
+    const char* p = bytes_.data();
+    std::size_t left = used_;
+    while (left > 0) {
+      const ssize_t n = ::write(STDERR_FILENO, p, left);
+      if (n <= 0) return;
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    }
+  }
+
+ private:
+  std::array<char, 4096> bytes_{};
+  std::size_t used_ = 0;
+};
+
+// Only async-signal-safe calls from here on: no allocation, no stdio, no locks.
+void on_bus_error(int signal_number, siginfo_t* info, void*) {
+  std::array<char, 2048> name{};
+  if (info == nullptr || !MappedFile::describe_address(info->si_addr, name.data(), name.size())) {
+    // Not an input that changed: let the default action report the crash (core dump).
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    ::sigemptyset(&default_action.sa_mask);
+    ::sigaction(signal_number, &default_action, nullptr);
+    return;  // The faulting access runs again and gets the default action.
+  }
+  Line line;
+  // A progress bar may be drawn on a terminal: start the message on a clean line.
+  if (::isatty(STDERR_FILENO) == 1) line.append("\r\x1b[K");
+  line.append("onnxzip: error: ");
+  line.append_name(name.data());
+  line.append(
+      ": the file changed (it shrank) while it was being read; rerun, or use --no-mmap for files "
+      "that others may change");
+  line.write_to_stderr();
+  ::_exit(1);
+}
+
+}  // namespace
+
+void install_signal_handlers() noexcept {
+  struct sigaction bus {};
+  bus.sa_sigaction = on_bus_error;
+  bus.sa_flags = SA_SIGINFO;
+  ::sigemptyset(&bus.sa_mask);
+  ::sigaction(SIGBUS, &bus, nullptr);
+
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigemptyset(&ignore.sa_mask);
+  ::sigaction(SIGXFSZ, &ignore, nullptr);
+}
+
+}  // namespace onnxzip::cli

@@ -1,0 +1,244 @@
+// MappedFile: mapped or read bytes of a regular file and of nothing else, the descriptor that was
+// checked, adoption of descriptors, and the registry of live mappings (describe_address).
+#include "onnxzip/mapped_file.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "onnxzip/error.h"
+#include "support/scratch_dir.h"
+
+namespace onnxzip {
+namespace {
+
+namespace fs = std::filesystem;
+using test_support::ScratchDir;
+using test_support::write_file_bytes;
+
+// Calls that could block forever on a FIFO run under an alarm: a hang kills the test binary
+// (SIGALRM) instead of stalling the suite.
+class HangGuard final {
+ public:
+  HangGuard() { ::alarm(20); }
+  ~HangGuard() { ::alarm(0); }
+  HangGuard(const HangGuard&) = delete;
+  HangGuard& operator=(const HangGuard&) = delete;
+};
+
+std::string pattern(std::size_t size) {
+  std::string bytes(size, '\0');
+  for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>(i * 7 + 3);
+  return bytes;
+}
+
+std::string as_string(ByteSpan bytes) {
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+void expect_error(const std::function<void()>& call, ErrorCode code, const std::string& message) {
+  try {
+    call();
+    ADD_FAILURE() << "no error; expected " << message;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+}
+
+// A bound UNIX socket at `path` (closed on return; the socket file stays).
+void make_socket(const fs::path& path) {
+  const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(s, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  ASSERT_LT(path.string().size(), sizeof(address.sun_path));
+  std::strcpy(address.sun_path, path.c_str());
+  ASSERT_EQ(::bind(s, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0)
+      << std::strerror(errno);
+  ::close(s);
+}
+
+class MappedFileTest : public ::testing::TestWithParam<FileAccess> {};
+
+INSTANTIATE_TEST_SUITE_P(Access, MappedFileTest,
+                         ::testing::Values(FileAccess::kMap, FileAccess::kRead),
+                         [](const auto& param_info) {
+                           return param_info.param == FileAccess::kMap ? "Map" : "Read";
+                         });
+
+TEST_P(MappedFileTest, GivesTheBytesOfRegularFilesOfEverySize) {
+  ScratchDir dir("mapped_file");
+  for (const std::size_t size : {0, 1, 63, 64, 65, 4096, 4097, 3 << 20}) {
+    const fs::path path = dir / ("f" + std::to_string(size));
+    write_file_bytes(path, pattern(size));
+    const auto file = MappedFile::open(path, GetParam());
+    EXPECT_EQ(as_string(file->bytes()), pattern(size)) << size;
+    EXPECT_EQ(file->path(), path);
+    EXPECT_EQ(file->access(), GetParam());
+    if (size != 0) {
+      // Page-aligned either way, so that 64-byte aligned entries are aligned in memory.
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(file->bytes().data()) % 4096, 0u);
+    }
+  }
+}
+
+TEST_P(MappedFileTest, KeepsTheDescriptorOfTheFileItChecked) {
+  ScratchDir dir("mapped_file");
+  const fs::path path = dir / "model";
+  write_file_bytes(path, "first");
+  const auto file = MappedFile::open(path, GetParam());
+  struct stat by_path {};
+  ASSERT_EQ(::stat(path.c_str(), &by_path), 0);
+  // Another file now takes the name; the MappedFile still is, and reads, the first one.
+  write_file_bytes(dir / "second", "SECOND!");
+  fs::rename(dir / "second", path);
+  struct stat by_fd {};
+  ASSERT_EQ(::fstat(file->descriptor(), &by_fd), 0);
+  EXPECT_EQ(by_fd.st_ino, by_path.st_ino);
+  EXPECT_EQ(by_fd.st_dev, by_path.st_dev);
+  char head[5] = {};
+  ASSERT_EQ(::pread(file->descriptor(), head, sizeof(head), 0), 5);
+  EXPECT_EQ(std::string(head, 5), "first");
+  EXPECT_EQ(as_string(file->bytes()), "first");
+}
+
+TEST_P(MappedFileTest, RefusesWhatIsNotARegularFileAtOnce) {
+  ScratchDir dir("mapped_file");
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  make_socket(dir / "sock");
+  fs::create_directory(dir / "folder");
+  struct Case {
+    std::string name;
+    std::string kind;
+  };
+  std::vector<Case> cases = {{"fifo", "a FIFO"}, {"sock", "a socket"}, {"folder", "a folder"}};
+  // A device node of our own (the null device's numbers) needs root.
+  if (::mknod((dir / "device").c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0) {
+    cases.push_back({"device", "a character device"});
+  }
+  const HangGuard guard;
+  for (const Case& c : cases) {
+    const fs::path path = dir / c.name;
+    expect_error([&] { MappedFile::open(path, GetParam()); }, ErrorCode::kIo,
+                 path.string() + ": not a regular file (" + c.kind + ")");
+  }
+  expect_error([&] { MappedFile::open(dir / "missing", GetParam()); }, ErrorCode::kNotFound,
+               (dir / "missing").string() + ": no such file");
+}
+
+TEST_P(MappedFileTest, AdoptsADescriptorOfAnUnlinkedFile) {
+  ScratchDir dir("mapped_file");
+  const fs::path path = dir / "temporary";
+  write_file_bytes(path, pattern(10000));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  fs::remove(path);
+  const auto file = MappedFile::adopt(fd, "scratch data", GetParam());
+  EXPECT_EQ(as_string(file->bytes()), pattern(10000));
+  EXPECT_EQ(file->descriptor(), fd);
+  EXPECT_EQ(file->path(), fs::path("scratch data"));
+}
+
+TEST_P(MappedFileTest, AdoptRefusesAndClosesADescriptorOfAFifo) {
+  ScratchDir dir("mapped_file");
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  const int fd = ::open((dir / "fifo").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  expect_error([&] { MappedFile::adopt(fd, "the fifo", GetParam()); }, ErrorCode::kIo,
+               "the fifo: not a regular file (a FIFO)");
+  EXPECT_EQ(::fcntl(fd, F_GETFD), -1);  // Taken over, so closed on failure too.
+  EXPECT_EQ(errno, EBADF);
+  expect_error([&] { MappedFile::adopt(-1, "nothing", GetParam()); }, ErrorCode::kInvalidArgument,
+               "nothing: adopt: no file descriptor");
+}
+
+TEST(MappedFileRead, OwnsItsBytesSoTheFileMayShrinkAfterwards) {
+  ScratchDir dir("mapped_file");
+  const fs::path path = dir / "shared";
+  write_file_bytes(path, pattern(1 << 20));
+  const auto file = MappedFile::open(path, FileAccess::kRead);
+  fs::resize_file(path, 0);
+  // Mapped, this would raise SIGBUS.
+  EXPECT_EQ(as_string(file->bytes()), pattern(1 << 20));
+}
+
+TEST(MappedFileRead, AFileShorterThanItsSizeSaysIsAnError) {
+  // sysfs files claim a page (st_size 4096) and hold a line: for a reader trusting fstat, the
+  // same as a file that shrank after fstat.
+  const fs::path path = "/sys/kernel/mm/transparent_hugepage/enabled";
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0 || !S_ISREG(status.st_mode) || status.st_size != 4096) {
+    GTEST_SKIP() << "no sysfs file of the expected kind here";
+  }
+  expect_error([&] { MappedFile::open(path, FileAccess::kRead); }, ErrorCode::kIo,
+               path.string() + ": the file shrank while it was being read (");
+}
+
+TEST(MappedFileRegistry, NamesTheFileOfAnAddressInsideAMapping) {
+  ScratchDir dir("mapped_file");
+  const fs::path path = dir / "weights.bin";
+  write_file_bytes(path, pattern(10000));
+  auto file = MappedFile::open(path);
+  const ByteSpan bytes = file->bytes();
+  char name[4096];
+  for (const std::size_t at : {std::size_t{0}, std::size_t{5000}, std::size_t{9999}}) {
+    ASSERT_TRUE(MappedFile::describe_address(bytes.data() + at, name, sizeof(name))) << at;
+    EXPECT_EQ(std::string(name), path.string());
+  }
+  EXPECT_FALSE(MappedFile::describe_address(bytes.data() + 10000, name, sizeof(name)));
+  EXPECT_STREQ(name, "");
+  // Cut to the capacity, always terminated.
+  char short_name[5];
+  ASSERT_TRUE(MappedFile::describe_address(bytes.data(), short_name, sizeof(short_name)));
+  EXPECT_EQ(std::string(short_name), path.string().substr(0, 4));
+  const void* const inside = bytes.data() + 1;
+  file.reset();
+  EXPECT_FALSE(MappedFile::describe_address(inside, name, sizeof(name)));
+}
+
+TEST(MappedFileRegistry, KnowsNothingOfReadFilesOrEmptyFiles) {
+  ScratchDir dir("mapped_file");
+  write_file_bytes(dir / "read", pattern(100));
+  write_file_bytes(dir / "empty", "");
+  const auto read = MappedFile::open(dir / "read", FileAccess::kRead);
+  char name[256];
+  EXPECT_FALSE(MappedFile::describe_address(read->bytes().data(), name, sizeof(name)));
+  const auto empty = MappedFile::open(dir / "empty");
+  EXPECT_FALSE(MappedFile::describe_address(empty->bytes().data(), name, sizeof(name)));
+  EXPECT_FALSE(MappedFile::describe_address(name, nullptr, 0));
+}
+
+TEST(MappedFileRegistry, DescribesManyLiveMappingsAndReusesTheirSlots) {
+  ScratchDir dir("mapped_file");
+  // More than one block of slots (256 a block), and a second round after all were released.
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::shared_ptr<const MappedFile>> files;
+    for (int i = 0; i < 300; ++i) {
+      const fs::path path = dir / ("f" + std::to_string(i));
+      if (round == 0) write_file_bytes(path, pattern(64 + i));
+      files.push_back(MappedFile::open(path));
+    }
+    char name[4096];
+    for (int i = 0; i < 300; ++i) {
+      const ByteSpan bytes = files[i]->bytes();
+      ASSERT_TRUE(MappedFile::describe_address(bytes.data() + bytes.size() - 1, name, sizeof(name)))
+          << i;
+      EXPECT_EQ(std::string(name), (dir / ("f" + std::to_string(i))).string());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onnxzip
