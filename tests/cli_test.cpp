@@ -436,6 +436,7 @@ TEST_F(Cli, RuntimeErrorsNameTheFileAndLeaveNothing) {
                                  std::string(corrupt.begin(), corrupt.end()));
   ModelProto hostile;
   hostile.ir_version = 8;
+  hostile.opset_import.emplace_back().version = 17;
   TensorProto& w = hostile.graph.ensure().initializer.emplace_back();
   w.name = "w";
   w.data_type = TensorProto::kFloat;
