@@ -1,10 +1,11 @@
-// The ONNX IR rules a model's graph must follow (onnx/docs/IR.md, "Graphs" and "Names Within a
-// Graph"), checked without operator schemas: what `verify` reports for legacy files and archives
-// alike.
+// The ONNX IR rules a model and its graphs must follow (onnx/docs/IR.md, "Models", "Graphs" and
+// "Names Within a Graph"), checked without operator schemas: what `verify` reports for legacy
+// files and archives alike.
 //
 // check_ir reports, never throws for, a rule violation: real exported models break these rules
 // at times (nodes out of topological order, duplicate node names) and still run, so conversion
-// never refuses them; only verification reports them. Anyone may use this header.
+// does not refuse them (only a file with neither ir_version nor graph, which is no model at all;
+// convert.h); verification reports them. Anyone may use this header.
 #ifndef ONNXZIP_IR_CHECK_H_
 #define ONNXZIP_IR_CHECK_H_
 
