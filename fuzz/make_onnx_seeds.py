@@ -8,7 +8,8 @@ Three kinds of seed, all under 8 KB:
     initializers, symbolic dimensions, training operators;
   * models built with python3-onnx's helpers for what the testdata lacks: functions, sparse
     tensors, string tensors, training info, map / sparse / opaque types, every typed field,
-    external-data references, metadata, quantization annotations, segments;
+    external-data references, metadata, quantization annotations, segments; inline payloads
+    that disagree with their dims and type, and models lacking ir_version, graph or opset_import;
   * hand-made wire bytes: fields newer than onnx 1.12 (IR 13), unknown fields of every wire
     type, non-canonical and 10-byte varints, packed and unpacked forms, oneof switches, merged
     sub-messages, nesting just under and over the depth limit, and malformed inputs (truncated
@@ -234,6 +235,43 @@ def built_with_helpers():
     model = helper.make_model(helper.make_graph([], "main", [], []))
     model.training_info.append(training)
     seeds["training_info"] = model
+
+    # What verify reports and convert refuses (issue 9 items 5, 6): inline payloads that disagree
+    # with their dims and type, and models without the fields every model needs.
+    def tensor(name, data_type, dims, **fields):
+        t = TensorProto(name=name, data_type=data_type, dims=dims)
+        for field, value in fields.items():
+            if field == "raw_data":
+                t.raw_data = value
+            else:
+                getattr(t, field).extend(value)
+        return t
+    payloads = [
+        tensor("short_raw", TensorProto.FLOAT, [4, 3], raw_data=b"\0" * 10),
+        tensor("long_raw", TensorProto.FLOAT, [2], raw_data=b"\0" * 9),
+        tensor("short_typed", TensorProto.FLOAT, [3], float_data=[1.0]),
+        tensor("raw_and_typed", TensorProto.INT64, [1], raw_data=b"\0" * 8, int64_data=[1]),
+        tensor("two_typed", TensorProto.FLOAT, [1], float_data=[1.0], int32_data=[1]),
+        tensor("wrong_field", TensorProto.FLOAT, [2], int32_data=[1, 2]),
+        tensor("no_data", TensorProto.INT64, [3]),
+        tensor("packed", 21, [5], int32_data=[0x21]),  # UINT4, newer than onnx 1.12.
+        tensor("complex", TensorProto.COMPLEX64, [2], float_data=[1.0, 2.0]),
+        tensor("strings_raw", TensorProto.STRING, [1], raw_data=b"\x01a"),
+        tensor("strings_short", TensorProto.STRING, [3], string_data=[b"a"]),
+        tensor("negative_dim", TensorProto.FLOAT, [3, -1], raw_data=b""),
+        tensor("zero_elements", TensorProto.FLOAT, [0, 4], float_data=[1.0]),
+    ]
+    node = helper.make_node("Constant", [], ["c"], value=tensor("attr", TensorProto.INT32, [2], raw_data=b"\0"))
+    graph = helper.make_graph([node], "payloads", [], [helper.make_tensor_value_info("c", TensorProto.INT32, [2])],
+                              initializer=payloads)
+    seeds["inconsistent_payloads"] = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    seeds["metadata_only"] = onnx.ModelProto(producer_name="no ir_version, no graph")
+    seeds["ir_version_only"] = onnx.ModelProto(ir_version=8)
+    model = helper.make_model(helper.make_graph([], "old", [], []), opset_imports=[helper.make_opsetid("", 1)])
+    model.ir_version = 2  # Predates opset_import.
+    helper.set_model_props(model, {"author": "a"})
+    model.metadata_props.add(key="author", value="b")  # A duplicate key.
+    seeds["ir2_with_opset_import"] = model
     return {name: model.SerializeToString() for name, model in seeds.items()}
 
 

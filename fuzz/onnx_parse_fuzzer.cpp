@@ -1,14 +1,16 @@
 // Fuzzes parse_model on untrusted bytes, then what a caller does with the result: visiting every
-// tensor (with its size helpers) and sizing the model for serialization. Any onnxzip::Error is an
-// acceptable answer to hostile bytes; anything else (a crash, a sanitizer report, another
-// exception type escaping, copying and borrowing parses that disagree, a size that is not the
-// size written) is a bug.
+// tensor (with its size helpers and the payload rule), the IR rules verify checks, and sizing the
+// model for serialization. Any onnxzip::Error is an acceptable answer to hostile bytes; anything
+// else (a crash, a sanitizer report, another exception type escaping, copying and borrowing
+// parses that disagree, a size that is not the size written) is a bug.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "onnxzip/error.h"
+#include "onnxzip/ir_check.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/tensor.h"
@@ -57,6 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           onnxzip::tensor_byte_size(tensor);
         } catch (const onnxzip::Error&) {
         }
+        // Never throws: a payload that agrees is "" and one that does not is a sentence.
+        const std::string problem = onnxzip::payload_problem(tensor);
+        check(problem.size() < 1024);
         try {
           const onnxzip::OwnedBytes raw = onnxzip::typed_data_to_raw(tensor);
           check(raw.size() <= size * 8 + 64);  // Typed elements are at most 8 bytes wide.
@@ -64,6 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
       });
   check(payload_bytes <= size);
+  for (const onnxzip::IrProblem& problem : onnxzip::check_ir(model)) check(!problem.where.empty());
 
   const std::uint64_t expected = onnxzip::serialized_size(model);
   const std::vector<std::uint8_t> written = onnxzip::serialize_model(model);

@@ -36,8 +36,6 @@ std::string location_problem(std::string_view location);
 
 // The name of the first non-empty typed data field ("float_data"...), or "" when none is.
 std::string_view present_typed_field(const TensorProto& tensor) noexcept;
-// Bytes typed_data_to_raw(tensor) gives, computed without converting (0 without a typed field).
-std::uint64_t typed_raw_size(const TensorProto& tensor) noexcept;
 
 // A metadata-only copy of `tensor` referring to entry `location` of `length` bytes, in the
 // canonical form of spec §7.2: name, dims, data_type, segment, doc_string, metadata_props and

@@ -83,30 +83,6 @@ std::string_view present_typed_field(const TensorProto& tensor) noexcept {
   return {};
 }
 
-std::uint64_t typed_raw_size(const TensorProto& tensor) noexcept {
-  const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
-  // Bytes per typed entry, as typed_data_to_raw writes them (tensor.h).
-  switch (typed_field_for(data_type)) {
-    case TypedField::kFloatData:
-      return std::uint64_t{4} * tensor.float_data.size();
-    case TypedField::kDoubleData:
-      return std::uint64_t{8} * tensor.double_data.size();
-    case TypedField::kInt64Data:
-      return std::uint64_t{8} * tensor.int64_data.size();
-    case TypedField::kUint64Data:
-      return (data_type == TensorProto::kUint32 ? 4u : 8u) * tensor.uint64_data.size();
-    case TypedField::kInt32Data: {
-      // Sub-byte types hold one packed byte per entry.
-      const std::uint64_t unit = std::max<std::uint32_t>(element_bits(data_type), 8) / 8;
-      return unit * tensor.int32_data.size();
-    }
-    case TypedField::kStringData:
-    case TypedField::kNone:
-      break;
-  }
-  return 0;
-}
-
 TensorProto make_reference(const TensorProto& tensor, std::string_view location,
                            std::uint64_t length) {
   TensorProto reference;

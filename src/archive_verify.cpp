@@ -3,8 +3,9 @@
 // Errors are what load() refuses (the same checks, archive_references.cpp) plus wrong CRC-32s;
 // warnings are deviations a reader accepts: the ZipReader's findings (§9.3) and what only a
 // conformance check looks at -- the fixed header values of §3.1, the extra fields of §3.4 to
-// §3.6, alignment to the archive's A, names (§6), order (§2.4), unreferenced entries (§7.2) and
-// non-canonical references (§9.4 item 4).
+// §3.6, alignment to the archive's A, names (§6), order (§2.4), unreferenced entries (§7.2),
+// non-canonical references (§9.4 item 4) and inline payloads that disagree with their tensor's
+// dims and type (§9.4 item 5).
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -306,11 +307,18 @@ void Verifier::check_model(const ZipEntry& model_entry) {
         if (const ZipEntry* e = zip.find(*location)) referenced_.insert(e->index);
       }
       archive_detail::check_reference(tensor, site.path, zip, sink);
-    } else if (!tensor.external_data.empty()) {
+      return;
+    }
+    if (!tensor.external_data.empty()) {
       const std::string label = archive_detail::tensor_label(tensor, site.path);
       add(Severity::kWarning, "", label, 0,
           zip.source_name() + ": " + label +
               ": external_data on a tensor whose data_location is not EXTERNAL (ignored)");
+    }
+    if (const std::string problem = payload_problem(tensor); !problem.empty()) {
+      const std::string label = archive_detail::tensor_label(tensor, site.path);
+      add(Severity::kWarning, model_entry.name, label, model_entry.data_offset,
+          zip.source_name() + ": " + label + ": " + problem + " (spec §9.4 item 5)");
     }
   });
 }

@@ -21,7 +21,6 @@ using archive_detail::make_reference;
 using archive_detail::present_typed_field;
 using archive_detail::quote;
 using archive_detail::tensor_label;
-using archive_detail::typed_raw_size;
 
 // Feeds the codec's streamed output into a ZIP entry.
 class EntrySinkAdapter final : public wire::ByteSink {
@@ -196,29 +195,16 @@ std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
       return;
     }
 
-    // Inline tensors: externalized at or above the threshold (spec §7.4).
+    // Inline tensors: externalized at or above the threshold (spec §7.4). Every tensor that
+    // may be externalized is checked, whatever its size, so that whether a model saves does not
+    // depend on the threshold.
     if (is_sparse_place(site.place) && !options.externalize_sparse) return;
     if (element_bits(data_type) == 0) return;  // STRING, UNDEFINED, unknown: stay inline.
-    const std::string_view typed = present_typed_field(tensor);
-    if (tensor.raw_data && !typed.empty()) {
-      fail("carries both raw_data and " + std::string(typed) + "; which one is the payload?");
+    if (const std::string problem = payload_problem(tensor); !problem.empty()) {
+      fail(problem + " (spec §7.3)");
     }
-    std::uint64_t size = 0;
-    try {
-      size = tensor_byte_size(tensor.dims, data_type, "dims");
-    } catch (const Error& e) {
-      fail(e.what());
-    }
+    const std::uint64_t size = tensor_byte_size(tensor.dims, data_type, "dims");  // Checked.
     if (size < options.threshold) return;
-    const std::uint64_t actual = tensor.raw_data ? tensor.raw_data->size() : typed_raw_size(tensor);
-    if (actual != size) {
-      fail("its payload (" +
-           std::string(tensor.raw_data ? "raw_data"
-                       : typed.empty() ? "none"
-                                       : typed) +
-           ") holds " + std::to_string(actual) + " bytes, but dims x element size of " +
-           std::string(data_type_name(data_type)) + " is " + std::to_string(size) + " (spec §7.3)");
-    }
     candidates.push_back({&tensor, size});
   });
   for (std::size_t i = 0; i < referenced.size(); ++i) {

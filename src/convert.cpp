@@ -92,6 +92,25 @@ void check_legacy_output(const fs::path& in, const fs::path& out,
   }
 }
 
+// What convert() refuses in its input before writing anything, naming the input file: a file
+// that parses as a ModelProto but is no model at all (a 0-byte file does), and an inline tensor
+// whose payload disagrees with its dims and type, which no writer can carry faithfully.
+void check_input_model(const fs::path& in, const ModelProto& model) {
+  if (!model.ir_version && !model.graph) {
+    std::error_code ec;
+    const bool empty_file = fs::file_size(in, ec) == 0 && !ec;
+    const std::string what =
+        empty_file ? "the file is empty" : "the model has neither an ir_version nor a graph";
+    throw Error(ErrorCode::kCorrupt, in.string() + ": " + what + ", so it is not an ONNX model");
+  }
+  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
+    if (const std::string problem = payload_problem(tensor); !problem.empty()) {
+      throw Error(ErrorCode::kCorrupt,
+                  in.string() + ": " + tensor_label(tensor, site.path) + ": " + problem);
+    }
+  });
+}
+
 // --- repack ---
 
 // One external reference of the model, as a byte range of an entry.
@@ -361,6 +380,7 @@ ModelFormat convert(const fs::path& in, const fs::path& out, const ConvertOption
   if (format == ModelFormat::kLegacy) {
     check_archive_output(in, out, options.read);
     const ModelProto model = read_legacy_model(in, options.read);
+    check_input_model(in, model);
     SaveOptions save_options = options.archive;
     if (options.progress) save_options.progress = options.progress;
     save(model, out, save_options);
@@ -368,6 +388,7 @@ ModelFormat convert(const fs::path& in, const fs::path& out, const ConvertOption
     check_legacy_output(in, out, options.legacy);
     // The model borrows its payloads from the archive's mapping, which it keeps alive.
     const ModelProto model = load(in, options.load);
+    check_input_model(in, model);
     LegacyWriteOptions write_options = options.legacy;
     if (options.progress) write_options.progress = options.progress;
     write_legacy_model(model, out, write_options);

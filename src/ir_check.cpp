@@ -132,6 +132,11 @@ void collect_uses(const GraphProto& graph, std::vector<std::string_view>& uses) 
   for (const ValueInfoProto& output : graph.output) uses.push_back(text_of(output.name));
 }
 
+// IR versions 1 and 2 had no opset_import: they imported the default domain implicitly.
+bool predates_opset_import(const ModelProto& m) {
+  return m.ir_version && *m.ir_version >= 1 && *m.ir_version < 3;
+}
+
 const Scope* find_visible(const Scope* scope, std::string_view name) {
   for (; scope != nullptr; scope = scope->parent) {
     if (scope->defined.count(name) != 0) return scope;
@@ -144,8 +149,8 @@ class Checker final {
   explicit Checker(std::vector<IrProblem>& problems) : problems_(problems) {}
 
   void model(const ModelProto& m) {
-    // IR versions before 3 had no opset_import: the default domain was implied.
-    const bool implicit_default = m.ir_version && *m.ir_version < 3 && m.opset_import.empty();
+    model_fields(m);
+    const bool implicit_default = predates_opset_import(m) && m.opset_import.empty();
     unique_domains(m.opset_import, "opset_import");
     OpsetContext opsets(m.opset_import, implicit_default);
     Scope main_scope;
@@ -168,6 +173,34 @@ class Checker final {
  private:
   void add(std::string where, std::string message) {
     problems_.push_back({std::move(where), std::move(message)});
+  }
+
+  // What every model must state, in the reference checker's order (onnx/checker.cc,
+  // check_model): its IR version, which decides how opset_import is read, and its graph.
+  void model_fields(const ModelProto& m) {
+    if (!m.ir_version) {
+      add("ir_version", "missing: a model must state the IR version it follows");
+    } else if (*m.ir_version < 1) {
+      add("ir_version", std::to_string(*m.ir_version) + " is no IR version (the first is 1)");
+    }
+    const bool before_opset_import = predates_opset_import(m);
+    if (m.opset_import.empty() && !before_opset_import) {
+      add("opset_import",
+          "missing: from IR version 3 on, a model imports the operator sets it uses");
+    } else if (!m.opset_import.empty() && before_opset_import) {
+      add("opset_import", "present, but IR version " + std::to_string(*m.ir_version) +
+                              " predates opset_import (IR version 3 introduced it)");
+    }
+    if (!m.graph) add("graph", "missing: a model must have a graph");
+    std::unordered_map<std::string_view, std::size_t> keys;
+    for (std::size_t i = 0; i < m.metadata_props.size(); ++i) {
+      const std::string_view key = text_of(m.metadata_props[i].key);
+      const auto [entry, added] = keys.try_emplace(key, i);
+      if (!added) {
+        add(indexed("metadata_props", i), "key " + quote(key) + " appears again (first at [" +
+                                              std::to_string(entry->second) + "])");
+      }
+    }
   }
 
   void unique_domains(const std::vector<OperatorSetIdProto>& imports, const std::string& where) {

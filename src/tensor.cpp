@@ -291,6 +291,52 @@ class TensorWalker final {
   std::string path_;
 };
 
+// The typed fields in onnx.proto order, for payload_problem.
+struct TypedFieldSlot {
+  TypedField field;
+  std::string_view name;
+  std::size_t (*size)(const TensorProto&);
+};
+constexpr TypedFieldSlot kTypedFields[] = {
+    {TypedField::kFloatData, "float_data",
+     [](const TensorProto& t) { return t.float_data.size(); }},
+    {TypedField::kInt32Data, "int32_data",
+     [](const TensorProto& t) { return t.int32_data.size(); }},
+    {TypedField::kStringData, "string_data",
+     [](const TensorProto& t) { return t.string_data.size(); }},
+    {TypedField::kInt64Data, "int64_data",
+     [](const TensorProto& t) { return t.int64_data.size(); }},
+    {TypedField::kDoubleData, "double_data",
+     [](const TensorProto& t) { return t.double_data.size(); }},
+    {TypedField::kUint64Data, "uint64_data",
+     [](const TensorProto& t) { return t.uint64_data.size(); }},
+};
+
+const TypedFieldSlot& slot_of(TypedField field) {
+  for (const TypedFieldSlot& slot : kTypedFields) {
+    if (slot.field == field) return slot;
+  }
+  return kTypedFields[0];  // Unreachable for the fields of kDataTypes.
+}
+
+// "[4, 300] of FLOAT" ("of 99" for an unknown type), the first dims only when there are many
+// (a hostile tensor may have millions).
+std::string shape_label(const TensorProto& tensor, std::int32_t data_type) {
+  constexpr std::size_t kMaxDimsShown = 8;
+  std::string text = "[";
+  for (std::size_t i = 0; i < tensor.dims.size() && i < kMaxDimsShown; ++i) {
+    if (i != 0) text += ", ";
+    text += std::to_string(tensor.dims[i]);
+  }
+  if (tensor.dims.size() > kMaxDimsShown) text += ", ...";
+  const std::string_view name = data_type_name(data_type);
+  return text + "] of " + (name.empty() ? std::to_string(data_type) : std::string(name));
+}
+
+std::string counted(std::uint64_t count, std::string_view one, std::string_view many) {
+  return std::to_string(count) + " " + std::string(count == 1 ? one : many);
+}
+
 }  // namespace
 
 std::uint32_t element_bits(std::int32_t data_type) noexcept {
@@ -348,6 +394,72 @@ std::uint64_t tensor_byte_size(std::span<const std::int64_t> dims, std::int32_t 
 std::uint64_t tensor_byte_size(const TensorProto& tensor) {
   const std::string label = tensor_label(tensor);
   return tensor_byte_size(tensor.dims, tensor.data_type.value_or(TensorProto::kUndefined), label);
+}
+
+std::string payload_problem(const TensorProto& tensor) {
+  if (tensor.data_location == TensorProto::kExternal) return {};
+  std::vector<std::string_view> fields;
+  if (tensor.raw_data) fields.push_back("raw_data");
+  for (const TypedFieldSlot& slot : kTypedFields) {
+    if (slot.size(tensor) != 0) fields.push_back(slot.name);
+  }
+  if (fields.size() > 1) {
+    return "carries both " + std::string(fields[0]) + " and " + std::string(fields[1]) +
+           "; which one is the payload?";
+  }
+
+  const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
+  const std::string shape = shape_label(tensor, data_type);
+  // The size helpers' checks, their errors said in this function's words.
+  std::uint64_t elements = 0;
+  try {
+    elements = element_count(tensor.dims, "dims");
+  } catch (const Error&) {
+    for (std::size_t i = 0; i < tensor.dims.size(); ++i) {
+      if (tensor.dims[i] < 0) {
+        return "dims[" + std::to_string(i) + "] is " + std::to_string(tensor.dims[i]) +
+               ": a dimension cannot be negative";
+      }
+    }
+    return "dims " + shape + " make more elements than 64 bits can count";
+  }
+  const DataTypeInfo* info = info_of(data_type);
+  if (info == nullptr || info->field == TypedField::kNone) return {};
+
+  if (info->field == TypedField::kStringData) {
+    if (tensor.raw_data) return "STRING values cannot be in raw_data (onnx.proto: string_data)";
+    if (tensor.string_data.size() != elements) {
+      return "string_data holds " + counted(tensor.string_data.size(), "string", "strings") +
+             ", but dims " + shape + " make " + counted(elements, "element", "elements");
+    }
+    return {};
+  }
+
+  std::uint64_t bytes = 0;
+  try {
+    bytes = tensor_byte_size(elements, data_type, "dims");
+  } catch (const Error&) {
+    return "dims " + shape + " make more bytes than 64 bits can count";
+  }
+  if (tensor.raw_data) {
+    if (tensor.raw_data->size() == bytes) return {};
+    return "raw_data holds " + counted(tensor.raw_data->size(), "byte", "bytes") + ", but dims " +
+           shape + " make " + counted(bytes, "byte", "bytes");
+  }
+  const TypedFieldSlot& slot = slot_of(info->field);
+  if (!fields.empty() && fields[0] != slot.name) {
+    return "holds its values in " + std::string(fields[0]) + ", but " + std::string(info->name) +
+           " values belong in " + std::string(slot.name);
+  }
+  // tensor_byte_size is a whole number of typed entries for every type (sub-byte types: one
+  // entry per packed byte).
+  const std::uint64_t entries = bytes / raw_unit_bytes(data_type, *info);
+  if (slot.size(tensor) == entries) return {};
+  if (fields.empty()) {
+    return "holds no data, but dims " + shape + " make " + counted(bytes, "byte", "bytes");
+  }
+  return std::string(slot.name) + " holds " + counted(slot.size(tensor), "entry", "entries") +
+         ", but dims " + shape + " need " + std::to_string(entries);
 }
 
 OwnedBytes typed_data_to_raw(const TensorProto& tensor) {

@@ -330,6 +330,23 @@ TEST(ArchiveSave, RefusesModelsItCannotWriteCorrectlyAndLeavesNoFile) {
     save(model_with_tensors_everywhere(), path, SaveOptions{.alignment = 100});
   });
   EXPECT_CONTAINS(message, "alignment 100");
+
+  // Whether a model saves does not depend on the threshold: a tensor that stays inline is held
+  // to the same rule as one that becomes an entry.
+  ModelProto model = model_with_tensors_everywhere();
+  TensorProto& first = model.graph->initializer[0];
+  first.raw_data = TensorBytes::owned(OwnedBytes(first.raw_data->size() - 1));
+  for (const std::uint64_t threshold : {std::uint64_t{0}, std::uint64_t{1} << 40}) {
+    SCOPED_TRACE(threshold);
+    const std::string short_payload = error_of(ErrorCode::kInvalidArgument, [&] {
+      save(model, path, SaveOptions{.threshold = threshold});
+    });
+    EXPECT_CONTAINS(short_payload, path.string() +
+                                       ": tensor '/encoder/layer.0/attn/q.weight' at "
+                                       "graph/initializer[0]: raw_data holds 2047 bytes, but dims "
+                                       "[16, 32] of FLOAT make 2048 bytes (spec §7.3)");
+    EXPECT_TRUE(dir.file_names().empty());
+  }
 }
 
 TEST(ArchiveLoad, FromBytesBorrowsFromTheCallersBufferWithItsToken) {
@@ -910,6 +927,52 @@ TEST(ArchiveVerify, ReportsUnreferencedEntriesAndNonArchives) {
   ASSERT_EQ(text.findings.size(), 1u);
   EXPECT_EQ(text.findings[0].severity, VerifyFinding::Severity::kError);
   EXPECT_CONTAINS(text.findings[0].message, "text.onnxz");
+}
+
+TEST(ArchiveVerify, ReportsInlinePayloadsThatDisagreeWithTheirTensor) {
+  // save() refuses such models, so the archive is made by hand: the reference model plus inline
+  // tensors whose data does not fit their dims, in the main graph and in a node attribute.
+  ScratchDir dir("archive_verify_inline");
+  ModelProto model = reference_model();
+  TensorProto& short_raw = model.graph->initializer.emplace_back();
+  short_raw.name = "short";
+  short_raw.data_type = TensorProto::kFloat;
+  short_raw.dims = {4, 300};
+  short_raw.raw_data = TensorBytes::owned(OwnedBytes(100));
+  NodeProto& constant = model.graph->node.emplace_back();
+  constant.op_type = "Constant";
+  constant.output = {"c"};
+  AttributeProto& value = constant.attribute.emplace_back();
+  value.name = "value";
+  value.type = AttributeProto::kTensor;
+  TensorProto& both = value.t.ensure();
+  both.data_type = TensorProto::kInt64;
+  both.dims = {1};
+  both.int64_data = {1};
+  both.raw_data = TensorBytes::owned(OwnedBytes(8));
+  write_hand_made(dir / "m.onnxz", model);
+
+  const VerifyReport report = verify(dir / "m.onnxz");
+  ASSERT_EQ(report.findings.size(), 2u) << error_message_of_verify(report);
+  const std::string path = (dir / "m.onnxz").string();
+  const ZipEntry model_entry = ZipReader::open(dir / "m.onnxz").at(kModelEntryName);
+  // The node's attribute tensor comes first: the visitor walks nodes before initializers.
+  EXPECT_EQ(report.findings[0].severity, VerifyFinding::Severity::kWarning);
+  EXPECT_EQ(report.findings[0].entry, kModelEntryName);
+  EXPECT_EQ(report.findings[0].offset, model_entry.data_offset);
+  EXPECT_EQ(report.findings[0].tensor, "unnamed tensor at graph/node[0]/attribute[0]/t");
+  EXPECT_EQ(report.findings[0].message,
+            path +
+                ": unnamed tensor at graph/node[0]/attribute[0]/t: carries both raw_data and "
+                "int64_data; which one is the payload? (spec §9.4 item 5)");
+  EXPECT_EQ(report.findings[1].tensor, "tensor 'short' at graph/initializer[1]");
+  EXPECT_EQ(report.findings[1].message,
+            path +
+                ": tensor 'short' at graph/initializer[1]: raw_data holds 100 bytes, but dims "
+                "[4, 300] of FLOAT make 4800 bytes (spec §9.4 item 5)");
+  // A reader passes inline tensors through: the archive loads.
+  EXPECT_TRUE(report.loadable());
+  EXPECT_EQ(load(dir / "m.onnxz").graph->initializer[1].raw_data->size(), 100u);
 }
 
 TEST(ArchiveVerify, ReportsDeflatedAndUnalignedArchivesOfOtherTools) {

@@ -32,6 +32,7 @@
 #include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
+#include "onnxzip/zip_writer.h"
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
 #include "support/model_builder.h"
@@ -450,6 +451,7 @@ TEST_F(Cli, RuntimeErrorsNameTheFileAndLeaveNothing) {
                                  std::string(corrupt.begin(), corrupt.end()));
   ModelProto hostile;
   hostile.ir_version = 8;
+  hostile.opset_import.emplace_back().version = 17;
   TensorProto& w = hostile.graph.ensure().initializer.emplace_back();
   w.name = "w";
   w.data_type = TensorProto::kFloat;
@@ -493,6 +495,57 @@ TEST_F(Cli, RuntimeErrorsNameTheFileAndLeaveNothing) {
   EXPECT_EQ(lines[1], (dir / "missing.onnx").string() + ": no such file");
   EXPECT_EQ(lines[2], archive.string() + ": ok");
 
+  EXPECT_EQ(snapshot(dir.path()), before);  // No output, no temporary, inputs untouched.
+}
+
+TEST_F(Cli, VerifyFindsWhatConvertRefusesNamingTheInput) {
+  ScratchDir dir("cli_refused");
+  test_support::write_file_bytes(dir / "empty.onnx", "");
+  ModelProto short_model;
+  short_model.ir_version = 8;
+  short_model.opset_import.emplace_back().version = 17;
+  TensorProto& w = short_model.graph.ensure().initializer.emplace_back();
+  w.name = "w";
+  w.data_type = TensorProto::kFloat;
+  w.dims = {4, 300};
+  w.raw_data = TensorBytes::owned(OwnedBytes(100));
+  serialize_model_to_file(short_model, dir / "short.onnx");
+  {
+    // The same model as an archive, made by hand: save() refuses the short tensor.
+    ZipWriter zip(dir / "short.onnxz");
+    zip.add(kModelEntryName, serialize_model(short_model), NameKind::kReserved);
+    zip.finish();
+  }
+  const std::string empty = (dir / "empty.onnx").string();
+  const std::string short_tensor =
+      ": tensor 'w' at graph/initializer[0]: raw_data holds 100 bytes, but dims [4, 300] of "
+      "FLOAT make 4800 bytes";
+  const auto before = snapshot(dir.path());
+
+  CliRun run = run_cli({"verify", empty});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_EQ(run.out,
+            empty + ": ir_version: missing: a model must state the IR version it follows\n" +
+                empty +
+                ": opset_import: missing: from IR version 3 on, a model imports the operator "
+                "sets it uses\n" +
+                empty + ": graph: missing: a model must have a graph\n")
+      << run;
+  expect_failure(run_cli({"convert", empty, dir / "out.onnxz"}),
+                 {empty + ": the file is empty, so it is not an ONNX model"});
+
+  for (const std::string name : {"short.onnx", "short.onnxz"}) {
+    SCOPED_TRACE(name);
+    const std::string file = (dir / name).string();
+    run = run_cli({"verify", file});
+    EXPECT_EQ(run.exit_code, 1) << run;
+    const std::string citation = name.ends_with(".onnxz") ? " (spec §9.4 item 5)" : "";
+    EXPECT_EQ(run.out, file + short_tensor + citation + "\n") << run;
+    const std::string out = (dir / (name.ends_with(".onnxz") ? "out.onnx" : "out.onnxz")).string();
+    run = run_cli({"convert", file, out});
+    expect_failure(run, {"onnxzip: error: " + file + short_tensor});
+    EXPECT_EQ(run.err.find(out), std::string::npos) << run;  // The input is at fault.
+  }
   EXPECT_EQ(snapshot(dir.path()), before);  // No output, no temporary, inputs untouched.
 }
 

@@ -16,6 +16,7 @@
 #include "onnxzip/ir_check.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
+#include "onnxzip/zip_writer.h"
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
 #include "support/model_builder.h"
@@ -43,6 +44,15 @@ const fs::path kRezip = fs::path(ONNXZIP_TEST_DATA_DIR) / "rezip_archive.py";
 
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+// A model check_ir accepts, with an empty graph.
+ModelProto model_with_ir_fields() {
+  ModelProto model;
+  model.ir_version = 8;
+  model.opset_import.emplace_back().version = 17;
+  model.graph.ensure().name = "g";
+  return model;
+}
 
 template <class Body>
 std::string error_of(ErrorCode code, Body&& body) {
@@ -264,6 +274,71 @@ TEST_F(ConvertModels, ModelsBreakingIrRulesConvertUnchanged) {
   EXPECT_EQ(normalized(load(dir / "bad.onnxz")), normalized(model));
   EXPECT_EQ(check_ir(load(dir / "bad.onnxz")).size(), check_ir(model).size());
   convert(dir / "bad.onnxz", dir / "back.onnx");
+  EXPECT_EQ(read_legacy_model(dir / "back.onnx"), model);
+}
+
+// A model with an inline FLOAT[4, 300] initializer 'w' holding only 100 bytes.
+ModelProto model_with_short_tensor() {
+  ModelProto model = model_with_ir_fields();
+  TensorProto& w = model.graph->initializer.emplace_back();
+  w.name = "w";
+  w.data_type = TensorProto::kFloat;
+  w.dims = {4, 300};
+  w.raw_data = TensorBytes::owned(OwnedBytes(100));
+  return model;
+}
+
+TEST(ConvertInputs, WhatIsNoModelOrCannotBeCarriedOverIsRefusedNamingTheInput) {
+  ScratchDir dir("convert_refused");
+  test_support::write_file_bytes(dir / "empty.onnx", "");
+  ModelProto metadata_only;
+  metadata_only.producer_name = "not a model";
+  serialize_model_to_file(metadata_only, dir / "metadata_only.onnx");
+  serialize_model_to_file(model_with_short_tensor(), dir / "short.onnx");
+  // Archives made by hand: save() would refuse the short tensor itself.
+  const auto hand_made = [&](const std::string& name, const ModelProto& model) {
+    ZipWriter zip(dir / name);
+    zip.add(kModelEntryName, serialize_model(model), NameKind::kReserved);
+    zip.finish();
+  };
+  hand_made("empty_model.onnxz", ModelProto());
+  hand_made("short.onnxz", model_with_short_tensor());
+  const std::string short_tensor =
+      ": tensor 'w' at graph/initializer[0]: raw_data holds 100 bytes, but dims [4, 300] of "
+      "FLOAT make 4800 bytes";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"empty.onnx", ": the file is empty, so it is not an ONNX model"},
+      {"metadata_only.onnx",
+       ": the model has neither an ir_version nor a graph, so it is not an ONNX model"},
+      {"short.onnx", short_tensor},
+      {"empty_model.onnxz",
+       ": the model has neither an ir_version nor a graph, so it is not an ONNX model"},
+      {"short.onnxz", short_tensor},
+  };
+  const auto before = snapshot(dir.path());
+  for (const auto& entry : cases) {
+    // Named copies: clang 14 lambdas cannot capture structured bindings.
+    const std::string& input = entry.first;
+    const std::string& problem = entry.second;
+    SCOPED_TRACE(input);
+    const fs::path out = dir / (input.ends_with(".onnxz") ? "out.onnx" : "out.onnxz");
+    const std::string message = error_of(ErrorCode::kCorrupt, [&] { convert(dir / input, out); });
+    EXPECT_TRUE(message.ends_with((dir / input).string() + problem)) << message;
+    EXPECT_EQ(snapshot(dir.path()), before);  // Nothing written, not even a temporary.
+  }
+}
+
+TEST(ConvertInputs, ModelsWithOnlyIrProblemsConvert) {
+  // An ir_version and nothing else: no graph, no opset_import. verify reports both; it is a
+  // model all the same, and converts unchanged.
+  ScratchDir dir("convert_ir_only");
+  ModelProto model;
+  model.ir_version = 8;
+  serialize_model_to_file(model, dir / "m.onnx");
+  ASSERT_EQ(check_ir(model).size(), 2u);
+  EXPECT_EQ(convert(dir / "m.onnx", dir / "m.onnxz"), ModelFormat::kLegacy);
+  EXPECT_EQ(load(dir / "m.onnxz"), model);
+  EXPECT_EQ(convert(dir / "m.onnxz", dir / "back.onnx"), ModelFormat::kOnnxz);
   EXPECT_EQ(read_legacy_model(dir / "back.onnx"), model);
 }
 

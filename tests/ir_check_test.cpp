@@ -4,11 +4,16 @@
 
 #include <filesystem>
 #include <initializer_list>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
+#include "support/external_tool.h"
+#include "support/legacy_models.h"
+#include "support/model_builder.h"
+#include "support/scratch_dir.h"
 
 namespace onnxzip {
 namespace {
@@ -171,9 +176,145 @@ TEST(IrCheck, MissingOpsetImportReportedOncePerDomain) {
 TEST(IrCheck, OldIrVersionsImportTheDefaultDomainImplicitly) {
   ModelProto m = valid_model();
   m.opset_import.clear();
-  expect_one(m, "graph/node[0](Relu 'relu')", "no opset_import for domain '' (ai.onnx)");
+  const std::vector<IrProblem> problems = check_ir(m);
+  EXPECT_TRUE(mentions(problems, "opset_import",
+                       "missing: from IR version 3 on, a model imports the operator sets it uses"))
+      << all(problems);
+  EXPECT_TRUE(
+      mentions(problems, "graph/node[0](Relu 'relu')", "no opset_import for domain '' (ai.onnx)"))
+      << all(problems);
+  EXPECT_EQ(problems.size(), 2u) << all(problems);
   m.ir_version = 2;
   EXPECT_EQ(all(check_ir(m)), "");
+  // IR versions 1 and 2 predate opset_import: a model of theirs may not have one.
+  m.opset_import.push_back(opset("", 1));
+  expect_one(m, "opset_import",
+             "present, but IR version 2 predates opset_import (IR version 3 introduced it)");
+}
+
+TEST(IrCheck, AnEmptyModelLacksIrVersionOpsetImportAndGraph) {
+  // What a 0-byte file parses as.
+  const std::vector<IrProblem> problems = check_ir(ModelProto());
+  EXPECT_EQ(all(problems),
+            "ir_version: missing: a model must state the IR version it follows\n"
+            "opset_import: missing: from IR version 3 on, a model imports the operator sets it "
+            "uses\n"
+            "graph: missing: a model must have a graph\n");
+}
+
+TEST(IrCheck, ModelFieldsOneAtATime) {
+  ModelProto m = valid_model();
+  m.ir_version.reset();
+  expect_one(m, "ir_version", "missing: a model must state the IR version it follows");
+  m.ir_version = 0;
+  expect_one(m, "ir_version", "0 is no IR version (the first is 1)");
+  m.ir_version = -3;
+  expect_one(m, "ir_version", "-3 is no IR version (the first is 1)");
+
+  m = valid_model();
+  m.graph.reset();
+  expect_one(m, "graph", "missing: a model must have a graph");
+
+  m = valid_model();
+  for (const char* key : {"author", "license", "author"}) {
+    StringStringEntryProto& entry = m.metadata_props.emplace_back();
+    entry.key = key;
+    entry.value = "x";
+  }
+  expect_one(m, "metadata_props[2]", "key 'author' appears again (first at [0])");
+
+  // Newer than this library knows: the rules checked here hold for every IR version so far.
+  m = valid_model();
+  m.ir_version = kIrVersion + 1;
+  EXPECT_EQ(all(check_ir(m)), "");
+}
+
+// Each model-level rule next to the reference checker's verdict on the same model: both refuse
+// it, or both accept it.
+TEST(IrCheck, ModelFieldsAgreeWithTheReferenceChecker) {
+  if (!test_support::python_onnx_available()) GTEST_SKIP() << "no /usr/bin/python3 with onnx";
+  struct Case {
+    std::string name;
+    ModelProto model;
+    std::string ours;     // all(check_ir(model)).
+    std::string checker;  // A fragment of the checker's complaint, or "ok".
+  };
+  // One Identity node; what the checker wants of a main graph (typed inputs and outputs).
+  ModelProto base = test_support::checker_model_typed_fields();
+  base.graph->initializer.clear();  // IR versions < 4 would want each one to be an input too.
+  std::vector<Case> cases;
+  cases.push_back({"valid", base, "", "ok"});
+  cases.push_back({"empty", ModelProto(), all(check_ir(ModelProto())), "ir_version"});
+  ModelProto m = base;
+  m.ir_version.reset();
+  cases.push_back({"no_ir_version", m,
+                   "ir_version: missing: a model must state the IR version it follows\n",
+                   "does not have an ir_version set properly"});
+  m.ir_version = 0;
+  cases.push_back({"ir_version_0", m, "ir_version: 0 is no IR version (the first is 1)\n",
+                   "does not have an ir_version set properly"});
+  m = base;
+  m.opset_import.clear();
+  cases.push_back({"no_opset_import", m,
+                   "opset_import: missing: from IR version 3 on, a model imports the operator "
+                   "sets it uses\n"
+                   "graph/node[0](Identity 'Identity_Y'): no opset_import for domain '' "
+                   "(ai.onnx) (used by 1 node)\n",
+                   "must specify opset_import"});
+  m.ir_version = 2;
+  cases.push_back({"ir_version_2_without_opset_import", m, "", "ok"});
+  m.opset_import.push_back(opset("", 1));
+  cases.push_back({"ir_version_2_with_opset_import", m,
+                   "opset_import: present, but IR version 2 predates opset_import (IR version 3 "
+                   "introduced it)\n",
+                   "IR version < 3 cannot have opset_import"});
+  m = base;
+  m.graph.reset();
+  // The checker finds a missing graph as an unnamed one.
+  cases.push_back(
+      {"no_graph", m, "graph: missing: a model must have a graph\n", "Field 'name' of 'graph'"});
+  m = base;
+  for (int i = 0; i < 2; ++i) {
+    StringStringEntryProto& entry = m.metadata_props.emplace_back();
+    entry.key = "author";
+    entry.value = "x";
+  }
+  cases.push_back({"duplicate_metadata_key", m,
+                   "metadata_props[1]: key 'author' appears again (first at [0])\n",
+                   "duplicate keys in metadata_props"});
+
+  // One python run: the checker's verdict on each file, a line each.
+  const test_support::ScratchDir dir("ir_check_reference");
+  std::string command = std::string(test_support::kPython) + " -c " +
+                        test_support::shell_quote(
+                            "import sys, onnx\n"
+                            "for path in sys.argv[1:]:\n"
+                            "    try:\n"
+                            "        onnx.checker.check_model(path)\n"
+                            "        print('ok')\n"
+                            "    except Exception as e:\n"
+                            "        print(str(e).replace('\\n', ' '))\n");
+  for (const Case& c : cases) {
+    const std::filesystem::path path = dir / (c.name + ".onnx");
+    serialize_model_to_file(c.model, path);
+    command += " " + test_support::shell_quote(path.string());
+  }
+  const test_support::ToolResult result = test_support::run_tool(command);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::vector<std::string> verdicts;
+  std::istringstream lines(result.output);
+  for (std::string line; std::getline(lines, line);) verdicts.push_back(line);
+  ASSERT_EQ(verdicts.size(), cases.size()) << result.output;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    EXPECT_EQ(all(check_ir(c.model)), c.ours) << c.name;
+    const std::string& verdict = verdicts[i];
+    if (c.checker == "ok") {
+      EXPECT_EQ(verdict, "ok") << c.name;
+    } else {
+      EXPECT_NE(verdict.find(c.checker), std::string::npos) << c.name << ": " << verdict;
+    }
+  }
 }
 
 TEST(IrCheck, DuplicateNodeAndAttributeNames) {

@@ -136,6 +136,141 @@ TEST(TensorByteSize, RejectsOverflowNegativeDimsAndTypesWithoutASize) {
                   "data type 99 has no fixed element size");
 }
 
+TensorProto payload_tensor(std::int32_t type, std::vector<std::int64_t> dims) {
+  TensorProto t;
+  t.name = "t";
+  t.data_type = type;
+  t.dims = std::move(dims);
+  return t;
+}
+
+TEST(PayloadProblem, ConsistentPayloadsOfEveryFormHaveNone) {
+  std::vector<TensorProto> fine;
+  TensorProto raw = payload_tensor(TensorProto::kFloat, {2, 3});
+  raw.raw_data = TensorBytes::owned(OwnedBytes(24));
+  fine.push_back(raw);
+  TensorProto typed = payload_tensor(TensorProto::kFloat, {2, 3});
+  typed.float_data.assign(6, 1.0f);
+  fine.push_back(typed);
+  TensorProto complex = payload_tensor(TensorProto::kComplex64, {3});
+  complex.float_data.assign(6, 1.0f);  // Real and imaginary parts.
+  fine.push_back(complex);
+  TensorProto int4 = payload_tensor(TensorProto::kInt4, {5});
+  int4.int32_data.assign(3, 0x21);  // One packed byte per entry.
+  fine.push_back(int4);
+  TensorProto uint32 = payload_tensor(TensorProto::kUint32, {2});
+  uint32.uint64_data = {1, 2};
+  fine.push_back(uint32);
+  TensorProto scalar = payload_tensor(TensorProto::kInt64, {});
+  scalar.int64_data = {7};
+  fine.push_back(scalar);
+  fine.push_back(payload_tensor(TensorProto::kFloat, {0, 4}));  // No elements, no data.
+  TensorProto strings = payload_tensor(TensorProto::kString, {2});
+  strings.string_data = {Text("a"), Text("")};
+  fine.push_back(strings);
+  // Nothing to check the data against: unknown and UNDEFINED types.
+  TensorProto unknown = payload_tensor(99, {4});
+  unknown.raw_data = TensorBytes::owned(OwnedBytes(3));
+  fine.push_back(unknown);
+  // External data is the external-data readers' concern.
+  TensorProto external = payload_tensor(TensorProto::kFloat, {1000});
+  external.data_location = TensorProto::kExternal;
+  fine.push_back(external);
+  for (const TensorProto& t : fine) {
+    EXPECT_EQ(payload_problem(t), "") << data_type_name(*t.data_type);
+  }
+}
+
+TEST(PayloadProblem, EachInconsistencyIsNamed) {
+  struct Case {
+    std::string what;
+    TensorProto tensor;
+    std::string problem;
+  };
+  std::vector<Case> cases;
+  {
+    TensorProto t = payload_tensor(TensorProto::kFloat, {4, 300});
+    t.raw_data = TensorBytes::owned(OwnedBytes(100));
+    cases.push_back({"short raw_data", t,
+                     "raw_data holds 100 bytes, but dims [4, 300] of FLOAT make 4800 bytes"});
+    t.raw_data = TensorBytes::owned(OwnedBytes(4801));
+    cases.push_back({"long raw_data", t,
+                     "raw_data holds 4801 bytes, but dims [4, 300] of FLOAT make 4800 bytes"});
+  }
+  {
+    TensorProto t = payload_tensor(TensorProto::kFloat, {2, 3});
+    t.float_data.assign(5, 0.0f);
+    cases.push_back(
+        {"short typed field", t, "float_data holds 5 entries, but dims [2, 3] of FLOAT need 6"});
+    t.raw_data = TensorBytes::owned(OwnedBytes(24));
+    cases.push_back(
+        {"raw and typed", t, "carries both raw_data and float_data; which one is the payload?"});
+  }
+  {
+    TensorProto t = payload_tensor(TensorProto::kFloat, {1});
+    t.float_data = {1.0f};
+    t.int32_data = {1};
+    cases.push_back({"two typed fields", t,
+                     "carries both float_data and int32_data; which one is the payload?"});
+  }
+  {
+    TensorProto t = payload_tensor(TensorProto::kFloat, {2});
+    t.int32_data = {1, 2};
+    cases.push_back({"another type's field", t,
+                     "holds its values in int32_data, but FLOAT values belong in float_data"});
+  }
+  {
+    TensorProto t = payload_tensor(TensorProto::kComplex128, {2});
+    t.double_data.assign(2, 0.0);
+    cases.push_back({"complex counts two entries per element", t,
+                     "double_data holds 2 entries, but dims [2] of COMPLEX128 need 4"});
+  }
+  {
+    TensorProto t = payload_tensor(TensorProto::kUint2, {5});
+    t.int32_data = {1};
+    cases.push_back(
+        {"packed sub-byte entries", t, "int32_data holds 1 entry, but dims [5] of UINT2 need 2"});
+  }
+  cases.push_back({"no data at all", payload_tensor(TensorProto::kInt64, {3}),
+                   "holds no data, but dims [3] of INT64 make 24 bytes"});
+  {
+    TensorProto t = payload_tensor(TensorProto::kFloat, {3, -1});
+    t.raw_data = TensorBytes::owned(OwnedBytes(0));
+    cases.push_back({"negative dimension", t, "dims[1] is -1: a dimension cannot be negative"});
+    t.data_type = 99;  // Checked whatever the type.
+    cases.push_back(
+        {"negative dimension, unknown type", t, "dims[1] is -1: a dimension cannot be negative"});
+  }
+  {
+    TensorProto t = payload_tensor(TensorProto::kUint8, {std::int64_t{1} << 62, 8});
+    cases.push_back({"element count overflow", t,
+                     "dims [4611686018427387904, 8] of UINT8 make more elements than 64 bits can "
+                     "count"});
+    t.data_type = TensorProto::kDouble;
+    t.dims = {std::int64_t{1} << 62};
+    cases.push_back(
+        {"byte size overflow", t,
+         "dims [4611686018427387904] of DOUBLE make more bytes than 64 bits can count"});
+  }
+  {
+    TensorProto t = payload_tensor(TensorProto::kString, {3});
+    t.string_data = {Text("a"), Text("b")};
+    cases.push_back(
+        {"string count", t, "string_data holds 2 strings, but dims [3] of STRING make 3 elements"});
+    t.string_data.clear();
+    t.raw_data = TensorBytes::owned(OwnedBytes(3));
+    cases.push_back({"strings in raw_data", t,
+                     "STRING values cannot be in raw_data (onnx.proto: string_data)"});
+  }
+  {
+    TensorProto t = payload_tensor(TensorProto::kFloat, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+    cases.push_back({"many dims are cut short", t,
+                     "holds no data, but dims [1, 2, 3, 4, 5, 6, 7, 8, ...] of FLOAT make 1451520 "
+                     "bytes"});
+  }
+  for (const Case& c : cases) EXPECT_EQ(payload_problem(c.tensor), c.problem) << c.what;
+}
+
 // One typed <-> raw case: a tensor with its typed field set, and the raw bytes it stands for.
 struct ConversionCase {
   std::string label;

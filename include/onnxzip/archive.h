@@ -89,9 +89,11 @@ struct SaveOptions {
 // `model` is neither modified nor copied: payloads are streamed from it, a typed-field payload is
 // converted one tensor at a time.
 // Errors (nothing is written at `path`): Error(kInvalidArgument) naming the tensor for a tensor
-// already EXTERNAL (legacy external data: load it first, or convert), a tensor carrying both
-// raw_data and a typed field, or a payload whose size differs from dims x element size; for a bad
-// alignment; Error(kIo) when the file cannot be written.
+// already EXTERNAL (legacy external data: load it first, or convert), and for any tensor that may
+// be externalized (fixed-size type; sparse ones only with externalize_sparse), of whatever size,
+// whose payload disagrees with its dims and data type (payload_problem, tensor.h: both raw_data
+// and a typed field, negative dims, a size other than dims x element size); for a bad alignment;
+// Error(kIo) when the file cannot be written.
 void save(const ModelProto& model, const std::filesystem::path& path,
           const SaveOptions& options = {});
 
@@ -325,10 +327,12 @@ struct VerifyOptions {
 // CRC-32 of every entry, the alignment of every entry (64 and the archive's declared A), and the
 // rest of §2 to §7 -- stored entries only, no data descriptors, the fixed header values, the
 // extra fields, payload names (§6), `__MODEL_PROTO` last in file and central order, every payload
-// entry referred to, external_data keys exactly [location, length] -- plus every ZipReader
-// finding (as kWarning). A file that is not a readable ZIP is one kError finding. Never throws
-// for the archive's content: Error(kNotFound / kIo) only when the file cannot be mapped or read
-// (or is not a regular file).
+// entry referred to, external_data keys exactly [location, length], every inline tensor's
+// payload consistent with its dims and type (payload_problem, tensor.h; spec §9.4 item 5) --
+// plus every ZipReader finding (as kWarning). A file that is not a readable ZIP is one kError
+// finding. Never throws for the archive's content: Error(kNotFound / kIo) only when the file
+// cannot be mapped or read (or is not a regular file). The ONNX IR rules are check_ir's
+// (ir_check.h), not verify's.
 VerifyReport verify(const std::filesystem::path& path, const VerifyOptions& options = {});
 VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options = {},
                     std::string_view source_name = "<memory>");

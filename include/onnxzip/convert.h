@@ -7,6 +7,7 @@
 // archive becomes a legacy model, weights inline when the model fits protobuf's 2 GiB, otherwise
 // (or on request) in external data files. The model is carried over unchanged apart from where
 // its payloads live: a model that breaks the ONNX IR rules (ir_check.h) converts all the same.
+// Only what is no model at all, or what cannot be carried over faithfully, is refused (below).
 //
 // The input is never written to: both functions refuse (Error(kInvalidArgument), before writing
 // anything) an output that is the input file itself, or any file the input consists of, under any
@@ -47,6 +48,11 @@ struct ConvertOptions {
 //   * .onnxz -> legacy: load(in, options.load), then write_legacy_model(model, out,
 //     options.legacy); the loaded model, which borrows from the archive's mapping, lives until
 //     the write is done.
+// Before anything is written, the input model is refused with Error(kCorrupt) naming `in` (and
+// the tensor) when it has neither an ir_version nor a graph (a 0-byte file parses as such a
+// model: nothing says it is one), or when an inline tensor's payload disagrees with its dims and
+// type (payload_problem, tensor.h) -- what `onnxzip verify` reports for the input. Missing
+// opset imports and other IR-rule problems are not refused.
 // Returns the input's format. Errors: the reader's and writer's (each names the file, and the
 // tensor or entry); Error(kInvalidArgument) when `out` (or, for a legacy output, one of its data
 // files) is `in` or one of `in`'s external data files.

@@ -1,10 +1,11 @@
-// The ONNX IR rules a model's graph must follow (onnx/docs/IR.md, "Graphs" and "Names Within a
-// Graph"), checked without operator schemas: what `verify` reports for legacy files and archives
-// alike.
+// The ONNX IR rules a model and its graphs must follow (onnx/docs/IR.md, "Models", "Graphs" and
+// "Names Within a Graph"), checked without operator schemas: what `verify` reports for legacy
+// files and archives alike.
 //
 // check_ir reports, never throws for, a rule violation: real exported models break these rules
 // at times (nodes out of topological order, duplicate node names) and still run, so conversion
-// never refuses them; only verification reports them. Anyone may use this header.
+// does not refuse them (only a file with neither ir_version nor graph, which is no model at all;
+// convert.h); verification reports them. Anyone may use this header.
 #ifndef ONNXZIP_IR_CHECK_H_
 #define ONNXZIP_IR_CHECK_H_
 
@@ -26,7 +27,16 @@ struct IrProblem {
 // "where: message", one line.
 std::string to_string(const IrProblem& problem);
 
-// Checks, for the main graph, every subgraph (node attributes g and graphs, at any depth), every
+// Checks the model's own fields, where each problem's `where` is the field's name:
+//   * ir_version is present and at least 1;
+//   * opset_import is non-empty from IR version 3 on (or when ir_version is missing), and empty
+//     for IR versions 1 and 2, which predate it;
+//   * there is a graph;
+//   * metadata_props keys are distinct.
+// The reference checker (onnx.checker.check_model) refuses each of these. It also refuses an
+// ir_version newer than its own, which check_ir does not report: that says how old the checker
+// is, not what is wrong with the model, and the rules here hold for every IR version so far.
+// Then, for the main graph, every subgraph (node attributes g and graphs, at any depth), every
 // function (in its own scope) and the training graphs:
 //   * SSA: each value name is assigned once: graph inputs, initializers (an initializer may
 //     share its name with a graph input, which IR versions < 4 require), sparse initializers,

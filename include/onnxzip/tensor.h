@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "onnxzip/bytes.h"
@@ -78,6 +79,25 @@ void set_typed_data_from_raw(ByteSpan raw, TensorProto& tensor);
 void move_typed_data_to_raw(TensorProto& tensor);
 // The typed field filled from raw_data, and raw_data made absent. A no-op when raw_data is absent.
 void move_raw_data_to_typed(TensorProto& tensor);
+
+// --- Payload consistency ---
+
+// Why an inline tensor's payload disagrees with its dims and data_type, or "" when it agrees (or
+// the tensor's data is EXTERNAL, which is the external-data readers' concern). One sentence
+// without the tensor's name, for the caller to prefix; never throws for the tensor's content.
+// The rule, in this order:
+//   * at most one of raw_data and the typed fields is present ("carries both raw_data and
+//     float_data");
+//   * no dimension is negative, and the element count E = product(dims) fits 64 bits;
+//   * STRING: no raw_data, and string_data holds E strings;
+//   * a type with a fixed element size: raw_data holds exactly tensor_byte_size bytes, or the
+//     typed field typed_field_for(data_type) holds as many entries as that encodes (E, 2E for
+//     COMPLEX64 / COMPLEX128, one per packed byte for sub-byte types), and no other typed field
+//     holds the values; no data at all only when E = 0;
+//   * UNDEFINED and unknown types: nothing more (their element size is unknown).
+// The archive writer refuses a tensor it would externalize for any of these; verify reports
+// every inline tensor that breaks it.
+std::string payload_problem(const TensorProto& tensor);
 
 // --- Finding every tensor ---
 

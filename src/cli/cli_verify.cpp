@@ -11,6 +11,7 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/ir_check.h"
 #include "onnxzip/legacy.h"
+#include "onnxzip/tensor.h"
 
 namespace onnxzip::cli {
 namespace {
@@ -67,6 +68,15 @@ std::vector<std::string> legacy_problems(const std::string& file, FileAccess acc
       return lines;  // It does not even parse: the line above says so.
     }
   }
+  // The payload rule verify() applies to an archive's inline tensors (spec §9.4 item 5); the
+  // reader has checked the sizes of the external ones it loaded.
+  for_each_tensor(*model, [&](const TensorProto& tensor, const TensorSite& site) {
+    if (const std::string problem = payload_problem(tensor); !problem.empty()) {
+      const std::string label =
+          tensor.name ? "tensor '" + tensor.name->str() + "'" : std::string("unnamed tensor");
+      lines.push_back(with_file(file, label + " at " + std::string(site.path) + ": " + problem));
+    }
+  });
   for (const IrProblem& problem : check_ir(*model)) {
     lines.push_back(with_file(file, to_string(problem)));
   }
@@ -108,8 +118,10 @@ Command add_verify_command(CLI::App& app, const GlobalOptions& global) {
       "checked against the whole format specification: ZIP structure, entry records,\n"
       "references between the model and its entries, alignment, CRC-32 of every entry. A\n"
       "legacy .onnx is parsed and its external data resolved and size-checked. Both get the\n"
-      "ONNX IR rules: no cycles, single assignment, nodes in topological order, unique names,\n"
-      "every node's domain imported. Exit status 0 when every file is valid, else 1.\n\n"
+      "payload check (every inline tensor's data matches its dims and type) and the ONNX IR\n"
+      "rules: ir_version, a graph and opset imports present, no cycles, single assignment,\n"
+      "nodes in topological order, unique names, every node's domain imported. Exit status 0\n"
+      "when every file is valid, else 1.\n\n"
       "Examples:\n"
       "  onnxzip verify model.onnxz\n"
       "  onnxzip verify --quiet *.onnxz *.onnx || echo 'problems found'");
