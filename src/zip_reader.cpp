@@ -1,6 +1,8 @@
 #include "onnxzip/zip_reader.h"
 
+#include <fcntl.h>
 #include <libdeflate.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 

@@ -655,268 +655,268 @@ TEST_F(Cli, ExtractForceReplacesModelAndDataAsOneSet) {
   const CliRun run = run_cli({"verify", dir / "out" / "net.onnx"});
   EXPECT_EQ(run.exit_code, 1) << run;
   EXPECT_CONTAINS(run.out, "the external data file 'net.onnx.data' was written with another model");
+}
 
-  // --- Inputs that are not regular files, or that change; limits the system sets ---
+// --- Inputs that are not regular files, or that change; limits the system sets ---
 
-  struct ChildRun {
-    int exit_code = -1;  // -1 unless it exited.
-    int signal = 0;      // The signal that ended it, if one did.
-    bool timed_out = false;
-    std::string out;
-    std::string err;
-  };
+struct ChildRun {
+  int exit_code = -1;  // -1 unless it exited.
+  int signal = 0;      // The signal that ended it, if one did.
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+};
 
-  std::ostream& operator<<(std::ostream& os, const ChildRun& run) {
-    return os << "exit " << run.exit_code << ", signal " << run.signal
-              << (run.timed_out ? ", timed out" : "") << "\n--- stdout\n"
-              << run.out << "--- stderr\n"
-              << run.err;
-  }
+std::ostream& operator<<(std::ostream& os, const ChildRun& run) {
+  return os << "exit " << run.exit_code << ", signal " << run.signal
+            << (run.timed_out ? ", timed out" : "") << "\n--- stdout\n"
+            << run.out << "--- stderr\n"
+            << run.err;
+}
 
-  // Runs `program` with `args` in a child (standard output and error captured), with
-  // RLIMIT_FSIZE = `file_size_limit` when given; `while_running` (if any) is called with the
-  // child's pid once it has started. A child still running after 20 seconds is killed: a hang
-  // fails the test instead of stalling the suite.
-  ChildRun run_child(const fs::path& program, const std::vector<std::string>& args,
-                     std::optional<rlim_t> file_size_limit = std::nullopt,
-                     const std::function<void(pid_t)>& while_running = {}) {
-    const ScratchDir capture("child_capture");
-    const std::string out_path = (capture / "out").string();
-    const std::string err_path = (capture / "err").string();
-    std::vector<std::string> argv_strings = {program.string()};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& s : argv_strings) argv.push_back(s.data());
-    argv.push_back(nullptr);
+// Runs `program` with `args` in a child (standard output and error captured), with
+// RLIMIT_FSIZE = `file_size_limit` when given; `while_running` (if any) is called with the
+// child's pid once it has started. A child still running after 20 seconds is killed: a hang
+// fails the test instead of stalling the suite.
+ChildRun run_child(const fs::path& program, const std::vector<std::string>& args,
+                   std::optional<rlim_t> file_size_limit = std::nullopt,
+                   const std::function<void(pid_t)>& while_running = {}) {
+  const ScratchDir capture("child_capture");
+  const std::string out_path = (capture / "out").string();
+  const std::string err_path = (capture / "err").string();
+  std::vector<std::string> argv_strings = {program.string()};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
 
-    const pid_t pid = ::fork();
-    if (pid == 0) {  // Only async-signal-safe calls until exec.
-      const int in = ::open("/dev/null", O_RDONLY);
-      const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (in < 0 || out < 0 || err < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 ||
-          ::dup2(err, 2) < 0) {
-        ::_exit(125);
-      }
-      if (file_size_limit) {
-        const rlimit limit{*file_size_limit, *file_size_limit};
-        if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(126);
-      }
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // Only async-signal-safe calls until exec.
+    const int in = ::open("/dev/null", O_RDONLY);
+    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0 || err < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 ||
+        ::dup2(err, 2) < 0) {
+      ::_exit(125);
     }
-    ChildRun run;
-    if (pid < 0) return run;
-    if (while_running) while_running(pid);
-    int status = 0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (::waitpid(pid, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        run.timed_out = true;
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (file_size_limit) {
+      const rlimit limit{*file_size_limit, *file_size_limit};
+      if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(126);
     }
-    if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) run.signal = WTERMSIG(status);
-    run.out = read_text(out_path);
-    run.err = read_text(err_path);
-    return run;
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
   }
-
-  ChildRun run_cli_child(const std::vector<std::string>& args,
-                         std::optional<rlim_t> file_size_limit = std::nullopt) {
-    return run_child(kCli, args, file_size_limit);
-  }
-
-  // A bound UNIX socket at `path` (the socket file stays after the descriptor is closed).
-  void make_socket(const fs::path& path) {
-    const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    ASSERT_GE(s, 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    ASSERT_LT(path.string().size(), sizeof(address.sun_path));
-    std::strcpy(address.sun_path, path.c_str());
-    ASSERT_EQ(::bind(s, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0)
-        << std::strerror(errno);
-    ::close(s);
-  }
-
-  TEST_F(Cli, InputsThatAreNotRegularFilesFailAtOnce) {
-    ScratchDir dir("cli_not_regular");
-    ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
-    make_socket(dir / "sock");
-    std::vector<std::pair<std::string, std::string>> inputs = {{"fifo", "a FIFO"},
-                                                               {"sock", "a socket"}};
-    // A device node of our own (the null device's numbers) needs root.
-    if (::mknod((dir / "device").c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0) {
-      inputs.emplace_back("device", "a character device");
+  ChildRun run;
+  if (pid < 0) return run;
+  if (while_running) while_running(pid);
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      run.timed_out = true;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
     }
-    const auto before = snapshot(dir.path());
-    for (const auto& [name, kind] : inputs) {
-      const std::string input = (dir / name).string();
-      const std::string problem = input + ": not a regular file (" + kind + ")";
-      for (const std::string flag : {"", "--no-mmap"}) {
-        const std::vector<std::vector<std::string>> commands = {
-            {"info", input},
-            {"convert", input, (dir / "out.onnxz").string()},
-            {"extract", input, (dir / "folder").string()},
-            {"view", input},
-            {"repack", input, (dir / "out.onnxz").string()},
-            {"verify", input},
-        };
-        for (std::vector<std::string> command : commands) {
-          if (!flag.empty()) command.push_back(flag);
-          SCOPED_TRACE(command[0] + " " + name + " " + flag);
-          const ChildRun run = run_cli_child(command);
-          EXPECT_FALSE(run.timed_out) << run;
-          EXPECT_EQ(run.exit_code, 1) << run;
-          if (command[0] == "verify") {  // verify reports on standard output.
-            EXPECT_EQ(run.out, problem + "\n");
-            EXPECT_EQ(run.err, "");
-          } else {
-            EXPECT_EQ(run.out, "");
-            EXPECT_EQ(run.err, "onnxzip: error: " + problem + "\n");
-          }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) run.signal = WTERMSIG(status);
+  run.out = read_text(out_path);
+  run.err = read_text(err_path);
+  return run;
+}
+
+ChildRun run_cli_child(const std::vector<std::string>& args,
+                       std::optional<rlim_t> file_size_limit = std::nullopt) {
+  return run_child(kCli, args, file_size_limit);
+}
+
+// A bound UNIX socket at `path` (the socket file stays after the descriptor is closed).
+void make_socket(const fs::path& path) {
+  const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(s, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  ASSERT_LT(path.string().size(), sizeof(address.sun_path));
+  std::strcpy(address.sun_path, path.c_str());
+  ASSERT_EQ(::bind(s, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0)
+      << std::strerror(errno);
+  ::close(s);
+}
+
+TEST_F(Cli, InputsThatAreNotRegularFilesFailAtOnce) {
+  ScratchDir dir("cli_not_regular");
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  make_socket(dir / "sock");
+  std::vector<std::pair<std::string, std::string>> inputs = {{"fifo", "a FIFO"},
+                                                             {"sock", "a socket"}};
+  // A device node of our own (the null device's numbers) needs root.
+  if (::mknod((dir / "device").c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0) {
+    inputs.emplace_back("device", "a character device");
+  }
+  const auto before = snapshot(dir.path());
+  for (const auto& [name, kind] : inputs) {
+    const std::string input = (dir / name).string();
+    const std::string problem = input + ": not a regular file (" + kind + ")";
+    for (const std::string flag : {"", "--no-mmap"}) {
+      const std::vector<std::vector<std::string>> commands = {
+          {"info", input},
+          {"convert", input, (dir / "out.onnxz").string()},
+          {"extract", input, (dir / "folder").string()},
+          {"view", input},
+          {"repack", input, (dir / "out.onnxz").string()},
+          {"verify", input},
+      };
+      for (std::vector<std::string> command : commands) {
+        if (!flag.empty()) command.push_back(flag);
+        SCOPED_TRACE(command[0] + " " + name + " " + flag);
+        const ChildRun run = run_cli_child(command);
+        EXPECT_FALSE(run.timed_out) << run;
+        EXPECT_EQ(run.exit_code, 1) << run;
+        if (command[0] == "verify") {  // verify reports on standard output.
+          EXPECT_EQ(run.out, problem + "\n");
+          EXPECT_EQ(run.err, "");
+        } else {
+          EXPECT_EQ(run.out, "");
+          EXPECT_EQ(run.err, "onnxzip: error: " + problem + "\n");
         }
       }
     }
-    EXPECT_EQ(snapshot(dir.path()), before);
   }
+  EXPECT_EQ(snapshot(dir.path()), before);
+}
 
-  TEST_F(Cli, NoMmapReadsInputsWithTheSameResults) {
-    ScratchDir dir("cli_no_mmap");
-    const fs::path legacy = copy_case(dir, "external_one_file");
-    const auto expect_ok = [](const CliRun& run) { EXPECT_EQ(run.exit_code, 0) << run; };
-    const auto same_file = [](const fs::path& a, const fs::path& b) {
-      EXPECT_EQ(sha256_hex(read_file_bytes(a)), sha256_hex(read_file_bytes(b))) << a << " " << b;
-    };
-    expect_ok(run_cli({"convert", legacy, dir / "mapped.onnxz"}));
-    expect_ok(run_cli({"--no-mmap", "convert", legacy, dir / "read.onnxz"}));
-    same_file(dir / "mapped.onnxz", dir / "read.onnxz");
-    const fs::path archive = dir / "mapped.onnxz";
+TEST_F(Cli, NoMmapReadsInputsWithTheSameResults) {
+  ScratchDir dir("cli_no_mmap");
+  const fs::path legacy = copy_case(dir, "external_one_file");
+  const auto expect_ok = [](const CliRun& run) { EXPECT_EQ(run.exit_code, 0) << run; };
+  const auto same_file = [](const fs::path& a, const fs::path& b) {
+    EXPECT_EQ(sha256_hex(read_file_bytes(a)), sha256_hex(read_file_bytes(b))) << a << " " << b;
+  };
+  expect_ok(run_cli({"convert", legacy, dir / "mapped.onnxz"}));
+  expect_ok(run_cli({"--no-mmap", "convert", legacy, dir / "read.onnxz"}));
+  same_file(dir / "mapped.onnxz", dir / "read.onnxz");
+  const fs::path archive = dir / "mapped.onnxz";
 
-    expect_ok(run_cli({"convert", archive, dir / "mapped.onnx", "--external-data"}));
-    expect_ok(run_cli({"convert", "--no-mmap", archive, dir / "read.onnx", "--external-data"}));
-    same_file(dir / "mapped.onnx.data", dir / "read.onnx.data");
+  expect_ok(run_cli({"convert", archive, dir / "mapped.onnx", "--external-data"}));
+  expect_ok(run_cli({"convert", "--no-mmap", archive, dir / "read.onnx", "--external-data"}));
+  same_file(dir / "mapped.onnx.data", dir / "read.onnx.data");
 
-    expect_ok(run_cli({"extract", archive, dir / "mapped"}));
-    expect_ok(run_cli({"extract", "--no-mmap", archive, dir / "read"}));
-    same_file(dir / "mapped" / "mapped.onnx.data", dir / "read" / "mapped.onnx.data");
+  expect_ok(run_cli({"extract", archive, dir / "mapped"}));
+  expect_ok(run_cli({"extract", "--no-mmap", archive, dir / "read"}));
+  same_file(dir / "mapped" / "mapped.onnx.data", dir / "read" / "mapped.onnx.data");
 
-    expect_ok(run_cli({"repack", archive, dir / "mapped_repack.onnxz"}));
-    expect_ok(run_cli({"repack", "--no-mmap", archive, dir / "read_repack.onnxz"}));
-    same_file(dir / "mapped_repack.onnxz", dir / "read_repack.onnxz");
+  expect_ok(run_cli({"repack", archive, dir / "mapped_repack.onnxz"}));
+  expect_ok(run_cli({"repack", "--no-mmap", archive, dir / "read_repack.onnxz"}));
+  same_file(dir / "mapped_repack.onnxz", dir / "read_repack.onnxz");
 
-    expect_ok(run_cli({"view", archive, dir / "mapped.view.onnx"}));
-    expect_ok(run_cli({"view", "--no-mmap", archive, dir / "read.view.onnx"}));
-    same_file(dir / "mapped.view.onnx", dir / "read.view.onnx");
+  expect_ok(run_cli({"view", archive, dir / "mapped.view.onnx"}));
+  expect_ok(run_cli({"view", "--no-mmap", archive, dir / "read.view.onnx"}));
+  same_file(dir / "mapped.view.onnx", dir / "read.view.onnx");
 
-    for (const fs::path& file : {archive, legacy}) {
-      const CliRun mapped = run_cli({"info", file});
-      const CliRun read = run_cli({"info", "--no-mmap", file});
-      expect_ok(read);
-      EXPECT_EQ(read.out, mapped.out);
-      const CliRun verified = run_cli({"verify", "--no-mmap", file});
-      EXPECT_EQ(verified.exit_code, 0) << verified;
-      EXPECT_EQ(verified.out, file.string() + ": ok\n");
+  for (const fs::path& file : {archive, legacy}) {
+    const CliRun mapped = run_cli({"info", file});
+    const CliRun read = run_cli({"info", "--no-mmap", file});
+    expect_ok(read);
+    EXPECT_EQ(read.out, mapped.out);
+    const CliRun verified = run_cli({"verify", "--no-mmap", file});
+    EXPECT_EQ(verified.exit_code, 0) << verified;
+    EXPECT_EQ(verified.out, file.string() + ": ok\n");
+  }
+}
+
+TEST_F(Cli, AFileSizeLimitIsAnErrorNotASignal) {
+  ScratchDir dir("cli_file_size_limit");
+  ModelProto model;
+  model.ir_version = 8;
+  model.graph.ensure().initializer.push_back(
+      test_support::raw_tensor("w", TensorProto::kUint8, {1 << 20}, 1));
+  serialize_model_to_file(model, dir / "big.onnx");
+  const auto before = snapshot(dir.path());
+  // The limit lets the tool start its output, not finish it.
+  const ChildRun run = run_cli_child(
+      {"convert", (dir / "big.onnx").string(), (dir / "big.onnxz").string()}, rlim_t{256} << 10);
+  EXPECT_EQ(run.signal, 0) << run;
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_EQ(run.out, "");
+  ASSERT_EQ(lines_of(run.err).size(), 1u) << run;
+  EXPECT_TRUE(run.err.starts_with("onnxzip: error: " + (dir / "big.onnxz").string() + ": ")) << run;
+  EXPECT_CONTAINS(run.err, "File too large");
+  EXPECT_EQ(snapshot(dir.path()), before);  // No output, no temporary file.
+}
+
+// An input shrinking under its mapping: onnxzip_sigbus_probe, linked with the tool's signal
+// handlers, maps a file, truncates it and reads it, which is the race of another process
+// truncating an input while the tool reads it, made certain.
+TEST(CliSignals, AnInputThatShrinksUnderItsMappingIsOneLineAndExitOne) {
+  ScratchDir dir("cli_sigbus");
+  const fs::path input = dir / "weights.bin";
+  test_support::write_file_bytes(input, std::string(1 << 20, 'w'));
+  const ChildRun run = run_child(ONNXZIP_SIGBUS_PROBE_PATH, {"mapped", input.string()});
+  EXPECT_EQ(run.signal, 0) << run;
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err, "onnxzip: error: " + input.string() +
+                         ": the file changed (it shrank) while it was being read; rerun, or use "
+                         "--no-mmap for files that others may change\n");
+}
+
+// The same race with the tool itself: verify reads a 64 MiB archive while it is truncated. The
+// timing decides whether the truncation comes during the read (the one line above; nearly
+// always, as it waits for the mapping) or after (a finding or ok); never a death by signal.
+TEST(CliSignals, VerifyOfAnArchiveTruncatedWhileItReadsNeverDiesOfASignal) {
+  if (std::string(ONNXZIP_CLI_PATH).empty()) GTEST_SKIP() << "built without the CLI";
+  ScratchDir dir("cli_sigbus_race");
+  ModelProto model;
+  model.ir_version = 8;
+  model.graph.ensure().initializer.push_back(
+      test_support::raw_tensor("w", TensorProto::kUint8, {64 << 20}, 1));
+  save(model, dir / "big.onnxz");
+  const fs::path archive = dir / "r.onnxz";
+  const std::string shrank = "onnxzip: error: " + archive.string() +
+                             ": the file changed (it shrank) while it was being read; rerun, or "
+                             "use --no-mmap for files that others may change\n";
+  // Truncates once the child has mapped the archive (its /proc/PID/maps names it), so that the
+  // truncation mostly comes while verify reads.
+  const auto truncate_once_mapped = [&](pid_t pid) {
+    const fs::path maps = "/proc/" + std::to_string(pid) + "/maps";
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < deadline &&
+           read_text(maps).find(archive.string()) == std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    fs::resize_file(archive, 1 << 20);
+  };
+  int hits = 0;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    fs::copy_file(dir / "big.onnxz", archive, fs::copy_options::overwrite_existing);
+    const ChildRun run =
+        run_child(kCli, {"verify", archive.string()}, std::nullopt, truncate_once_mapped);
+    SCOPED_TRACE(attempt);
+    EXPECT_EQ(run.signal, 0) << run;
+    EXPECT_FALSE(run.timed_out) << run;
+    if (run.err == shrank) {
+      ++hits;
+      EXPECT_EQ(run.exit_code, 1) << run;
+      EXPECT_EQ(run.out, "") << run;
+    } else {  // Truncated before or after the read: a finding or ok, on standard output.
+      EXPECT_EQ(run.err, "") << run;
+      EXPECT_EQ(lines_of(run.out).size(), 1u) << run;
     }
   }
+  std::printf("[ info     ] %d of 4 truncations came while verify read the mapping\n", hits);
+  EXPECT_GE(hits, 1);  // Truncated once the mapping exists, before a 64 MiB CRC pass ends.
+}
 
-  TEST_F(Cli, AFileSizeLimitIsAnErrorNotASignal) {
-    ScratchDir dir("cli_file_size_limit");
-    ModelProto model;
-    model.ir_version = 8;
-    model.graph.ensure().initializer.push_back(
-        test_support::raw_tensor("w", TensorProto::kUint8, {1 << 20}, 1));
-    serialize_model_to_file(model, dir / "big.onnx");
-    const auto before = snapshot(dir.path());
-    // The limit lets the tool start its output, not finish it.
-    const ChildRun run = run_cli_child(
-        {"convert", (dir / "big.onnx").string(), (dir / "big.onnxz").string()}, rlim_t{256} << 10);
-    EXPECT_EQ(run.signal, 0) << run;
-    EXPECT_EQ(run.exit_code, 1) << run;
-    EXPECT_EQ(run.out, "");
-    ASSERT_EQ(lines_of(run.err).size(), 1u) << run;
-    EXPECT_TRUE(run.err.starts_with("onnxzip: error: " + (dir / "big.onnxz").string() + ": "))
-        << run;
-    EXPECT_CONTAINS(run.err, "File too large");
-    EXPECT_EQ(snapshot(dir.path()), before);  // No output, no temporary file.
-  }
-
-  // An input shrinking under its mapping: onnxzip_sigbus_probe, linked with the tool's signal
-  // handlers, maps a file, truncates it and reads it, which is the race of another process
-  // truncating an input while the tool reads it, made certain.
-  TEST(CliSignals, AnInputThatShrinksUnderItsMappingIsOneLineAndExitOne) {
-    ScratchDir dir("cli_sigbus");
-    const fs::path input = dir / "weights.bin";
-    test_support::write_file_bytes(input, std::string(1 << 20, 'w'));
-    const ChildRun run = run_child(ONNXZIP_SIGBUS_PROBE_PATH, {"mapped", input.string()});
-    EXPECT_EQ(run.signal, 0) << run;
-    EXPECT_EQ(run.exit_code, 1) << run;
-    EXPECT_EQ(run.out, "");
-    EXPECT_EQ(run.err, "onnxzip: error: " + input.string() +
-                           ": the file changed (it shrank) while it was being read; rerun, or use "
-                           "--no-mmap for files that others may change\n");
-  }
-
-  // The same race with the tool itself: verify reads a 64 MiB archive while it is truncated. The
-  // timing decides whether the truncation comes during the read (the one line above; nearly
-  // always, as it waits for the mapping) or after (a finding or ok); never a death by signal.
-  TEST(CliSignals, VerifyOfAnArchiveTruncatedWhileItReadsNeverDiesOfASignal) {
-    if (std::string(ONNXZIP_CLI_PATH).empty()) GTEST_SKIP() << "built without the CLI";
-    ScratchDir dir("cli_sigbus_race");
-    ModelProto model;
-    model.ir_version = 8;
-    model.graph.ensure().initializer.push_back(
-        test_support::raw_tensor("w", TensorProto::kUint8, {64 << 20}, 1));
-    save(model, dir / "big.onnxz");
-    const fs::path archive = dir / "r.onnxz";
-    const std::string shrank = "onnxzip: error: " + archive.string() +
-                               ": the file changed (it shrank) while it was being read; rerun, or "
-                               "use --no-mmap for files that others may change\n";
-    // Truncates once the child has mapped the archive (its /proc/PID/maps names it), so that the
-    // truncation mostly comes while verify reads.
-    const auto truncate_once_mapped = [&](pid_t pid) {
-      const fs::path maps = "/proc/" + std::to_string(pid) + "/maps";
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-      while (std::chrono::steady_clock::now() < deadline &&
-             read_text(maps).find(archive.string()) == std::string::npos) {
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
-      fs::resize_file(archive, 1 << 20);
-    };
-    int hits = 0;
-    for (int attempt = 0; attempt < 4; ++attempt) {
-      fs::copy_file(dir / "big.onnxz", archive, fs::copy_options::overwrite_existing);
-      const ChildRun run =
-          run_child(kCli, {"verify", archive.string()}, std::nullopt, truncate_once_mapped);
-      SCOPED_TRACE(attempt);
-      EXPECT_EQ(run.signal, 0) << run;
-      EXPECT_FALSE(run.timed_out) << run;
-      if (run.err == shrank) {
-        ++hits;
-        EXPECT_EQ(run.exit_code, 1) << run;
-        EXPECT_EQ(run.out, "") << run;
-      } else {  // Truncated before or after the read: a finding or ok, on standard output.
-        EXPECT_EQ(run.err, "") << run;
-        EXPECT_EQ(lines_of(run.out).size(), 1u) << run;
-      }
-    }
-    std::printf("[ info     ] %d of 4 truncations came while verify read the mapping\n", hits);
-    EXPECT_GE(hits, 1);  // Truncated once the mapping exists, before a 64 MiB CRC pass ends.
-  }
-
-  TEST(CliSignals, ABusErrorElsewhereStillKillsWithSigbus) {
-    ScratchDir dir("cli_sigbus");
-    const fs::path input = dir / "not_ours.bin";
-    test_support::write_file_bytes(input, std::string(1 << 20, 'w'));
-    const ChildRun run = run_child(ONNXZIP_SIGBUS_PROBE_PATH, {"unknown", input.string()});
-    EXPECT_EQ(run.signal, SIGBUS) << run;
-    EXPECT_EQ(run.err, "");
-  }
+TEST(CliSignals, ABusErrorElsewhereStillKillsWithSigbus) {
+  ScratchDir dir("cli_sigbus");
+  const fs::path input = dir / "not_ours.bin";
+  test_support::write_file_bytes(input, std::string(1 << 20, 'w'));
+  const ChildRun run = run_child(ONNXZIP_SIGBUS_PROBE_PATH, {"unknown", input.string()});
+  EXPECT_EQ(run.signal, SIGBUS) << run;
+  EXPECT_EQ(run.err, "");
+}
 
 }  // namespace
 }  // namespace onnxzip

@@ -644,7 +644,7 @@ TEST(ConvertAccess, ReadingInputsIntoMemoryConvertsTheSame) {
   EXPECT_EQ(test_support::read_file_bytes(dir / "mapped.onnx"),
             test_support::read_file_bytes(dir / "read.onnx"));
   repack(dir / "read.onnxz", dir / "mapped_repack.onnxz");
-  repack(dir / "read.onnxz", dir / "read_repack.onnxz", {}, FileAccess::kRead);
+  repack(dir / "read.onnxz", dir / "read_repack.onnxz", {}, {}, FileAccess::kRead);
   EXPECT_EQ(test_support::read_file_bytes(dir / "mapped_repack.onnxz"),
             test_support::read_file_bytes(dir / "read_repack.onnxz"));
 }
