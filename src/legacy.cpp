@@ -602,10 +602,27 @@ void write_legacy_model(const ModelProto& model, const std::filesystem::path& ou
                       " refers to external data; read the model with read_legacy_model, which "
                       "resolves it");
     }
+    // A payload that disagrees with its dims would be written with a reference whose length
+    // readers refuse (or, inline, a model they misread).
+    if (const std::string problem = payload_problem(tensor); !problem.empty()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  target + ": " + tensor_label(tensor, site.path) + ": " + problem);
+    }
   });
-  const OutputFileOptions file_options{.durable = options.durable, .buffer_size = 1 << 20};
+  // A model read without resolving its data (load_external_data = false) may still carry the
+  // write id of the files it came from: it is reused rather than doubled, so the model keeps one
+  // entry of that key.
+  std::optional<std::string> inherited_write_id;
+  for (const StringStringEntryProto& entry : model.metadata_props) {
+    if (entry.key == kExternalDataIdKey) inherited_write_id = entry.value.value_or("");
+  }
+  const OutputFileOptions file_options{.durable = options.durable,
+                                       .follow_symlinks = options.follow_symlinks,
+                                       .buffer_size = 1 << 20};
   // The serializer buffers already: a small file buffer passes its writes straight through.
-  const OutputFileOptions model_file_options{.durable = options.durable, .buffer_size = 1 << 16};
+  const OutputFileOptions model_file_options{.durable = options.durable,
+                                             .follow_symlinks = options.follow_symlinks,
+                                             .buffer_size = 1 << 16};
 
   using Mode = LegacyWriteOptions::Mode;
   if (options.mode != Mode::kExternal) {
@@ -695,7 +712,7 @@ void write_legacy_model(const ModelProto& model, const std::filesystem::path& ou
   // Every file is written in full (unnamed until the end), then they appear as one set
   // (commit_together): a crash at any instant leaves the old set, the new set or no model. The
   // write id pairs the model with its data files for readers (see write_id_trailer).
-  const std::string write_id = new_write_id();
+  const std::string write_id = inherited_write_id.value_or(new_write_id());
   std::uint64_t payload_bytes = 0;
   for (const Placement& p : placements) payload_bytes += p.size;
   detail::ProgressMeter meter(options.progress, payload_bytes);
@@ -722,8 +739,7 @@ void write_legacy_model(const ModelProto& model, const std::filesystem::path& ou
   external_model.write(sink);
   // Appended after the model's fields: a later occurrence of a repeated field is one more
   // element, so the model gains one metadata_props entry without being copied or changed.
-  const std::vector<std::uint8_t> id_entry = write_id_metadata_field(write_id);
-  sink.write(id_entry);
+  if (!inherited_write_id) sink.write(write_id_metadata_field(write_id));
   meter.finish();  // Before the renames: a callback that throws still cancels the write.
   std::vector<AtomicOutputFile*> others;
   for (const auto& file : data_files) others.push_back(file.get());
