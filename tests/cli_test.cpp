@@ -6,10 +6,7 @@
 #include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +35,7 @@
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
 #include "support/sha256.h"
+#include "support/special_files.h"
 
 extern char** environ;
 
@@ -47,6 +45,7 @@ namespace {
 namespace fs = std::filesystem;
 using test_support::kPython;
 using test_support::LegacyModelSet;
+using test_support::make_socket;
 using test_support::python_dump;
 using test_support::read_file_bytes;
 using test_support::run_tool;
@@ -593,7 +592,7 @@ TEST_F(Cli, NoCommandReplacesAnythingButARegularFile) {
   fs::create_directory(dir / "folder");
   nodes.emplace_back("a folder", dir / "folder");
   // A character device like /dev/null: only root may make one (CI runs as root).
-  if (::mknod((dir / "null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+  if (test_support::make_null_device(dir / "null")) {
     nodes.emplace_back("a character device", dir / "null");
   }
   for (const auto& [kind, node] : nodes) {
@@ -743,19 +742,6 @@ ChildRun run_cli_child(const std::vector<std::string>& args,
   return run_child(kCli, args, file_size_limit);
 }
 
-// A bound UNIX socket at `path` (the socket file stays after the descriptor is closed).
-void make_socket(const fs::path& path) {
-  const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  ASSERT_GE(s, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  ASSERT_LT(path.string().size(), sizeof(address.sun_path));
-  std::strcpy(address.sun_path, path.c_str());
-  ASSERT_EQ(::bind(s, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0)
-      << std::strerror(errno);
-  ::close(s);
-}
-
 TEST_F(Cli, InputsThatAreNotRegularFilesFailAtOnce) {
   ScratchDir dir("cli_not_regular");
   ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
@@ -763,7 +749,7 @@ TEST_F(Cli, InputsThatAreNotRegularFilesFailAtOnce) {
   std::vector<std::pair<std::string, std::string>> inputs = {{"fifo", "a FIFO"},
                                                              {"sock", "a socket"}};
   // A device node of our own (the null device's numbers) needs root.
-  if (::mknod((dir / "device").c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0) {
+  if (test_support::make_null_device(dir / "device")) {
     inputs.emplace_back("device", "a character device");
   }
   const auto before = snapshot(dir.path());

@@ -4,10 +4,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -19,11 +16,13 @@
 
 #include "onnxzip/error.h"
 #include "support/scratch_dir.h"
+#include "support/special_files.h"
 
 namespace onnxzip {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::make_socket;
 using test_support::ScratchDir;
 using test_support::write_file_bytes;
 
@@ -55,19 +54,6 @@ void expect_error(const std::function<void()>& call, ErrorCode code, const std::
     EXPECT_EQ(e.code(), code) << e.what();
     EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
   }
-}
-
-// A bound UNIX socket at `path` (closed on return; the socket file stays).
-void make_socket(const fs::path& path) {
-  const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  ASSERT_GE(s, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  ASSERT_LT(path.string().size(), sizeof(address.sun_path));
-  std::strcpy(address.sun_path, path.c_str());
-  ASSERT_EQ(::bind(s, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0)
-      << std::strerror(errno);
-  ::close(s);
 }
 
 class MappedFileTest : public ::testing::TestWithParam<FileAccess> {};
@@ -125,7 +111,7 @@ TEST_P(MappedFileTest, RefusesWhatIsNotARegularFileAtOnce) {
   };
   std::vector<Case> cases = {{"fifo", "a FIFO"}, {"sock", "a socket"}, {"folder", "a folder"}};
   // A device node of our own (the null device's numbers) needs root.
-  if (::mknod((dir / "device").c_str(), S_IFCHR | 0600, makedev(1, 3)) == 0) {
+  if (test_support::make_null_device(dir / "device")) {
     cases.push_back({"device", "a character device"});
   }
   const HangGuard guard;

@@ -2,10 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +20,7 @@
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
 #include "output_file_testing.h"
+#include "support/special_files.h"
 
 namespace onnxzip {
 namespace {
@@ -145,19 +143,10 @@ std::map<std::string, fs::path> make_special_files(const fs::path& dir) {
   std::map<std::string, fs::path> made;
   const fs::path fifo = dir / "fifo";
   if (::mkfifo(fifo.c_str(), 0644) == 0) made.emplace("a FIFO", fifo);
-  const fs::path socket_path = dir / "sock";
-  const int s = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (s >= 0 && socket_path.string().size() < sizeof address.sun_path) {
-    std::strncpy(address.sun_path, socket_path.c_str(), sizeof address.sun_path - 1);
-    if (::bind(s, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
-      made.emplace("a socket", socket_path);
-    }
-  }
-  if (s >= 0) ::close(s);
+  test_support::make_socket(dir / "sock");
+  if (fs::exists(fs::symlink_status(dir / "sock"))) made.emplace("a socket", dir / "sock");
   const fs::path device = dir / "null";
-  if (::mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+  if (test_support::make_null_device(device)) {
     made.emplace("a character device", device);
   }
   fs::create_directory(dir / "folder");
