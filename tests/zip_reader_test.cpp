@@ -461,6 +461,21 @@ TEST(ZipReader, BadDeflateStreamsAreCorruptOnRead) {
     z.put32(z.entries[0].central_header_offset + field::kCentralSize, size);
     return z;
   };
+  // Entry "d" of `payload`'s size whose deflated data is `stream` as given (built stored, then
+  // relabelled deflated, so the builder does not compress it again).
+  const auto with_stream = [&](const Bytes& stream) {
+    TestEntry e = deflated("d", payload);
+    e.method = zip::kMethodStored;
+    e.data = stream;
+    BuiltZip z = build_zip({e});
+    const auto& l = z.entries[0];
+    z.put16(l.local_header_offset + field::kLocalMethod, zip::kMethodDeflated);
+    z.put16(l.central_header_offset + field::kCentralMethod, zip::kMethodDeflated);
+    z.put32(l.local_header_offset + field::kLocalSize, static_cast<std::uint32_t>(payload.size()));
+    z.put32(l.central_header_offset + field::kCentralSize,
+            static_cast<std::uint32_t>(payload.size()));
+    return z;
+  };
   for (const Reading& reading : readings) {
     SCOPED_TRACE(reading.how);
     ZipReaderOptions options;
@@ -478,22 +493,13 @@ TEST(ZipReader, BadDeflateStreamsAreCorruptOnRead) {
     }
     {
       SCOPED_TRACE("truncated stream");
-      TestEntry e = deflated("d", payload);
-      e.method = zip::kMethodStored;  // Built stored, then relabelled with a cut stream.
       Bytes stream = testing::deflate_raw(payload);
       stream.resize(stream.size() / 2);
-      e.data = stream;
-      BuiltZip z = build_zip({e});
-      const auto& l = z.entries[0];
-      z.put16(l.local_header_offset + field::kLocalMethod, zip::kMethodDeflated);
-      z.put16(l.central_header_offset + field::kCentralMethod, zip::kMethodDeflated);
-      z.put32(l.local_header_offset + field::kLocalSize,
-              static_cast<std::uint32_t>(payload.size()));
-      z.put32(l.central_header_offset + field::kCentralSize,
-              static_cast<std::uint32_t>(payload.size()));
-      expect_read_error(z, ErrorCode::kCorrupt,
-                        {"'d'", "invalid deflate stream in the " + std::to_string(stream.size()) +
-                                    " bytes at offset " + std::to_string(l.data_offset)});
+      const BuiltZip z = with_stream(stream);
+      expect_read_error(
+          z, ErrorCode::kCorrupt,
+          {"'d'", "invalid deflate stream in the " + std::to_string(stream.size()) +
+                      " bytes at offset " + std::to_string(z.entries[0].data_offset)});
     }
     {
       SCOPED_TRACE("recorded size too large");
@@ -509,21 +515,10 @@ TEST(ZipReader, BadDeflateStreamsAreCorruptOnRead) {
     }
     {
       SCOPED_TRACE("bytes after the end of the stream");
-      TestEntry e = deflated("d", payload);
-      e.method = zip::kMethodStored;  // Built stored, then relabelled with a padded stream.
       Bytes stream = testing::deflate_raw(payload);
       stream.push_back(0);
       stream.push_back(0);
-      e.data = stream;
-      BuiltZip z = build_zip({e});
-      const auto& l = z.entries[0];
-      z.put16(l.local_header_offset + field::kLocalMethod, zip::kMethodDeflated);
-      z.put16(l.central_header_offset + field::kCentralMethod, zip::kMethodDeflated);
-      z.put32(l.local_header_offset + field::kLocalSize,
-              static_cast<std::uint32_t>(payload.size()));
-      z.put32(l.central_header_offset + field::kCentralSize,
-              static_cast<std::uint32_t>(payload.size()));
-      expect_read_error(z, ErrorCode::kCorrupt,
+      expect_read_error(with_stream(stream), ErrorCode::kCorrupt,
                         {"'d'", "2 bytes before the entry's compressed data"});
     }
     {
