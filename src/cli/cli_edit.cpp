@@ -86,11 +86,16 @@ int run_edit(const EditArgs& args, const CLI::Option& producer_option,
   }
 
   // The model to change: another file's (a legacy .onnx whose tensors refer to the archive's
-  // entries), or the archive's own, parsed into owned memory (the edit rewrites its bytes).
+  // entries), or the archive's own, parsed once into owned memory (the edit rewrites its bytes).
+  // Only the model entry is read: replace_model checks the edited model against the entries, so
+  // checking every reference here too (Archive::open) would be the same work twice.
+  const auto archive_model = [&] {
+    const ZipReader zip = ZipReader::open(args.archive);
+    const TensorBytes bytes = zip.data(zip.at(kModelEntryName));
+    return parse_model(bytes.view(), ParseOptions{}, args.archive);
+  };
   ModelProto model =
-      model_option.count() > 0
-          ? parse_model(std::filesystem::path(args.model))
-          : parse_model(Archive::open(args.archive).model_bytes(), ParseOptions{}, args.archive);
+      model_option.count() > 0 ? parse_model(std::filesystem::path(args.model)) : archive_model();
   for (const std::string& key : removed) {
     const auto before = model.metadata_props.size();
     std::erase_if(model.metadata_props, [&](const StringStringEntryProto& entry) {
