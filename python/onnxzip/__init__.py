@@ -185,12 +185,16 @@ def save(model: ModelLike, path: PathLike, *, threshold: int = 1024, alignment: 
     wherever the tensor sits (initializers, attributes, subgraphs, functions). With `dedupe`,
     identical payloads are stored once. The file appears atomically: complete or not at all.
 
-    Models of 2 GiB or more (which protobuf cannot serialize) are written tensor by tensor: each
-    large payload is moved out of `model` while the rest is serialized, and put back before save
-    returns (also on error). During the call `model` is therefore briefly modified: do not read
-    it from another thread meanwhile. Smaller models are not modified. Each payload is copied
-    twice on that path (out of the model and back: protobuf's Python API cannot lend its bytes),
-    one tensor at a time, so memory stays near the model's size plus its largest tensor.
+    The payloads are never serialized with the model, so models of 2 GiB or more (which
+    protobuf cannot serialize) work too: each large payload is moved out of `model` while the
+    rest is serialized, and put back before save returns (also on error), so that afterwards
+    `model` is as before, byte for byte. During the call `model` is therefore modified: do not
+    read or change it from another thread meanwhile (save releases the GIL while it writes).
+    With protobuf's C++ implementation (Debian's python3-protobuf), raw_data payloads are moved
+    as pointers and written from the model's own memory: no payload byte is copied, and saving
+    takes about as long as copying the file. With the other implementations every payload is
+    copied (protobuf's Python API cannot lend its bytes): models under 2 GiB are serialized
+    whole, larger ones tensor by tensor, twice per payload (out of the model and back).
 
     Raises InvalidArgumentError (a tensor already EXTERNAL, a payload whose size is not dims x
     element size, a bad alignment), IOFailure, and the parser's errors for bad model bytes.
@@ -200,6 +204,12 @@ def save(model: ModelLike, path: PathLike, *, threshold: int = 1024, alignment: 
         return
     if not isinstance(model, onnx.ModelProto):
         raise TypeError(f"save() takes an onnx.ModelProto or bytes, not {type(model).__name__}")
+    if _onnxzip.message_bridge_available():
+        tensors = [tensor for tensor, _ in model_tensors(model)]
+        if _onnxzip.save_message(model, tensors, _path(path), alignment, threshold, dedupe):
+            return
+    # protobuf's Python API copies every payload it hands out: the fallback for the pure-Python
+    # and upb implementations, and for models that are 2 GiB or more without their raw_data.
     if model.ByteSize() < _PROTOBUF_LIMIT:
         _onnxzip.save_bytes(model.SerializeToString(), _path(path), alignment, threshold, dedupe)
         return

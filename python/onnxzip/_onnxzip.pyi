@@ -1,10 +1,13 @@
 # The extension module (python/src/module.cpp); internal: the onnxzip package wraps it.
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 Buffer = bytes | bytearray | memoryview  # any object with the buffer protocol
 
 def save_bytes(model_bytes: Buffer, path: str, alignment: int, threshold: int, dedupe: bool) -> None: ...
+def message_bridge_available() -> bool: ...
+def save_message(model: Any, tensors: List[Any], path: str, alignment: int, threshold: int,
+                 dedupe: bool) -> bool: ...
 def convert(src: str, dst: str, alignment: int, threshold: int, dedupe: bool,
             external_data: Optional[bool], data_file_name: str, max_file_size: int,
             data_alignment: int) -> str: ...

@@ -32,6 +32,7 @@
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/tensor.h"
+#include "protobuf_bridge.h"
 
 namespace py = pybind11;
 
@@ -369,6 +370,16 @@ PYBIND11_MODULE(_onnxzip, m) {
 
   m.def("save_bytes", &save_bytes, py::arg("model_bytes"), py::arg("path"), py::arg("alignment"),
         py::arg("threshold"), py::arg("dedupe"));
+  m.def(
+      "save_message",
+      [](const py::handle model, const py::list& tensors, const std::filesystem::path& path,
+         const std::uint32_t alignment, const std::uint64_t threshold, const bool dedupe) {
+        return onnxzip_python::save_message(model, tensors, path,
+                                            save_options(alignment, threshold, dedupe));
+      },
+      py::arg("model"), py::arg("tensors"), py::arg("path"), py::arg("alignment"),
+      py::arg("threshold"), py::arg("dedupe"));
+  m.def("message_bridge_available", &onnxzip_python::message_bridge_available);
   m.def("convert", &convert, py::arg("src"), py::arg("dst"), py::arg("alignment"),
         py::arg("threshold"), py::arg("dedupe"), py::arg("external_data"),
         py::arg("data_file_name"), py::arg("max_file_size"), py::arg("data_alignment"));
