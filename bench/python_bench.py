@@ -13,10 +13,15 @@ Writing:
   /proc/self/clear_refs; cp's is its maximum resident set, from /usr/bin/time).
 
 Each figure is the median of --repetitions runs (default 3), the compared operations run
-alternately so that a busy machine slows both alike. Files go to ONNXZIP_BENCH_DIR, else TMPDIR,
-else /tmp (about 5 GiB). Run it against the installed package:
+alternately so that a busy machine slows both alike; the load average is printed before and
+after. Files go to ONNXZIP_BENCH_DIR, else TMPDIR, else /tmp (about 5 GiB). Run it against the
+installed package:
 
     build/venv/bin/python bench/python_bench.py [--repetitions N] [--tensors 1000] [--mib 1024]
+                                                [--only read|write|save]
+
+--only save measures save() against cp alone (about a minute): the quick re-run on a quiet
+machine.
 """
 
 from __future__ import annotations
@@ -66,6 +71,11 @@ class PeakMemory:
     @property
     def grown(self) -> int:
         return max(0, self.peak - self.baseline)
+
+
+def load_average() -> str:
+    return "load average " + ", ".join(f"{load:.2f}" for load in os.getloadavg()) + \
+        f" on {os.cpu_count()} CPUs"
 
 
 def timed(function):
@@ -135,6 +145,8 @@ def main() -> int:
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--tensors", type=int, default=1000)
     parser.add_argument("--mib", type=int, default=1024)
+    parser.add_argument("--only", choices=["read", "write", "save"],
+                        help="run one part: reading, writing (streaming and save), or save alone")
     args = parser.parse_args()
 
     root = os.environ.get("ONNXZIP_BENCH_DIR") or os.environ.get("TMPDIR") or "/tmp"
@@ -148,10 +160,17 @@ def main() -> int:
 def run(work: str, args) -> int:
     reps = args.repetitions
     total = args.mib << 20
+    reading = args.only in (None, "read")
+    streaming = args.only in (None, "write")
+    saving = args.only in (None, "write", "save")
+    from google.protobuf.internal import api_implementation
     print(f"onnxzip {onnxzip.__version__} from {os.path.dirname(onnxzip.__file__)}; numpy "
-          f"{np.__version__}; onnx {onnx.__version__}; python {sys.version.split()[0]}")
+          f"{np.__version__}; onnx {onnx.__version__}; python {sys.version.split()[0]}; "
+          f"protobuf {api_implementation.Type()} implementation, save() "
+          f"{'reads payloads in place' if onnxzip._onnxzip.message_bridge_available() else 'copies payloads'}")
     print(f"{args.tensors} float32 tensors, {total / (1 << 30):.2f} GiB, in {work}; "
           f"medians of {reps} repetitions; page cache warm")
+    print(f"before: {load_average()}")
 
     arrays = make_arrays(args.tensors, total)
     names = list(arrays)
@@ -171,97 +190,109 @@ def run(work: str, args) -> int:
             model.graph.initializer.extend(refs)
             writer.finish(model)
 
-    write_streaming(archive)  # Also the reading benchmark's input; warms the cache.
+    write_streaming(archive)  # Also the reading benchmark's input and cp's; warms the cache.
     cp_target = os.path.join(work, "copy.onnxz")
     written = os.path.join(work, "written.onnxz")
-    streaming_times, streaming_peaks, cp_times, cp_peaks = [], [], [], []
-    for _ in range(reps):
-        with PeakMemory() as memory:
-            seconds, _ = timed(lambda: write_streaming(written))
-        streaming_times.append(seconds)
-        streaming_peaks.append(memory.grown)
-        os.remove(written)
-        seconds, peak = run_cp(archive, cp_target)
-        cp_times.append(seconds)
-        cp_peaks.append(peak)
+    rows = []
+    if streaming:
+        times, peaks, cp_times, cp_peaks = [], [], [], []
+        for _ in range(reps):
+            with PeakMemory() as memory:
+                seconds, _ = timed(lambda: write_streaming(written))
+            times.append(seconds)
+            peaks.append(memory.grown)
+            os.remove(written)
+            seconds, peak = run_cp(archive, cp_target)
+            cp_times.append(seconds)
+            cp_peaks.append(peak)
+        rows.append(("ArchiveWriter streaming", times, peaks, cp_times, cp_peaks))
 
-    model = make_model(arrays)
-    save_times, save_peaks, cp2_times = [], [], []
-    for _ in range(reps):
-        with PeakMemory() as memory:
-            seconds, _ = timed(lambda m=model: onnxzip.save(m, written))
-        save_times.append(seconds)
-        save_peaks.append(memory.grown)
-        os.remove(written)
-        seconds, _ = run_cp(archive, cp_target)
-        cp2_times.append(seconds)
+    model = make_model(arrays) if saving or reading else None
+    if saving:
+        times, peaks, cp_times, cp_peaks = [], [], [], []
+        for _ in range(reps):
+            with PeakMemory() as memory:
+                seconds, _ = timed(lambda m=model: onnxzip.save(m, written))
+            times.append(seconds)
+            peaks.append(memory.grown)
+            os.remove(written)
+            seconds, peak = run_cp(archive, cp_target)
+            cp_times.append(seconds)
+            cp_peaks.append(peak)
+        rows.append(("save(in-memory ModelProto)", times, peaks, cp_times, cp_peaks))
 
-    # --- The peers' files ---
-    for name, array in arrays.items():
-        np.save(os.path.join(npy_dir, name + ".npy"), array)
-    np.savez(npz, **arrays)
-    onnx.save_model(model, legacy, save_as_external_data=True, all_tensors_to_one_file=True,
-                    location="model.onnx.data", size_threshold=1024)
+    mib = 1 << 20
+    read_times = {}
+    readers = []
+    if reading:
+        # --- The peers' files ---
+        for name, array in arrays.items():
+            np.save(os.path.join(npy_dir, name + ".npy"), array)
+        np.savez(npz, **arrays)
+        onnx.save_model(model, legacy, save_as_external_data=True, all_tensors_to_one_file=True,
+                        location="model.onnx.data", size_threshold=1024)
     del model
     gc.collect()
 
-    # --- Reading ---
-    def read_onnxzip():
-        with onnxzip.open(archive) as opened:
-            return [opened.get_tensor(n) for n in names]
+    if reading:
+        def read_onnxzip():
+            with onnxzip.open(archive) as opened:
+                return [opened.get_tensor(n) for n in names]
 
-    def read_npy():
-        return [np.load(os.path.join(npy_dir, n + ".npy"), mmap_mode="r") for n in names]
+        def read_npy():
+            return [np.load(os.path.join(npy_dir, n + ".npy"), mmap_mode="r") for n in names]
 
-    def read_npz():
-        with np.load(npz) as opened:
-            return [opened[n] for n in names]
+        def read_npz():
+            with np.load(npz) as opened:
+                return [opened[n] for n in names]
 
-    def read_onnx():
-        return onnx.load(legacy)
+        def read_onnx():
+            return onnx.load(legacy)
 
-    readers = [("onnxzip.open + get_tensor x%d" % len(names), read_onnxzip),
-               ("numpy.load(mmap_mode='r') x%d .npy" % len(names), read_npy),
-               ("numpy.load of one .npz", read_npz),
-               ("onnx.load, external data", read_onnx)]
-    read_times = {label: [] for label, _ in readers}
-    read_peaks = {label: [] for label, _ in readers}
-    for _ in range(reps):
-        for label, reader in readers:
-            with PeakMemory() as memory:
-                seconds, result = timed(reader)
-                del result
-            read_times[label].append(seconds)
-            read_peaks[label].append(memory.grown)
-            gc.collect()
+        readers = [("onnxzip.open + get_tensor x%d" % len(names), read_onnxzip),
+                   ("numpy.load(mmap_mode='r') x%d .npy" % len(names), read_npy),
+                   ("numpy.load of one .npz", read_npz),
+                   ("onnx.load, external data", read_onnx)]
+        read_times = {label: [] for label, _ in readers}
+        read_peaks = {label: [] for label, _ in readers}
+        for _ in range(reps):
+            for label, reader in readers:
+                with PeakMemory() as memory:
+                    seconds, result = timed(reader)
+                    del result
+                read_times[label].append(seconds)
+                read_peaks[label].append(memory.grown)
+                gc.collect()
 
-    mib = 1 << 20
-    print()
-    print(f"{'reading':42} {'median s':>10} {'vs onnxzip':>11} {'peak MiB':>9}")
-    base = median(read_times[readers[0][0]])
-    for label, _ in readers:
-        t = median(read_times[label])
-        print(f"{label:42} {t:10.5f} {t / base:10.1f}x {max(read_peaks[label]) / mib:9.0f}")
-    print()
-    print(f"{'writing':42} {'median s':>10} {'vs cp':>11} {'peak MiB':>9}")
-    rows = [("ArchiveWriter streaming", streaming_times, cp_times, streaming_peaks),
-            ("save(in-memory ModelProto)", save_times, cp2_times, save_peaks)]
-    for label, times, cps, peaks in rows:
-        print(f"{label:42} {median(times):10.4f} {median(times) / median(cps):10.2f}x "
-              f"{max(peaks) / mib:9.0f}")
-        paired = [t / c for t, c in zip(times, cps)]
-        print(f"{'  cp of the same bytes':42} {median(cps):10.4f} {'':11} "
-              f"{max(cp_peaks) / mib:9.0f}   (paired ratios: "
-              + ", ".join(f"{r:.2f}" for r in paired) + ")")
+        print()
+        print(f"{'reading':42} {'median s':>10} {'vs onnxzip':>11} {'peak MiB':>9}")
+        base = median(read_times[readers[0][0]])
+        for label, _ in readers:
+            t = median(read_times[label])
+            print(f"{label:42} {t:10.5f} {t / base:10.1f}x {max(read_peaks[label]) / mib:9.0f}")
+    if rows:
+        print()
+        print(f"{'writing':42} {'median s':>10} {'vs cp':>11} {'peak MiB':>9}")
+    for label, times, peaks, cp_times, cp_peaks in rows:
+        print(f"{label:42} {median(times):10.4f} {median(times) / median(cp_times):10.2f}x "
+              f"{max(peaks) / mib:9.0f}   (runs: " + ", ".join(f"{t:.3f}" for t in times) + ")")
+        paired = [t / c for t, c in zip(times, cp_times)]
+        print(f"{'  cp of the same bytes':42} {median(cp_times):10.4f} {'':11} "
+              f"{max(cp_peaks) / mib:9.0f}   (runs: " + ", ".join(f"{c:.3f}" for c in cp_times)
+              + "; paired ratios: " + ", ".join(f"{r:.2f}" for r in paired) + ")")
     print()
     print(f"cp: {subprocess.run(['cp', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}; "
           f"system calls: {how_cp_copies(archive, cp_target)}")
-    onnxzip_read = median(read_times[readers[0][0]])
-    print(f"goals: open+get_tensor faster than .npy mmap: "
-          f"{'yes' if onnxzip_read < median(read_times[readers[1][0]]) else 'NO'}; "
-          f">= 100x onnx.load: {median(read_times[readers[3][0]]) / onnxzip_read:.0f}x; "
-          f"writes <= 1.25x cp: streaming {median(streaming_times) / median(cp_times):.2f}x, "
-          f"save {median(save_times) / median(cp2_times):.2f}x")
+    goals = []
+    if reading:
+        onnxzip_read = median(read_times[readers[0][0]])
+        goals.append("open+get_tensor faster than .npy mmap: "
+                     f"{'yes' if onnxzip_read < median(read_times[readers[1][0]]) else 'NO'}")
+        goals.append(f">= 100x onnx.load: {median(read_times[readers[3][0]]) / onnxzip_read:.0f}x")
+    for label, times, _, cp_times, _ in rows:
+        goals.append(f"{label} <= 1.25x cp: {median(times) / median(cp_times):.2f}x")
+    print("goals: " + "; ".join(goals))
+    print(f"after: {load_average()}")
     return 0
 
 
