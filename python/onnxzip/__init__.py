@@ -161,6 +161,11 @@ def _finish_streaming(writer: Any, model: onnx.ModelProto, threshold: int, dedup
             del blob
 
 
+def _tensor_objects(model: onnx.ModelProto) -> List[onnx.TensorProto]:
+    """The tensors whose raw_data the C++ bridge may read in place (python/src/protobuf_bridge.h)."""
+    return [tensor for tensor, _ in model_tensors(model)]
+
+
 def _parse_stored_model(model_bytes: bytes, path: str) -> onnx.ModelProto:
     """The onnx.ModelProto of `__MODEL_PROTO`, which the C++ reader has already validated; onnx's
     parser is stricter in places (e.g. UTF-8 in strings), and its refusal is an onnxzip error."""
@@ -204,10 +209,9 @@ def save(model: ModelLike, path: PathLike, *, threshold: int = 1024, alignment: 
         return
     if not isinstance(model, onnx.ModelProto):
         raise TypeError(f"save() takes an onnx.ModelProto or bytes, not {type(model).__name__}")
-    if _onnxzip.message_bridge_available():
-        tensors = [tensor for tensor, _ in model_tensors(model)]
-        if _onnxzip.save_message(model, tensors, _path(path), alignment, threshold, dedupe):
-            return
+    if _onnxzip.message_bridge_available() and _onnxzip.save_message(
+            model, _tensor_objects(model), _path(path), alignment, threshold, dedupe):
+        return
     # protobuf's Python API copies every payload it hands out: the fallback for the pure-Python
     # and upb implementations, and for models that are 2 GiB or more without their raw_data.
     if model.ByteSize() < _PROTOBUF_LIMIT:
@@ -446,9 +450,13 @@ class ArchiveWriter:
         """Checks `model` against the added entries, externalizes its other inline tensors at or
         above the threshold, writes it as `__MODEL_PROTO` and moves the archive into place. On an
         InvalidArgumentError (a wrong reference) the writer stays usable: fix the model and call
-        finish() again. A model of 2 GiB or more is handled as save() handles it."""
+        finish() again. `model` is handled as save() handles it: its raw_data payloads are read in
+        place where protobuf allows, and a model of 2 GiB or more works."""
         if _is_buffer(model):
             self._writer.finish(model)
+        elif _onnxzip.message_bridge_available() and self._writer.finish_message(
+                model, _tensor_objects(model), self._threshold):
+            pass  # Payloads read in place, as save() does.
         elif model.ByteSize() < _PROTOBUF_LIMIT:
             self._writer.finish(model.SerializeToString())
         else:

@@ -288,6 +288,15 @@ class PyWriter final {
     w.finish(parse_borrowed(buffer.span()));
   }
 
+  // finish() of an onnx.ModelProto read in place (protobuf_bridge.h); false when the bridge
+  // cannot be used, and nothing was done.
+  bool finish_message(const py::handle model, const py::list& tensors,
+                      const std::uint64_t threshold) {
+    onnxzip::ArchiveWriter& w = writer();
+    return onnxzip_python::write_message(
+        model, tensors, threshold, [&](const onnxzip::ModelProto& parsed) { w.finish(parsed); });
+  }
+
   // Drops the writer: its temporary file is removed, nothing appears at the path (unless
   // finish() succeeded before).
   void abort() {
@@ -374,8 +383,10 @@ PYBIND11_MODULE(_onnxzip, m) {
       "save_message",
       [](const py::handle model, const py::list& tensors, const std::filesystem::path& path,
          const std::uint32_t alignment, const std::uint64_t threshold, const bool dedupe) {
-        return onnxzip_python::save_message(model, tensors, path,
-                                            save_options(alignment, threshold, dedupe));
+        const onnxzip::SaveOptions options = save_options(alignment, threshold, dedupe);
+        return onnxzip_python::write_message(
+            model, tensors, threshold,
+            [&](const onnxzip::ModelProto& parsed) { onnxzip::save(parsed, path, options); });
       },
       py::arg("model"), py::arg("tensors"), py::arg("path"), py::arg("alignment"),
       py::arg("threshold"), py::arg("dedupe"));
@@ -433,5 +444,7 @@ PYBIND11_MODULE(_onnxzip, m) {
            py::arg("dims"), py::arg("data"))
       .def("add_tensor_proto", &PyWriter::add_tensor_proto, py::arg("tensor_bytes"))
       .def("finish", &PyWriter::finish, py::arg("model_bytes"))
+      .def("finish_message", &PyWriter::finish_message, py::arg("model"), py::arg("tensors"),
+           py::arg("threshold"))
       .def("abort", &PyWriter::abort);
 }

@@ -33,10 +33,7 @@ namespace onnxzip_python {
 
 bool message_bridge_available() { return false; }
 
-bool save_message(py::handle, const py::list&, const std::filesystem::path&,
-                  const onnxzip::SaveOptions&) {
-  return false;
-}
+bool write_message(py::handle, const py::list&, std::uint64_t, const ModelWriter&) { return false; }
 
 #else
 
@@ -178,23 +175,31 @@ class MovedPayloads final {
   MovedPayloads(const PyProtoApiStart& api, const gp::FieldDescriptor& raw_data)
       : api_(api), raw_data_{&raw_data} {}
   ~MovedPayloads() {
-    for (Moved& moved : moved_) {
-      gp::Message* const tensor = message_of(api_, moved.tensor_object);
-      if (tensor == nullptr || tensor->GetDescriptor() != moved.holder->GetDescriptor()) continue;
-      tensor->GetReflection()->SwapFields(tensor, moved.holder.get(), raw_data_);
+    // Last in, first out: undoes every swap even if one tensor object came twice.
+    for (auto moved = moved_.rbegin(); moved != moved_.rend(); ++moved) {
+      gp::Message* const tensor = message_of(api_, moved->tensor_object);
+      if (tensor == nullptr || tensor->GetDescriptor() != moved->holder->GetDescriptor()) continue;
+      tensor->GetReflection()->SwapFields(tensor, moved->holder.get(), raw_data_);
     }
   }
   MovedPayloads(const MovedPayloads&) = delete;
   MovedPayloads& operator=(const MovedPayloads&) = delete;
 
-  // Moves `tensor`'s raw_data out and leaves `marker`'s mark for it in its place.
-  void take(const py::handle tensor_object, gp::Message& tensor, const PayloadMarker& marker) {
+  // Moves `tensor`'s raw_data out and leaves `marker`'s mark for it in its place. False, with
+  // `tensor` untouched, when the library keeps the bytes in a form it cannot lend as one string.
+  bool take(const py::handle tensor_object, gp::Message& tensor, const PayloadMarker& marker) {
     Moved moved{py::reinterpret_borrow<py::object>(tensor_object),
                 std::unique_ptr<gp::Message>(tensor.New())};
     const gp::Reflection& reflection = *tensor.GetReflection();
     reflection.SwapFields(&tensor, moved.holder.get(), raw_data_);
+    std::string scratch;
+    if (&reflection.GetStringReference(*moved.holder, raw_data_.front(), &scratch) == &scratch) {
+      reflection.SwapFields(&tensor, moved.holder.get(), raw_data_);
+      return false;
+    }
     reflection.SetString(&tensor, raw_data_.front(), marker.for_index(moved_.size()));
     moved_.push_back(std::move(moved));
+    return true;
   }
 
   // Removes the marks: while the payloads are written, their tensors hold none.
@@ -207,7 +212,8 @@ class MovedPayloads final {
 
   std::size_t size() const noexcept { return moved_.size(); }
 
-  // Payload `index`, which stays where it is until the destructor.
+  // Payload `index`, which stays where it is until the destructor (take() checked that it is the
+  // message's own string, never `scratch`).
   onnxzip::ByteSpan payload(const std::size_t index) const {
     const gp::Message& holder = *moved_[index].holder;
     std::string scratch;
@@ -248,8 +254,8 @@ bool put_back_payloads(onnxzip::ModelProto& model, const PayloadMarker& marker,
 
 bool message_bridge_available() { return proto_api() != nullptr; }
 
-bool save_message(const py::handle model, const py::list& tensors,
-                  const std::filesystem::path& path, const onnxzip::SaveOptions& options) {
+bool write_message(const py::handle model, const py::list& tensors, const std::uint64_t threshold,
+                   const ModelWriter& write) {
   const PyProtoApiStart* const api = proto_api();
   if (api == nullptr) return false;
   gp::Message* const root = message_of(*api, model);
@@ -267,8 +273,7 @@ bool save_message(const py::handle model, const py::list& tensors,
   const PayloadMarker marker;
   // Declared before anything can fail: its destructor restores the model on every way out.
   MovedPayloads moved(*api, *raw_data);
-  const std::uint64_t smallest_moved =
-      std::max<std::uint64_t>(options.threshold, PayloadMarker::kSize);
+  const std::uint64_t smallest_moved = std::max<std::uint64_t>(threshold, PayloadMarker::kSize);
   std::string scratch;
   for (const py::handle object : tensors) {
     gp::Message* const tensor = message_of(*api, object);
@@ -277,9 +282,9 @@ bool save_message(const py::handle model, const py::list& tensors,
     // A tensor without raw_data may be protobuf's shared default instance: never written to.
     if (!reflection.HasField(*tensor, raw_data)) continue;
     if (reflection.GetStringReference(*tensor, raw_data, &scratch).size() < smallest_moved) {
-      continue;  // Serialized with the model; save() externalizes it from there if need be.
+      continue;  // Serialized with the model; `write` externalizes it from there if need be.
     }
-    moved.take(object, *tensor, marker);
+    moved.take(object, *tensor, marker);  // If it cannot, the payload is serialized.
   }
   if (root->ByteSizeLong() > static_cast<std::size_t>(INT_MAX)) return false;
   std::string model_bytes;
@@ -292,7 +297,7 @@ bool save_message(const py::handle model, const py::list& tensors,
   onnxzip::ModelProto parsed =
       onnxzip::parse_model(bytes_of(model_bytes), parse_options, "<model bytes>");
   if (!put_back_payloads(parsed, marker, moved)) return false;
-  onnxzip::save(parsed, path, options);
+  write(parsed);
   return true;
 }
 

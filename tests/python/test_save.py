@@ -31,6 +31,8 @@ def save_path(request, monkeypatch):
     pure-Python and upb implementations, whose models save() serializes)."""
     if request.param == "fallback":
         monkeypatch.setattr(onnxzip._onnxzip, "save_message", lambda *args: False)
+        monkeypatch.setattr(onnxzip._onnxzip.ArchiveWriter, "finish_message",
+                            lambda *args: False)
     return request.param
 
 
@@ -84,6 +86,18 @@ def test_the_bridge_is_taken_with_debians_protobuf(tmp_path):
     with onnxzip.open(tmp_path / "m.onnxz") as archive:
         np.testing.assert_array_equal(archive.get_tensor("w.sub"),
                                       nh.to_array(model.graph.node[1].attribute[0].g.initializer[0]))
+
+
+def test_the_bridge_undoes_every_move_when_it_gives_up(tmp_path):
+    # One tensor object listed twice: its payload is moved, then its marker; the marker of the
+    # first move is then found nowhere, so the bridge refuses and must restore both moves.
+    model = everywhere_model()
+    before = model.SerializeToString()
+    tensor = model.graph.initializer[0]
+    path = tmp_path / "never.onnxz"
+    assert not onnxzip._onnxzip.save_message(model, [tensor, tensor], str(path), 64, 0, False)
+    assert model.SerializeToString() == before
+    assert not path.exists()
 
 
 @pytest.mark.parametrize("options", [{}, {"threshold": 0}, {"dedupe": True, "alignment": 4096}],
@@ -141,6 +155,24 @@ def test_a_tensor_already_external_is_refused_and_left_alone(tmp_path, save_path
     with pytest.raises(onnxzip.InvalidArgumentError, match="w.big"):
         onnxzip.save(model, tmp_path / "external.onnxz")
     assert model.SerializeToString() == before
+
+
+def test_archive_writer_finish_reads_the_model_as_save_does(tmp_path, save_path):
+    streamed = np.arange(5000, dtype=np.int32)
+    model = everywhere_model()
+    with onnxzip.ArchiveWriter(tmp_path / "model.onnxz", dedupe=True) as writer:
+        model.graph.initializer.append(writer.add_tensor("streamed", streamed))
+        before = model.SerializeToString()
+        writer.finish(model)
+    assert model.SerializeToString() == before
+    with onnxzip.ArchiveWriter(tmp_path / "bytes.onnxz", dedupe=True) as writer:
+        writer.add_tensor("streamed", streamed)
+        writer.finish(before)
+    assert (tmp_path / "model.onnxz").read_bytes() == (tmp_path / "bytes.onnxz").read_bytes()
+    with onnxzip.open(tmp_path / "model.onnxz") as archive:
+        np.testing.assert_array_equal(archive.get_tensor("streamed"), streamed)
+        np.testing.assert_array_equal(archive.get_tensor("w.sub"), nh.to_array(
+            model.graph.node[1].attribute[0].g.initializer[0]))
 
 
 def _status_kib(field: str) -> int:
