@@ -10,7 +10,9 @@ Writing:
   onnxzip.save of a 1 GiB in-memory onnx.ModelProto         vs cp of the same bytes (goal <= 1.25x)
   onnxzip.ArchiveWriter streaming 1 GiB of numpy arrays      vs cp of the same bytes (goal <= 1.25x)
   with the peak memory above the process's baseline (VmHWM after resetting it through
-  /proc/self/clear_refs; cp's is its maximum resident set, from /usr/bin/time).
+  /proc/self/clear_refs; cp's is its maximum resident set, from /usr/bin/time) and the CPU time
+  (user + system; cp's from /usr/bin/time), which a busy machine changes far less than the
+  wall time.
 
 Each figure is the median of --repetitions runs (default 3), the compared operations run
 alternately so that a busy machine slows both alike; the load average is printed before and
@@ -30,6 +32,7 @@ import argparse
 import ctypes
 import gc
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -85,23 +88,31 @@ def timed(function):
 
 
 def run_cp(source: str, target: str):
-    """Seconds and peak RSS of `cp source target` (the target removed afterwards). The peak comes
-    from /usr/bin/time when installed (a child forked from this large process would report this
-    process's size as its own), else it is reported as 0."""
+    """Seconds, peak RSS and CPU seconds (user + system) of `cp source target` (the target removed
+    afterwards). Peak and CPU come from /usr/bin/time when installed (a child forked from this
+    large process would report this process's size as its own), else they are reported as 0."""
     timer = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
     command = ["cp", source, target]
     if timer:
-        command = [timer, "-f", "%M", "-o", target + ".rss"] + command
+        command = [timer, "-f", "%M %U %S", "-o", target + ".rss"] + command
     start = time.perf_counter()
     subprocess.run(command, check=True)
     seconds = time.perf_counter() - start
     os.remove(target)
-    peak = 0
+    peak, cpu = 0, 0.0
     if timer:
         with open(target + ".rss") as rss:
-            peak = int(rss.read().split()[-1]) * 1024
+            fields = rss.read().split()
+        peak = int(fields[-3]) * 1024
+        cpu = float(fields[-2]) + float(fields[-1])
         os.remove(target + ".rss")
-    return seconds, peak
+    return seconds, peak, cpu
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of this process so far, all threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def how_cp_copies(source: str, target: str) -> str:
@@ -157,6 +168,32 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
+class Row:
+    """One writer against cp, run alternately: wall seconds, peak memory and CPU seconds. CPU time
+    hardly depends on the machine's load; wall time on a shared machine does."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.times, self.peaks, self.cpus = [], [], []
+        self.cp_times, self.cp_peaks, self.cp_cpus = [], [], []
+
+    def measure(self, write, written: str, source: str, cp_target: str) -> None:
+        with PeakMemory() as memory:
+            cpu = cpu_seconds()
+            seconds, _ = timed(write)
+            self.cpus.append(cpu_seconds() - cpu)
+        self.times.append(seconds)
+        self.peaks.append(memory.grown)
+        os.remove(written)
+        seconds, peak, cpu = run_cp(source, cp_target)
+        self.cp_times.append(seconds)
+        self.cp_peaks.append(peak)
+        self.cp_cpus.append(cpu)
+
+    def ratio(self) -> float:
+        return median(self.times) / median(self.cp_times)
+
+
 def run(work: str, args) -> int:
     reps = args.repetitions
     total = args.mib << 20
@@ -195,31 +232,17 @@ def run(work: str, args) -> int:
     written = os.path.join(work, "written.onnxz")
     rows = []
     if streaming:
-        times, peaks, cp_times, cp_peaks = [], [], [], []
+        row = Row("ArchiveWriter streaming")
         for _ in range(reps):
-            with PeakMemory() as memory:
-                seconds, _ = timed(lambda: write_streaming(written))
-            times.append(seconds)
-            peaks.append(memory.grown)
-            os.remove(written)
-            seconds, peak = run_cp(archive, cp_target)
-            cp_times.append(seconds)
-            cp_peaks.append(peak)
-        rows.append(("ArchiveWriter streaming", times, peaks, cp_times, cp_peaks))
+            row.measure(lambda: write_streaming(written), written, archive, cp_target)
+        rows.append(row)
 
     model = make_model(arrays) if saving or reading else None
     if saving:
-        times, peaks, cp_times, cp_peaks = [], [], [], []
+        row = Row("save(in-memory ModelProto)")
         for _ in range(reps):
-            with PeakMemory() as memory:
-                seconds, _ = timed(lambda m=model: onnxzip.save(m, written))
-            times.append(seconds)
-            peaks.append(memory.grown)
-            os.remove(written)
-            seconds, peak = run_cp(archive, cp_target)
-            cp_times.append(seconds)
-            cp_peaks.append(peak)
-        rows.append(("save(in-memory ModelProto)", times, peaks, cp_times, cp_peaks))
+            row.measure(lambda m=model: onnxzip.save(m, written), written, archive, cp_target)
+        rows.append(row)
 
     mib = 1 << 20
     read_times = {}
@@ -272,13 +295,17 @@ def run(work: str, args) -> int:
             print(f"{label:42} {t:10.5f} {t / base:10.1f}x {max(read_peaks[label]) / mib:9.0f}")
     if rows:
         print()
-        print(f"{'writing':42} {'median s':>10} {'vs cp':>11} {'peak MiB':>9}")
-    for label, times, peaks, cp_times, cp_peaks in rows:
-        print(f"{label:42} {median(times):10.4f} {median(times) / median(cp_times):10.2f}x "
-              f"{max(peaks) / mib:9.0f}   (runs: " + ", ".join(f"{t:.3f}" for t in times) + ")")
-        paired = [t / c for t, c in zip(times, cp_times)]
-        print(f"{'  cp of the same bytes':42} {median(cp_times):10.4f} {'':11} "
-              f"{max(cp_peaks) / mib:9.0f}   (runs: " + ", ".join(f"{c:.3f}" for c in cp_times)
+        print(f"{'writing':42} {'median s':>10} {'vs cp':>11} {'peak MiB':>9} {'CPU s':>7} "
+              f"{'vs cp':>6}")
+    for row in rows:
+        print(f"{row.label:42} {median(row.times):10.4f} {row.ratio():10.2f}x "
+              f"{max(row.peaks) / mib:9.0f} {median(row.cpus):7.3f} "
+              f"{median(row.cpus) / median(row.cp_cpus):5.2f}x   (runs: "
+              + ", ".join(f"{t:.3f}" for t in row.times) + ")")
+        paired = [t / c for t, c in zip(row.times, row.cp_times)]
+        print(f"{'  cp of the same bytes':42} {median(row.cp_times):10.4f} {'':11} "
+              f"{max(row.cp_peaks) / mib:9.0f} {median(row.cp_cpus):7.3f} {'':6}   (runs: "
+              + ", ".join(f"{c:.3f}" for c in row.cp_times)
               + "; paired ratios: " + ", ".join(f"{r:.2f}" for r in paired) + ")")
     print()
     print(f"cp: {subprocess.run(['cp', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}; "
@@ -289,8 +316,8 @@ def run(work: str, args) -> int:
         goals.append("open+get_tensor faster than .npy mmap: "
                      f"{'yes' if onnxzip_read < median(read_times[readers[1][0]]) else 'NO'}")
         goals.append(f">= 100x onnx.load: {median(read_times[readers[3][0]]) / onnxzip_read:.0f}x")
-    for label, times, _, cp_times, _ in rows:
-        goals.append(f"{label} <= 1.25x cp: {median(times) / median(cp_times):.2f}x")
+    for row in rows:
+        goals.append(f"{row.label} <= 1.25x cp: {row.ratio():.2f}x")
     print("goals: " + "; ".join(goals))
     print(f"after: {load_average()}")
     return 0
