@@ -298,7 +298,7 @@ TEST(ConvertInputs, WhatIsNoModelOrCannotBeCarriedOverIsRefusedNamingTheInput) {
   // Archives made by hand: save() would refuse the short tensor itself.
   const auto hand_made = [&](const std::string& name, const ModelProto& model) {
     ZipWriter zip(dir / name);
-    zip.add(kModelEntryName, serialize_model(model), NameKind::kReserved);
+    zip.add(kModelEntryName, serialize_model(model));
     zip.finish();
   };
   hand_made("empty_model.onnxz", ModelProto());
@@ -544,7 +544,7 @@ TEST(RepackErrors, NamesTheArchiveTheTensorAndTheLocation) {
     const std::vector<std::uint8_t> payload(payload_size, 7);
     zip.add(payload_name, payload);
     if (model != nullptr) {
-      zip.add(kModelEntryName, serialize_model(*model), NameKind::kReserved);
+      zip.add(kModelEntryName, serialize_model(*model));
     }
     zip.finish();
   };

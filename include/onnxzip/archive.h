@@ -50,6 +50,14 @@ namespace onnxzip {
 
 // The model entry's name (spec §6.2, §7.1).
 inline constexpr std::string_view kModelEntryName = "__MODEL_PROTO";
+// The naming rule of .onnxz entries (spec §6): a payload entry's name is a C identifier of 1 to
+// 255 bytes not starting with "__"; a reserved name (the model's) is "__" followed by the rest
+// of a C identifier. The ZIP layer knows only ZIP's own, looser rule.
+enum class EntryNameKind { kPayload, kReserved };
+// The part of the rule `name` breaks ("is empty", "byte 3 (0x2d) is not ..."), or "" when it
+// keeps it. Never throws: readers report the problem, writers throw it.
+std::string entry_name_problem(std::string_view name, EntryNameKind kind);
+
 // The default externalization threshold T in bytes (spec §7.4).
 inline constexpr std::uint64_t kDefaultExternalThreshold = 1024;
 

@@ -24,6 +24,10 @@ inline constexpr std::string_view kLengthKey = "length";
 inline constexpr std::string_view kOffsetKey = "offset";
 
 using detail::quote;
+
+// Throws Error(kInvalidArgument, "entry name '<name>': <problem>") for a name breaking the
+// .onnxz rule (entry_name_problem); the writers call it before ZipWriter::add.
+void check_entry_name(std::string_view name, EntryNameKind kind);
 // "tensor 'w' at graph/initializer[0]" (or "unnamed tensor at ...") for messages.
 std::string tensor_label(const TensorProto& tensor, std::string_view site);
 

@@ -316,13 +316,10 @@ void ArchiveWriter::finish(const ModelProto& model) {
     serialize_options.substitutions = &substitutions;
     const MessageSerializer<ModelProto> serializer(model, serialize_options);
     // spec §2.4: the model entry comes last.
-    state.zip.add(
-        kModelEntryName, serializer.size(),
-        [&](EntrySink& sink) {
-          EntrySinkAdapter adapter(sink);
-          serializer.write(adapter);
-        },
-        NameKind::kReserved);
+    state.zip.add(kModelEntryName, serializer.size(), [&](EntrySink& sink) {
+      EntrySinkAdapter adapter(sink);
+      serializer.write(adapter);
+    });
     meter.finish();  // Before the rename: a callback that throws still cancels the write.
     state.zip.finish();
   } catch (...) {

@@ -1,7 +1,6 @@
 #include "onnxzip/zip_writer.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 #include <utility>
 
@@ -18,7 +17,8 @@ namespace {
 
 using detail::quote;
 
-constexpr std::size_t kMaxNameLength = 255;
+// A name's length is a u16 in both headers (APPNOTE 4.4.10).
+constexpr std::size_t kMaxNameLength = 0xFFFF;
 constexpr std::uint32_t kMinAlignment = 64;
 constexpr std::uint32_t kMaxAlignment = 65536;
 // Offset of the CRC-32 field inside a local file header (APPNOTE 4.3.7), patched after streaming.
@@ -85,14 +85,6 @@ std::string ascii_lower(std::string_view name) {
   return lowered;
 }
 
-bool is_identifier_start(char c) noexcept {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-}
-
-bool is_identifier_char(char c) noexcept {
-  return is_identifier_start(c) || (c >= '0' && c <= '9');
-}
-
 }  // namespace
 
 ZipWriter::ZipWriter(std::filesystem::path destination, ZipWriterOptions options)
@@ -113,30 +105,29 @@ ZipWriter::~ZipWriter() = default;
 ZipWriter::ZipWriter(ZipWriter&& other) noexcept = default;
 ZipWriter& ZipWriter::operator=(ZipWriter&& other) noexcept = default;
 
-void ZipWriter::validate_name(std::string_view name, NameKind kind) {
+void ZipWriter::validate_name(std::string_view name) {
   const auto fail = [&](const std::string& reason) {
     throw Error(ErrorCode::kInvalidArgument, "entry name " + quote(name) + ": " + reason);
   };
   if (name.empty()) fail("is empty");
   if (name.size() > kMaxNameLength) {
-    fail("is " + std::to_string(name.size()) + " bytes long, more than the 255 allowed");
+    fail("is " + std::to_string(name.size()) +
+         " bytes long, more than a ZIP name can hold (65535)");
   }
-  if (!is_identifier_start(name[0])) {
-    fail("must start with an ASCII letter or an underscore (a C identifier)");
-  }
-  for (std::size_t i = 1; i < name.size(); ++i) {
-    if (!is_identifier_char(name[i])) {
-      char found[8];
-      std::snprintf(found, sizeof found, "0x%02x", static_cast<unsigned char>(name[i]));
-      fail("byte " + std::to_string(i) + " (" + found +
-           ") is not an ASCII letter, digit or underscore (a C identifier)");
+  if (name.find('\0') != std::string_view::npos) fail("holds a NUL byte");
+  if (name.find('\\') != std::string_view::npos) fail("holds a backslash; ZIP paths use '/'");
+  if (name.front() == '/') fail("starts with '/' (an absolute path)");
+  if (name.back() == '/') fail("ends with '/' (a folder, which holds no data)");
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    const std::size_t end = std::min(name.find('/', start), name.size());
+    const std::string_view component = name.substr(start, end - start);
+    if (component.empty()) fail("has an empty path component ('//')");
+    if (component == "." || component == "..") {
+      fail("has a '" + std::string(component) + "' path component");
     }
+    start = end + 1;
   }
-  const bool reserved = name.starts_with("__");
-  if (kind == NameKind::kTensor && reserved) {
-    fail("names starting with '__' are reserved for the format");
-  }
-  if (kind == NameKind::kReserved && !reserved) fail("a reserved name must start with '__'");
 }
 
 std::string ZipWriter::entry_label(std::string_view name) const {
@@ -189,9 +180,9 @@ void ZipWriter::remember(WrittenEntry entry) {
   entries_.push_back(std::move(entry));
 }
 
-const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data, NameKind kind) {
+const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data) {
   ensure_usable("add");
-  validate_name(name, kind);
+  validate_name(name);
   check_unique(name);
   check_size(name, data.size());
   const EntryLayout layout = plan_entry(file_->position(), name.size(), data.size(), alignment_);
@@ -208,9 +199,9 @@ const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data, NameKin
 }
 
 const WrittenEntry& ZipWriter::add(std::string_view name, std::uint64_t size,
-                                   const EntryProducer& producer, NameKind kind) {
+                                   const EntryProducer& producer) {
   ensure_usable("add");
-  validate_name(name, kind);
+  validate_name(name);
   check_unique(name);
   check_size(name, size);
   const std::string label = entry_label(name);

@@ -130,12 +130,7 @@ std::optional<std::uint64_t> decimal(std::string_view text) {
 }
 
 bool valid_entry_name(std::string_view name) {
-  try {
-    ZipWriter::validate_name(name, NameKind::kTensor);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
+  return entry_name_problem(name, EntryNameKind::kPayload).empty();
 }
 
 class Repacker final {
@@ -153,14 +148,14 @@ class Repacker final {
   const ZipEntry& find_model_entry() const;
   Reference resolve(TensorProto& tensor, std::string_view site, std::string_view prefix) const;
   // The entry's bytes with its CRC-32 checked, shared by every tensor that borrows from them.
-  std::shared_ptr<const TensorBytes> payload(const ZipEntry& entry);
+  std::shared_ptr<const TensorBytes> entry_bytes(const ZipEntry& entry);
   void report(std::uint64_t done);
 
   fs::path in_;
   fs::path out_;
   SaveOptions options_;
   ZipReader zip_;
-  std::unordered_map<std::size_t, std::shared_ptr<const TensorBytes>> payloads_;
+  std::unordered_map<std::size_t, std::shared_ptr<const TensorBytes>> cached_entries_;
   std::uint64_t total_ = 0;
   std::uint64_t reported_ = 0;
 };
@@ -240,8 +235,8 @@ Reference Repacker::resolve(TensorProto& tensor, std::string_view site,
   return {&tensor, entry, location->str(), start, count};
 }
 
-std::shared_ptr<const TensorBytes> Repacker::payload(const ZipEntry& entry) {
-  auto& slot = payloads_[entry.index];
+std::shared_ptr<const TensorBytes> Repacker::entry_bytes(const ZipEntry& entry) {
+  auto& slot = cached_entries_[entry.index];
   if (!slot) slot = std::make_shared<const TensorBytes>(zip_.verified_data(entry));
   return slot;
 }
@@ -258,7 +253,7 @@ RepackResult Repacker::run() {
   const ZipEntry& model_entry = find_model_entry();
   const std::string_view prefix = std::string_view(model_entry.name)
                                       .substr(0, model_entry.name.size() - kModelEntryName.size());
-  const std::shared_ptr<const TensorBytes> model_bytes = payload(model_entry);
+  const std::shared_ptr<const TensorBytes> model_bytes = entry_bytes(model_entry);
   ParseOptions parse;
   parse.no_copy = true;  // Inline payloads borrow from the model entry's bytes.
   ModelProto model = parse_message<ModelProto>(
@@ -283,7 +278,7 @@ RepackResult Repacker::run() {
       kept[ref.entry->index].push_back(&ref);
     } else {
       unpacked.insert(ref.entry->index);
-      const std::shared_ptr<const TensorBytes> bytes = payload(*ref.entry);
+      const std::shared_ptr<const TensorBytes> bytes = entry_bytes(*ref.entry);
       ref.tensor->raw_data =
           TensorBytes::borrowed(bytes->view().subspan(static_cast<std::size_t>(ref.offset),
                                                       static_cast<std::size_t>(ref.length)),
@@ -353,7 +348,7 @@ RepackResult Repacker::run() {
         tensors.front()->location, first.data_type.value_or(TensorProto::kUndefined), first.dims,
         [&](EntrySink& sink) {
           if (inflated_already) {
-            write(sink, payload(entry)->view());
+            write(sink, entry_bytes(entry)->view());
           } else {
             // Straight from the archive (or the inflater) into the output, in bounded memory. A
             // CRC-32 mismatch comes after the last piece; the writer then leaves no output.

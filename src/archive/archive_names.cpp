@@ -1,15 +1,22 @@
-// Payload entry names derived from tensor names (spec §6.1; the derivation itself is ours).
+// The .onnxz naming rule (spec §6), and payload entry names derived from tensor names (spec
+// §6.1; the derivation itself is ours).
+#include <cstdio>
 #include <string>
 
+#include "archive_internal.h"
 #include "onnxzip/archive.h"
-#include "onnxzip/zip_writer.h"
+#include "onnxzip/error.h"
 
 namespace onnxzip {
 namespace {
 
-bool is_name_char(char c) noexcept {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+constexpr std::size_t kMaxEntryNameLength = 255;
+
+bool is_identifier_start(char c) noexcept {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
 }
+
+bool is_name_char(char c) noexcept { return is_identifier_start(c) || (c >= '0' && c <= '9'); }
 
 std::string ascii_lower(std::string_view name) {
   std::string lowered(name);
@@ -20,6 +27,37 @@ std::string ascii_lower(std::string_view name) {
 }
 
 }  // namespace
+
+std::string entry_name_problem(std::string_view name, EntryNameKind kind) {
+  if (name.empty()) return "is empty";
+  if (name.size() > kMaxEntryNameLength) {
+    return "is " + std::to_string(name.size()) + " bytes long, more than the 255 allowed";
+  }
+  if (!is_identifier_start(name[0])) {
+    return "must start with an ASCII letter or an underscore (a C identifier)";
+  }
+  for (std::size_t i = 1; i < name.size(); ++i) {
+    if (!is_name_char(name[i])) {
+      char found[8];
+      std::snprintf(found, sizeof found, "0x%02x", static_cast<unsigned char>(name[i]));
+      return "byte " + std::to_string(i) + " (" + found +
+             ") is not an ASCII letter, digit or underscore (a C identifier)";
+    }
+  }
+  const bool reserved = name.starts_with("__");
+  if (kind == EntryNameKind::kPayload && reserved) {
+    return "names starting with '__' are reserved for the format";
+  }
+  if (kind == EntryNameKind::kReserved && !reserved) return "a reserved name must start with '__'";
+  return {};
+}
+
+void archive_detail::check_entry_name(std::string_view name, EntryNameKind kind) {
+  const std::string problem = entry_name_problem(name, kind);
+  if (!problem.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "entry name " + detail::quote(name) + ": " + problem);
+  }
+}
 
 std::string EntryNamer::sanitize(std::string_view tensor_name) {
   std::string name;
@@ -64,7 +102,7 @@ std::string EntryNamer::name_for(std::string_view tensor_name) {
 }
 
 bool EntryNamer::reserve(std::string_view name) {
-  ZipWriter::validate_name(name, NameKind::kTensor);
+  archive_detail::check_entry_name(name, EntryNameKind::kPayload);
   return next_suffix_.try_emplace(ascii_lower(name), 2).second;
 }
 

@@ -61,15 +61,8 @@ std::string location_problem(std::string_view location) {
     return "is a path, not an entry name";
   }
   if (location.starts_with("__")) return "is a reserved name (spec §6.2), not a payload entry";
-  try {
-    ZipWriter::validate_name(location, NameKind::kTensor);
-  } catch (const Error& e) {
-    // "entry name '...': <reason>" -> the reason.
-    const std::string_view message = e.what();
-    const std::size_t colon = message.rfind(": ");
-    return "is not a payload entry name (spec §6.1): " +
-           std::string(colon == std::string_view::npos ? message : message.substr(colon + 2));
-  }
+  const std::string problem = entry_name_problem(location, EntryNameKind::kPayload);
+  if (!problem.empty()) return "is not a payload entry name (spec §6.1): " + problem;
   return {};
 }
 

@@ -157,10 +157,12 @@ EditResult compact(const std::filesystem::path& path, const ZipReader& zip,
       continue;
     }
     const TensorBytes bytes = archive_detail::entry_payload(zip, entry, true);
-    writer.add(entry.name, bytes.view(), reserved ? NameKind::kReserved : NameKind::kTensor);
+    archive_detail::check_entry_name(entry.name,
+                                     reserved ? EntryNameKind::kReserved : EntryNameKind::kPayload);
+    writer.add(entry.name, bytes.view());
     if (!reserved) meter.advance(entry.size);
   }
-  const WrittenEntry& written = writer.add(kModelEntryName, model_bytes, NameKind::kReserved);
+  const WrittenEntry& written = writer.add(kModelEntryName, model_bytes);
   result.model_offset = written.local_header_offset;
   result.model_size = written.size;
   meter.finish();
