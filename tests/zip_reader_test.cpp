@@ -1139,6 +1139,18 @@ std::vector<RejectCase> reject_cases() {
          const BuiltZip z = build_zip({e});
          return Rejected{z.bytes, {"'x'", "two zip64 extra fields"}};
        }},
+      {"TwoZip64ExtraFieldsInTheLocalHeader", C::kCorrupt,
+       [] {
+         TestEntry e = stored("x", pattern(10, 1));
+         e.zip64_sizes = true;
+         e.local_extra = extra_record(zip::kExtraZip64, std::vector<std::uint8_t>(16, 0));
+         const BuiltZip z = build_zip({e});
+         // The extra field starts after the 30-byte header and the name; the first record
+         // takes 4 + 16 bytes.
+         return Rejected{z.bytes,
+                         {"entry 'x' (local header at offset 0)",
+                          "two zip64 extra fields in the local header (offsets 31 and 51)"}};
+       }},
       // Sizes that cannot be true.
       {"StoredSizesDiffer", C::kCorrupt,
        [] {

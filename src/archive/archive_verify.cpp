@@ -67,6 +67,7 @@ class Verifier final {
   void check_archive_records();
   void check_headers(const ZipEntry& e);
   void check_extra_fields(const ZipEntry& e);
+  void check_alignment_record(const ZipEntry& e, const zip::ExtraRecord& record);
   void check_alignment(const ZipEntry& e);
   void check_name(const ZipEntry& e);
   void check_crc(const ZipEntry& e);
@@ -219,36 +220,41 @@ void Verifier::check_extra_fields(const ZipEntry& e) {
     if (i + 1 != local.size()) {
       warn(e, record.offset, "the alignment record is not the last local extra record (spec §3.4)");
     }
-    if (record.data.size() < 2) {
-      warn(e, record.offset,
-           "alignment record of " + std::to_string(record.data.size()) +
-               " data bytes, less than the 2 of its alignment field (spec §3.6)");
-      continue;
-    }
-    const std::uint16_t field = detail::load_le16(record.data.data());
-    const std::uint64_t value = field == 0 ? kMaxAlignment : field;
-    if (!is_power_of_two(value) || value < kMinAlignment) {
-      warn(e, record.offset,
-           "alignment record declares " + std::to_string(value) +
-               ", not a power of two from 64 to 65536 (spec §4.1)");
-    } else if (!declared_alignment_) {
-      declared_alignment_ = value;
-    } else if (*declared_alignment_ != value) {
-      warn(e, record.offset,
-           "alignment record declares " + std::to_string(value) + ", an earlier one " +
-               std::to_string(*declared_alignment_) + " (spec §3.6: one alignment per archive)");
-    }
-    for (std::size_t k = 2; k < record.data.size(); ++k) {
-      if (record.data[k] != 0) {
-        warn(e, record.offset + zip::kExtraHeaderSize + k,
-             "non-zero padding byte in the alignment record (spec §3.6)");
-        break;
-      }
-    }
+    check_alignment_record(e, record);
   }
   for (const zip::ExtraRecord& record : central) {
     if (record.id == zip::kExtraAlignment) {
       warn(e, record.offset, "alignment record in the central header (spec §3.4 item 2)");
+    }
+  }
+}
+
+// Its value (one per archive, spec §3.6) and its padding.
+void Verifier::check_alignment_record(const ZipEntry& e, const zip::ExtraRecord& record) {
+  if (record.data.size() < 2) {
+    warn(e, record.offset,
+         "alignment record of " + std::to_string(record.data.size()) +
+             " data bytes, less than the 2 of its alignment field (spec §3.6)");
+    return;
+  }
+  const std::uint16_t field = detail::load_le16(record.data.data());
+  const std::uint64_t value = field == 0 ? kMaxAlignment : field;
+  if (!is_power_of_two(value) || value < kMinAlignment) {
+    warn(e, record.offset,
+         "alignment record declares " + std::to_string(value) +
+             ", not a power of two from 64 to 65536 (spec §4.1)");
+  } else if (!declared_alignment_) {
+    declared_alignment_ = value;
+  } else if (*declared_alignment_ != value) {
+    warn(e, record.offset,
+         "alignment record declares " + std::to_string(value) + ", an earlier one " +
+             std::to_string(*declared_alignment_) + " (spec §3.6: one alignment per archive)");
+  }
+  for (std::size_t k = 2; k < record.data.size(); ++k) {
+    if (record.data[k] != 0) {
+      warn(e, record.offset + zip::kExtraHeaderSize + k,
+           "non-zero padding byte in the alignment record (spec §3.6)");
+      break;
     }
   }
 }

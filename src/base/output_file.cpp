@@ -116,6 +116,48 @@ fs::path temporary_name(const fs::path& destination) {
   return folder_of(destination) / name;
 }
 
+// The renames of commit_together, each remembered so that a failure can take the set back.
+class SetSwap final {
+ public:
+  // Renames what is at `destination` (if anything) to a temporary name beside it.
+  void move_aside(const fs::path& destination) {
+    struct stat status {};
+    if (::lstat(destination.c_str(), &status) != 0) return;  // Nothing there.
+    const fs::path aside = temporary_name(destination);
+    if (const int error = rename_file(destination, aside); error != 0) {
+      throw Error(ErrorCode::kIo, destination.string() + ": cannot move the old file aside to " +
+                                      aside.string() + ": " + errno_text(error));
+    }
+    moved_.push_back({destination, aside});
+  }
+  void place(const fs::path& temporary, const fs::path& destination) {
+    if (const int error = rename_file(temporary, destination); error != 0) {
+      throw Error(ErrorCode::kIo, destination.string() + ": cannot rename " + temporary.string() +
+                                      " over it: " + errno_text(error));
+    }
+    placed_.push_back(destination);
+  }
+  // Back to the old set, newest step first; best effort, the first failure is what is reported.
+  void undo() noexcept {
+    for (auto it = placed_.rbegin(); it != placed_.rend(); ++it) ::unlink(it->c_str());
+    for (auto it = moved_.rbegin(); it != moved_.rend(); ++it) {
+      static_cast<void>(rename_file(it->aside, it->destination));
+    }
+  }
+  // Removes the old files moved aside, once the new set is in place.
+  void drop_old() noexcept {
+    for (const MovedAside& m : moved_) ::unlink(m.aside.c_str());
+  }
+
+ private:
+  struct MovedAside {
+    fs::path destination;
+    fs::path aside;
+  };
+  std::vector<MovedAside> moved_;  // In the order they were moved.
+  std::vector<fs::path> placed_;   // Destinations the new files were renamed to.
+};
+
 }  // namespace
 
 void detail::set_rename_hook(RenameHook hook) { rename_hook() = std::move(hook); }
@@ -296,60 +338,35 @@ void commit_together(std::span<AtomicOutputFile* const> others, AtomicOutputFile
   for (AtomicOutputFile* file : others) replaceable_destination(file->destination_, false);
   replaceable_destination(primary.destination_, false);
 
-  struct MovedAside {
-    fs::path destination;
-    fs::path aside;
-  };
-  std::vector<MovedAside> moved;          // In the order they were moved.
-  std::vector<AtomicOutputFile*> placed;  // New files renamed into place.
-  const auto move_aside = [&](const fs::path& destination) {
-    struct stat status {};
-    if (::lstat(destination.c_str(), &status) != 0) return;  // Nothing there.
-    const fs::path aside = temporary_name(destination);
-    if (const int error = rename_file(destination, aside); error != 0) {
-      throw Error(ErrorCode::kIo, destination.string() + ": cannot move the old file aside to " +
-                                      aside.string() + ": " + errno_text(error));
-    }
-    moved.push_back({destination, aside});
-  };
-  const auto place = [&](AtomicOutputFile& file) {
-    if (const int error = rename_file(file.temporary_, file.destination_); error != 0) {
-      throw Error(ErrorCode::kIo, file.destination_.string() + ": cannot rename " +
-                                      file.temporary_.string() + " over it: " + errno_text(error));
-    }
-    placed.push_back(&file);
-  };
+  SetSwap swap;
   try {
     // 2. The old primary goes first: from now until step 4 there is no primary to pair with the
     // data files being replaced.
-    move_aside(primary.destination_);
+    swap.move_aside(primary.destination_);
     // 3. The files the primary refers to.
     for (AtomicOutputFile* file : others) {
-      move_aside(file->destination_);
-      place(*file);
+      swap.move_aside(file->destination_);
+      swap.place(file->temporary_, file->destination_);
     }
     // 4. The new primary: the new set is complete.
-    place(primary);
+    swap.place(primary.temporary_, primary.destination_);
   } catch (...) {
-    // Back to the old set, newest step first; best effort, the first failure is what is reported.
-    for (auto it = placed.rbegin(); it != placed.rend(); ++it) {
-      ::unlink((*it)->destination_.c_str());
-    }
-    for (auto it = moved.rbegin(); it != moved.rend(); ++it) {
-      static_cast<void>(rename_file(it->aside, it->destination));
-    }
+    swap.undo();
     for (AtomicOutputFile* file : others) file->discard();
     primary.discard();
     throw;
   }
   // 5. The new set is in place; the old one goes.
-  for (const MovedAside& m : moved) ::unlink(m.aside.c_str());
+  swap.drop_old();
   std::set<fs::path> folders;
-  for (AtomicOutputFile* file : placed) {
+  for (AtomicOutputFile* file : others) {
     file->committed_ = true;
     file->temporary_.clear();
     folders.insert(file->folder_);
   }
+  primary.committed_ = true;
+  primary.temporary_.clear();
+  folders.insert(primary.folder_);
   if (primary.options_.durable) {
     for (const fs::path& folder : folders) sync_folder(folder);
   }

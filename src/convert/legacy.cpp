@@ -533,6 +533,246 @@ void check_write_id(ModelProto& model, const DataFiles& files, const std::string
                                        "): the model and its data files do not belong together");
 }
 
+// A model read without resolving its data (load_external_data = false) may still carry the
+// write id of the files it came from: it is reused rather than doubled, so the model keeps one
+// entry of that key.
+std::optional<std::string> carried_write_id(const ModelProto& model) {
+  std::optional<std::string> id;
+  for (const StringStringEntryProto& entry : model.metadata_props) {
+    if (entry.key == kExternalDataIdKey) id = entry.value.value_or("");
+  }
+  return id;
+}
+
+// --- Writing ---
+
+// One write_legacy_model call: the request, checked when constructed, then its steps in order.
+class LegacyWriter final {
+ public:
+  LegacyWriter(const ModelProto& model, const std::filesystem::path& out,
+               const LegacyWriteOptions& options);
+  void write() const;
+
+ private:
+  // The model with its payloads inline, when the mode allows it and it fits protobuf's limit;
+  // false when it must be written with external data.
+  bool write_inline() const;
+  std::vector<Placement> place_payloads() const;
+  // The bytes the tensor's payload takes in a data file; nullopt for one that stays inline.
+  std::optional<std::uint64_t> external_size(const TensorProto& tensor,
+                                             const TensorSite& site) const;
+  void check_data_file_names(std::size_t file_count) const;
+  // Each data file written in full but unnamed: its payloads at their offsets, then its trailer.
+  std::vector<std::unique_ptr<AtomicOutputFile>> write_data_files(
+      const std::vector<Placement>& placements, std::size_t file_count, const std::string& write_id,
+      detail::ProgressMeter& meter) const;
+
+  const ModelProto& model_;
+  const std::filesystem::path& out_;
+  const LegacyWriteOptions& options_;
+  const std::string target_;  // The model file, for messages.
+  const std::string model_name_;
+  std::string base_name_;  // Of the first data file (see data_file_name).
+  OutputFileOptions data_file_options_;
+  // The serializer buffers already: a small file buffer passes its writes straight through.
+  OutputFileOptions model_file_options_;
+};
+
+LegacyWriter::LegacyWriter(const ModelProto& model, const std::filesystem::path& out,
+                           const LegacyWriteOptions& options)
+    : model_(model),
+      out_(out),
+      options_(options),
+      target_(out.string()),
+      model_name_(out.filename().string()),
+      data_file_options_{.durable = options.durable,
+                         .follow_symlinks = options.follow_symlinks,
+                         .buffer_size = 1 << 20},
+      model_file_options_{.durable = options.durable,
+                          .follow_symlinks = options.follow_symlinks,
+                          .buffer_size = 1 << 16} {
+  if (model_name_.empty() || !is_plain_file_name(model_name_)) {
+    throw Error(ErrorCode::kInvalidArgument, target_ + ": not a file name");
+  }
+  if (options.alignment > 1 && !is_power_of_two(options.alignment)) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        target_ + ": alignment " + std::to_string(options.alignment) + " is not a power of two");
+  }
+  base_name_ = options.data_file_name.empty() ? model_name_ + ".data" : options.data_file_name;
+  if (!is_plain_file_name(base_name_)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                target_ + ": data file name " + quote(base_name_) + " is not a plain file name");
+  }
+  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
+    if (is_external(tensor)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  target_ + ": " + tensor_label(tensor, site.path) +
+                      " refers to external data; read the model with read_legacy_model, which "
+                      "resolves it");
+    }
+    // A payload that disagrees with its dims would be written with a reference whose length
+    // readers refuse (or, inline, a model they misread).
+    if (const std::string problem = payload_problem(tensor); !problem.empty()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  target_ + ": " + tensor_label(tensor, site.path) + ": " + problem);
+    }
+  });
+}
+
+void LegacyWriter::write() const {
+  if (write_inline()) return;
+  const std::vector<Placement> placements = place_payloads();
+  // The model as written: the placed tensors replaced by references.
+  TensorSubstitutions substitute_of;
+  substitute_of.reserve(placements.size());
+  for (const Placement& p : placements) {
+    substitute_of.emplace(
+        p.tensor,
+        external_substitute(*p.tensor, data_file_name(base_name_, p.file), p.offset, p.size));
+  }
+  SerializeOptions serialize_options;
+  serialize_options.substitutions = &substitute_of;
+  const MessageSerializer<ModelProto> external_model(model_, serialize_options);
+  if (external_model.size() > kMaxProtobufBytes) {
+    throw Error(ErrorCode::kLimitExceeded,
+                target_ + ": the model still serializes to " +
+                    std::to_string(external_model.size()) +
+                    " bytes with its initializers external, more than protobuf's limit of " +
+                    std::to_string(kMaxProtobufBytes) +
+                    "; lower the threshold or externalize attributes and sparse tensors");
+  }
+  const std::size_t file_count = placements.empty() ? 0 : placements.back().file + 1;
+  check_data_file_names(file_count);
+
+  // Every file is written in full (unnamed until the end), then they appear as one set
+  // (commit_together): a crash at any instant leaves the old set, the new set or no model. The
+  // write id pairs the model with its data files for readers (see write_id_trailer).
+  const std::optional<std::string> inherited_write_id = carried_write_id(model_);
+  const std::string write_id = inherited_write_id.value_or(new_write_id());
+  std::uint64_t payload_bytes = 0;
+  for (const Placement& p : placements) payload_bytes += p.size;
+  detail::ProgressMeter meter(options_.progress, payload_bytes);
+  const std::vector<std::unique_ptr<AtomicOutputFile>> data_files =
+      write_data_files(placements, file_count, write_id, meter);
+  AtomicOutputFile model_file(out_, model_file_options_);
+  FileSink sink(model_file);
+  external_model.write(sink);
+  // Appended after the model's fields: a later occurrence of a repeated field is one more
+  // element, so the model gains one metadata_props entry without being copied or changed.
+  if (!inherited_write_id) sink.write(write_id_metadata_field(write_id));
+  meter.finish();  // Before the renames: a callback that throws still cancels the write.
+  std::vector<AtomicOutputFile*> others;
+  for (const auto& file : data_files) others.push_back(file.get());
+  commit_together(others, model_file);
+}
+
+bool LegacyWriter::write_inline() const {
+  using Mode = LegacyWriteOptions::Mode;
+  if (options_.mode == Mode::kExternal) return false;
+  const MessageSerializer<ModelProto> inline_model(model_);
+  if (inline_model.size() <= kMaxProtobufBytes) {
+    AtomicOutputFile file(out_, model_file_options_);
+    detail::ProgressMeter meter(options_.progress, inline_model.size());
+    FileSink sink(file, &meter);
+    inline_model.write(sink);
+    meter.finish();  // Before the rename: a callback that throws still cancels the write.
+    file.commit();
+    return true;
+  }
+  if (options_.mode == Mode::kInline) {
+    throw Error(ErrorCode::kLimitExceeded,
+                target_ + ": the model serializes to " + std::to_string(inline_model.size()) +
+                    " bytes with its data inline, more than protobuf's limit of " +
+                    std::to_string(kMaxProtobufBytes) + "; write it with external data");
+  }
+  return false;
+}
+
+// In for_each_tensor order, files filled one after the other; each payload at an aligned offset.
+std::vector<Placement> LegacyWriter::place_payloads() const {
+  std::vector<Placement> placements;
+  std::size_t file_index = 0;
+  std::uint64_t file_end = 0;
+  bool file_used = false;
+  for_each_tensor(model_, [&](const TensorProto& tensor, const TensorSite& site) {
+    const std::optional<std::uint64_t> size = external_size(tensor, site);
+    if (!size) return;
+    std::uint64_t offset =
+        options_.alignment > 1 ? align_up(file_end, options_.alignment) : file_end;
+    if (offset < file_end) {
+      throw Error(ErrorCode::kLimitExceeded, target_ + ": data file offset overflows");
+    }
+    // Each data file ends with its write id trailer, which counts towards max_file_size.
+    const std::uint64_t room = checked_add(*size, kTrailerSize, target_ + ": data file size");
+    if (options_.max_file_size != 0 && file_used &&
+        (room > options_.max_file_size || offset > options_.max_file_size - room)) {
+      ++file_index;
+      offset = 0;
+    }
+    placements.push_back({&tensor, tensor_label(tensor, site.path), *size, file_index, offset});
+    file_end = checked_add(offset, *size, target_ + ": data file size");
+    file_used = true;
+  });
+  return placements;
+}
+
+std::optional<std::uint64_t> LegacyWriter::external_size(const TensorProto& tensor,
+                                                         const TensorSite& site) const {
+  if (!selected_site(site, options_)) return std::nullopt;
+  if (tensor.data_type.value_or(TensorProto::kUndefined) == TensorProto::kString) {
+    return std::nullopt;
+  }
+  std::uint64_t size = 0;
+  if (tensor.raw_data) {
+    size = tensor.raw_data->size();
+  } else {
+    const TypedField field = typed_field_for(tensor.data_type.value_or(TensorProto::kUndefined));
+    if (field == TypedField::kNone || field == TypedField::kStringData) return std::nullopt;
+    try {
+      size = typed_data_to_raw(tensor).size();  // Converted again, one at a time, when written.
+    } catch (const Error& e) {
+      throw Error(e.code(), target_ + ": " + tensor_label(tensor, site.path) + ": " + e.what());
+    }
+  }
+  if (size < options_.threshold) return std::nullopt;
+  return size;
+}
+
+void LegacyWriter::check_data_file_names(std::size_t file_count) const {
+  for (std::size_t i = 0; i < file_count; ++i) {
+    if (data_file_name(base_name_, i) == model_name_) {
+      throw Error(ErrorCode::kInvalidArgument, target_ + ": data file name " +
+                                                   quote(data_file_name(base_name_, i)) +
+                                                   " is the model's own name");
+    }
+  }
+}
+
+std::vector<std::unique_ptr<AtomicOutputFile>> LegacyWriter::write_data_files(
+    const std::vector<Placement>& placements, std::size_t file_count, const std::string& write_id,
+    detail::ProgressMeter& meter) const {
+  std::vector<std::unique_ptr<AtomicOutputFile>> data_files;
+  auto next = placements.begin();
+  for (std::size_t i = 0; i < file_count; ++i) {
+    AtomicOutputFile& file = *data_files.emplace_back(std::make_unique<AtomicOutputFile>(
+        out_.parent_path() / data_file_name(base_name_, i), data_file_options_));
+    for (; next != placements.end() && next->file == i; ++next) {
+      file.write_zeros(next->offset - file.position());
+      OwnedBytes converted;
+      const ByteSpan payload = payload_of(*next->tensor, converted);
+      if (payload.size() != next->size) {
+        throw Error(ErrorCode::kBadState,
+                    target_ + ": " + next->label + " changed while the model was being written");
+      }
+      detail::write_with_progress(payload, meter, [&](ByteSpan piece) { file.write(piece); });
+    }
+    const std::string trailer = write_id_trailer(write_id, i);
+    file.write(ByteSpan(reinterpret_cast<const std::uint8_t*>(trailer.data()), trailer.size()));
+  }
+  return data_files;
+}
+
 }  // namespace
 
 ModelFormat detect_format(const std::filesystem::path& path) {
@@ -579,171 +819,7 @@ ModelProto read_legacy_model(const std::filesystem::path& onnx_path,
 
 void write_legacy_model(const ModelProto& model, const std::filesystem::path& out,
                         const LegacyWriteOptions& options) {
-  const std::string target = out.string();
-  const std::string model_name = out.filename().string();
-  if (model_name.empty() || !is_plain_file_name(model_name)) {
-    throw Error(ErrorCode::kInvalidArgument, target + ": not a file name");
-  }
-  if (options.alignment > 1 && !is_power_of_two(options.alignment)) {
-    throw Error(
-        ErrorCode::kInvalidArgument,
-        target + ": alignment " + std::to_string(options.alignment) + " is not a power of two");
-  }
-  const std::string base_name =
-      options.data_file_name.empty() ? model_name + ".data" : options.data_file_name;
-  if (!is_plain_file_name(base_name)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                target + ": data file name " + quote(base_name) + " is not a plain file name");
-  }
-  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
-    if (is_external(tensor)) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  target + ": " + tensor_label(tensor, site.path) +
-                      " refers to external data; read the model with read_legacy_model, which "
-                      "resolves it");
-    }
-    // A payload that disagrees with its dims would be written with a reference whose length
-    // readers refuse (or, inline, a model they misread).
-    if (const std::string problem = payload_problem(tensor); !problem.empty()) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  target + ": " + tensor_label(tensor, site.path) + ": " + problem);
-    }
-  });
-  // A model read without resolving its data (load_external_data = false) may still carry the
-  // write id of the files it came from: it is reused rather than doubled, so the model keeps one
-  // entry of that key.
-  std::optional<std::string> inherited_write_id;
-  for (const StringStringEntryProto& entry : model.metadata_props) {
-    if (entry.key == kExternalDataIdKey) inherited_write_id = entry.value.value_or("");
-  }
-  const OutputFileOptions file_options{.durable = options.durable,
-                                       .follow_symlinks = options.follow_symlinks,
-                                       .buffer_size = 1 << 20};
-  // The serializer buffers already: a small file buffer passes its writes straight through.
-  const OutputFileOptions model_file_options{.durable = options.durable,
-                                             .follow_symlinks = options.follow_symlinks,
-                                             .buffer_size = 1 << 16};
-
-  using Mode = LegacyWriteOptions::Mode;
-  if (options.mode != Mode::kExternal) {
-    const MessageSerializer<ModelProto> inline_model(model);
-    if (inline_model.size() <= kMaxProtobufBytes) {
-      AtomicOutputFile file(out, model_file_options);
-      detail::ProgressMeter meter(options.progress, inline_model.size());
-      FileSink sink(file, &meter);
-      inline_model.write(sink);
-      meter.finish();  // Before the rename: a callback that throws still cancels the write.
-      file.commit();
-      return;
-    }
-    if (options.mode == Mode::kInline) {
-      throw Error(ErrorCode::kLimitExceeded,
-                  target + ": the model serializes to " + std::to_string(inline_model.size()) +
-                      " bytes with its data inline, more than protobuf's limit of " +
-                      std::to_string(kMaxProtobufBytes) + "; write it with external data");
-    }
-  }
-
-  // Select and place the payloads.
-  std::vector<Placement> placements;
-  std::size_t file_index = 0;
-  std::uint64_t file_end = 0;
-  bool file_used = false;
-  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
-    if (!selected_site(site, options)) return;
-    if (tensor.data_type.value_or(TensorProto::kUndefined) == TensorProto::kString) return;
-    std::uint64_t size = 0;
-    if (tensor.raw_data) {
-      size = tensor.raw_data->size();
-    } else {
-      const TypedField field = typed_field_for(tensor.data_type.value_or(TensorProto::kUndefined));
-      if (field == TypedField::kNone || field == TypedField::kStringData) return;
-      try {
-        size = typed_data_to_raw(tensor).size();  // Converted again, one at a time, when written.
-      } catch (const Error& e) {
-        throw Error(e.code(), target + ": " + tensor_label(tensor, site.path) + ": " + e.what());
-      }
-    }
-    if (size < options.threshold) return;
-    std::uint64_t offset = options.alignment > 1 ? align_up(file_end, options.alignment) : file_end;
-    if (offset < file_end) {
-      throw Error(ErrorCode::kLimitExceeded, target + ": data file offset overflows");
-    }
-    // Each data file ends with its write id trailer, which counts towards max_file_size.
-    const std::uint64_t room = checked_add(size, kTrailerSize, target + ": data file size");
-    if (options.max_file_size != 0 && file_used &&
-        (room > options.max_file_size || offset > options.max_file_size - room)) {
-      ++file_index;
-      offset = 0;
-    }
-    placements.push_back({&tensor, tensor_label(tensor, site.path), size, file_index, offset});
-    file_end = checked_add(offset, size, target + ": data file size");
-    file_used = true;
-  });
-
-  // The model as written: the placed tensors replaced by references.
-  TensorSubstitutions substitute_of;
-  substitute_of.reserve(placements.size());
-  for (const Placement& p : placements) {
-    substitute_of.emplace(
-        p.tensor,
-        external_substitute(*p.tensor, data_file_name(base_name, p.file), p.offset, p.size));
-  }
-  SerializeOptions serialize_options;
-  serialize_options.substitutions = &substitute_of;
-  const MessageSerializer<ModelProto> external_model(model, serialize_options);
-  if (external_model.size() > kMaxProtobufBytes) {
-    throw Error(ErrorCode::kLimitExceeded,
-                target + ": the model still serializes to " +
-                    std::to_string(external_model.size()) +
-                    " bytes with its initializers external, more than protobuf's limit of " +
-                    std::to_string(kMaxProtobufBytes) +
-                    "; lower the threshold or externalize attributes and sparse tensors");
-  }
-  const std::size_t file_count = placements.empty() ? 0 : placements.back().file + 1;
-  for (std::size_t i = 0; i < file_count; ++i) {
-    if (data_file_name(base_name, i) == model_name) {
-      throw Error(ErrorCode::kInvalidArgument, target + ": data file name " +
-                                                   quote(data_file_name(base_name, i)) +
-                                                   " is the model's own name");
-    }
-  }
-
-  // Every file is written in full (unnamed until the end), then they appear as one set
-  // (commit_together): a crash at any instant leaves the old set, the new set or no model. The
-  // write id pairs the model with its data files for readers (see write_id_trailer).
-  const std::string write_id = inherited_write_id.value_or(new_write_id());
-  std::uint64_t payload_bytes = 0;
-  for (const Placement& p : placements) payload_bytes += p.size;
-  detail::ProgressMeter meter(options.progress, payload_bytes);
-  std::vector<std::unique_ptr<AtomicOutputFile>> data_files;
-  auto next = placements.begin();
-  for (std::size_t i = 0; i < file_count; ++i) {
-    AtomicOutputFile& file = *data_files.emplace_back(std::make_unique<AtomicOutputFile>(
-        out.parent_path() / data_file_name(base_name, i), file_options));
-    for (; next != placements.end() && next->file == i; ++next) {
-      file.write_zeros(next->offset - file.position());
-      OwnedBytes converted;
-      const ByteSpan payload = payload_of(*next->tensor, converted);
-      if (payload.size() != next->size) {
-        throw Error(ErrorCode::kBadState,
-                    target + ": " + next->label + " changed while the model was being written");
-      }
-      detail::write_with_progress(payload, meter, [&](ByteSpan piece) { file.write(piece); });
-    }
-    const std::string trailer = write_id_trailer(write_id, i);
-    file.write(ByteSpan(reinterpret_cast<const std::uint8_t*>(trailer.data()), trailer.size()));
-  }
-  AtomicOutputFile model_file(out, model_file_options);
-  FileSink sink(model_file);
-  external_model.write(sink);
-  // Appended after the model's fields: a later occurrence of a repeated field is one more
-  // element, so the model gains one metadata_props entry without being copied or changed.
-  if (!inherited_write_id) sink.write(write_id_metadata_field(write_id));
-  meter.finish();  // Before the renames: a callback that throws still cancels the write.
-  std::vector<AtomicOutputFile*> others;
-  for (const auto& file : data_files) others.push_back(file.get());
-  commit_together(others, model_file);
+  LegacyWriter(model, out, options).write();
 }
 
 }  // namespace onnxzip

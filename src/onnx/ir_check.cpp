@@ -144,6 +144,85 @@ const Scope* find_visible(const Scope* scope, std::string_view name) {
   return nullptr;
 }
 
+// Which nodes of a body use which others' outputs (directly, or in their subgraphs).
+struct NodeDependencies {
+  std::vector<std::vector<std::size_t>> successors;  // Per node, the nodes that use its outputs.
+  std::vector<std::size_t> pending;                  // Per node, the producers it waits for.
+};
+
+NodeDependencies node_dependencies(const std::vector<NodeProto>& nodes, const Scope& scope) {
+  const std::size_t n = nodes.size();
+  NodeDependencies d{std::vector<std::vector<std::size_t>>(n), std::vector<std::size_t>(n, 0)};
+  std::vector<std::string_view> uses;
+  for (std::size_t i = 0; i < n; ++i) {
+    uses.clear();
+    for (const Text& input : nodes[i].input) uses.push_back(input);
+    for (const AttributeProto& attribute : nodes[i].attribute) {
+      if (attribute.g) collect_uses(*attribute.g, uses);
+      for (const GraphProto& g : attribute.graphs) collect_uses(g, uses);
+    }
+    for (const std::string_view use : uses) {
+      if (use.empty()) continue;
+      const auto producer = scope.producers.find(use);
+      if (producer == scope.producers.end()) continue;
+      d.successors[producer->second].push_back(i);
+      ++d.pending[i];
+    }
+  }
+  return d;
+}
+
+// Kahn's algorithm: true when every node can be placed. Nodes left with pending != 0 are on a
+// cycle or depend on one.
+bool place_in_order(NodeDependencies& d) {
+  const std::size_t n = d.pending.size();
+  std::deque<std::size_t> ready;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (d.pending[i] == 0) ready.push_back(i);
+  }
+  std::size_t placed = 0;
+  while (!ready.empty()) {
+    const std::size_t i = ready.front();
+    ready.pop_front();
+    ++placed;
+    for (const std::size_t next : d.successors[i]) {
+      if (--d.pending[next] == 0) ready.push_back(next);
+    }
+  }
+  return placed == n;
+}
+
+// After place_in_order: peels off, back to front, the unplaced nodes that only depend on a
+// cycle; what remains lies on a cycle (or between two).
+std::vector<bool> nodes_on_cycles(const NodeDependencies& d) {
+  const std::size_t n = d.pending.size();
+  std::vector<std::vector<std::size_t>> predecessors(n);
+  std::vector<std::size_t> feeding(n, 0);  // Unplaced successors of each unplaced node.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (d.pending[i] == 0) continue;
+    for (const std::size_t next : d.successors[i]) {
+      if (d.pending[next] == 0) continue;
+      predecessors[next].push_back(i);
+      ++feeding[i];
+    }
+  }
+  std::deque<std::size_t> ready;
+  std::vector<bool> on_cycle(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    on_cycle[i] = d.pending[i] != 0;
+    if (on_cycle[i] && feeding[i] == 0) ready.push_back(i);
+  }
+  while (!ready.empty()) {
+    const std::size_t i = ready.front();
+    ready.pop_front();
+    on_cycle[i] = false;
+    for (const std::size_t previous : predecessors[i]) {
+      if (--feeding[previous] == 0) ready.push_back(previous);
+    }
+  }
+  return on_cycle;
+}
+
 class Checker final {
  public:
   explicit Checker(std::vector<IrProblem>& problems) : problems_(problems) {}
@@ -295,36 +374,8 @@ class Checker final {
         if (!output.empty()) scope.producers.try_emplace(output, i);
       }
     }
-
-    std::unordered_set<std::string_view> input_names;
-    for (const NamedValue& input : view.inputs) {
-      if (input.name.empty()) {
-        add(input.where, "input has no name");
-        continue;
-      }
-      input_names.insert(input.name);
-      if (!scope.defined.try_emplace(input.name, "an input").second) {
-        add(input.where, "input " + quote(input.name) + " is declared twice (SSA)");
-      }
-    }
-    std::unordered_set<std::string_view> initializer_names;
-    for (const NamedValue& init : view.initializers) {
-      if (init.name.empty()) {
-        add(init.where, "initializer has no name");
-        continue;
-      }
-      if (!initializer_names.insert(init.name).second) {
-        add(init.where, "initializer " + quote(init.name) + " is defined twice (SSA)");
-      } else if (input_names.count(init.name) != 0) {
-        // An initializer may give a graph input its default value.
-      } else if (const Scope* outer = find_visible(parent, init.name)) {
-        add(init.where, "initializer " + quote(init.name) +
-                            " reassigns a value of the enclosing graph " + outer->where + " (SSA)");
-      } else {
-        scope.defined.try_emplace(init.name, "an initializer");
-      }
-    }
-
+    const std::unordered_set<std::string_view> input_names = declare_inputs(view.inputs, scope);
+    declare_initializers(view.initializers, input_names, scope);
     std::unordered_map<std::string_view, std::size_t> node_names;
     for (std::size_t i = 0; i < view.nodes.size(); ++i) {
       const NodeProto& node = view.nodes[i];
@@ -337,55 +388,102 @@ class Checker final {
         }
       }
       opsets.use(normalized_domain(node.domain), node_where);
+      check_node(node, i, node_where, scope, opsets);
+    }
+    check_outputs(view.outputs, scope);
+    if (scope.misordered) check_cycles(view.nodes, scope);
+    if (keep != nullptr) *keep = std::move(scope);
+  }
 
-      std::unordered_set<std::string_view> attribute_names;
-      for (std::size_t a = 0; a < node.attribute.size(); ++a) {
-        const std::string_view name = text_of(node.attribute[a].name);
-        if (name.empty()) {
-          add(join(node_where, indexed("attribute", a)), "attribute has no name");
-        } else if (!attribute_names.insert(name).second) {
-          add(node_where, "attribute " + quote(name) + " appears twice");
-        }
+  // Defines the body's inputs in `scope`; returns their names.
+  std::unordered_set<std::string_view> declare_inputs(const std::vector<NamedValue>& inputs,
+                                                      Scope& scope) {
+    std::unordered_set<std::string_view> input_names;
+    for (const NamedValue& input : inputs) {
+      if (input.name.empty()) {
+        add(input.where, "input has no name");
+        continue;
       }
-
-      for (const Text& input : node.input) {
-        if (!input.empty()) resolve(input, scope, i, node_where, "input");
-      }
-
-      for (std::size_t a = 0; a < node.attribute.size(); ++a) {
-        const AttributeProto& attribute = node.attribute[a];
-        const std::string name = attribute.name ? attribute.name->str() : indexed("attribute", a);
-        if (attribute.g) graph(*attribute.g, join(node_where, name), &scope, opsets, nullptr);
-        for (std::size_t k = 0; k < attribute.graphs.size(); ++k) {
-          graph(attribute.graphs[k], join(node_where, indexed(name, k)), &scope, opsets, nullptr);
-        }
-      }
-
-      for (const Text& output : node.output) {
-        if (output.empty()) continue;  // An omitted optional output.
-        if (const auto known = scope.defined.find(output); known != scope.defined.end()) {
-          add(node_where,
-              "output " + quote(output) + " is already assigned by " + known->second + " (SSA)");
-        } else if (const Scope* outer = find_visible(parent, output)) {
-          add(node_where, "output " + quote(output) + " reassigns a value of the enclosing graph " +
-                              outer->where + " (SSA)");
-        } else {
-          scope.defined.emplace(output, node_label(node, i));
-        }
+      input_names.insert(input.name);
+      if (!scope.defined.try_emplace(input.name, "an input").second) {
+        add(input.where, "input " + quote(input.name) + " is declared twice (SSA)");
       }
     }
+    return input_names;
+  }
 
-    for (const NamedValue& output : view.outputs) {
+  void declare_initializers(const std::vector<NamedValue>& initializers,
+                            const std::unordered_set<std::string_view>& input_names, Scope& scope) {
+    std::unordered_set<std::string_view> initializer_names;
+    for (const NamedValue& init : initializers) {
+      if (init.name.empty()) {
+        add(init.where, "initializer has no name");
+        continue;
+      }
+      if (!initializer_names.insert(init.name).second) {
+        add(init.where, "initializer " + quote(init.name) + " is defined twice (SSA)");
+      } else if (input_names.count(init.name) != 0) {
+        // An initializer may give a graph input its default value.
+      } else if (const Scope* outer = find_visible(scope.parent, init.name)) {
+        add(init.where, "initializer " + quote(init.name) +
+                            " reassigns a value of the enclosing graph " + outer->where + " (SSA)");
+      } else {
+        scope.defined.try_emplace(init.name, "an initializer");
+      }
+    }
+  }
+
+  // Node `index` of the body of `scope`: its attributes, its inputs, the subgraphs it holds (which
+  // see the values defined before it) and the values it defines.
+  void check_node(const NodeProto& node, std::size_t index, const std::string& node_where,
+                  Scope& scope, OpsetContext& opsets) {
+    check_attribute_names(node, node_where);
+    for (const Text& input : node.input) {
+      if (!input.empty()) resolve(input, scope, index, node_where, "input");
+    }
+    for (std::size_t a = 0; a < node.attribute.size(); ++a) {
+      const AttributeProto& attribute = node.attribute[a];
+      const std::string name = attribute.name ? attribute.name->str() : indexed("attribute", a);
+      if (attribute.g) graph(*attribute.g, join(node_where, name), &scope, opsets, nullptr);
+      for (std::size_t k = 0; k < attribute.graphs.size(); ++k) {
+        graph(attribute.graphs[k], join(node_where, indexed(name, k)), &scope, opsets, nullptr);
+      }
+    }
+    for (const Text& output : node.output) {
+      if (output.empty()) continue;  // An omitted optional output.
+      if (const auto known = scope.defined.find(output); known != scope.defined.end()) {
+        add(node_where,
+            "output " + quote(output) + " is already assigned by " + known->second + " (SSA)");
+      } else if (const Scope* outer = find_visible(scope.parent, output)) {
+        add(node_where, "output " + quote(output) + " reassigns a value of the enclosing graph " +
+                            outer->where + " (SSA)");
+      } else {
+        scope.defined.emplace(output, node_label(node, index));
+      }
+    }
+  }
+
+  void check_attribute_names(const NodeProto& node, const std::string& node_where) {
+    std::unordered_set<std::string_view> attribute_names;
+    for (std::size_t a = 0; a < node.attribute.size(); ++a) {
+      const std::string_view name = text_of(node.attribute[a].name);
+      if (name.empty()) {
+        add(join(node_where, indexed("attribute", a)), "attribute has no name");
+      } else if (!attribute_names.insert(name).second) {
+        add(node_where, "attribute " + quote(name) + " appears twice");
+      }
+    }
+  }
+
+  void check_outputs(const std::vector<NamedValue>& outputs, const Scope& scope) {
+    for (const NamedValue& output : outputs) {
       if (output.name.empty()) {
         add(output.where, "output has no name");
       } else if (scope.defined.count(output.name) == 0 &&
-                 find_visible(parent, output.name) == nullptr) {
+                 find_visible(scope.parent, output.name) == nullptr) {
         add(output.where, "output " + quote(output.name) + " is not defined");
       }
     }
-
-    if (scope.misordered) check_cycles(view.nodes, scope);
-    if (keep != nullptr) *keep = std::move(scope);
   }
 
   // Reports an input that no earlier definition provides: out of order when a later node of
@@ -422,68 +520,12 @@ class Checker final {
   // none (a cycle). Kahn's algorithm finds the nodes no order can place; removing those that
   // merely depend on a cycle leaves the nodes on cycles.
   void check_cycles(const std::vector<NodeProto>& nodes, const Scope& scope) {
-    const std::size_t n = nodes.size();
-    std::vector<std::vector<std::size_t>> successors(n);
-    std::vector<std::size_t> pending(n, 0);
-    std::vector<std::string_view> uses;
-    for (std::size_t i = 0; i < n; ++i) {
-      uses.clear();
-      for (const Text& input : nodes[i].input) uses.push_back(input);
-      for (const AttributeProto& attribute : nodes[i].attribute) {
-        if (attribute.g) collect_uses(*attribute.g, uses);
-        for (const GraphProto& g : attribute.graphs) collect_uses(g, uses);
-      }
-      for (const std::string_view use : uses) {
-        if (use.empty()) continue;
-        const auto producer = scope.producers.find(use);
-        if (producer == scope.producers.end()) continue;
-        successors[producer->second].push_back(i);
-        ++pending[i];
-      }
-    }
-    std::deque<std::size_t> ready;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (pending[i] == 0) ready.push_back(i);
-    }
-    std::size_t placed = 0;
-    while (!ready.empty()) {
-      const std::size_t i = ready.front();
-      ready.pop_front();
-      ++placed;
-      for (const std::size_t next : successors[i]) {
-        if (--pending[next] == 0) ready.push_back(next);
-      }
-    }
-    if (placed == n) return;
-
-    // Peel off, back to front, the unplaced nodes that only depend on a cycle: what remains
-    // lies on a cycle (or between two).
-    std::vector<std::vector<std::size_t>> predecessors(n);
-    std::vector<std::size_t> feeding(n, 0);  // Unplaced successors of each unplaced node.
-    for (std::size_t i = 0; i < n; ++i) {
-      if (pending[i] == 0) continue;
-      for (const std::size_t next : successors[i]) {
-        if (pending[next] == 0) continue;
-        predecessors[next].push_back(i);
-        ++feeding[i];
-      }
-    }
-    std::vector<bool> on_cycle(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      on_cycle[i] = pending[i] != 0;
-      if (on_cycle[i] && feeding[i] == 0) ready.push_back(i);
-    }
-    while (!ready.empty()) {
-      const std::size_t i = ready.front();
-      ready.pop_front();
-      on_cycle[i] = false;
-      for (const std::size_t previous : predecessors[i]) {
-        if (--feeding[previous] == 0) ready.push_back(previous);
-      }
-    }
+    NodeDependencies dependencies = node_dependencies(nodes, scope);
+    if (place_in_order(dependencies)) return;
+    const std::vector<bool> on_cycle = nodes_on_cycles(dependencies);
     std::string listed;
     std::size_t count = 0;
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
       if (!on_cycle[i]) continue;
       if (count < kMaxNodesListed) listed += (count == 0 ? "" : ", ") + node_label(nodes[i], i);
       ++count;

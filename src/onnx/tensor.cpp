@@ -396,45 +396,45 @@ std::uint64_t tensor_byte_size(const TensorProto& tensor) {
   return tensor_byte_size(tensor.dims, tensor.data_type.value_or(TensorProto::kUndefined), label);
 }
 
-std::string payload_problem(const TensorProto& tensor) {
-  if (tensor.data_location == TensorProto::kExternal) return {};
+namespace {
+
+// The fields of an inline tensor that hold values: raw_data, then the typed fields.
+std::vector<std::string_view> payload_fields(const TensorProto& tensor) {
   std::vector<std::string_view> fields;
   if (tensor.raw_data) fields.push_back("raw_data");
   for (const TypedFieldSlot& slot : kTypedFields) {
     if (slot.size(tensor) != 0) fields.push_back(slot.name);
   }
-  if (fields.size() > 1) {
-    return "carries both " + std::string(fields[0]) + " and " + std::string(fields[1]) +
-           "; which one is the payload?";
-  }
+  return fields;
+}
 
+// Why dims make no element count: a negative dimension, or more than 64 bits count.
+std::string dims_problem(const TensorProto& tensor, const std::string& shape) {
+  for (std::size_t i = 0; i < tensor.dims.size(); ++i) {
+    if (tensor.dims[i] < 0) {
+      return "dims[" + std::to_string(i) + "] is " + std::to_string(tensor.dims[i]) +
+             ": a dimension cannot be negative";
+    }
+  }
+  return "dims " + shape + " make more elements than 64 bits can count";
+}
+
+std::string string_payload_problem(const TensorProto& tensor, std::uint64_t elements,
+                                   const std::string& shape) {
+  if (tensor.raw_data) return "STRING values cannot be in raw_data (onnx.proto: string_data)";
+  if (tensor.string_data.size() != elements) {
+    return "string_data holds " + counted(tensor.string_data.size(), "string", "strings") +
+           ", but dims " + shape + " make " + counted(elements, "element", "elements");
+  }
+  return {};
+}
+
+// A type of fixed element size whose values are in raw_data, in `field` (the one typed field
+// holding values, "" when none does) or nowhere.
+std::string fixed_payload_problem(const TensorProto& tensor, std::string_view field,
+                                  const DataTypeInfo& info, std::uint64_t elements,
+                                  const std::string& shape) {
   const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
-  const std::string shape = shape_label(tensor, data_type);
-  // The size helpers' checks, their errors said in this function's words.
-  std::uint64_t elements = 0;
-  try {
-    elements = element_count(tensor.dims, "dims");
-  } catch (const Error&) {
-    for (std::size_t i = 0; i < tensor.dims.size(); ++i) {
-      if (tensor.dims[i] < 0) {
-        return "dims[" + std::to_string(i) + "] is " + std::to_string(tensor.dims[i]) +
-               ": a dimension cannot be negative";
-      }
-    }
-    return "dims " + shape + " make more elements than 64 bits can count";
-  }
-  const DataTypeInfo* info = info_of(data_type);
-  if (info == nullptr || info->field == TypedField::kNone) return {};
-
-  if (info->field == TypedField::kStringData) {
-    if (tensor.raw_data) return "STRING values cannot be in raw_data (onnx.proto: string_data)";
-    if (tensor.string_data.size() != elements) {
-      return "string_data holds " + counted(tensor.string_data.size(), "string", "strings") +
-             ", but dims " + shape + " make " + counted(elements, "element", "elements");
-    }
-    return {};
-  }
-
   std::uint64_t bytes = 0;
   try {
     bytes = tensor_byte_size(elements, data_type, "dims");
@@ -446,20 +446,47 @@ std::string payload_problem(const TensorProto& tensor) {
     return "raw_data holds " + counted(tensor.raw_data->size(), "byte", "bytes") + ", but dims " +
            shape + " make " + counted(bytes, "byte", "bytes");
   }
-  const TypedFieldSlot& slot = slot_of(info->field);
-  if (!fields.empty() && fields[0] != slot.name) {
-    return "holds its values in " + std::string(fields[0]) + ", but " + std::string(info->name) +
+  const TypedFieldSlot& slot = slot_of(info.field);
+  if (!field.empty() && field != slot.name) {
+    return "holds its values in " + std::string(field) + ", but " + std::string(info.name) +
            " values belong in " + std::string(slot.name);
   }
   // tensor_byte_size is a whole number of typed entries for every type (sub-byte types: one
   // entry per packed byte).
-  const std::uint64_t entries = bytes / raw_unit_bytes(data_type, *info);
+  const std::uint64_t entries = bytes / raw_unit_bytes(data_type, info);
   if (slot.size(tensor) == entries) return {};
-  if (fields.empty()) {
+  if (field.empty()) {
     return "holds no data, but dims " + shape + " make " + counted(bytes, "byte", "bytes");
   }
   return std::string(slot.name) + " holds " + counted(slot.size(tensor), "entry", "entries") +
          ", but dims " + shape + " need " + std::to_string(entries);
+}
+
+}  // namespace
+
+std::string payload_problem(const TensorProto& tensor) {
+  if (tensor.data_location == TensorProto::kExternal) return {};
+  const std::vector<std::string_view> fields = payload_fields(tensor);
+  if (fields.size() > 1) {
+    return "carries both " + std::string(fields[0]) + " and " + std::string(fields[1]) +
+           "; which one is the payload?";
+  }
+  const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
+  const std::string shape = shape_label(tensor, data_type);
+  // The size helpers' checks, their errors said in this function's words.
+  std::uint64_t elements = 0;
+  try {
+    elements = element_count(tensor.dims, "dims");
+  } catch (const Error&) {
+    return dims_problem(tensor, shape);
+  }
+  const DataTypeInfo* info = info_of(data_type);
+  if (info == nullptr || info->field == TypedField::kNone) return {};
+  if (info->field == TypedField::kStringData) {
+    return string_payload_problem(tensor, elements, shape);
+  }
+  const std::string_view field = fields.empty() ? std::string_view() : fields[0];
+  return fixed_payload_problem(tensor, field, *info, elements, shape);
 }
 
 OwnedBytes typed_data_to_raw(const TensorProto& tensor) {

@@ -342,9 +342,55 @@ class ZipReader::Parser final {
   // bytes) to the archive it points to and returns true.
   bool skip_interrupted_edit();
   Directory read_zip64_end_records(const zip::EndOfCentralDirectory& end, std::uint64_t end_offset);
+  // Where the zip64 locator at `locator_offset` says the zip64 end record is.
+  std::uint64_t zip64_end_record_offset(std::uint64_t locator_offset) const;
+  void check_zip64_end_record(const zip::Zip64EndOfCentralDirectory& record,
+                              std::uint64_t record_offset, std::uint64_t locator_offset) const;
+  void check_end_agrees(const zip::EndOfCentralDirectory& end, std::uint64_t end_offset,
+                        const zip::Zip64EndOfCentralDirectory& record,
+                        std::uint64_t record_offset) const;
   void read_central_directory();
+  // The record that locates the central directory, for messages.
+  const char* end_record_name() const {
+    return r_.zip64_end_record_ ? "zip64 end of central directory record"
+                                : "end of central directory record";
+  }
+  // Checks the end records' offset, size and count of the central directory against each other
+  // and the limits; returns where the directory ends.
+  std::uint64_t check_directory_extent() const;
+  void note_case_only_duplicates();
+  // A central directory record: its fixed part and where its variable parts are.
+  struct CentralRecord {
+    zip::CentralDirectoryHeader header;
+    std::uint64_t offset = 0;
+    ByteSpan name;
+    ByteSpan extra;
+    std::uint64_t extra_offset = 0;
+    ByteSpan comment;
+    std::uint64_t end = 0;  // Where the next record starts.
+  };
+  // Reads the record at `position` into the next entry (central_index) and moves `position`
+  // past it.
   void read_central_record(std::uint64_t& position, std::uint64_t directory_end,
                            std::size_t central_index);
+  CentralRecord central_record_at(std::uint64_t offset, std::uint64_t directory_end) const;
+  // `place` (a callable returning the entry's place for messages) runs only on failure.
+  template <typename Place>
+  void check_method(const zip::CentralDirectoryHeader& h, const Place& place) const;
+  // Splits an entry's extra field (at file `offset`), notes its unknown record ids, and returns
+  // its zip64 record, if any; two are corrupt. `header` tells where, for that message: "" for
+  // the central directory, " in the local header".
+  template <typename Place>
+  std::optional<zip::ExtraRecord> read_extra_field(ByteSpan extra, std::uint64_t offset,
+                                                   std::size_t central_index, const Place& place,
+                                                   std::string_view header);
+  ZipEntry central_entry(const CentralRecord& record, std::size_t central_index) const;
+  template <typename Place>
+  void apply_central_zip64(ZipEntry& e, const zip::CentralDirectoryHeader& h,
+                           const std::optional<zip::ExtraRecord>& zip64, const Place& place) const;
+  template <typename Place>
+  void check_sizes(const ZipEntry& e, const Place& place) const;
+  void note_central_findings(const ZipEntry& e, std::uint16_t flags);
   void check_name(std::string_view name, std::uint64_t offset) const;
   void order_entries();
   void read_local_headers();
@@ -358,7 +404,27 @@ class ZipReader::Parser final {
                      std::to_string(next->local_header_offset)
                : "the central directory at offset " + std::to_string(r_.central_directory_offset_);
   }
+  // A local header's fixed part, and its bytes up to the end of its extra field.
+  struct LocalRecord {
+    zip::LocalFileHeader header;
+    ByteSpan bytes;
+  };
+  struct LocalSizes {
+    std::uint64_t compressed = 0;
+    std::uint64_t uncompressed = 0;
+  };
+  // Checks entry e's local header against its central record and sets where its data is.
   void read_local_header(ZipEntry& e, const ZipEntry* next);
+  LocalRecord local_record_of(const ZipEntry& e, const ZipEntry* next);
+  void check_local_agrees(const ZipEntry& e, const zip::LocalFileHeader& h,
+                          std::string_view local_name) const;
+  // The local header's sizes, with the zip64 record's where they hold the sentinel.
+  template <typename Place>
+  LocalSizes local_sizes(const zip::LocalFileHeader& h,
+                         const std::optional<zip::ExtraRecord>& zip64, const Place& place) const;
+  void compare_local_sizes(const ZipEntry& e, const zip::LocalFileHeader& h,
+                           const LocalSizes& sizes) const;
+  void locate_entry_data(ZipEntry& e, const ZipEntry* next);
   ByteSpan local_bytes(std::uint64_t offset, std::uint64_t size);
   std::uint64_t read_data_descriptor(const ZipEntry& e, std::uint64_t at, std::uint64_t limit,
                                      const ZipEntry* next) const;
@@ -488,9 +554,20 @@ bool ZipReader::Parser::skip_interrupted_edit() {
 
 ZipReader::Parser::Directory ZipReader::Parser::read_zip64_end_records(
     const zip::EndOfCentralDirectory& end, std::uint64_t end_offset) {
-  using Locator = zip::Zip64EndLocator;
   using End64 = zip::Zip64EndOfCentralDirectory;
-  const std::uint64_t locator_offset = end_offset - Locator::kSize;
+  const std::uint64_t locator_offset = end_offset - zip::Zip64EndLocator::kSize;
+  const std::uint64_t record_offset = zip64_end_record_offset(locator_offset);
+  const End64 record = with_context([&] { return r_.source_name_; },
+                                    [&] { return End64::decode(file_, record_offset); });
+  check_zip64_end_record(record, record_offset, locator_offset);
+  check_end_agrees(end, end_offset, record, record_offset);
+  r_.zip64_end_record_ = true;
+  r_.tail_offset_ = record_offset;
+  return {record.entries_total, record.central_directory_size, record.central_directory_offset};
+}
+
+std::uint64_t ZipReader::Parser::zip64_end_record_offset(std::uint64_t locator_offset) const {
+  using Locator = zip::Zip64EndLocator;
   const Locator locator = Locator::decode(file_, locator_offset);
   if (locator.zip64_end_disk != 0 || locator.total_disks > 1) {
     fail_at(ErrorCode::kUnsupported, "zip64 end of central directory locator", locator_offset,
@@ -498,33 +575,45 @@ ZipReader::Parser::Directory ZipReader::Parser::read_zip64_end_records(
                 " disks, zip64 end record on disk " + std::to_string(locator.zip64_end_disk) + ")");
   }
   const std::uint64_t record_offset = locator.zip64_end_offset;
-  if (!fits(record_offset, End64::kSize, locator_offset)) {
+  if (!fits(record_offset, zip::Zip64EndOfCentralDirectory::kSize, locator_offset)) {
     fail_at(ErrorCode::kCorrupt, "zip64 end of central directory locator", locator_offset,
             "points to a zip64 end record at offset " + std::to_string(record_offset) +
                 ", which has no room before the locator");
   }
-  const End64 record = with_context([&] { return r_.source_name_; },
-                                    [&] { return End64::decode(file_, record_offset); });
+  return record_offset;
+}
+
+void ZipReader::Parser::check_zip64_end_record(const zip::Zip64EndOfCentralDirectory& record,
+                                               std::uint64_t record_offset,
+                                               std::uint64_t locator_offset) const {
+  using End64 = zip::Zip64EndOfCentralDirectory;
+  const char* const name = "zip64 end of central directory record";
   if (record.record_size < End64::kMinRecordSize) {
-    fail_at(ErrorCode::kCorrupt, "zip64 end of central directory record", record_offset,
+    fail_at(ErrorCode::kCorrupt, name, record_offset,
             "record size " + std::to_string(record.record_size) + " is below the minimum " +
                 std::to_string(End64::kMinRecordSize));
   }
   // The record may carry an extensible data sector, but nothing may sit between it and the
   // locator.
   if (record.record_size - End64::kMinRecordSize != locator_offset - record_offset - End64::kSize) {
-    fail_at(ErrorCode::kCorrupt, "zip64 end of central directory record", record_offset,
+    fail_at(ErrorCode::kCorrupt, name, record_offset,
             "record of " + std::to_string(record.record_size) + " bytes (after its first 12) " +
                 "does not end where the zip64 locator starts (offset " +
                 std::to_string(locator_offset) + ")");
   }
   if (record.disk_number != 0 || record.central_directory_disk != 0) {
-    fail_at(ErrorCode::kUnsupported, "zip64 end of central directory record", record_offset,
+    fail_at(ErrorCode::kUnsupported, name, record_offset,
             "multi-disk archive (this is disk " + std::to_string(record.disk_number) +
                 ", the central directory starts on disk " +
                 std::to_string(record.central_directory_disk) + ")");
   }
-  // Where the end record holds a real value (not the sentinel), it must agree with zip64.
+}
+
+// Where the end record holds a real value (not the sentinel), it must agree with zip64.
+void ZipReader::Parser::check_end_agrees(const zip::EndOfCentralDirectory& end,
+                                         std::uint64_t end_offset,
+                                         const zip::Zip64EndOfCentralDirectory& record,
+                                         std::uint64_t record_offset) const {
   const auto agree = [&](const char* field, std::uint64_t small, std::uint64_t sentinel,
                          std::uint64_t wide) {
     if (small != sentinel && small != wide) {
@@ -549,15 +638,40 @@ ZipReader::Parser::Directory ZipReader::Parser::read_zip64_end_records(
             "counts " + std::to_string(record.entries_on_disk) + " entries on this disk but " +
                 std::to_string(record.entries_total) + " in total, on a single-disk archive");
   }
-  r_.zip64_end_record_ = true;
-  r_.tail_offset_ = record_offset;
-  return {record.entries_total, record.central_directory_size, record.central_directory_offset};
 }
 
 void ZipReader::Parser::read_central_directory() {
   const Directory& d = directory_;
-  const char* const record = r_.zip64_end_record_ ? "zip64 end of central directory record"
-                                                  : "end of central directory record";
+  const std::uint64_t directory_end = check_directory_extent();
+  r_.central_directory_offset_ = d.offset;
+  r_.central_directory_size_ = d.size;
+  const auto count = static_cast<std::size_t>(d.entries);
+  r_.entries_.reserve(count);
+  r_.by_name_.reserve(count);
+  unknown_extras_.resize(count);
+
+  std::uint64_t position = d.offset;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (position == directory_end) {
+      fail_at(ErrorCode::kCorrupt, end_record_name(), r_.tail_offset_,
+              "counts " + std::to_string(count) + " entries but the central directory ends after " +
+                  std::to_string(i) + " records (offset " + std::to_string(position) + ")");
+    }
+    read_central_record(position, directory_end, i);
+  }
+  if (position != directory_end) {
+    fail_at(ErrorCode::kCorrupt, end_record_name(), r_.tail_offset_,
+            "counts " + std::to_string(count) + " entries but " +
+                std::to_string(directory_end - position) +
+                " bytes of the central directory follow the last of them (offset " +
+                std::to_string(position) + ")");
+  }
+  note_case_only_duplicates();
+}
+
+std::uint64_t ZipReader::Parser::check_directory_extent() const {
+  const Directory& d = directory_;
+  const char* const record = end_record_name();
   const std::uint64_t record_offset = r_.tail_offset_;
   std::uint64_t directory_end = 0;
   if (__builtin_add_overflow(d.offset, d.size, &directory_end) ||
@@ -580,38 +694,19 @@ void ZipReader::Parser::read_central_directory() {
             std::to_string(d.entries) + " entries exceed the limit of " +
                 std::to_string(r_.options_.max_entries) + " (ZipReaderOptions::max_entries)");
   }
-  r_.central_directory_offset_ = d.offset;
-  r_.central_directory_size_ = d.size;
-  const auto count = static_cast<std::size_t>(d.entries);
-  r_.entries_.reserve(count);
-  r_.by_name_.reserve(count);
-  unknown_extras_.resize(count);
+  return directory_end;
+}
 
-  std::uint64_t position = d.offset;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (position == directory_end) {
-      fail_at(ErrorCode::kCorrupt, record, record_offset,
-              "counts " + std::to_string(count) + " entries but the central directory ends after " +
-                  std::to_string(i) + " records (offset " + std::to_string(position) + ")");
-    }
-    read_central_record(position, directory_end, i);
-  }
-  if (position != directory_end) {
-    fail_at(ErrorCode::kCorrupt, record, record_offset,
-            "counts " + std::to_string(count) + " entries but " +
-                std::to_string(directory_end - position) +
-                " bytes of the central directory follow the last of them (offset " +
-                std::to_string(position) + ")");
-  }
-
-  // Case-only duplicates (a problem on case-insensitive file systems, not for ZIP).
+// Case-only duplicates (a problem on case-insensitive file systems, not for ZIP).
+void ZipReader::Parser::note_case_only_duplicates() {
+  const std::vector<ZipEntry>& entries = r_.entries_;
   std::unordered_map<std::string_view, std::size_t, AsciiCaseHash, AsciiCaseEqual> lowered;
-  lowered.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    const ZipEntry& e = r_.entries_[i];
+  lowered.reserve(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const ZipEntry& e = entries[i];
     const auto [it, inserted] = lowered.emplace(e.name, i);
     if (!inserted) {
-      const ZipEntry& other = r_.entries_[it->second];
+      const ZipEntry& other = entries[it->second];
       add_finding(ZipFindingKind::kCaseOnlyDuplicate, e.name, e.local_header_offset,
                   "name " + quote(e.name) + " differs only in case from " + quote(other.name) +
                       " (local header at offset " + std::to_string(other.local_header_offset) +
@@ -622,9 +717,32 @@ void ZipReader::Parser::read_central_directory() {
 
 void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64_t directory_end,
                                             std::size_t central_index) {
+  const CentralRecord record = central_record_at(position, directory_end);
+  position = record.end;
+  const std::string_view name = as_chars(record.name);
+  // Messages are built only when needed: open must stay cheap for millions of entries.
+  const auto place = [&] { return central_place(name, record.offset); };
+  check_name(name, record.offset);
+  check_method(record.header, place);
+  const std::optional<zip::ExtraRecord> zip64 =
+      read_extra_field(record.extra, record.extra_offset, central_index, place, "");
+  ZipEntry e = central_entry(record, central_index);
+  apply_central_zip64(e, record.header, zip64, place);
+  check_sizes(e, place);
+  const auto [it, inserted] = r_.by_name_.emplace(name, central_index);
+  if (!inserted) {
+    fail(ErrorCode::kCorrupt, place(),
+         "duplicate name: the central directory record at offset " +
+             std::to_string(r_.entries_[it->second].central_header_offset) + " has the same name");
+  }
+  note_central_findings(e, record.header.flags);
+  r_.entries_.push_back(std::move(e));
+}
+
+ZipReader::Parser::CentralRecord ZipReader::Parser::central_record_at(
+    std::uint64_t offset, std::uint64_t directory_end) const {
   using Central = zip::CentralDirectoryHeader;
   const ByteSpan directory = file_.first(static_cast<std::size_t>(directory_end));
-  const std::uint64_t offset = position;
   const Central h = with_context([&] { return r_.source_name_; },
                                  [&] { return Central::decode(directory, offset); });
   const std::uint64_t variable = std::uint64_t{h.name_length} + h.extra_length + h.comment_length;
@@ -636,16 +754,19 @@ void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64
                 std::to_string(directory_end));
   }
   const std::uint64_t name_offset = offset + Central::kSize;
-  const ByteSpan name_bytes = file_.subspan(name_offset, h.name_length);
-  const ByteSpan extra = file_.subspan(name_offset + h.name_length, h.extra_length);
-  const ByteSpan comment =
-      file_.subspan(name_offset + h.name_length + h.extra_length, h.comment_length);
-  position = name_offset + variable;
+  const std::uint64_t extra_offset = name_offset + h.name_length;
+  return {h,
+          offset,
+          file_.subspan(name_offset, h.name_length),
+          file_.subspan(extra_offset, h.extra_length),
+          extra_offset,
+          file_.subspan(extra_offset + h.extra_length, h.comment_length),
+          name_offset + variable};
+}
 
-  const std::string_view name = as_chars(name_bytes);
-  // Messages are built only when needed: open must stay cheap for millions of entries.
-  const auto place = [&] { return central_place(name, offset); };
-  check_name(name, offset);
+template <typename Place>
+void ZipReader::Parser::check_method(const zip::CentralDirectoryHeader& h,
+                                     const Place& place) const {
   if ((h.flags & kEncryptionFlags) != 0 || h.method == zip::kMethodAesEncrypted) {
     fail(
         ErrorCode::kUnsupported, place(),
@@ -656,26 +777,38 @@ void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64
          "compression method " + std::to_string(h.method) +
              " (only stored (0) and deflate (8) are supported)");
   }
+}
 
-  const std::vector<zip::ExtraRecord> records = with_context(place, [&] {
-    return zip::split_extra_field(extra, name_offset + h.name_length, "extra field");
-  });
-  const zip::ExtraRecord* zip64 = nullptr;
+template <typename Place>
+std::optional<zip::ExtraRecord> ZipReader::Parser::read_extra_field(ByteSpan extra,
+                                                                    std::uint64_t offset,
+                                                                    std::size_t central_index,
+                                                                    const Place& place,
+                                                                    std::string_view header) {
+  const std::vector<zip::ExtraRecord> records =
+      with_context(place, [&] { return zip::split_extra_field(extra, offset, "extra field"); });
+  std::optional<zip::ExtraRecord> zip64;
   for (const zip::ExtraRecord& record : records) {
     if (record.id != zip::kExtraZip64) continue;
-    if (zip64 != nullptr) {
+    if (zip64) {
       fail(ErrorCode::kCorrupt, place(),
-           "two zip64 extra fields (offsets " + std::to_string(zip64->offset) + " and " +
-               std::to_string(record.offset) + ")");
+           "two zip64 extra fields" + std::string(header) + " (offsets " +
+               std::to_string(zip64->offset) + " and " + std::to_string(record.offset) + ")");
     }
-    zip64 = &record;
+    zip64 = record;
   }
   note_unknown_extras(records, unknown_extras_[central_index]);
+  return zip64;
+}
 
+// The entry as the central directory record says, before zip64 values replace sentinels.
+ZipEntry ZipReader::Parser::central_entry(const CentralRecord& record,
+                                          std::size_t central_index) const {
+  const zip::CentralDirectoryHeader& h = record.header;
   ZipEntry e;
-  e.name = std::string(name);
+  e.name = std::string(as_chars(record.name));
   e.central_index = central_index;
-  e.central_header_offset = offset;
+  e.central_header_offset = record.offset;
   e.compressed_size = h.compressed_size;
   e.size = h.uncompressed_size;
   e.local_header_offset = h.local_header_offset;
@@ -689,15 +822,23 @@ void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64
   e.internal_attributes = h.internal_attributes;
   e.external_attributes = h.external_attributes;
   e.has_data_descriptor = (h.flags & zip::kFlagDataDescriptor) != 0;
-  e.central_extra = extra;
-  e.comment = comment;
-  std::uint64_t disk = h.disk_number_start;
+  e.central_extra = record.extra;
+  e.comment = record.comment;
+  return e;
+}
 
+// The zip64 record holds exactly the values whose 32-bit (16-bit for the disk) field is the
+// sentinel (APPNOTE 4.5.3).
+template <typename Place>
+void ZipReader::Parser::apply_central_zip64(ZipEntry& e, const zip::CentralDirectoryHeader& h,
+                                            const std::optional<zip::ExtraRecord>& zip64,
+                                            const Place& place) const {
+  std::uint64_t disk = h.disk_number_start;
   const bool need_size = h.uncompressed_size == zip::kSentinel32;
   const bool need_compressed = h.compressed_size == zip::kSentinel32;
   const bool need_offset = h.local_header_offset == zip::kSentinel32;
   const bool need_disk = h.disk_number_start == zip::kSentinel16;
-  if (zip64 != nullptr) {
+  if (zip64) {
     e.zip64 = true;
     const zip::Zip64Extra z = with_context(place, [&] {
       return zip::Zip64Extra::decode(zip64->data, need_size, need_compressed, need_offset,
@@ -715,6 +856,10 @@ void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64
     fail(ErrorCode::kUnsupported, place(),
          "multi-disk archive (the entry starts on disk " + std::to_string(disk) + ")");
   }
+}
+
+template <typename Place>
+void ZipReader::Parser::check_sizes(const ZipEntry& e, const Place& place) const {
   if (e.is_stored() && e.compressed_size != e.size) {
     fail(ErrorCode::kCorrupt, place(),
          "stored entry with compressed size " + std::to_string(e.compressed_size) +
@@ -726,28 +871,24 @@ void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64
              std::to_string(e.compressed_size) +
              " compressed bytes, beyond deflate's 1032:1 limit");
   }
+}
 
-  const auto [it, inserted] = r_.by_name_.emplace(name, central_index);
-  if (!inserted) {
-    fail(ErrorCode::kCorrupt, place(),
-         "duplicate name: the central directory record at offset " +
-             std::to_string(r_.entries_[it->second].central_header_offset) + " has the same name");
-  }
-  if ((h.flags & zip::kFlagUtf8) == 0 && !is_ascii(name)) {
+void ZipReader::Parser::note_central_findings(const ZipEntry& e, std::uint16_t flags) {
+  const std::uint64_t offset = e.central_header_offset;
+  if ((flags & zip::kFlagUtf8) == 0 && !is_ascii(e.name)) {
     add_finding(ZipFindingKind::kNameEncoding, e.name, offset,
                 "non-ASCII name without the UTF-8 flag (bit 11)");
-  } else if ((h.flags & zip::kFlagUtf8) != 0 && !is_valid_utf8(name)) {
+  } else if ((flags & zip::kFlagUtf8) != 0 && !is_valid_utf8(e.name)) {
     add_finding(ZipFindingKind::kNameEncoding, e.name, offset,
                 "name is not valid UTF-8 despite the UTF-8 flag (bit 11)");
   }
   if (e.is_directory()) {
     add_finding(ZipFindingKind::kDirectory, e.name, offset, "directory entry");
   }
-  if (!comment.empty()) {
+  if (!e.comment.empty()) {
     add_finding(ZipFindingKind::kEntryComment, e.name, offset,
-                "entry comment of " + std::to_string(comment.size()) + " bytes");
+                "entry comment of " + std::to_string(e.comment.size()) + " bytes");
   }
-  r_.entries_.push_back(std::move(e));
 }
 
 // Names that could escape the extraction folder, or that no file system can hold, are refused.
@@ -849,6 +990,29 @@ void ZipReader::Parser::read_local_headers() {
 
 void ZipReader::Parser::read_local_header(ZipEntry& e, const ZipEntry* next) {
   using Local = zip::LocalFileHeader;
+  const auto place = [&] { return local_place(e); };
+  const LocalRecord record = local_record_of(e, next);
+  const Local& h = record.header;
+  check_local_agrees(e, h, as_chars(record.bytes.subspan(Local::kSize, h.name_length)));
+  const std::uint64_t extra_offset = e.local_header_offset + Local::kSize + h.name_length;
+  e.local_extra = record.bytes.subspan(Local::kSize + h.name_length, h.extra_length);
+  const std::optional<zip::ExtraRecord> zip64 =
+      read_extra_field(e.local_extra, extra_offset, e.central_index, place, " in the local header");
+  if (zip64) e.zip64 = true;
+  compare_local_sizes(e, h, local_sizes(h, zip64, place));
+  if (h.modified_time != e.modified_time || h.modified_date != e.modified_date) {
+    add_finding(ZipFindingKind::kHeaderMismatch, e.name, e.local_header_offset,
+                "local and central modification time/date differ (" + hex(h.modified_date, 4) +
+                    "/" + hex(h.modified_time, 4) + " vs " + hex(e.modified_date, 4) + "/" +
+                    hex(e.modified_time, 4) + ")");
+  }
+  e.data_offset = e.local_header_offset + record.bytes.size();
+  locate_entry_data(e, next);
+}
+
+ZipReader::Parser::LocalRecord ZipReader::Parser::local_record_of(const ZipEntry& e,
+                                                                  const ZipEntry* next) {
+  using Local = zip::LocalFileHeader;
   const std::uint64_t limit = limit_of(next);
   const auto place = [&] { return local_place(e); };
   const std::uint64_t offset = e.local_header_offset;
@@ -866,68 +1030,65 @@ void ZipReader::Parser::read_local_header(ZipEntry& e, const ZipEntry* next) {
   }
   const Local h = Local::decode(header, 0);
   const std::uint64_t header_size = Local::kSize + h.name_length + h.extra_length;
-  const std::uint64_t header_end = offset + header_size;
-  if (header_end > limit) {
+  if (offset + header_size > limit) {
     fail(ErrorCode::kCorrupt, place(),
          "the local name and extra field (" + std::to_string(h.name_length) + " + " +
              std::to_string(h.extra_length) + " bytes) run into " + limit_text(next));
   }
   if (header.size() < header_size) header = local_bytes(offset, header_size);
-  const std::string_view local_name = as_chars(header.subspan(Local::kSize, h.name_length));
+  return {h, header.first(static_cast<std::size_t>(header_size))};
+}
+
+// Name, method and the flags that change how the entry is read must match the central record.
+void ZipReader::Parser::check_local_agrees(const ZipEntry& e, const zip::LocalFileHeader& h,
+                                           std::string_view local_name) const {
   if (local_name != e.name) {
-    fail(ErrorCode::kCorrupt, place(),
+    fail(ErrorCode::kCorrupt, local_place(e),
          "the local header names the entry " + quote(local_name) + ", the central directory " +
              quote(e.name));
   }
   if (h.method != e.method) {
-    fail(ErrorCode::kCorrupt, place(),
+    fail(ErrorCode::kCorrupt, local_place(e),
          "the local header says compression method " + std::to_string(h.method) +
              ", the central directory " + std::to_string(e.method));
   }
   if ((h.flags & kStructuralFlags) != (e.flags & kStructuralFlags)) {
-    fail(ErrorCode::kCorrupt, place(),
+    fail(ErrorCode::kCorrupt, local_place(e),
          "the local header flags " + hex(h.flags, 4) + " and the central directory flags " +
              hex(e.flags, 4) + " disagree on bits 0, 3, 6 or 13");
   }
+}
 
-  const std::uint64_t extra_offset = offset + Local::kSize + h.name_length;
-  e.local_extra = header.subspan(Local::kSize + h.name_length, h.extra_length);
-  const std::vector<zip::ExtraRecord> records = with_context(
-      place, [&] { return zip::split_extra_field(e.local_extra, extra_offset, "extra field"); });
-  const zip::ExtraRecord* zip64 = nullptr;
-  for (const zip::ExtraRecord& record : records) {
-    if (record.id != zip::kExtraZip64) continue;
-    if (zip64 != nullptr) {
-      fail(ErrorCode::kCorrupt, place(),
-           "two zip64 extra fields in the local header (offsets " + std::to_string(zip64->offset) +
-               " and " + std::to_string(record.offset) + ")");
-    }
-    zip64 = &record;
+template <typename Place>
+ZipReader::Parser::LocalSizes ZipReader::Parser::local_sizes(
+    const zip::LocalFileHeader& h, const std::optional<zip::ExtraRecord>& zip64,
+    const Place& place) const {
+  LocalSizes sizes{h.compressed_size, h.uncompressed_size};
+  std::uint64_t& compressed = sizes.compressed;
+  std::uint64_t& size = sizes.uncompressed;
+  if (compressed != zip::kSentinel32 && size != zip::kSentinel32) return sizes;
+  if (!zip64) {
+    fail(ErrorCode::kCorrupt, place(),
+         "a local size holds the zip64 sentinel 0xffffffff but there is no zip64 extra field");
   }
-  note_unknown_extras(records, unknown_extras_[e.central_index]);
+  // APPNOTE 4.5.3 wants both sizes in the local zip64 field; some writers store only the
+  // one whose 32-bit field overflowed, which is unambiguous when just one is the sentinel.
+  const ByteSpan data = zip64->data;
+  if (data.size() >= 16) {
+    if (size == zip::kSentinel32) size = load_le64(data.data());
+    if (compressed == zip::kSentinel32) compressed = load_le64(data.data() + 8);
+  } else if (data.size() >= 8 && (size != zip::kSentinel32 || compressed != zip::kSentinel32)) {
+    (size == zip::kSentinel32 ? size : compressed) = load_le64(data.data());
+  } else {
+    fail(ErrorCode::kCorrupt, place(),
+         "the local zip64 extra field of " + std::to_string(data.size()) +
+             " bytes is too short for the sizes");
+  }
+  return sizes;
+}
 
-  std::uint64_t compressed = h.compressed_size;
-  std::uint64_t size = h.uncompressed_size;
-  if (zip64 != nullptr) e.zip64 = true;
-  if (compressed == zip::kSentinel32 || size == zip::kSentinel32) {
-    if (zip64 == nullptr) {
-      fail(ErrorCode::kCorrupt, place(),
-           "a local size holds the zip64 sentinel 0xffffffff but there is no zip64 extra field");
-    }
-    // APPNOTE 4.5.3 wants both sizes in the local zip64 field; some writers store only the
-    // one whose 32-bit field overflowed, which is unambiguous when just one is the sentinel.
-    const ByteSpan data = zip64->data;
-    if (data.size() >= 16) {
-      if (size == zip::kSentinel32) size = load_le64(data.data());
-      if (compressed == zip::kSentinel32) compressed = load_le64(data.data() + 8);
-    } else if (data.size() >= 8 && (size != zip::kSentinel32 || compressed != zip::kSentinel32)) {
-      (size == zip::kSentinel32 ? size : compressed) = load_le64(data.data());
-    } else {
-      fail(ErrorCode::kCorrupt, place(),
-           "the local zip64 extra field of " + std::to_string(data.size()) +
-               " bytes is too short for the sizes");
-    }
-  }
+void ZipReader::Parser::compare_local_sizes(const ZipEntry& e, const zip::LocalFileHeader& h,
+                                            const LocalSizes& sizes) const {
   const auto compare = [&](const char* field, std::uint64_t local, std::uint64_t central,
                            bool as_hex) {
     if (local == central) return;
@@ -936,25 +1097,23 @@ void ZipReader::Parser::read_local_header(ZipEntry& e, const ZipEntry* next) {
     const auto show = [&](std::uint64_t v) {
       return as_hex ? hex(static_cast<std::uint32_t>(v), 8) : std::to_string(v);
     };
-    fail(ErrorCode::kCorrupt, place(),
+    fail(ErrorCode::kCorrupt, local_place(e),
          std::string("the local header says ") + field + " " + show(local) +
              ", the central directory " + show(central));
   };
   compare("CRC-32", h.crc32, e.crc32, true);
-  compare("compressed size", compressed, e.compressed_size, false);
-  compare("uncompressed size", size, e.size, false);
-  if (h.modified_time != e.modified_time || h.modified_date != e.modified_date) {
-    add_finding(ZipFindingKind::kHeaderMismatch, e.name, offset,
-                "local and central modification time/date differ (" + hex(h.modified_date, 4) +
-                    "/" + hex(h.modified_time, 4) + " vs " + hex(e.modified_date, 4) + "/" +
-                    hex(e.modified_time, 4) + ")");
-  }
+  compare("compressed size", sizes.compressed, e.compressed_size, false);
+  compare("uncompressed size", sizes.uncompressed, e.size, false);
+}
 
-  e.data_offset = header_end;
+// Sets e.end_offset (after the data and its descriptor, if any) and notes what a reader of the
+// entry's data should know.
+void ZipReader::Parser::locate_entry_data(ZipEntry& e, const ZipEntry* next) {
+  const std::uint64_t limit = limit_of(next);
   std::uint64_t data_end = 0;
-  if (__builtin_add_overflow(header_end, e.compressed_size, &data_end) || data_end > limit) {
-    fail(ErrorCode::kCorrupt, place(),
-         "the data at offset " + std::to_string(header_end) + " of " +
+  if (__builtin_add_overflow(e.data_offset, e.compressed_size, &data_end) || data_end > limit) {
+    fail(ErrorCode::kCorrupt, local_place(e),
+         "the data at offset " + std::to_string(e.data_offset) + " of " +
              std::to_string(e.compressed_size) + " bytes overlaps " + limit_text(next));
   }
   e.end_offset = e.has_data_descriptor ? read_data_descriptor(e, data_end, limit, next) : data_end;
@@ -965,7 +1124,8 @@ void ZipReader::Parser::read_local_header(ZipEntry& e, const ZipEntry* next) {
                     "entry");
   }
   if (e.is_deflated()) {
-    add_finding(ZipFindingKind::kDeflated, e.name, offset, "deflated; not zero-copy");
+    add_finding(ZipFindingKind::kDeflated, e.name, e.local_header_offset,
+                "deflated; not zero-copy");
   } else if (!e.is_directory() && e.alignment() < kWantedAlignment) {
     add_finding(ZipFindingKind::kUnaligned, e.name, e.data_offset,
                 "data at offset " + std::to_string(e.data_offset) + " is aligned to only " +

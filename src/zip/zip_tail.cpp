@@ -110,6 +110,60 @@ class TailWriter final {
   std::string aftermath_ = "the archive is unchanged";
 };
 
+// Where the new last entry starts, once the archive is found fit for the edit: the last entry
+// in the file is the last in the central directory, the file holds the archive read, and the
+// file stays within the system's largest size.
+std::uint64_t new_entry_start(const ZipReader& zip, ByteSpan data, std::uint64_t file_size) {
+  const std::vector<ZipEntry>& entries = zip.entries();
+  if (entries.empty() || entries.back().central_index + 1 != entries.size()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                zip.source_name() +
+                    ": the last entry in the file is not the last one in the central directory");
+  }
+  const ZipEntry& last = entries.back();
+  const std::uint64_t archive_end = zip.bytes().size();
+  if (file_size < archive_end) {
+    throw Error(ErrorCode::kBadState, zip.source_name() + ": the file has " +
+                                          std::to_string(file_size) +
+                                          " bytes, fewer than the archive read from it");
+  }
+  // Checked before anything is written, so no offset below can overflow.
+  const std::uint64_t most =
+      2 * (data.size() + zip.central_directory_size() + kMaxAlignment) + (std::uint64_t{1} << 20);
+  if (data.size() > kMaxFileSize / 4 || archive_end > kMaxFileSize - most) {
+    throw Error(ErrorCode::kInvalidArgument,
+                zip.source_name() + ": an entry of " + std::to_string(data.size()) +
+                    " bytes would take the file past the largest size the system allows");
+  }
+  // The new entry starts where the entry before it ends: a gap an interrupted edit left there
+  // goes too.
+  return last.index > 0 ? entries[last.index - 1].end_offset : last.local_header_offset;
+}
+
+// Steps 1 to 3: the interrupted edit record, then the new tail after the archive, then the
+// record cut off, which makes the new tail the live one. Until then a failure takes back what
+// was appended.
+void append_temporary_tail(TailWriter& writer, int fd, const Tail& tail, std::uint64_t offset,
+                           std::uint64_t archive_end) {
+  const std::uint64_t tail_end = offset + tail.size();
+  try {
+    InterruptedEditRecord record;
+    record.archive_end = archive_end;
+    record.record_offset = tail_end;
+    std::uint8_t record_bytes[InterruptedEditRecord::kSize];
+    record.encode(record_bytes);
+    writer.write(tail_end, record_bytes, "cannot write the interrupted edit record");
+    writer.step(TailStep::kMark);
+    writer.write(tail, offset, "cannot write the new entry after the archive");
+    writer.step(TailStep::kAppend);
+    writer.truncate(tail_end, "cannot truncate the interrupted edit record");
+  } catch (...) {
+    // Before the switch the old archive is the live one.
+    static_cast<void>(::ftruncate(fd, static_cast<off_t>(archive_end)));
+    throw;
+  }
+}
+
 }  // namespace
 
 std::uint32_t declared_alignment(const ZipReader& zip) {
@@ -128,32 +182,9 @@ std::uint32_t declared_alignment(const ZipReader& zip) {
 TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
                                    std::uint32_t alignment, int fd, std::uint64_t file_size,
                                    bool durable) {
-  const std::vector<ZipEntry>& entries = zip.entries();
-  if (entries.empty() || entries.back().central_index + 1 != entries.size()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                zip.source_name() +
-                    ": the last entry in the file is not the last one in the central directory");
-  }
-  const ZipEntry& last = entries.back();
+  const std::uint64_t start = new_entry_start(zip, data, file_size);
+  const ZipEntry& last = zip.entries().back();
   const std::uint64_t archive_end = zip.bytes().size();
-  if (file_size < archive_end) {
-    throw Error(ErrorCode::kBadState, zip.source_name() + ": the file has " +
-                                          std::to_string(file_size) +
-                                          " bytes, fewer than the archive read from it");
-  }
-  // The new entry starts where the entry before it ends: a gap an interrupted edit left there
-  // goes too.
-  const std::uint64_t start =
-      last.index > 0 ? entries[last.index - 1].end_offset : last.local_header_offset;
-  // Checked before anything is written, so no offset below can overflow.
-  const std::uint64_t most =
-      2 * (data.size() + zip.central_directory_size() + kMaxAlignment) + (std::uint64_t{1} << 20);
-  if (data.size() > kMaxFileSize / 4 || archive_end > kMaxFileSize - most) {
-    throw Error(ErrorCode::kInvalidArgument,
-                zip.source_name() + ": an entry of " + std::to_string(data.size()) +
-                    " bytes would take the file past the largest size the system allows");
-  }
-
   TailWriter writer(zip, fd, durable);
   if (file_size > archive_end) {
     writer.truncate(archive_end, "cannot drop the bytes of an earlier interrupted edit");
@@ -164,24 +195,7 @@ TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uin
   // old archive nor step 4 overwrites it while it is the live one.
   const std::uint64_t temporary_offset = std::max(archive_end, start + final_tail.size());
   const Tail temporary_tail = build_tail(zip, last, temporary_offset, data, crc, alignment);
-  const std::uint64_t temporary_end = temporary_offset + temporary_tail.size();
-
-  try {
-    InterruptedEditRecord record;
-    record.archive_end = archive_end;
-    record.record_offset = temporary_end;
-    std::uint8_t record_bytes[InterruptedEditRecord::kSize];
-    record.encode(record_bytes);
-    writer.write(temporary_end, record_bytes, "cannot write the interrupted edit record");
-    writer.step(TailStep::kMark);
-    writer.write(temporary_tail, temporary_offset, "cannot write the new entry after the archive");
-    writer.step(TailStep::kAppend);
-    writer.truncate(temporary_end, "cannot truncate the interrupted edit record");
-  } catch (...) {
-    // Before the switch the old archive is the live one: take back what was appended.
-    static_cast<void>(::ftruncate(fd, static_cast<off_t>(archive_end)));
-    throw;
-  }
+  append_temporary_tail(writer, fd, temporary_tail, temporary_offset, archive_end);
   writer.set_aftermath(
       "the archive holds the new entry, after a gap of the bytes the edit left before it; "
       "editing it again or repacking it removes them");
