@@ -104,23 +104,6 @@ struct AsciiCaseEqual {
   }
 };
 
-// Calls f(); an Error it throws gets prefix() in front of its message (record decoders name the
-// record and offset but not the file or entry). prefix() runs only on that path.
-template <typename Prefix, typename F>
-auto with_context(const Prefix& prefix, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    // what() starts with the code's name, which the new Error adds again.
-    std::string_view message = e.what();
-    const std::string_view code = to_string(e.code());
-    if (message.substr(0, code.size()) == code && message.substr(code.size(), 2) == ": ") {
-      message.remove_prefix(code.size() + 2);
-    }
-    throw Error(e.code(), prefix() + ": " + std::string(message));
-  }
-}
-
 struct LibdeflateDecompressorDelete {
   void operator()(libdeflate_decompressor* d) const noexcept { libdeflate_free_decompressor(d); }
 };
@@ -320,14 +303,24 @@ class ZipReader::Parser final {
                             const std::string& what) const {
     fail(code, r_.source_name_ + ": " + record + " at offset " + std::to_string(offset), what);
   }
+  // The place of an entry's record, for the Errors of the record decoders (which name the
+  // record and offset but not the file or entry) and, joined, for fail().
+  ErrorContext central_context(std::string_view name, std::uint64_t offset) const {
+    return {.file = r_.source_name_,
+            .entry = "entry " + quote(name) + " (central directory record at offset " +
+                     std::to_string(offset) + ")"};
+  }
+  ErrorContext local_context(const ZipEntry& e) const {
+    return {.file = r_.source_name_,
+            .entry = "entry " + quote(e.name) + " (local header at offset " +
+                     std::to_string(e.local_header_offset) + ")"};
+  }
+  ErrorContext file_context() const { return {.file = r_.source_name_}; }
+  static std::string joined(const ErrorContext& place) { return place.file + ": " + place.entry; }
   std::string central_place(std::string_view name, std::uint64_t offset) const {
-    return r_.source_name_ + ": entry " + quote(name) + " (central directory record at offset " +
-           std::to_string(offset) + ")";
+    return joined(central_context(name, offset));
   }
-  std::string local_place(const ZipEntry& e) const {
-    return r_.source_name_ + ": entry " + quote(e.name) + " (local header at offset " +
-           std::to_string(e.local_header_offset) + ")";
-  }
+  std::string local_place(const ZipEntry& e) const { return joined(local_context(e)); }
   void add_finding(ZipFindingKind kind, const std::string& entry, std::uint64_t offset,
                    std::string message) {
     r_.findings_.push_back({kind, entry, offset, std::move(message)});
@@ -503,8 +496,8 @@ ZipReader::Parser::Directory ZipReader::Parser::read_zip64_end_records(
             "points to a zip64 end record at offset " + std::to_string(record_offset) +
                 ", which has no room before the locator");
   }
-  const End64 record = with_context([&] { return r_.source_name_; },
-                                    [&] { return End64::decode(file_, record_offset); });
+  const End64 record = with_error_context([&] { return file_context(); },
+                                          [&] { return End64::decode(file_, record_offset); });
   if (record.record_size < End64::kMinRecordSize) {
     fail_at(ErrorCode::kCorrupt, "zip64 end of central directory record", record_offset,
             "record size " + std::to_string(record.record_size) + " is below the minimum " +
@@ -625,8 +618,8 @@ void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64
   using Central = zip::CentralDirectoryHeader;
   const ByteSpan directory = file_.first(static_cast<std::size_t>(directory_end));
   const std::uint64_t offset = position;
-  const Central h = with_context([&] { return r_.source_name_; },
-                                 [&] { return Central::decode(directory, offset); });
+  const Central h = with_error_context([&] { return file_context(); },
+                                       [&] { return Central::decode(directory, offset); });
   const std::uint64_t variable = std::uint64_t{h.name_length} + h.extra_length + h.comment_length;
   if (!fits(offset + Central::kSize, variable, directory_end)) {
     fail_at(ErrorCode::kCorrupt, "central directory record", offset,
@@ -657,7 +650,8 @@ void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64
              " (only stored (0) and deflate (8) are supported)");
   }
 
-  const std::vector<zip::ExtraRecord> records = with_context(place, [&] {
+  const auto context = [&] { return central_context(name, offset); };
+  const std::vector<zip::ExtraRecord> records = with_error_context(context, [&] {
     return zip::split_extra_field(extra, name_offset + h.name_length, "extra field");
   });
   const zip::ExtraRecord* zip64 = nullptr;
@@ -699,7 +693,7 @@ void ZipReader::Parser::read_central_record(std::uint64_t& position, std::uint64
   const bool need_disk = h.disk_number_start == zip::kSentinel16;
   if (zip64 != nullptr) {
     e.zip64 = true;
-    const zip::Zip64Extra z = with_context(place, [&] {
+    const zip::Zip64Extra z = with_error_context(context, [&] {
       return zip::Zip64Extra::decode(zip64->data, need_size, need_compressed, need_offset,
                                      need_disk, "extra field");
     });
@@ -892,8 +886,9 @@ void ZipReader::Parser::read_local_header(ZipEntry& e, const ZipEntry* next) {
 
   const std::uint64_t extra_offset = offset + Local::kSize + h.name_length;
   e.local_extra = header.subspan(Local::kSize + h.name_length, h.extra_length);
-  const std::vector<zip::ExtraRecord> records = with_context(
-      place, [&] { return zip::split_extra_field(e.local_extra, extra_offset, "extra field"); });
+  const std::vector<zip::ExtraRecord> records = with_error_context(
+      [&] { return local_context(e); },
+      [&] { return zip::split_extra_field(e.local_extra, extra_offset, "extra field"); });
   const zip::ExtraRecord* zip64 = nullptr;
   for (const zip::ExtraRecord& record : records) {
     if (record.id != zip::kExtraZip64) continue;

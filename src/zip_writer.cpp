@@ -113,30 +113,34 @@ ZipWriter::~ZipWriter() = default;
 ZipWriter::ZipWriter(ZipWriter&& other) noexcept = default;
 ZipWriter& ZipWriter::operator=(ZipWriter&& other) noexcept = default;
 
-void ZipWriter::validate_name(std::string_view name, NameKind kind) {
-  const auto fail = [&](const std::string& reason) {
-    throw Error(ErrorCode::kInvalidArgument, "entry name " + quote(name) + ": " + reason);
-  };
-  if (name.empty()) fail("is empty");
+std::string ZipWriter::name_problem(std::string_view name, NameKind kind) {
+  if (name.empty()) return "is empty";
   if (name.size() > kMaxNameLength) {
-    fail("is " + std::to_string(name.size()) + " bytes long, more than the 255 allowed");
+    return "is " + std::to_string(name.size()) + " bytes long, more than the 255 allowed";
   }
   if (!is_identifier_start(name[0])) {
-    fail("must start with an ASCII letter or an underscore (a C identifier)");
+    return "must start with an ASCII letter or an underscore (a C identifier)";
   }
   for (std::size_t i = 1; i < name.size(); ++i) {
     if (!is_identifier_char(name[i])) {
       char found[8];
       std::snprintf(found, sizeof found, "0x%02x", static_cast<unsigned char>(name[i]));
-      fail("byte " + std::to_string(i) + " (" + found +
-           ") is not an ASCII letter, digit or underscore (a C identifier)");
+      return "byte " + std::to_string(i) + " (" + found +
+             ") is not an ASCII letter, digit or underscore (a C identifier)";
     }
   }
   const bool reserved = name.starts_with("__");
   if (kind == NameKind::kTensor && reserved) {
-    fail("names starting with '__' are reserved for the format");
+    return "names starting with '__' are reserved for the format";
   }
-  if (kind == NameKind::kReserved && !reserved) fail("a reserved name must start with '__'");
+  if (kind == NameKind::kReserved && !reserved) return "a reserved name must start with '__'";
+  return {};
+}
+
+void ZipWriter::validate_name(std::string_view name, NameKind kind) {
+  if (const std::string problem = name_problem(name, kind); !problem.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "entry name " + quote(name) + ": " + problem);
+  }
 }
 
 std::string ZipWriter::entry_label(std::string_view name) const {

@@ -111,6 +111,9 @@ class ZipWriter final {
   // The format's naming rule (see NameKind). Throws Error(kInvalidArgument) quoting the name
   // and saying which part of the rule it breaks.
   static void validate_name(std::string_view name, NameKind kind);
+  // The same rule without throwing: which part of it `name` breaks ("is empty", "byte 3 (0x2e)
+  // is not an ASCII letter..."), or "" when it follows it.
+  static std::string name_problem(std::string_view name, NameKind kind);
 
  private:
   void ensure_usable(const char* operation) const;
