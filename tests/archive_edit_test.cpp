@@ -162,21 +162,21 @@ TEST_F(ArchiveEdit, ReferencesFollowTheWritersRule) {
       {"the model entry", [](TensorProto& t) { t.external_data[0].value = "__MODEL_PROTO"; },
        "refers to external data '__MODEL_PROTO', which is not a payload entry"},
       {"wrong length", [](TensorProto& t) { t.external_data[1].value = "12"; },
-       "refers to entry 'w0' but its length '12' differs from the entry's 1024 bytes"},
+       "entry 'w0': length '12' differs from the entry's 1024 bytes"},
       {"wrong dims",
        [](TensorProto& t) {
          t.dims = {16, 15};
        },
-       "refers to entry 'w0' but its dims x element size is 960 bytes and the entry holds 1024"},
+       "entry 'w0': the entry holds 1024 bytes, but dims x element size of FLOAT is 960"},
       {"offset",
        [](TensorProto& t) {
          StringStringEntryProto& kv = t.external_data.emplace_back();
          kv.key = "offset";
          kv.value = "64";
        },
-       "has offset '64'; a payload starts at its entry's first byte"},
+       "entry 'w0': offset '64': a payload starts at its entry's first byte"},
       {"payload too", [](TensorProto& t) { t.float_data = {1.0f}; },
-       "refers to entry 'w0' but also carries a payload"},
+       "entry 'w0': an external tensor also carries float_data"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);

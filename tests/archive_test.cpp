@@ -498,7 +498,7 @@ TEST(ArchiveWriter, FinishRefusesBadReferencesAndCanBeRetried) {
        {"tensor 'enc.w'", "'checksum'"}},
       {"payload too",
        [&](ModelProto& m) { first(m).float_data = {1.0f}; },
-       {"tensor 'enc.w'", "also carries a payload"}},
+       {"tensor 'enc.w'", "entry 'enc_w'", "an external tensor also carries float_data"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -799,7 +799,7 @@ std::vector<BadReference> bad_references() {
       {"unknown entry",
        location("nope"),
        ErrorCode::kCorrupt,
-       {"tensor 'weight'", "entry 'nope'", "names no entry"}},
+       {"tensor 'weight'", "the location 'nope' names no entry"}},
       {"no location",
        [](TensorProto& t) { t.external_data.erase(t.external_data.begin()); },
        ErrorCode::kCorrupt,
@@ -929,7 +929,7 @@ TEST(ArchiveLoad, AcceptsNonCanonicalReferencesAsFindings) {
   const std::string text = error_message_of_verify(report);
   EXPECT_CONTAINS(text, "not in the order location, length");
   EXPECT_CONTAINS(text, "'offset' key (of 0)");
-  EXPECT_CONTAINS(text, "key 'checksum' is ignored");
+  EXPECT_CONTAINS(text, "key 'checksum' is not part of an .onnxz reference");
 }
 
 // --- verify ---

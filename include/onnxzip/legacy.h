@@ -14,8 +14,10 @@
 //   * keys: `location` (required), `offset` (optional, default 0), `length` (optional, default:
 //     the rest of the file), `checksum` and `basepath` (accepted and ignored: the reference never
 //     uses them to find or check the data), any other key (ignored; the reference warns).
-//     offset and length are plain non-negative decimals; offset past the end of the file, or
-//     offset + length past it, is refused, as in the reference.
+//     offset and length are decimal numbers below 2^64: ASCII digits only, no sign, no space
+//     (leading zeros are accepted, as the reference's int() reads them); offset past the end of
+//     the file, or offset + length past it, is refused, as in the reference. These faults read
+//     the same as in the archive readers (one reader of external_data serves them all).
 //   * stricter than the reference loader (which reads whatever the range holds): the byte count
 //     (length, or the rest of the file) must equal dims x element size (no other count is a
 //     tensor of that shape; STRING and UNDEFINED tensors cannot be external); a repeated

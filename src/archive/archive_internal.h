@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "external_data.h"
 #include "message_text.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/bytes.h"
@@ -19,10 +20,9 @@
 
 namespace onnxzip::archive_detail {
 
-inline constexpr std::string_view kLocationKey = "location";
-inline constexpr std::string_view kLengthKey = "length";
-inline constexpr std::string_view kOffsetKey = "offset";
-
+using detail::kLengthKey;
+using detail::kLocationKey;
+using detail::kOffsetKey;
 using detail::quote;
 
 // Throws Error(kInvalidArgument, "entry name '<name>': <problem>") for a name breaking the
@@ -30,9 +30,6 @@ using detail::quote;
 void check_entry_name(std::string_view name, EntryNameKind kind);
 // "tensor 'w' at graph/initializer[0]" (or "unnamed tensor at ...") for messages.
 std::string tensor_label(const TensorProto& tensor, std::string_view site);
-
-// Decimal digits only (no sign, no space, at least one digit), no overflow.
-bool parse_decimal(std::string_view text, std::uint64_t& value) noexcept;
 
 // Why `location` is not a valid payload entry name (spec §6.1), in words naming the kind of path
 // it is ("..", absolute, "#...", ONNX Runtime's _ORT_MEM_ADDR_ marker...), or "" when it is one.
@@ -47,8 +44,9 @@ std::string_view present_typed_field(const TensorProto& tensor) noexcept;
 TensorProto make_reference(const TensorProto& tensor, std::string_view location,
                            std::uint64_t length);
 
-// The value of the first external_data entry with key `key`, or nullptr.
-const Text* external_value(const TensorProto& tensor, std::string_view key) noexcept;
+// The words for an external_data key that an .onnxz reference must not have (checksum,
+// basepath, unknown keys): the writers' error and the readers' finding (spec §7.2 item 4).
+std::string other_key(std::string_view key);
 
 // --- Writing side ---
 
@@ -72,12 +70,13 @@ class PayloadIndex final {
   std::unordered_map<std::string, std::size_t> by_location_;
 };
 
-// The writers' rule for one EXTERNAL tensor of a model they write (spec §7.2): its location is a
-// valid payload entry name (§6.1) naming an entry of `index`; it carries no payload; its type has
-// a fixed element size and dims x element size equals the entry's size; a length, when given,
-// equals it; an offset, when given, is 0; there is no other key. Returns the entry's index.
-// Error(kInvalidArgument) "<source>: <tensor label>: <problem>"; for a location naming no entry
-// the problem ends with `unknown_location` (why the caller's index does not have it).
+// The writers' rule for one EXTERNAL tensor of a model they write (spec §7.2): one location, a
+// valid payload entry name (§6.1) naming an entry of `index`; no payload carried; a type with a
+// fixed element size and dims x element size equal to the entry's size; a length, when given,
+// equal to it; an offset, when given, 0; no other key. Returns the entry's index. Error
+// (kInvalidArgument) naming `source`, the tensor and the entry, in the words the reader uses for
+// the same fault; for a location naming no entry the problem ends with `unknown_location` (why
+// the caller's index does not have it).
 std::size_t check_writer_reference(const TensorProto& tensor, std::string_view site,
                                    const PayloadIndex& index, const std::string& source,
                                    std::string_view unknown_location);
@@ -89,10 +88,16 @@ std::size_t check_writer_reference(const TensorProto& tensor, std::string_view s
 struct Issue {
   VerifyFinding::Severity severity = VerifyFinding::Severity::kError;
   ErrorCode code = ErrorCode::kCorrupt;  // For errors.
-  std::string entry;
-  std::string tensor;
+  std::string entry{};                   // The entry's name, for VerifyFinding::entry.
+  std::string tensor{};                  // The tensor's label, for VerifyFinding::tensor.
   std::uint64_t offset = 0;
-  std::string message;  // Complete: names the tensor and the entry itself.
+  ErrorContext place{};  // The tensor and entry phrases; the sink adds the file.
+  std::string problem{};
+
+  // The issue as an Error naming `source` first.
+  Error error(const std::string& source) const {
+    return Error(code, ErrorContext{source, place.tensor, place.entry}, problem);
+  }
 };
 using IssueSink = std::function<void(Issue)>;
 
@@ -106,8 +111,7 @@ const ZipEntry* find_model_entry(const ZipReader& zip, const IssueSink& report);
 const ZipEntry* check_reference(const TensorProto& tensor, std::string_view site,
                                 const ZipReader& zip, const IssueSink& report);
 
-// An IssueSink for loaders: throws the first error as Error(code, "<source>: <message>"),
-// ignores warnings.
+// An IssueSink for loaders: throws the first error as issue.error(source), ignores warnings.
 IssueSink throwing_sink(const std::string& source);
 
 // The entry's uncompressed bytes: a stored entry borrowed with the reader's owner token, a

@@ -1,8 +1,8 @@
 // Tensor references and the model entry: the rules of spec §6.1, §7.2 and §9.4 that the archive
 // writer, loader, verifier and view writer share.
 #include <cstdio>
-#include <limits>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "archive_internal.h"
@@ -13,8 +13,90 @@ namespace onnxzip::archive_detail {
 namespace {
 
 using Severity = VerifyFinding::Severity;
+using detail::ExternalData;
 
 std::string entry_label(std::string_view location) { return "entry " + quote(location); }
+
+// A reference's fault and the code a reader gives it (the writers refuse every fault as the
+// caller's kInvalidArgument).
+struct Fault {
+  ErrorCode code;
+  std::string problem;
+};
+
+// Spec §7.2 item 2: an external tensor carries no payload of its own.
+std::string carried_payload(const TensorProto& tensor) {
+  if (tensor.raw_data) return "an external tensor also carries raw_data";
+  if (const std::string_view field = present_typed_field(tensor); !field.empty()) {
+    return "an external tensor also carries " + std::string(field);
+  }
+  return {};
+}
+
+// Spec §7.2 item 5 and §7.3: a type with a known fixed element size, and dims x element size
+// equal to the entry's size.
+std::optional<Fault> size_fault(const TensorProto& tensor, std::uint64_t entry_size) {
+  const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
+  if (data_type == TensorProto::kString || data_type == TensorProto::kUndefined) {
+    return Fault{ErrorCode::kCorrupt,
+                 std::string(data_type == TensorProto::kString ? "a STRING" : "an UNDEFINED") +
+                     " tensor cannot be external (spec §7.2 item 5)"};
+  }
+  if (element_bits(data_type) == 0) {
+    return Fault{ErrorCode::kUnsupported,
+                 "data type " + std::to_string(data_type) + " is unknown to this library"};
+  }
+  std::uint64_t expected = 0;
+  try {
+    expected = tensor_byte_size(tensor.dims, data_type, "dims");
+  } catch (const Error& e) {
+    return Fault{e.code(), e.message()};  // Names the dims; the caller names the tensor.
+  }
+  if (expected != entry_size) {
+    return Fault{ErrorCode::kCorrupt, "the entry holds " + std::to_string(entry_size) +
+                                          " bytes, but dims x element size of " +
+                                          std::string(data_type_name(data_type)) + " is " +
+                                          std::to_string(expected) + " (spec §7.3)"};
+  }
+  return std::nullopt;
+}
+
+// What spec §7.2 items 3 and 4 and §9.4 items 3 and 4 say of the keys besides the location:
+// `errors` a reader must refuse, `findings` it accepts (the writers refuse the other keys too).
+struct KeyReview {
+  std::vector<std::string> errors;
+  std::vector<std::string> findings;
+};
+
+// For a reference in which reference_fault found nothing (its numbers are numbers).
+KeyReview review_keys(const ExternalData& data, std::uint64_t entry_size) {
+  KeyReview review;
+  if (!data.length) {
+    review.findings.push_back("external_data has no 'length' (spec §7.2 item 3)");
+  } else if (*data.length->value != entry_size) {
+    review.errors.push_back("length " + quote(data.length->text) + " differs from the entry's " +
+                            std::to_string(entry_size) + " bytes");
+  } else if (!data.length->canonical) {
+    review.findings.push_back("length " + quote(data.length->text) +
+                              " is not in canonical decimal form (spec §7.2)");
+  }
+  if (data.offset && *data.offset->value != 0) {
+    review.errors.push_back("offset " + quote(data.offset->text) +
+                            ": a payload starts at its entry's first byte, so only offset 0 is "
+                            "allowed (spec §7.2 item 4, §9.4 item 3)");
+  } else if (data.offset) {
+    review.findings.push_back(
+        "an 'offset' key (of 0) is not part of a canonical reference (spec §9.4 item 4)");
+  }
+  for (const std::string_view key : data.other_keys) review.findings.push_back(other_key(key));
+  const auto& keys = data.keys;
+  if (data.length && keys.size() >= 2 &&
+      (keys[0].key != kLocationKey || keys[1].key != kLengthKey)) {
+    review.findings.push_back(
+        "external_data keys are not in the order location, length (spec §7.2 item 3)");
+  }
+  return review;
+}
 
 }  // namespace
 
@@ -24,17 +106,9 @@ std::string tensor_label(const TensorProto& tensor, std::string_view site) {
   return label;
 }
 
-bool parse_decimal(std::string_view text, std::uint64_t& value) noexcept {
-  if (text.empty()) return false;
-  std::uint64_t result = 0;
-  for (const char c : text) {
-    if (c < '0' || c > '9') return false;
-    const auto digit = static_cast<std::uint64_t>(c - '0');
-    if (result > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return false;
-    result = result * 10 + digit;
-  }
-  value = result;
-  return true;
+std::string other_key(std::string_view key) {
+  return "external_data key " + quote(key) +
+         " is not part of an .onnxz reference (spec §7.2 item 4, §9.4 item 4)";
 }
 
 std::string location_problem(std::string_view location) {
@@ -90,13 +164,6 @@ TensorProto make_reference(const TensorProto& tensor, std::string_view location,
   return reference;
 }
 
-const Text* external_value(const TensorProto& tensor, std::string_view key) noexcept {
-  for (const StringStringEntryProto& entry : tensor.external_data) {
-    if (entry.key && *entry.key == key) return entry.value ? &*entry.value : nullptr;
-  }
-  return nullptr;
-}
-
 std::size_t PayloadIndex::add(std::string location, std::uint64_t size) {
   const std::size_t index = entries_.size();
   by_location_.emplace(location, index);
@@ -113,61 +180,40 @@ std::size_t check_writer_reference(const TensorProto& tensor, std::string_view s
                                    const PayloadIndex& index, const std::string& source,
                                    std::string_view unknown_location) {
   // Messages are built only on failure: a model may hold very many tensors.
-  const auto fail = [&](const std::string& what) {
-    throw Error(ErrorCode::kInvalidArgument,
-                source + ": " + tensor_label(tensor, site) + ": " + what);
+  ErrorContext place;
+  const auto fail = [&](const std::string& problem) {
+    place.file = source;
+    place.tensor = tensor_label(tensor, site);
+    throw Error(ErrorCode::kInvalidArgument, std::move(place), problem);
   };
-  const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
-  const Text* location = external_value(tensor, kLocationKey);
-  if (location == nullptr) fail("data_location is EXTERNAL but external_data has no location");
-  const std::size_t found = index.find(location->view());
+  const ExternalData data = detail::read_external_data(tensor);
+  if (const std::string fault = detail::reference_fault(data); !fault.empty()) fail(fault);
+  const std::string_view location = *data.location;
+  // Looked up first: a location the index lacks gets the caller's reason (legacy external data
+  // not loaded, say), whatever its name.
+  const std::size_t found = index.find(location);
   if (found == PayloadIndex::npos) {
-    fail("refers to external data " + quote(*location) + ", " + std::string(unknown_location));
+    fail("refers to external data " + quote(location) + ", " + std::string(unknown_location));
+  }
+  if (const std::string problem = location_problem(location); !problem.empty()) {
+    fail("the location " + quote(location) + " " + problem + " (spec §6.1, §9.4 item 3)");
   }
   const PayloadIndex::Entry& entry = index.entries()[found];
-  const std::string at_entry = "refers to entry " + quote(entry.location) + " but ";
-  if (const std::string problem = location_problem(entry.location); !problem.empty()) {
-    fail(at_entry + "that name " + problem + " (spec §6.1, §9.4 item 3)");
+  const auto fail_at_entry = [&](const std::string& problem) {
+    place.entry = entry_label(entry.location);
+    fail(problem);
+  };
+  if (const std::string problem = carried_payload(tensor); !problem.empty()) {
+    fail_at_entry(problem);
   }
-  if (tensor.raw_data || !present_typed_field(tensor).empty()) {
-    fail(at_entry + "also carries a payload");
+  if (const std::optional<Fault> fault = size_fault(tensor, entry.size)) {
+    fail_at_entry(fault->problem);
   }
-  if (element_bits(data_type) == 0) {
-    fail(at_entry + "its data type " + std::to_string(data_type) +
-         " has no fixed element size (spec §7.2 item 5)");
-  }
-  std::uint64_t expected = 0;
-  try {
-    expected = tensor_byte_size(tensor.dims, data_type, "dims");
-  } catch (const Error& e) {
-    fail(at_entry + e.what());
-  }
-  if (expected != entry.size) {
-    fail(at_entry + "its dims x element size is " + std::to_string(expected) +
-         " bytes and the entry holds " + std::to_string(entry.size));
-  }
-  for (const StringStringEntryProto& kv : tensor.external_data) {
-    const std::string key(kv.key.value_or(""));
-    const std::string value(kv.value.value_or(""));
-    std::uint64_t number = 0;
-    const bool numeric = parse_decimal(value, number);
-    if (key == kLocationKey) {
-      if (value != entry.location) fail("has several locations");
-    } else if (key == kLengthKey) {
-      if (!numeric || number != entry.size) {
-        fail(at_entry + "its length " + quote(value) + " differs from the entry's " +
-             std::to_string(entry.size) + " bytes");
-      }
-    } else if (key == kOffsetKey) {
-      if (!numeric || number != 0) {
-        fail(at_entry + "has offset " + quote(value) +
-             "; a payload starts at its entry's first byte (spec §7.2 item 4)");
-      }
-    } else {
-      fail(at_entry + "has the external_data key " + quote(key) +
-           ", which an .onnxz reference must not have (spec §7.2 item 4)");
-    }
-  }
+  // The writers accept the findings a reader accepts, since they write the canonical form
+  // anyway, except keys that have no place in an .onnxz reference at all.
+  const KeyReview review = review_keys(data, entry.size);
+  if (!review.errors.empty()) fail_at_entry(review.errors.front());
+  if (!data.other_keys.empty()) fail_at_entry(other_key(data.other_keys.front()));
   return found;
 }
 
@@ -175,151 +221,116 @@ const ZipEntry* find_model_entry(const ZipReader& zip, const IssueSink& report) 
   const std::string name(kModelEntryName);
   const ZipEntry* model = zip.find(kModelEntryName);
   if (model == nullptr) {
-    report({Severity::kError, ErrorCode::kCorrupt, name, "", 0,
-            "not an .onnxz archive: no entry named " + quote(name) + " (spec §9.4 item 1)"});
+    report({.severity = Severity::kError,
+            .entry = name,
+            .problem =
+                "not an .onnxz archive: no entry named " + quote(name) + " (spec §9.4 item 1)"});
     return nullptr;
   }
   const std::vector<ZipEntry>& entries = zip.entries();
   if (model->index + 1 != entries.size()) {
     const ZipEntry& after = entries[model->index + 1];
-    report({Severity::kError, ErrorCode::kCorrupt, name, "", model->local_header_offset,
-            "not an .onnxz archive: entry " + quote(name) + " at offset " +
-                std::to_string(model->local_header_offset) + " is not the last entry: entry " +
-                quote(after.name) + " follows at offset " +
-                std::to_string(after.local_header_offset) + " (spec §2.4, §9.4 item 1)"});
+    report({.severity = Severity::kError,
+            .entry = name,
+            .offset = model->local_header_offset,
+            .problem = "not an .onnxz archive: entry " + quote(name) + " at offset " +
+                       std::to_string(model->local_header_offset) +
+                       " is not the last entry: entry " + quote(after.name) +
+                       " follows at offset " + std::to_string(after.local_header_offset) +
+                       " (spec §2.4, §9.4 item 1)"});
   }
   if (model->central_index + 1 != entries.size()) {
-    report({Severity::kError, ErrorCode::kCorrupt, name, "", model->central_header_offset,
-            "not an .onnxz archive: the central directory record of entry " + quote(name) +
-                " at offset " + std::to_string(model->central_header_offset) +
-                " is not the last one (spec §2.4, §9.4 item 1)"});
+    report({.severity = Severity::kError,
+            .entry = name,
+            .offset = model->central_header_offset,
+            .problem = "not an .onnxz archive: the central directory record of entry " +
+                       quote(name) + " at offset " + std::to_string(model->central_header_offset) +
+                       " is not the last one (spec §2.4, §9.4 item 1)"});
   }
   return model;
 }
 
-const ZipEntry* check_reference(const TensorProto& tensor, std::string_view site,
-                                const ZipReader& zip, const IssueSink& report) {
-  const std::string label = tensor_label(tensor, site);
-  std::string location;
-  const ZipEntry* entry = nullptr;
-  const auto issue = [&](Severity severity, ErrorCode code, const std::string& what) {
-    const std::string place = location.empty() ? label : label + ", " + entry_label(location);
-    report({severity, code, location, label, entry != nullptr ? entry->local_header_offset : 0,
-            place + ": " + what});
-  };
-  const auto error = [&](ErrorCode code, const std::string& what) {
-    issue(Severity::kError, code, what);
-  };
-  const auto warning = [&](const std::string& what) {
-    issue(Severity::kWarning, ErrorCode::kCorrupt, what);
-  };
+namespace {
 
-  // The location: exactly one, a payload entry name, naming an entry.
-  std::size_t locations = 0;
-  for (const StringStringEntryProto& kv : tensor.external_data) {
-    if (kv.key && *kv.key == kLocationKey) {
-      if (locations++ == 0) location = kv.value.value_or("");
-    }
+// check_reference's reporting: each issue names the tensor, and the entry once it is known.
+class ReferenceReport final {
+ public:
+  ReferenceReport(const TensorProto& tensor, std::string_view site, const IssueSink& report)
+      : label_(tensor_label(tensor, site)), report_(report) {}
+
+  void at_entry(const ZipEntry& entry) { entry_ = &entry; }
+  void error(ErrorCode code, std::string problem) {
+    failed_ = true;
+    issue(Severity::kError, code, std::move(problem));
   }
-  if (locations != 1) {
-    error(ErrorCode::kCorrupt, locations == 0
-                                   ? "data_location is EXTERNAL but external_data has no 'location'"
-                                   : "external_data has " + std::to_string(locations) +
-                                         " 'location' keys (spec §9.4 item 3)");
+  void warning(std::string problem) {
+    issue(Severity::kWarning, ErrorCode::kCorrupt, std::move(problem));
+  }
+  bool failed() const noexcept { return failed_; }
+
+ private:
+  void issue(Severity severity, ErrorCode code, std::string problem) {
+    const std::string entry_name = entry_ != nullptr ? entry_->name : std::string();
+    report_({.severity = severity,
+             .code = code,
+             .entry = entry_name,
+             .tensor = label_,
+             .offset = entry_ != nullptr ? entry_->local_header_offset : 0,
+             .place = {.tensor = label_,
+                       .entry = entry_ != nullptr ? entry_label(entry_name) : std::string()},
+             .problem = std::move(problem)});
+  }
+
+  std::string label_;
+  const IssueSink& report_;
+  const ZipEntry* entry_ = nullptr;
+  bool failed_ = false;
+};
+
+// Spec §9.4 item 3, first part: one location, a payload entry name, naming an entry.
+const ZipEntry* resolve_location(const ExternalData& data, const ZipReader& zip,
+                                 ReferenceReport& report) {
+  if (const std::string fault = detail::reference_fault(data); !fault.empty()) {
+    report.error(ErrorCode::kCorrupt, fault);
     return nullptr;
   }
-  if (const std::string problem = location_problem(location); !problem.empty()) {
-    error(ErrorCode::kCorrupt, "the location " + problem + " (spec §9.4 item 3)");
+  if (const std::string problem = location_problem(*data.location); !problem.empty()) {
+    report.error(ErrorCode::kCorrupt,
+                 "the location " + quote(*data.location) + " " + problem + " (spec §9.4 item 3)");
     return nullptr;
   }
-  entry = zip.find(location);
+  const ZipEntry* entry = zip.find(*data.location);
   if (entry == nullptr) {
-    error(ErrorCode::kCorrupt, "the location names no entry of the archive");
-    return nullptr;
+    report.error(ErrorCode::kCorrupt,
+                 "the location " + quote(*data.location) + " names no entry of the archive");
   }
+  return entry;
+}
 
-  bool failed = false;
-  if (tensor.raw_data) {
-    error(ErrorCode::kCorrupt, "an external tensor also carries raw_data");
-    failed = true;
-  } else if (const std::string_view field = present_typed_field(tensor); !field.empty()) {
-    error(ErrorCode::kCorrupt, "an external tensor also carries " + std::string(field));
-    failed = true;
-  }
+}  // namespace
 
-  const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
-  std::uint64_t expected = 0;
-  bool sized = false;
-  if (data_type == TensorProto::kString || data_type == TensorProto::kUndefined) {
-    error(ErrorCode::kCorrupt,
-          std::string(data_type == TensorProto::kString ? "a STRING" : "an UNDEFINED") +
-              " tensor cannot be external (spec §7.2 item 5)");
-    failed = true;
-  } else if (element_bits(data_type) == 0) {
-    error(ErrorCode::kUnsupported,
-          "data type " + std::to_string(data_type) + " is unknown to this reader");
-    failed = true;
-  } else {
-    try {
-      expected = tensor_byte_size(tensor.dims, data_type, "dims");
-      sized = true;
-    } catch (const Error& e) {
-      error(ErrorCode::kCorrupt, e.what());
-      failed = true;
-    }
+const ZipEntry* check_reference(const TensorProto& tensor, std::string_view site,
+                                const ZipReader& zip, const IssueSink& sink) {
+  ReferenceReport report(tensor, site, sink);
+  const ExternalData data = detail::read_external_data(tensor);
+  const ZipEntry* entry = resolve_location(data, zip, report);
+  if (entry == nullptr) return nullptr;
+  report.at_entry(*entry);
+  if (std::string problem = carried_payload(tensor); !problem.empty()) {
+    report.error(ErrorCode::kCorrupt, std::move(problem));
   }
-  if (sized && expected != entry->size) {
-    error(ErrorCode::kCorrupt, "the entry holds " + std::to_string(entry->size) +
-                                   " bytes, but dims x element size of " +
-                                   std::string(data_type_name(data_type)) + " is " +
-                                   std::to_string(expected) + " (spec §7.3)");
-    failed = true;
+  if (std::optional<Fault> fault = size_fault(tensor, entry->size)) {
+    report.error(fault->code, std::move(fault->problem));
   }
-
-  // The other keys: length must match, offset must be 0, the rest are findings (§9.4 item 4).
-  bool has_length = false;
-  for (const StringStringEntryProto& kv : tensor.external_data) {
-    const std::string key(kv.key.value_or(""));
-    const std::string value(kv.value.value_or(""));
-    if (key == kLocationKey) continue;
-    std::uint64_t number = 0;
-    const bool numeric = parse_decimal(value, number);
-    if (key == kLengthKey) {
-      has_length = true;
-      if (!numeric || number != entry->size) {
-        error(ErrorCode::kCorrupt, "length " + quote(value) + " differs from the entry's " +
-                                       std::to_string(entry->size) + " bytes");
-        failed = true;
-      } else if (value != std::to_string(number)) {
-        warning("length " + quote(value) + " is not in canonical decimal form (spec §7.2)");
-      }
-    } else if (key == kOffsetKey) {
-      if (!numeric || number != 0) {
-        error(ErrorCode::kCorrupt, "offset " + quote(value) +
-                                       ": a payload starts at its entry's first byte, so only "
-                                       "offset 0 is allowed (spec §7.2 item 4, §9.4 item 3)");
-        failed = true;
-      } else {
-        warning("an 'offset' key (of 0) is not part of a canonical reference (spec §9.4 item 4)");
-      }
-    } else {
-      warning("external_data key " + quote(key) + " is ignored (spec §7.2 item 4, §9.4 item 4)");
-    }
-  }
-  if (!has_length) warning("external_data has no 'length' (spec §7.2 item 3)");
-  const auto& kv = tensor.external_data;
-  if (has_length && kv.size() >= 2 &&
-      (kv[0].key.value_or("") != kLocationKey || kv[1].key.value_or("") != kLengthKey)) {
-    warning("external_data keys are not in the order location, length (spec §7.2 item 3)");
-  }
-  return failed ? nullptr : entry;
+  KeyReview review = review_keys(data, entry->size);
+  for (std::string& problem : review.errors) report.error(ErrorCode::kCorrupt, std::move(problem));
+  for (std::string& problem : review.findings) report.warning(std::move(problem));
+  return report.failed() ? nullptr : entry;
 }
 
 IssueSink throwing_sink(const std::string& source) {
   return [source](Issue issue) {
-    if (issue.severity == Severity::kError) {
-      throw Error(issue.code, source + ": " + issue.message);
-    }
+    if (issue.severity == Severity::kError) throw issue.error(source);
   };
 }
 

@@ -58,8 +58,8 @@ class Verifier final {
   }
   archive_detail::IssueSink collector() {
     return [this](archive_detail::Issue issue) {
-      add(issue.severity, std::move(issue.entry), std::move(issue.tensor), issue.offset,
-          zip_->source_name() + ": " + issue.message);
+      const std::string message = issue.error(zip_->source_name()).message();
+      add(issue.severity, std::move(issue.entry), std::move(issue.tensor), issue.offset, message);
     };
   }
 
@@ -188,8 +188,9 @@ void Verifier::check_headers(const ZipEntry& e) {
 }
 
 void Verifier::check_extra_fields(const ZipEntry& e) {
-  const std::string what = zip_->source_name() + ": entry " + quote(e.name);
-  // The reader has split both fields already; a failure here would be a reader bug.
+  // The reader has split both fields already; a failure here would be a reader bug. warn() names
+  // the file and the entry.
+  const std::string_view what = "extra field";
   const std::uint64_t local_at =
       e.local_header_offset + zip::LocalFileHeader::kSize + e.name.size();
   const std::uint64_t central_at =
@@ -200,7 +201,7 @@ void Verifier::check_extra_fields(const ZipEntry& e) {
     local = zip::split_extra_field(e.local_extra, local_at, what);
     central = zip::split_extra_field(e.central_extra, central_at, what);
   } catch (const Error& error) {
-    warn(e, local_at, error.what());
+    warn(e, local_at, error.message());
     return;
   }
 
@@ -286,7 +287,7 @@ void Verifier::check_crc(const ZipEntry& e) {
   try {
     zip_->verify(e);
   } catch (const Error& error) {
-    add(Severity::kError, e.name, "", e.data_offset, error.what());
+    add(Severity::kError, e.name, "", e.data_offset, error.message());
   }
 }
 
@@ -301,7 +302,7 @@ void Verifier::check_model(const ZipEntry& model_entry) {
                                       bytes.owner());
   } catch (const Error& error) {
     add(Severity::kError, model_entry.name, "", model_entry.data_offset,
-        std::string(error.what()) + " (spec §9.4 item 2)");
+        error.message() + " (spec §9.4 item 2)");
     return;
   }
   const archive_detail::IssueSink sink = collector();
@@ -309,7 +310,7 @@ void Verifier::check_model(const ZipEntry& model_entry) {
     if (tensor.data_location == TensorProto::kExternal) {
       // An entry counts as referenced even when the reference has other errors: the report
       // should not add "unreferenced" to "length mismatch".
-      if (const Text* location = archive_detail::external_value(tensor, "location")) {
+      if (const auto location = detail::read_external_data(tensor).location) {
         if (const ZipEntry* e = zip.find(*location)) referenced_.insert(e->index);
       }
       archive_detail::check_reference(tensor, site.path, zip, sink);
@@ -350,7 +351,7 @@ VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options,
     zip.emplace(
         ZipReader::from_bytes(archive_bytes, options.zip, nullptr, std::string(source_name)));
   } catch (const Error& error) {
-    report.findings.push_back({Severity::kError, "", "", 0, error.what()});
+    report.findings.push_back({Severity::kError, "", "", 0, error.message()});
     return report;
   }
   Verifier(options, report).run(*zip);

@@ -73,8 +73,8 @@ void write_view_model(const std::filesystem::path& archive_path,
   for_each_tensor(view, [&](TensorProto& tensor, const TensorSite&) {
     if (tensor.data_location != TensorProto::kExternal) return;
     // Archive::open validated every reference, so the location resolves.
-    const Text* entry = archive_detail::external_value(tensor, "location");
-    const Archive::TensorInfo& info = *archive.find_location(*entry);
+    const std::string_view entry = *detail::read_external_data(tensor).location;
+    const Archive::TensorInfo& info = *archive.find_location(entry);
     // A zero length would make onnx read to the end of the file; deflated data is no byte range.
     if (loadable.contains(&tensor) && info.zero_copy && !info.data.empty()) {
       tensor.external_data.clear();

@@ -80,10 +80,6 @@ struct WrittenPayload {
   const TensorProto* tensor;
 };
 
-[[noreturn]] void fail_tensor(const std::string& label, const std::string& what) {
-  throw Error(ErrorCode::kInvalidArgument, label + ": " + what);
-}
-
 }  // namespace
 
 void TensorRef::apply_to(TensorProto& tensor) const {
@@ -157,7 +153,8 @@ void ArchiveWriter::State::check_added_tensor(std::string_view tensor_name, std:
   try {
     expected = tensor_byte_size(dims, data_type, "dims");
   } catch (const Error& e) {
-    throw Error(ErrorCode::kInvalidArgument, label + ": " + e.what());
+    // The caller's dims: an invalid argument, whatever code the size helper gives it.
+    throw Error(ErrorCode::kInvalidArgument, label + ": " + e.message());
   }
   if (size != expected) {
     throw Error(ErrorCode::kInvalidArgument, label + ": " + std::to_string(size) +
@@ -179,7 +176,8 @@ std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
   for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
     // Messages are built only on failure: a model may hold very many tensors.
     const auto fail = [&](const std::string& what) {
-      fail_tensor(source + ": " + tensor_label(tensor, site.path), what);
+      throw Error(ErrorCode::kInvalidArgument,
+                  {.file = source, .tensor = tensor_label(tensor, site.path)}, what);
     };
     const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
 

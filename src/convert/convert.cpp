@@ -3,7 +3,6 @@
 #include "onnxzip/convert.h"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <memory>
 #include <optional>
@@ -13,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "external_data.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/onnx_codec.h"
@@ -61,11 +61,9 @@ void check_archive_output(const fs::path& in, const fs::path& out, const LegacyR
   const fs::path folder = folder_of(in);
   for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite&) {
     if (tensor.data_location != TensorProto::kExternal) return;
-    for (const StringStringEntryProto& kv : tensor.external_data) {
-      if (kv.key != "location" || !kv.value) continue;
-      if (same_file(folder / kv.value->view(), out)) {
-        refuse_overwrite(in, out, "the input's external data file " + quote(*kv.value));
-      }
+    const std::optional<std::string_view> location = detail::read_external_data(tensor).location;
+    if (location && same_file(folder / *location, out)) {
+      refuse_overwrite(in, out, "the input's external data file " + quote(*location));
     }
   });
 }
@@ -122,13 +120,6 @@ struct Reference {
   std::uint64_t length;
 };
 
-std::optional<std::uint64_t> decimal(std::string_view text) {
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
 bool valid_entry_name(std::string_view name) {
   return entry_name_problem(name, EntryNameKind::kPayload).empty();
 }
@@ -182,57 +173,52 @@ const ZipEntry& Repacker::find_model_entry() const {
 
 Reference Repacker::resolve(TensorProto& tensor, std::string_view site,
                             std::string_view prefix) const {
-  const auto fail_tensor = [&](const std::string& what) {
-    fail(tensor_label(tensor, site) + ": " + what);
+  ErrorContext place;  // Filled only on failure: a model may hold very many tensors.
+  const auto fail_tensor = [&](const std::string& problem) {
+    place.file = in_.string();
+    place.tensor = tensor_label(tensor, site);
+    throw Error(ErrorCode::kCorrupt, std::move(place), problem);
   };
-  const Text* location = nullptr;
-  std::optional<std::uint64_t> offset;
-  std::optional<std::uint64_t> length;
-  for (const StringStringEntryProto& kv : tensor.external_data) {
-    const std::string key(kv.key.value_or(""));
-    const std::string value(kv.value.value_or(""));
-    if (key == "location") {
-      if (location != nullptr) fail_tensor("has several locations");
-      location = &*kv.value;
-    } else if (key == "offset" || key == "length") {
-      const std::optional<std::uint64_t> number = decimal(value);
-      if (!number) fail_tensor(key + " " + quote(value) + " is not a decimal number");
-      (key == "offset" ? offset : length) = number;
-    }  // checksum, basepath and unknown keys locate nothing.
-  }
-  if (location == nullptr) fail_tensor("data_location is EXTERNAL but there is no location");
+  // Any key but location, offset and length locates nothing: checksum, basepath and unknown
+  // keys are ignored, as the legacy reader does.
+  const detail::ExternalData data = detail::read_external_data(tensor);
+  if (const std::string fault = detail::reference_fault(data); !fault.empty()) fail_tensor(fault);
   if (tensor.raw_data || !tensor.float_data.empty() || !tensor.int32_data.empty() ||
       !tensor.string_data.empty() || !tensor.int64_data.empty() || !tensor.double_data.empty() ||
       !tensor.uint64_data.empty()) {
     fail_tensor("data_location is EXTERNAL but the tensor also holds its data inline");
   }
-  const std::string name = std::string(prefix) + *location;
+  const std::string_view location = *data.location;
+  const std::string name = std::string(prefix) + std::string(location);
   const ZipEntry* entry = zip_.find(name);
   if (entry == nullptr || entry->is_directory()) {
-    fail_tensor("refers to " + quote(*location) + ", which is no file of the archive");
+    fail_tensor("refers to " + quote(location) + ", which is no file of the archive");
   }
-  std::uint64_t expected = 0;
-  try {
-    expected = tensor_byte_size(tensor);
-  } catch (const Error& e) {
-    throw Error(e.code(), in_.string() + ": " + tensor_label(tensor, site) + ": " + e.what());
-  }
-  const std::uint64_t start = offset.value_or(0);
+  const auto fail_in_entry = [&](const std::string& problem) {
+    place.entry = "entry " + quote(entry->name);
+    fail_tensor(problem);
+  };
+  const std::uint64_t expected = with_error_context(
+      [&] { return ErrorContext{.file = in_.string(), .tensor = tensor_label(tensor, site)}; },
+      [&] {
+        return tensor_byte_size(tensor.dims, tensor.data_type.value_or(TensorProto::kUndefined),
+                                "dims");
+      });
+  const std::uint64_t start = data.offset ? *data.offset->value : 0;
   if (start > entry->size) {
-    fail_tensor("offset " + std::to_string(start) + " is past the end of entry " +
-                quote(entry->name) + " (" + std::to_string(entry->size) + " bytes)");
+    fail_in_entry("offset " + std::to_string(start) + " is past the end of the entry (" +
+                  std::to_string(entry->size) + " bytes)");
   }
-  const std::uint64_t count = length.value_or(entry->size - start);
+  const std::uint64_t count = data.length ? *data.length->value : entry->size - start;
   if (!fits(start, count, entry->size)) {
-    fail_tensor("offset " + std::to_string(start) + " + length " + std::to_string(count) +
-                " is past the end of entry " + quote(entry->name) + " (" +
-                std::to_string(entry->size) + " bytes)");
+    fail_in_entry("offset " + std::to_string(start) + " + length " + std::to_string(count) +
+                  " is past the end of the entry (" + std::to_string(entry->size) + " bytes)");
   }
   if (count != expected) {
-    fail_tensor("its " + std::to_string(count) + " bytes in entry " + quote(entry->name) +
-                " differ from dims x element size (" + std::to_string(expected) + " bytes)");
+    fail_in_entry("its " + std::to_string(count) + " bytes differ from dims x element size (" +
+                  std::to_string(expected) + " bytes)");
   }
-  return {&tensor, entry, location->str(), start, count};
+  return {&tensor, entry, std::string(location), start, count};
 }
 
 std::shared_ptr<const TensorBytes> Repacker::entry_bytes(const ZipEntry& entry) {

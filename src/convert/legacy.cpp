@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -26,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "external_data.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
@@ -38,18 +38,14 @@ namespace onnxzip {
 namespace {
 
 using detail::Fd;
+using detail::kLengthKey;
+using detail::kLocationKey;
+using detail::kOffsetKey;
 using detail::quote;
-
-constexpr std::string_view kLocationKey = "location";
-constexpr std::string_view kOffsetKey = "offset";
-constexpr std::string_view kLengthKey = "length";
 
 std::string tensor_label(const TensorProto& tensor, std::string_view site_path) {
   std::string label = tensor.name ? "tensor " + quote(*tensor.name) : "unnamed tensor";
-  label += " (";
-  label += site_path;
-  label += ')';
-  return label;
+  return label.append(" at ").append(site_path);
 }
 
 bool has_typed_data(const TensorProto& t) {
@@ -63,62 +59,35 @@ bool is_external(const TensorProto& t) {
 
 // --- Reading: external references ---
 
-// A plain non-negative decimal, as the reference writes them (str(int)). nullopt otherwise.
-std::optional<std::uint64_t> parse_decimal(std::string_view text) {
-  if (text.empty()) return std::nullopt;
-  std::uint64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
+// Where the data of one external tensor lies, as its external_data says (views into the tensor).
 struct ExternalReference {
-  const Text* location = nullptr;
-  std::optional<std::uint64_t> offset;
-  std::optional<std::uint64_t> length;
+  std::string_view location;
+  std::optional<std::uint64_t> offset{};
+  std::optional<std::uint64_t> length{};
 };
 
-// Where an error about one tensor's reference is reported: "<model>: <tensor>: location '...'".
+// Where an error about one tensor's reference is reported: the model file, the tensor, then the
+// location once it is read.
 struct ReferenceContext {
-  const std::string& model;
-  std::string tensor;
-  const Text* location = nullptr;
+  ErrorContext place;
 
-  std::string prefix() const {
-    std::string text = model + ": " + tensor;
-    if (location != nullptr) text += ": location " + quote(*location);
-    return text + ": ";
-  }
-  [[noreturn]] void fail(ErrorCode code, const std::string& message) const {
-    throw Error(code, prefix() + message);
+  [[noreturn]] void fail(ErrorCode code, const std::string& problem) const {
+    throw Error(code, place, problem);
   }
 };
 
+// legacy.h's rules for the keys: one location, offset and length at most once each and decimal
+// numbers; checksum, basepath and other keys ignored (the reference never uses them to find or
+// check the data).
 ExternalReference parse_reference(const TensorProto& tensor, ReferenceContext& ctx) {
-  static const Text kAbsent;
-  ExternalReference ref;
-  for (const StringStringEntryProto& entry : tensor.external_data) {
-    const Text& key = entry.key ? *entry.key : kAbsent;
-    const Text& value = entry.value ? *entry.value : kAbsent;
-    if (key == kLocationKey) {
-      if (ref.location != nullptr) ctx.fail(ErrorCode::kCorrupt, "'location' is given twice");
-      ref.location = &value;
-      ctx.location = ref.location;
-    } else if (key == kOffsetKey || key == kLengthKey) {
-      std::optional<std::uint64_t>& slot = key == kOffsetKey ? ref.offset : ref.length;
-      if (slot) ctx.fail(ErrorCode::kCorrupt, quote(key) + " is given twice");
-      slot = parse_decimal(value);
-      if (!slot) {
-        ctx.fail(ErrorCode::kCorrupt,
-                 quote(key) + " " + quote(value) + " is not a non-negative decimal number");
-      }
-    }
-    // checksum and basepath: the reference never uses them to find or check the data; other
-    // keys: the reference ignores them (with a warning).
+  const detail::ExternalData data = detail::read_external_data(tensor);
+  if (data.location) ctx.place.entry = "location " + quote(*data.location);
+  if (const std::string fault = detail::reference_fault(data); !fault.empty()) {
+    ctx.fail(ErrorCode::kCorrupt, fault);
   }
-  if (ref.location == nullptr) {
-    ctx.fail(ErrorCode::kCorrupt, "data_location is EXTERNAL but external_data has no 'location'");
-  }
+  ExternalReference ref{.location = *data.location};
+  if (data.offset) ref.offset = data.offset->value;
+  if (data.length) ref.length = data.length->value;
   return ref;
 }
 
@@ -295,7 +264,7 @@ class DataFiles final {
     try {
       mapping = MappedFile::adopt(file.release(), folder_ / location, options_.access);
     } catch (const Error& e) {
-      ctx.fail(ErrorCode::kIo, std::string("cannot map the file: ") + e.what());
+      throw e.with_context(ctx.place);  // It names the data file's path and the system's reason.
     }
     if (mapping->bytes().size() != static_cast<std::uint64_t>(checked.st_size)) {
       ctx.fail(ErrorCode::kIo, "the file changed size while it was being mapped");
@@ -313,19 +282,19 @@ class DataFiles final {
 
 void resolve_external(TensorProto& tensor, const TensorSite& site, const std::string& model,
                       DataFiles& files) {
-  ReferenceContext ctx{model, tensor_label(tensor, site.path)};
+  ReferenceContext ctx{.place = {.file = model, .tensor = tensor_label(tensor, site.path)}};
   const ExternalReference ref = parse_reference(tensor, ctx);
   if (tensor.raw_data || has_typed_data(tensor)) {
     ctx.fail(ErrorCode::kCorrupt,
              "data_location is EXTERNAL but the tensor also holds its data inline");
   }
-  std::uint64_t expected = 0;
-  try {
-    expected = tensor_byte_size(tensor);
-  } catch (const Error& e) {
-    ctx.fail(e.code(), e.what());
-  }
-  const std::shared_ptr<const MappedFile> mapping = files.map(ref.location->str(), ctx);
+  const std::uint64_t expected = with_error_context(
+      [&] { return ctx.place; },
+      [&] {
+        return tensor_byte_size(tensor.dims, tensor.data_type.value_or(TensorProto::kUndefined),
+                                "dims");
+      });
+  const std::shared_ptr<const MappedFile> mapping = files.map(std::string(ref.location), ctx);
   const ByteSpan bytes = mapping->bytes();
   const std::uint64_t size = bytes.size();
   const std::uint64_t offset = ref.offset.value_or(0);
@@ -732,7 +701,7 @@ std::optional<std::uint64_t> LegacyWriter::external_size(const TensorProto& tens
     try {
       size = typed_data_to_raw(tensor).size();  // Converted again, one at a time, when written.
     } catch (const Error& e) {
-      throw Error(e.code(), target_ + ": " + tensor_label(tensor, site.path) + ": " + e.what());
+      throw e.with_context({.file = target_});  // The converter names the tensor.
     }
   }
   if (size < options_.threshold) return std::nullopt;

@@ -104,20 +104,15 @@ struct AsciiCaseEqual {
   }
 };
 
-// Calls f(); an Error it throws gets prefix() in front of its message (record decoders name the
-// record and offset but not the file or entry). prefix() runs only on that path.
+// Calls f(); an Error it throws gets prefix() in front of its problem (record decoders name the
+// record and offset but not the file or entry, so they give no context of their own).
+// prefix() runs only on that path.
 template <typename Prefix, typename F>
 auto with_context(const Prefix& prefix, F&& f) -> decltype(f()) {
   try {
     return f();
   } catch (const Error& e) {
-    // what() starts with the code's name, which the new Error adds again.
-    std::string_view message = e.what();
-    const std::string_view code = to_string(e.code());
-    if (message.substr(0, code.size()) == code && message.substr(code.size(), 2) == ": ") {
-      message.remove_prefix(code.size() + 2);
-    }
-    throw Error(e.code(), prefix() + ": " + std::string(message));
+    throw Error(e.code(), prefix() + ": " + e.message());
   }
 }
 
@@ -320,14 +315,24 @@ class ZipReader::Parser final {
                             const std::string& what) const {
     fail(code, r_.source_name_ + ": " + record + " at offset " + std::to_string(offset), what);
   }
+  // The place of an entry's record, for the Errors of the record decoders (which name the
+  // record and offset but not the file or entry) and, joined, for fail().
+  ErrorContext central_context(std::string_view name, std::uint64_t offset) const {
+    return {.file = r_.source_name_,
+            .entry = "entry " + quote(name) + " (central directory record at offset " +
+                     std::to_string(offset) + ")"};
+  }
+  ErrorContext local_context(const ZipEntry& e) const {
+    return {.file = r_.source_name_,
+            .entry = "entry " + quote(e.name) + " (local header at offset " +
+                     std::to_string(e.local_header_offset) + ")"};
+  }
+  ErrorContext file_context() const { return {.file = r_.source_name_}; }
+  static std::string joined(const ErrorContext& place) { return place.file + ": " + place.entry; }
   std::string central_place(std::string_view name, std::uint64_t offset) const {
-    return r_.source_name_ + ": entry " + quote(name) + " (central directory record at offset " +
-           std::to_string(offset) + ")";
+    return joined(central_context(name, offset));
   }
-  std::string local_place(const ZipEntry& e) const {
-    return r_.source_name_ + ": entry " + quote(e.name) + " (local header at offset " +
-           std::to_string(e.local_header_offset) + ")";
-  }
+  std::string local_place(const ZipEntry& e) const { return joined(local_context(e)); }
   void add_finding(ZipFindingKind kind, const std::string& entry, std::uint64_t offset,
                    std::string message) {
     r_.findings_.push_back({kind, entry, offset, std::move(message)});
