@@ -1057,7 +1057,7 @@ ZipReader ZipReader::open(const std::filesystem::path& path, ZipReaderOptions op
   return reader;
 }
 
-ZipReader ZipReader::from_bytes(ByteSpan bytes, ZipReaderOptions options, OwnerToken owner,
+ZipReader ZipReader::from_bytes(ByteSpan bytes, OwnerToken owner, ZipReaderOptions options,
                                 std::string source_name) {
   ZipReader reader(bytes, options, std::move(owner), std::move(source_name));
   reader.parse(-1);

@@ -464,7 +464,7 @@ TEST_F(ArchiveEdit, ACrashInTheMiddleOfAWriteLeavesTheOldOrTheNewModel) {
       std::copy(write.after->begin() + static_cast<std::ptrdiff_t>(from),
                 write.after->begin() + static_cast<std::ptrdiff_t>(from + n),
                 state.begin() + static_cast<std::ptrdiff_t>(from));
-      const ModelProto loaded = load(ByteSpan(state), {}, nullptr, "state");
+      const ModelProto loaded = load(ByteSpan(state), kNoOwner, {}, "state");
       ASSERT_EQ(loaded.producer_name.value_or(""), write.producer) << "prefix " << n;
     }
   }
@@ -519,7 +519,7 @@ TEST_F(ArchiveEdit, ARecordOfAnInterruptedEditMustPointAtAnArchive) {
   };
   // Good: the archive, whatever follows it.
   const Bytes good = with_record(archive.size(), 5000, 0);
-  const ZipReader zip = ZipReader::from_bytes(good);
+  const ZipReader zip = ZipReader::from_bytes(good, kNoOwner);
   EXPECT_EQ(zip.bytes().size(), archive.size());
   ASSERT_FALSE(zip.findings().empty());
   EXPECT_EQ(zip.findings()[0].kind, ZipFindingKind::kInterruptedEdit);
@@ -528,11 +528,11 @@ TEST_F(ArchiveEdit, ARecordOfAnInterruptedEditMustPointAtAnArchive) {
                 std::to_string(archive.size()) + " (up to its record at offset " +
                 std::to_string(archive.size() + 5000) +
                 "); editing the archive again or repacking it removes them (spec §9.6)");
-  EXPECT_EQ(load(ByteSpan(good)).producer_name.value_or(""), "old");
+  EXPECT_EQ(load(ByteSpan(good), kNoOwner).producer_name.value_or(""), "old");
   // Bad: a record that is not where it says, or points where no archive ends.
   const auto expect_corrupt = [](const Bytes& bytes, const std::string& fragment) {
     try {
-      ZipReader::from_bytes(bytes, {}, nullptr, "x.onnxz");
+      ZipReader::from_bytes(bytes, kNoOwner, {}, "x.onnxz");
       ADD_FAILURE() << "no error";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kCorrupt);
