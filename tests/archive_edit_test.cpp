@@ -275,6 +275,35 @@ TEST_F(ArchiveEdit, ErrorsForFilesThatCannotBeEdited) {
   }
 }
 
+// The edit reads the archive through the descriptor it opened and locked, and writes through the
+// same one: an archive renamed over the path meanwhile is neither read nor changed, and the
+// file the edit opened (still reachable by a second link here) gets the new model.
+TEST_F(ArchiveEdit, ReadsAndWritesTheFileItOpenedWhateverItsPathNamesMeanwhile) {
+  ScratchDir dir("edit_replaced");
+  const fs::path path = dir / "m.onnxz";
+  save(sample_model(), path);
+  fs::create_hard_link(path, dir / "opened.onnxz");
+  ModelProto other = sample_model();
+  other.producer_name = "other";
+  save(other, dir / "other.onnxz");
+  const Bytes other_bytes = read_file_bytes(dir / "other.onnxz");
+
+  ModelProto model = archive_model(path);
+  model.producer_name = "new";
+  bool replaced = false;
+  EditOptions options;
+  options.progress = [&](std::uint64_t, std::uint64_t) {
+    if (replaced) return;
+    fs::rename(dir / "other.onnxz", path);
+    replaced = true;
+  };
+  replace_model(path, model, options);
+  ASSERT_TRUE(replaced);
+  EXPECT_EQ(read_file_bytes(path), other_bytes);
+  EXPECT_EQ(producer_of(dir / "opened.onnxz"), "new");
+  EXPECT_EQ(payloads(dir / "opened.onnxz"), payloads(path));
+}
+
 // More than 65,534 entries: the end records need zip64 (spec §5.2) in every tail the edit
 // writes, and every central record is carried over as it was. (Slow: 65,600 entries.)
 TEST(ArchiveEditSlow, ArchivesWithZip64EndRecords) {

@@ -190,6 +190,32 @@ TEST(ZipReader, OpenMapsTheFileAndTheOwnerTokenOutlivesTheReader) {
   EXPECT_TRUE(equal_bytes(b.view(), text_lines(50)));
 }
 
+// A file replaced after it was opened and checked: the reader reads the file it was given (its
+// mapping, and its local headers through its descriptor), never what the path names by then.
+TEST(ZipReader, OpenReadsTheFileItIsGivenNotWhatItsPathNamesNow) {
+  const BuiltZip first = build_zip({stored("a", pattern(1000, 3))});
+  const BuiltZip second = build_zip({stored("b", pattern(64, 1)), stored("c", pattern(8, 2))});
+  for (const FileAccess access : {FileAccess::kMap, FileAccess::kRead}) {
+    const fs::path path = temp_file("replaced.zip");
+    write_file(path, first.span());
+    std::shared_ptr<const MappedFile> file = MappedFile::open(path, access);
+    write_file(temp_file("replacement.zip"), second.span());
+    fs::rename(temp_file("replacement.zip"), path);
+
+    const ZipReader r = ZipReader::open(std::move(file));
+    EXPECT_EQ(r.source_name(), path.string());
+    ASSERT_EQ(r.entries().size(), 1u);
+    EXPECT_TRUE(equal_bytes(r.data(r.at("a")).view(), pattern(1000, 3)));
+    EXPECT_EQ(r.find("b"), nullptr);
+    EXPECT_EQ(ZipReader::open(path, {}, access).entries().size(), 2u);  // The path: the new one.
+  }
+}
+
+TEST(ZipReader, OpenWantsAFile) {
+  expect_error([] { (void)ZipReader::open(std::shared_ptr<const MappedFile>{}); },
+               ErrorCode::kInvalidArgument, {"ZipReader::open: no file"});
+}
+
 TEST(ZipReader, OpenNamesTheMissingFile) {
   const fs::path path = temp_file("does-not-exist.zip");
   expect_error([&] { (void)ZipReader::open(path); }, ErrorCode::kNotFound, {"does-not-exist.zip"});

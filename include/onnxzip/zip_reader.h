@@ -160,6 +160,10 @@ class ZipReader final {
   // whatever the bytes between the entries. A path that is not a regular file is Error(kIo).
   static ZipReader open(const std::filesystem::path& path, ZipReaderOptions options = {},
                         FileAccess access = FileAccess::kMap);
+  // The same for a file already opened and checked (MappedFile::open or adopt): the reader reads
+  // that very file, whatever its path names by now. `file` is the owner token of stored data.
+  // Error(kInvalidArgument) when it is null.
+  static ZipReader open(std::shared_ptr<const MappedFile> file, ZipReaderOptions options = {});
   // Reads an archive held in memory. Borrows `bytes`: they must outlive the reader and, when
   // `owner` is kNoOwner, every TensorBytes it returns; `owner` is handed to those.
   static ZipReader from_bytes(ByteSpan bytes, OwnerToken owner, ZipReaderOptions options = {},
