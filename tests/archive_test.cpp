@@ -149,7 +149,7 @@ TEST(ArchiveSave, RoundTripsTensorsEverywhereForEachThresholdAndAlignment) {
       normalize(loaded);
       EXPECT_EQ(loaded, expected);
 
-      ModelProto copied = load(path, LoadOptions{.no_copy = false});
+      ModelProto copied = load(path, LoadOptions{.parse = {.no_copy = false}});
       for_each_tensor(copied, [&](const TensorProto& tensor, const TensorSite&) {
         if (tensor.raw_data) {
           EXPECT_TRUE(tensor.raw_data->is_owned()) << tensor.name.value_or("");
@@ -355,7 +355,7 @@ TEST(ArchiveLoad, FromBytesBorrowsFromTheCallersBufferWithItsToken) {
   save(model, dir / "m.onnxz", SaveOptions{.threshold = 0});
   auto buffer = std::make_shared<Bytes>(read_file_bytes(dir / "m.onnxz"));
   const ByteSpan span(*buffer);
-  ModelProto loaded = load(span, LoadOptions{}, buffer);
+  ModelProto loaded = load(span, buffer);
   const std::uint8_t* const begin = buffer->data();
   const std::uint8_t* const end = begin + buffer->size();
   std::size_t inside = 0;
@@ -901,7 +901,7 @@ TEST(ArchiveLoad, RefusesArchivesWithoutTheModelEntryLast) {
   testing::ZipBuildOptions build_options;
   build_options.central_order = {1, 0};
   const testing::BuiltZip zip = testing::build_zip({payload, model_entry}, build_options);
-  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { load(zip.span()); }),
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { load(zip.span(), kNoOwner); }),
                   "central directory record of entry '__MODEL_PROTO'");
 
   // A model entry that is not a ModelProto.
@@ -941,7 +941,7 @@ TEST(ArchiveVerify, ReportsCorruptPayloadsByEntry) {
   Bytes bytes = read_file_bytes(path);
   std::uint64_t offset = 0;
   {
-    const ZipReader zip = ZipReader::from_bytes(bytes);
+    const ZipReader zip = ZipReader::from_bytes(bytes, kNoOwner);
     offset = zip.at("W").data_offset + 7;
   }
   bytes[offset] ^= 0x40;

@@ -767,7 +767,7 @@ TEST(LegacyWrite, ProtobufLimitDecidesInlineOrExternal) {
   t.name = "huge";
   t.data_type = TensorProto::kUint8;
   t.dims = {static_cast<std::int64_t>(huge.span().size())};
-  t.raw_data = TensorBytes::borrowed(huge.span());
+  t.raw_data = TensorBytes::borrowed(huge.span(), kNoOwner);
 
   LegacyWriteOptions options;
   options.mode = LegacyWriteOptions::Mode::kInline;

@@ -255,7 +255,7 @@ TEST(ZipRoundTripDamage, EveryTruncationIsRefusedAsCorrupt) {
     expect_corrupt([&] { (void)ZipReader::open(path); }, {path.string()});
     // ...and from a heap block of exactly that size, so AddressSanitizer sees any read past it.
     const Bytes prefix(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(length));
-    expect_corrupt([&] { (void)ZipReader::from_bytes(prefix, {}, nullptr, "cut.zip"); },
+    expect_corrupt([&] { (void)ZipReader::from_bytes(prefix, kNoOwner, {}, "cut.zip"); },
                    {"cut.zip"});
   }
 }

@@ -14,6 +14,7 @@
 
 #include "archive_internal.h"
 #include "onnxzip/crc32.h"
+#include "onnxzip/mapped_file.h"
 #include "onnxzip/tensor.h"
 #include "onnxzip/zip_writer.h"
 #include "progress_meter.h"
@@ -48,8 +49,6 @@ class ArchiveFile final {
                                       (error == EWOULDBLOCK ? "another edit of it is in progress"
                                                             : std::strerror(error)));
     }
-    device_ = status.st_dev;
-    inode_ = status.st_ino;
   }
   ~ArchiveFile() { close(); }
   ArchiveFile(const ArchiveFile&) = delete;
@@ -63,12 +62,15 @@ class ArchiveFile final {
     }
     return static_cast<std::uint64_t>(status.st_size);
   }
-  // Whether `path` still names the file opened (the reader maps it by path).
-  void check_same_file(const std::filesystem::path& path) const {
-    struct stat status {};
-    if (::stat(path.c_str(), &status) != 0 || status.st_dev != device_ || status.st_ino != inode_) {
-      throw Error(ErrorCode::kIo, source_ + ": the file was replaced while it was being edited");
+  // The file this edit holds open and locked, mapped for reading: never opened again by its
+  // path, which another process may have pointed at another file by now.
+  std::shared_ptr<const MappedFile> map() const {
+    const int copy = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) {
+      throw Error(ErrorCode::kIo,
+                  source_ + ": cannot duplicate its descriptor: " + std::strerror(errno));
     }
+    return MappedFile::adopt(copy, source_);
   }
 
  private:
@@ -79,8 +81,6 @@ class ArchiveFile final {
 
   std::string source_;
   int fd_ = -1;
-  dev_t device_ = 0;
-  ino_t inode_ = 0;
 };
 
 std::string name_list(const std::vector<std::string>& names) {
@@ -176,8 +176,7 @@ EditResult replace_model(const std::filesystem::path& archive, const ModelProto&
                          const EditOptions& options) {
   const std::string source = archive.string();
   const ArchiveFile file(archive);
-  const ZipReader zip = ZipReader::open(archive, options.zip);
-  file.check_same_file(archive);
+  const ZipReader zip = ZipReader::open(file.map(), options.zip);
   const ZipEntry* const model_entry =
       archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
 

@@ -25,21 +25,15 @@ struct StringHash {
 };
 using NameIndex = std::unordered_map<std::string, std::size_t, StringHash, std::equal_to<>>;
 
-ParseOptions model_parse_options(const LoadOptions& options) {
-  ParseOptions parse = options.parse;
-  parse.no_copy = options.no_copy;
-  return parse;
-}
-
 }  // namespace
 
-struct Archive::State {
-  explicit State(ZipReader reader) : zip(std::move(reader)) {}
+struct detail::ArchiveState {
+  explicit ArchiveState(ZipReader reader) : zip(std::move(reader)) {}
 
   ZipReader zip;
   TensorBytes model_bytes;
   ModelProto model;
-  std::vector<TensorInfo> tensors;
+  std::vector<Archive::TensorInfo> tensors;
   // The payload of tensors[i], borrowed with the token that keeps it alive.
   std::vector<TensorBytes> payloads;
   NameIndex by_name;
@@ -48,17 +42,17 @@ struct Archive::State {
 
 namespace {
 
-std::unique_ptr<Archive::State> open_state(ZipReader zip, const LoadOptions& options) {
-  auto state = std::make_unique<Archive::State>(std::move(zip));
+std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOptions& options) {
+  auto state = std::make_unique<detail::ArchiveState>(std::move(zip));
   const ZipReader& reader = state->zip;
   const std::string& source = reader.source_name();
   const archive_detail::IssueSink fail = archive_detail::throwing_sink(source);
 
   const ZipEntry* model_entry = archive_detail::find_model_entry(reader, fail);
   state->model_bytes = entry_payload(reader, *model_entry, options.verify_crc);
-  state->model = parse_message<ModelProto>(state->model_bytes.view(), model_parse_options(options),
-                                           source + ": entry " + quote(kModelEntryName),
-                                           state->model_bytes.owner());
+  state->model =
+      parse_message<ModelProto>(state->model_bytes.view(), state->model_bytes.owner(),
+                                options.parse, source + ": entry " + quote(kModelEntryName));
 
   // Each entry's payload is fetched once, however many tensors share it.
   std::unordered_map<std::size_t, TensorBytes> payload_of_entry;
@@ -97,7 +91,7 @@ ZipReader open_zip(const std::filesystem::path& path, const LoadOptions& options
 
 }  // namespace
 
-Archive::Archive(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}
+Archive::Archive(std::unique_ptr<detail::ArchiveState> state) noexcept : state_(std::move(state)) {}
 Archive::~Archive() = default;
 Archive::Archive(Archive&& other) noexcept = default;
 Archive& Archive::operator=(Archive&& other) noexcept = default;
@@ -106,10 +100,10 @@ Archive Archive::open(const std::filesystem::path& path, const LoadOptions& opti
   return Archive(open_state(open_zip(path, options), options));
 }
 
-Archive Archive::from_bytes(ByteSpan bytes, const LoadOptions& options, OwnerToken owner,
+Archive Archive::from_bytes(ByteSpan bytes, OwnerToken owner, const LoadOptions& options,
                             std::string source_name) {
   return Archive(open_state(
-      ZipReader::from_bytes(bytes, options.zip, std::move(owner), std::move(source_name)),
+      ZipReader::from_bytes(bytes, std::move(owner), options.zip, std::move(source_name)),
       options));
 }
 
@@ -136,13 +130,13 @@ namespace {
 
 // Turns the references of `state`'s model into inline payloads, in the order open_state found
 // them (for_each_tensor visits in the same order every time).
-ModelProto resolve(Archive::State& state, const LoadOptions& options) {
+ModelProto resolve(detail::ArchiveState& state, const LoadOptions& options) {
   ModelProto model = std::move(state.model);
   std::size_t next = 0;
   for_each_tensor(model, [&](TensorProto& tensor, const TensorSite&) {
     if (tensor.data_location != TensorProto::kExternal) return;
     const TensorBytes& payload = state.payloads[next++];
-    tensor.raw_data = options.no_copy ? payload : TensorBytes::copy_of(payload.view());
+    tensor.raw_data = options.parse.no_copy ? payload : TensorBytes::copy_of(payload.view());
     tensor.external_data.clear();
     tensor.data_location.reset();
   });
@@ -159,15 +153,16 @@ LoadOptions inflating(LoadOptions options) {
 
 ModelProto load(const std::filesystem::path& path, const LoadOptions& options) {
   const LoadOptions resolving = inflating(options);
-  const std::unique_ptr<Archive::State> state = open_state(open_zip(path, resolving), resolving);
+  const std::unique_ptr<detail::ArchiveState> state =
+      open_state(open_zip(path, resolving), resolving);
   return resolve(*state, resolving);
 }
 
-ModelProto load(ByteSpan archive_bytes, const LoadOptions& options, OwnerToken owner,
+ModelProto load(ByteSpan archive_bytes, OwnerToken owner, const LoadOptions& options,
                 std::string_view source_name) {
   const LoadOptions resolving = inflating(options);
-  const std::unique_ptr<Archive::State> state =
-      open_state(ZipReader::from_bytes(archive_bytes, resolving.zip, std::move(owner),
+  const std::unique_ptr<detail::ArchiveState> state =
+      open_state(ZipReader::from_bytes(archive_bytes, std::move(owner), resolving.zip,
                                        std::string(source_name)),
                  resolving);
   return resolve(*state, resolving);

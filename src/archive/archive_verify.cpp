@@ -297,9 +297,8 @@ void Verifier::check_model(const ZipEntry& model_entry) {
   try {
     const TensorBytes bytes = archive_detail::entry_payload(zip, model_entry, false);
     // The model outlives `bytes`: with parse.no_copy, what it borrows must hold their owner.
-    model = parse_message<ModelProto>(bytes.view(), options_.parse,
-                                      zip.source_name() + ": entry " + quote(kModelEntryName),
-                                      bytes.owner());
+    model = parse_message<ModelProto>(bytes.view(), bytes.owner(), options_.parse,
+                                      zip.source_name() + ": entry " + quote(kModelEntryName));
   } catch (const Error& error) {
     add(Severity::kError, model_entry.name, "", model_entry.data_offset,
         error.message() + " (spec §9.4 item 2)");
@@ -349,7 +348,7 @@ VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options,
   std::optional<ZipReader> zip;
   try {
     zip.emplace(
-        ZipReader::from_bytes(archive_bytes, options.zip, nullptr, std::string(source_name)));
+        ZipReader::from_bytes(archive_bytes, kNoOwner, options.zip, std::string(source_name)));
   } catch (const Error& error) {
     report.findings.push_back({Severity::kError, "", "", 0, error.message()});
     return report;

@@ -65,8 +65,8 @@ void write_view_model(const std::filesystem::path& archive_path,
   const Archive archive = Archive::open(archive_path, load_options);
   ParseOptions parse = options.parse;
   parse.no_copy = true;  // Inline payloads borrow from the archive while the view is written.
-  ModelProto view = parse_message<ModelProto>(archive.model_bytes(), parse,
-                                              archive.zip().source_name(), archive.owner());
+  ModelProto view = parse_message<ModelProto>(archive.model_bytes(), archive.owner(), parse,
+                                              archive.zip().source_name());
   std::set<const TensorProto*> loadable;
   if (view.graph) collect_loadable_initializers(*view.graph, loadable);
 
@@ -88,7 +88,8 @@ void write_view_model(const std::filesystem::path& archive_path,
       }
       return;
     }
-    tensor.raw_data = TensorBytes::borrowed(info.data);
+    // `archive` outlives `view`, which is written before either goes.
+    tensor.raw_data = TensorBytes::borrowed(info.data, kNoOwner);
     tensor.external_data.clear();
     tensor.data_location.reset();
   });

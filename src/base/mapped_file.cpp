@@ -210,6 +210,12 @@ std::shared_ptr<const MappedFile> MappedFile::adopt(int fd, std::filesystem::pat
   if (fd < 0) throw Error(ErrorCode::kInvalidArgument, label + ": adopt: no file descriptor");
   const std::size_t size = checked_size(regular_size(impl->fd, label), label);
 
+  // Boost maps only by path, and a second open by the file's own path could find another file
+  // there: it is given the path of the descriptor itself, and without one the file is read.
+  const std::string by_descriptor =
+      access == FileAccess::kMap && size != 0 ? detail::path_of_descriptor(impl->fd.get()) : "";
+  if (access == FileAccess::kMap && size != 0 && by_descriptor.empty()) access = FileAccess::kRead;
+
   std::shared_ptr<MappedFile> file(new MappedFile(std::move(name), access, std::move(impl)));
   Impl& held = *file->impl_;
   if (access == FileAccess::kRead) {
@@ -219,24 +225,12 @@ std::shared_ptr<const MappedFile> MappedFile::adopt(int fd, std::filesystem::pat
   }
   // Boost refuses to map an empty file; an empty span describes it exactly.
   if (size == 0) return file;
-  // Boost maps by path; /proc/self/fd/N names the descriptor's own file, whatever its path names
-  // now (or whether it has one). Without /proc the path is mapped and must be the same file.
-  const std::string by_fd = "/proc/self/fd/" + std::to_string(held.fd.get());
-  const bool through_proc = ::access(by_fd.c_str(), F_OK) == 0;
   try {
-    held.source.open(through_proc ? by_fd : label);
+    held.source.open(by_descriptor);
   } catch (const std::exception& e) {
     fail_io(label, std::string("cannot map: ") + e.what());
   }
   if (!held.source.is_open()) fail_io(label, "cannot map");
-  if (!through_proc) {
-    struct stat checked {};
-    struct stat now {};
-    if (::fstat(held.fd.get(), &checked) != 0 || ::stat(label.c_str(), &now) != 0 ||
-        checked.st_dev != now.st_dev || checked.st_ino != now.st_ino) {
-      fail_io(label, "the file changed while it was being mapped");
-    }
-  }
   if (held.source.size() != size) fail_io(label, "the file changed size while it was being mapped");
   file->bytes_ =
       ByteSpan(reinterpret_cast<const std::uint8_t*>(held.source.data()), held.source.size());

@@ -1,13 +1,16 @@
 #include "posix_file.h"
 
 #include <fcntl.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
 
 #include "onnxzip/error.h"
+#include "posix_file_testing.h"
 
 namespace onnxzip::detail {
 
@@ -25,6 +28,37 @@ const char* file_type_name(mode_t mode) noexcept {
   if (S_ISDIR(mode)) return "a folder";
   if (S_ISLNK(mode)) return "a symbolic link";
   return "an unknown kind of file";
+}
+
+FileIdentity identity_of(const struct stat& status) noexcept {
+  return {status.st_dev, status.st_ino};
+}
+
+bool path_names_file_of(const std::filesystem::path& path, int fd) noexcept {
+  struct stat by_path {};
+  struct stat by_descriptor {};
+  return ::stat(path.c_str(), &by_path) == 0 && ::fstat(fd, &by_descriptor) == 0 &&
+         identity_of(by_path) == identity_of(by_descriptor);
+}
+
+namespace {
+std::atomic<bool> g_descriptor_paths{true};
+}  // namespace
+
+void set_descriptor_paths_for_testing(bool available) noexcept { g_descriptor_paths = available; }
+
+std::string path_of_descriptor(int fd) {
+  if (!g_descriptor_paths) return {};
+  // Only procfs resolves /proc/self/fd/N to the open file; anything else mounted there would
+  // resolve it by name. PROC_SUPER_MAGIC, from <linux/magic.h>.
+  constexpr long kProcSuperMagic = 0x9fa0;
+  struct statfs proc {};
+  if (::statfs("/proc/self/fd", &proc) != 0 || static_cast<long>(proc.f_type) != kProcSuperMagic) {
+    return {};
+  }
+  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  if (::access(path.c_str(), F_OK) != 0) return {};
+  return path;
 }
 
 namespace {

@@ -4,7 +4,9 @@
 
 #include <sys/stat.h>
 
+#include <compare>
 #include <filesystem>
+#include <string>
 #include <utility>
 
 namespace onnxzip::detail {
@@ -43,6 +45,26 @@ struct RegularFile {
   Fd fd;
   struct stat status {};
 };
+
+// What makes two opens the same file: its device and inode.
+struct FileIdentity {
+  dev_t device = 0;
+  ino_t inode = 0;
+
+  friend auto operator<=>(const FileIdentity&, const FileIdentity&) = default;
+};
+FileIdentity identity_of(const struct stat& status) noexcept;
+
+// True when `path` (symbolic links followed) names the very file open on `fd` now: the one
+// place the library checks that a path it opens or resolves a second time is still the file it
+// opened and checked first. False when either cannot be examined.
+bool path_names_file_of(const std::filesystem::path& path, int fd) noexcept;
+
+// A path that opens the file open on `fd` itself, whatever its name now or whether it has one
+// ("/proc/self/fd/N": the kernel resolves it to the open file, not by name), or "" when the
+// system offers none (no procfs at /proc). For libraries that open files only by path (Boost's
+// mapping), so that what they open is the descriptor that was checked.
+std::string path_of_descriptor(int fd);
 
 // Opens `path` read-only with O_NONBLOCK (opening a FIFO with no writer, or a device, must not
 // hang) and checks through fstat that the descriptor is a regular file; its type is also

@@ -242,8 +242,8 @@ RepackResult Repacker::run() {
   const std::shared_ptr<const TensorBytes> model_bytes = entry_bytes(model_entry);
   ParseOptions parse;
   parse.no_copy = true;  // Inline payloads borrow from the model entry's bytes.
-  ModelProto model = parse_message<ModelProto>(
-      model_bytes->view(), parse, in_.string() + ": entry " + quote(model_entry.name), model_bytes);
+  ModelProto model = parse_message<ModelProto>(model_bytes->view(), model_bytes, parse,
+                                               in_.string() + ": entry " + quote(model_entry.name));
 
   // Sort the references: whole entries under a valid name are kept, the rest unpacked.
   std::map<std::size_t, std::vector<const Reference*>> kept;  // Entry index -> its tensors.

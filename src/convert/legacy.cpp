@@ -163,7 +163,7 @@ class DataFiles final {
                    " hard links; a hard-linked data file could expose any file of the file system "
                    "(allow_hard_links accepts it)");
     }
-    const std::pair<dev_t, ino_t> identity{st.st_dev, st.st_ino};
+    const detail::FileIdentity identity = detail::identity_of(st);
     std::shared_ptr<const MappedFile> mapping;
     if (const auto same = by_identity_.find(identity); same != by_identity_.end()) {
       mapping = same->second;
@@ -246,10 +246,8 @@ class DataFiles final {
                                         ", outside the model's folder " +
                                         canonical_folder_.string());
     }
-    struct stat by_path {};
-    struct stat by_fd {};
-    if (::stat(resolved.c_str(), &by_path) != 0 || ::fstat(file.get(), &by_fd) != 0 ||
-        by_path.st_dev != by_fd.st_dev || by_path.st_ino != by_fd.st_ino) {
+    // The containment check was of the resolved path: it must be the file that was opened.
+    if (!detail::path_names_file_of(resolved, file.get())) {
       ctx.fail(ErrorCode::kIo, "the file changed while it was being opened");
     }
     return file;
@@ -277,7 +275,7 @@ class DataFiles final {
   std::filesystem::path canonical_folder_;
   Fd folder_fd_;
   std::unordered_map<std::string, std::shared_ptr<const MappedFile>> by_location_;
-  std::map<std::pair<dev_t, ino_t>, std::shared_ptr<const MappedFile>> by_identity_;
+  std::map<detail::FileIdentity, std::shared_ptr<const MappedFile>> by_identity_;
 };
 
 void resolve_external(TensorProto& tensor, const TensorSite& site, const std::string& model,

@@ -28,6 +28,7 @@
 
 #include "bulk_copy.h"
 #include "onnxzip/mapped_file.h"
+#include "onnxzip/output_file.h"
 #include "page_advice.h"
 
 namespace onnxzip {
@@ -1130,7 +1131,7 @@ ONNXZIP_ONNX_MESSAGES(ONNXZIP_DEFINE_BODY_FUNCTIONS_)
 
 // --- Entry points ---
 
-void check_options(const TensorBufferOptions& options, std::string_view what) {
+void check_options(const ParseOptions& options, std::string_view what) {
   if (options.alignment != 0 && !is_power_of_two(options.alignment)) {
     throw Error(ErrorCode::kInvalidArgument, std::string(what) + ": alignment " +
                                                  std::to_string(options.alignment) +
@@ -1138,7 +1139,7 @@ void check_options(const TensorBufferOptions& options, std::string_view what) {
   }
 }
 
-std::size_t copy_alignment(const TensorBufferOptions& options) {
+std::size_t copy_alignment(const ParseOptions& options) {
   return static_cast<std::size_t>(
       std::max<std::uint64_t>(options.alignment, kDefaultBufferAlignment));
 }
@@ -1160,8 +1161,8 @@ class FileSink final : public ByteSink {
 }  // namespace
 
 template <OnnxMessage M>
-void merge_message(ByteSpan bytes, M& message, const ParseOptions& options, std::string_view source,
-                   OwnerToken owner) {
+void merge_message(ByteSpan bytes, M& message, OwnerToken owner, const ParseOptions& options,
+                   std::string_view source) {
   check_options(options, source);
   if (options.max_depth == 0) {
     throw Error(ErrorCode::kInvalidArgument, std::string(source) + ": max_depth must be >= 1");
@@ -1188,17 +1189,16 @@ void merge_message(ByteSpan bytes, M& message, const ParseOptions& options, std:
 }
 
 template <OnnxMessage M>
-M parse_message(ByteSpan bytes, const ParseOptions& options, std::string_view source,
-                OwnerToken owner) {
+M parse_message(ByteSpan bytes, OwnerToken owner, const ParseOptions& options,
+                std::string_view source) {
   M message;
-  merge_message(bytes, message, options, source, std::move(owner));
+  merge_message(bytes, message, std::move(owner), options, source);
   return message;
 }
 
 template <OnnxMessage M>
 MessageSerializer<M>::MessageSerializer(const M& message, const SerializeOptions& options)
     : message_(&message), options_(options) {
-  check_options(options, "serialize");
   const M& written = written_form(message, options.substitutions);
   auto snapshot = std::make_shared<ReverseWriter>(options.substitutions,
                                                   options.max_buffered_structure_bytes, true);
@@ -1263,7 +1263,6 @@ void MessageSerializer<M>::write(MutableByteSpan out) const {
 
 template <OnnxMessage M>
 std::vector<std::uint8_t> serialize_message(const M& message, const SerializeOptions& options) {
-  check_options(options, "serialize");
   ReverseWriter writer(options.substitutions);
   write_body_reverse(written_form(message, options.substitutions), writer);
   std::vector<std::uint8_t> out;
@@ -1288,7 +1287,6 @@ std::uint64_t serialized_size(const M& message) {
 template <OnnxMessage M>
 std::size_t serialize_message(const M& message, MutableByteSpan out,
                               const SerializeOptions& options) {
-  check_options(options, "serialize");
   ReverseWriter writer(options.substitutions, out);
   try {
     write_body_reverse(written_form(message, options.substitutions), writer);
@@ -1310,9 +1308,9 @@ void own_strings(M& message) {
 }
 
 #define ONNXZIP_INSTANTIATE_(Type, Id, Name)                                                      \
-  template Type parse_message<Type>(ByteSpan, const ParseOptions&, std::string_view, OwnerToken); \
-  template void merge_message<Type>(ByteSpan, Type&, const ParseOptions&, std::string_view,       \
-                                    OwnerToken);                                                  \
+  template Type parse_message<Type>(ByteSpan, OwnerToken, const ParseOptions&, std::string_view); \
+  template void merge_message<Type>(ByteSpan, Type&, OwnerToken, const ParseOptions&,             \
+                                    std::string_view);                                            \
   template std::vector<std::uint8_t> serialize_message<Type>(const Type&,                         \
                                                              const SerializeOptions&);            \
   template void serialize_message<Type>(const Type&, wire::ByteSink&, const SerializeOptions&);   \
@@ -1333,7 +1331,7 @@ ModelProto parse_model(const std::filesystem::path& path, const ParseOptions& op
   std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, access);
   const std::string source = path.string();
   const ByteSpan bytes = mapping->bytes();
-  return parse_message<ModelProto>(bytes, options, source, std::move(mapping));
+  return parse_message<ModelProto>(bytes, std::move(mapping), options, source);
 }
 
 std::vector<std::uint8_t> serialize_model(const ModelProto& model,
@@ -1343,7 +1341,6 @@ std::vector<std::uint8_t> serialize_model(const ModelProto& model,
 
 OwnedBytes serialize_model_to_owned_bytes(const ModelProto& model,
                                           const SerializeOptions& options) {
-  check_options(options, "serialize");
   ReverseWriter writer(options.substitutions);
   write_body_reverse(written_form(model, options.substitutions), writer);
   OwnedBytes out(static_cast<std::size_t>(writer.written()));

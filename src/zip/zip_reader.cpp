@@ -1212,17 +1212,22 @@ ZipReader::ZipReader(ByteSpan bytes, ZipReaderOptions options, OwnerToken owner,
 
 ZipReader ZipReader::open(const std::filesystem::path& path, ZipReaderOptions options,
                           FileAccess access) {
-  std::shared_ptr<const MappedFile> file = MappedFile::open(path, access);
+  return open(MappedFile::open(path, access), options);
+}
+
+ZipReader ZipReader::open(std::shared_ptr<const MappedFile> file, ZipReaderOptions options) {
+  if (file == nullptr) throw Error(ErrorCode::kInvalidArgument, "ZipReader::open: no file");
   const ByteSpan bytes = file->bytes();
   // Local headers are read with pread from the very file that is mapped (Parser::local_bytes);
   // read into memory (kRead), they are already there.
-  const int local_fd = access == FileAccess::kMap ? file->descriptor() : -1;
-  ZipReader reader(bytes, options, file, path.string());
+  const int local_fd = file->access() == FileAccess::kMap ? file->descriptor() : -1;
+  std::string source_name = file->path().string();
+  ZipReader reader(bytes, options, std::move(file), std::move(source_name));
   reader.parse(local_fd);
   return reader;
 }
 
-ZipReader ZipReader::from_bytes(ByteSpan bytes, ZipReaderOptions options, OwnerToken owner,
+ZipReader ZipReader::from_bytes(ByteSpan bytes, OwnerToken owner, ZipReaderOptions options,
                                 std::string source_name) {
   ZipReader reader(bytes, options, std::move(owner), std::move(source_name));
   reader.parse(-1);
