@@ -283,7 +283,7 @@ void expect_verify(const Outcome& expected, const VerifyReport& report) {
 void write_archive(const fs::path& path, const ModelProto& model) {
   ZipWriter zip(path);
   zip.add("w", payload());
-  zip.add(kModelEntryName, serialize_model(model), NameKind::kReserved);
+  zip.add(kModelEntryName, serialize_model(model));
   zip.finish();
 }
 
