@@ -89,8 +89,8 @@ TEST(ExternalData, NumbersAreDigitsBelowTwoToThe64) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE("'" + c.text + "'");
-    const detail::ExternalData data =
-        detail::read_external_data(tensor_with({{"location", "w"}, {"offset", c.text}}));
+    const TensorProto tensor = tensor_with({{"location", "w"}, {"offset", c.text}});
+    const detail::ExternalData data = detail::read_external_data(tensor);
     ASSERT_TRUE(data.offset);
     EXPECT_EQ(data.offset->value.has_value(), c.number);
     EXPECT_EQ(data.offset->canonical, c.canonical);

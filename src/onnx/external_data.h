@@ -59,6 +59,8 @@ struct ExternalData {
 };
 
 ExternalData read_external_data(const TensorProto& tensor);
+// The result would point into a tensor that dies at the end of the call's statement.
+ExternalData read_external_data(const TensorProto&& tensor) = delete;
 
 // Why the reference has no single place to read from, or "" when it has one. The faults, first
 // found first: a location, offset or length given more than once ("external_data has 2 'offset'
