@@ -18,12 +18,6 @@ std::string entry_label(std::string_view location) { return "entry " + quote(loc
 
 }  // namespace
 
-std::string tensor_label(const TensorProto& tensor, std::string_view site) {
-  std::string label = tensor.name ? "tensor " + quote(*tensor.name) : std::string("unnamed tensor");
-  if (!site.empty()) label.append(" at ").append(site);
-  return label;
-}
-
 bool parse_decimal(std::string_view text, std::uint64_t& value) noexcept {
   if (text.empty()) return false;
   std::uint64_t result = 0;
@@ -46,8 +40,7 @@ std::string location_problem(std::string_view location) {
   }
   if (location.front() == '#') return "starts with '#' (special external data), not an entry";
   const char first = location.front();
-  const bool drive = location.size() >= 2 && location[1] == ':' &&
-                     ((first >= 'A' && first <= 'Z') || (first >= 'a' && first <= 'z'));
+  const bool drive = location.size() >= 2 && location[1] == ':' && detail::is_ascii_letter(first);
   if (first == '/' || first == '\\' || drive) return "is an absolute path, not an entry";
   std::size_t start = 0;
   while (start <= location.size()) {
@@ -70,16 +63,6 @@ std::string location_problem(std::string_view location) {
     return "is not a payload entry name (spec §6.1): " +
            std::string(colon == std::string_view::npos ? message : message.substr(colon + 2));
   }
-  return {};
-}
-
-std::string_view present_typed_field(const TensorProto& tensor) noexcept {
-  if (!tensor.float_data.empty()) return "float_data";
-  if (!tensor.int32_data.empty()) return "int32_data";
-  if (!tensor.string_data.empty()) return "string_data";
-  if (!tensor.int64_data.empty()) return "int64_data";
-  if (!tensor.double_data.empty()) return "double_data";
-  if (!tensor.uint64_data.empty()) return "uint64_data";
   return {};
 }
 

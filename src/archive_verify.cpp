@@ -21,6 +21,7 @@ namespace onnxzip {
 namespace {
 
 using archive_detail::quote;
+using detail::hex;
 using Severity = VerifyFinding::Severity;
 
 // spec §3.1 and Appendix B.
@@ -31,13 +32,6 @@ constexpr std::uint32_t kExternalAttributes = 0x81A40000u;
 constexpr std::uint16_t kHostUnix = 3u << 8;
 constexpr std::uint64_t kMinAlignment = 64;
 constexpr std::uint64_t kMaxAlignment = 65536;
-
-std::string hex(std::uint64_t value, int digits) {
-  static constexpr char kDigits[] = "0123456789ABCDEF";
-  std::string text = "0x";
-  for (int i = digits - 1; i >= 0; --i) text += kDigits[(value >> (4 * i)) & 0xF];
-  return text;
-}
 
 class Verifier final {
  public:
@@ -310,13 +304,13 @@ void Verifier::check_model(const ZipEntry& model_entry) {
       return;
     }
     if (!tensor.external_data.empty()) {
-      const std::string label = archive_detail::tensor_label(tensor, site.path);
+      const std::string label = tensor_label(tensor, site.path);
       add(Severity::kWarning, "", label, 0,
           zip.source_name() + ": " + label +
               ": external_data on a tensor whose data_location is not EXTERNAL (ignored)");
     }
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
-      const std::string label = archive_detail::tensor_label(tensor, site.path);
+      const std::string label = tensor_label(tensor, site.path);
       add(Severity::kWarning, model_entry.name, label, model_entry.data_offset,
           zip.source_name() + ": " + label + ": " + problem + " (spec §9.4 item 5)");
     }

@@ -27,11 +27,6 @@ using detail::quote;
 
 namespace fs = std::filesystem;
 
-std::string tensor_label(const TensorProto& tensor, std::string_view site) {
-  return (tensor.name ? "tensor " + quote(*tensor.name) : std::string("unnamed tensor")) + " at " +
-         std::string(site);
-}
-
 // True when `a` and `b` name the same existing file (hard and symbolic links included).
 bool same_file(const fs::path& a, const fs::path& b) {
   std::error_code ec;
@@ -206,9 +201,7 @@ Reference Repacker::resolve(TensorProto& tensor, std::string_view site,
     }  // checksum, basepath and unknown keys locate nothing.
   }
   if (location == nullptr) fail_tensor("data_location is EXTERNAL but there is no location");
-  if (tensor.raw_data || !tensor.float_data.empty() || !tensor.int32_data.empty() ||
-      !tensor.string_data.empty() || !tensor.int64_data.empty() || !tensor.double_data.empty() ||
-      !tensor.uint64_data.empty()) {
+  if (tensor.raw_data || !present_typed_field(tensor).empty()) {
     fail_tensor("data_location is EXTERNAL but the tensor also holds its data inline");
   }
   const std::string name = std::string(prefix) + *location;

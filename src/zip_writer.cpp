@@ -16,6 +16,9 @@
 namespace onnxzip {
 namespace {
 
+using detail::ascii_lower;
+using detail::is_ascii_digit;
+using detail::is_ascii_letter;
 using detail::quote;
 
 constexpr std::size_t kMaxNameLength = 255;
@@ -77,21 +80,9 @@ class StreamingSink final : public EntrySink {
   bool overflowed_ = false;
 };
 
-std::string ascii_lower(std::string_view name) {
-  std::string lowered(name);
-  for (char& c : lowered) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return lowered;
-}
+bool is_identifier_start(char c) noexcept { return is_ascii_letter(c) || c == '_'; }
 
-bool is_identifier_start(char c) noexcept {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-}
-
-bool is_identifier_char(char c) noexcept {
-  return is_identifier_start(c) || (c >= '0' && c <= '9');
-}
+bool is_identifier_char(char c) noexcept { return is_identifier_start(c) || is_ascii_digit(c); }
 
 }  // namespace
 

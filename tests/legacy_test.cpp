@@ -489,7 +489,8 @@ TEST(LegacyRead, RefusesHostileReferences) {
     write_model_referring(dir / "model.onnx", c.entries);
     const std::string message = error_of(c.code, [&] { read_legacy_model(dir / "model.onnx"); });
     EXPECT_CONTAINS(message, c.fragment);
-    EXPECT_CONTAINS(message, (dir / "model.onnx").string() + ": tensor 'w' (graph/initializer[0])");
+    EXPECT_CONTAINS(message,
+                    (dir / "model.onnx").string() + ": tensor 'w' at graph/initializer[0]");
     if (c.entries[0].first == "location" && location.find('\0') == std::string::npos &&
         c.fragment.find("twice") == std::string::npos) {
       EXPECT_CONTAINS(message, "location '" + location + "'");
@@ -729,7 +730,7 @@ TEST(LegacyWrite, RefusesBadOptionsAndUnresolvedReferences) {
   unresolved.graph->initializer[0].data_location = TensorProto::kExternal;
   EXPECT_CONTAINS(error_of(ErrorCode::kInvalidArgument,
                            [&] { write_legacy_model(unresolved, dir / "m.onnx"); }),
-                  "tensor 't0' (graph/initializer[0]) refers to external data");
+                  "tensor 't0' at graph/initializer[0] refers to external data");
   EXPECT_TRUE(dir.file_names().empty());
 }
 

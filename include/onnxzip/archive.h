@@ -97,6 +97,12 @@ struct SaveOptions {
 void save(const ModelProto& model, const std::filesystem::path& path,
           const SaveOptions& options = {});
 
+// The payload bytes save(model, path, options) and ArchiveWriter::finish(model) write: the sum
+// of the sizes of the inline tensors they externalize (each counted, dedupe or not), the total
+// their progress reports. For the total of a longer write that ends in one of them (repack).
+// Tensors save() would refuse count 0; never throws for the model's content.
+std::uint64_t externalized_bytes(const ModelProto& model, const SaveOptions& options = {});
+
 // Where a tensor's payload is in the archive: what its TensorProto must say (spec §7.2).
 struct TensorRef {
   std::string location;  // The payload entry's name.

@@ -14,7 +14,8 @@
 //   * keys: `location` (required), `offset` (optional, default 0), `length` (optional, default:
 //     the rest of the file), `checksum` and `basepath` (accepted and ignored: the reference never
 //     uses them to find or check the data), any other key (ignored; the reference warns).
-//     offset and length are plain non-negative decimals; offset past the end of the file, or
+//     offset and length are canonical non-negative decimals as the reference writes them (str(int):
+//     no sign, no leading zero; parse_decimal in bytes.h); offset past the end of the file, or
 //     offset + length past it, is refused, as in the reference.
 //   * stricter than the reference loader (which reads whatever the range holds): the byte count
 //     (length, or the rest of the file) must equal dims x element size (no other count is a

@@ -72,9 +72,7 @@ std::vector<std::string> legacy_problems(const std::string& file, FileAccess acc
   // reader has checked the sizes of the external ones it loaded.
   for_each_tensor(*model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
-      const std::string label =
-          tensor.name ? "tensor '" + tensor.name->str() + "'" : std::string("unnamed tensor");
-      lines.push_back(with_file(file, label + " at " + std::string(site.path) + ": " + problem));
+      lines.push_back(with_file(file, tensor_label(tensor, site.path) + ": " + problem));
     }
   });
   for (const IrProblem& problem : check_ir(*model)) {
