@@ -19,6 +19,7 @@
 #include "onnxzip/tensor.h"
 #include "onnxzip/zip_reader.h"
 #include "onnxzip/zip_writer.h"
+#include "progress_meter.h"
 
 namespace onnxzip {
 namespace {
@@ -149,15 +150,12 @@ class Repacker final {
   Reference resolve(TensorProto& tensor, std::string_view site, std::string_view prefix) const;
   // The entry's bytes with its CRC-32 checked, shared by every tensor that borrows from them.
   std::shared_ptr<const TensorBytes> payload(const ZipEntry& entry);
-  void report(std::uint64_t done);
 
   fs::path in_;
   fs::path out_;
   SaveOptions options_;
   ZipReader zip_;
   std::unordered_map<std::size_t, std::shared_ptr<const TensorBytes>> payloads_;
-  std::uint64_t total_ = 0;
-  std::uint64_t reported_ = 0;
 };
 
 const ZipEntry& Repacker::find_model_entry() const {
@@ -239,14 +237,6 @@ std::shared_ptr<const TensorBytes> Repacker::payload(const ZipEntry& entry) {
   return slot;
 }
 
-void Repacker::report(std::uint64_t done) {
-  if (!options_.progress) return;
-  // Monotonic and below total until the end, whatever the estimate of the second phase.
-  done = std::max(reported_, std::min(done, total_ == 0 ? 0 : total_ - 1));
-  reported_ = done;
-  options_.progress(done, total_);
-}
-
 RepackResult Repacker::run() {
   const ZipEntry& model_entry = find_model_entry();
   const std::string_view prefix = std::string_view(model_entry.name)
@@ -287,59 +277,23 @@ RepackResult Repacker::run() {
   }
   // An entry used whole by some tensors and by range by others is kept and unpacked both.
 
-  // The progress total: the kept entries, then what finish() externalizes (save()'s rule).
-  std::uint64_t kept_bytes = 0;
-  for (const auto& [index, tensors] : kept) kept_bytes += zip_.entries()[index].size;
-  std::uint64_t inline_bytes = 0;
+  // One meter for the whole write: the kept entries, then what finish() externalizes.
+  std::uint64_t total = 0;
   if (options_.progress) {
-    for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
-      if (tensor.data_location == TensorProto::kExternal) return;
-      if (site.place != TensorPlace::kInitializer && site.place != TensorPlace::kAttributeTensor &&
-          site.place != TensorPlace::kAttributeTensors && !options_.externalize_sparse) {
-        return;
-      }
-      const std::int32_t type = tensor.data_type.value_or(TensorProto::kUndefined);
-      if (element_bits(type) == 0) return;
-      try {
-        const std::uint64_t size = tensor_byte_size(tensor);
-        if (size >= options_.threshold) inline_bytes += size;
-      } catch (const Error&) {
-        // finish() reports it.
-      }
-    });
+    for (const auto& [index, tensors] : kept) total += zip_.entries()[index].size;
+    total += externalized_bytes(model, options_);
   }
-  total_ = kept_bytes + inline_bytes;
-  report(0);
+  detail::ProgressMeter meter(options_.progress, total);
 
   RepackResult result;
   SaveOptions save_options = options_;
-  bool first_call = true;
-  save_options.progress = nullptr;
-  if (options_.progress) {
-    save_options.progress = [&](std::uint64_t done, std::uint64_t total) {
-      if (done == total && !first_call) {
-        reported_ = total_;
-        options_.progress(total_, total_);  // The end: the archive is about to be renamed.
-      } else {
-        report(kept_bytes + done);
-      }
-      first_call = false;
-    };
-  }
+  save_options.progress = meter.last_part();
   ArchiveWriter writer(out_, save_options);
-  std::uint64_t written = 0;
   for (const auto& [index, tensors] : kept) {
     const ZipEntry& entry = zip_.entries()[index];
     const TensorProto& first = *tensors.front()->tensor;
     const auto write = [&](EntrySink& sink, ByteSpan rest) {
-      while (!rest.empty()) {
-        const std::size_t piece =
-            static_cast<std::size_t>(std::min<std::uint64_t>(rest.size(), kProgressStepBytes));
-        sink.write(rest.first(piece));
-        rest = rest.subspan(piece);
-        written += piece;
-        if (options_.progress && written - reported_ >= kProgressStepBytes) report(written);
-      }
+      detail::write_with_progress(rest, meter, [&](ByteSpan piece) { sink.write(piece); });
     };
     const bool inflated_already = unpacked.contains(index);  // For the unpacked tensors.
     const TensorRef ref = writer.add_tensor(

@@ -409,6 +409,14 @@ TEST(ConvertProgress, ReportsEveryDirectionMonotonicallyToTheTotal) {
   save_options.progress = options.progress;
   repack(dir / "m.onnxz", dir / "repacked.onnxz", save_options);
   expect_well_formed(calls, kPayload);
+
+  // The kept entries, then the inline tensor that finish() externalizes at threshold 0 (the
+  // 12-byte "tiny"): one meter across both parts of the write.
+  calls.clear();
+  save_options.threshold = 0;
+  repack(dir / "m.onnxz", dir / "repacked.onnxz", save_options);
+  expect_well_formed(calls, kPayload + 12);
+  EXPECT_GE(calls.size(), 4u);
 }
 
 TEST(ConvertProgress, ACallbackThatThrowsCancelsAndLeavesNothing) {

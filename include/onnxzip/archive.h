@@ -327,6 +327,10 @@ struct VerifyOptions {
   ZipReaderOptions zip{};
   // Map the file, or read it whole into memory (kRead; see mapped_file.h).
   FileAccess access = FileAccess::kMap;
+  // Called as the CRC-32 check reads the entries (progress.h): `total` is the sum of their
+  // uncompressed sizes (0 without check_crc), and the last call (done == total) comes when the
+  // report is complete. Not called for a file that is not a readable ZIP.
+  ProgressCallback progress = nullptr;
 };
 
 // Checks the archive at `path` against the spec: everything load() checks (as kError), the
