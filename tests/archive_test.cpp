@@ -19,6 +19,7 @@
 #include "onnxzip/tensor.h"
 #include "support/external_tool.h"
 #include "support/model_builder.h"
+#include "support/progress_calls.h"
 #include "support/scratch_dir.h"
 #include "support/zip_builder.h"
 
@@ -26,7 +27,9 @@ namespace onnxzip {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
+using test_support::expect_progress_well_formed;
 using test_support::model_with_tensors_everywhere;
+using test_support::ProgressCall;
 using test_support::raw_tensor;
 using test_support::read_file_bytes;
 using test_support::ScratchDir;
@@ -904,25 +907,6 @@ TEST(ArchiveVerify, ReportsCorruptPayloadsByEntry) {
       "entry 'W'");
 }
 
-// progress.h's promise, as a list of (done, total) calls: the first at 0, `total` fixed, `done`
-// never decreasing and below `total` until the one last call at `total`.
-void expect_progress_well_formed(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& calls,
-                                 std::uint64_t total) {
-  ASSERT_GE(calls.size(), 2u);
-  EXPECT_EQ(calls.front().first, 0u);
-  EXPECT_EQ(calls.back().first, total);
-  for (std::size_t i = 0; i < calls.size(); ++i) {
-    SCOPED_TRACE(i);
-    EXPECT_EQ(calls[i].second, total);
-    if (i > 0) {
-      EXPECT_GE(calls[i].first, calls[i - 1].first);
-    }
-    if (i + 1 < calls.size() && total != 0) {
-      EXPECT_LT(calls[i].first, total);
-    }
-  }
-}
-
 TEST(ArchiveVerify, ReportsProgressOverTheBytesItsCrcCheckReads) {
   ScratchDir dir("archive_verify_progress");
   ModelProto model = model_with_tensors_everywhere();
@@ -931,14 +915,16 @@ TEST(ArchiveVerify, ReportsProgressOverTheBytesItsCrcCheckReads) {
   const auto path = dir / "m.onnxz";
   save(model, path, SaveOptions{.threshold = 0});
   std::uint64_t entry_bytes = 0;
-  const ZipReader zip = ZipReader::open(path);
-  for (const ZipEntry& e : zip.entries()) entry_bytes += e.size;
+  {
+    const ZipReader zip = ZipReader::open(path);  // Closed before the file is changed below.
+    for (const ZipEntry& e : zip.entries()) entry_bytes += e.size;
+  }
   ASSERT_GT(entry_bytes, std::uint64_t{kFloats} * 4);
 
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> calls;
+  std::vector<ProgressCall> calls;
   VerifyOptions options;
   options.progress = [&](std::uint64_t done, std::uint64_t total) {
-    calls.emplace_back(done, total);
+    calls.push_back({done, total});
   };
   EXPECT_TRUE(verify(path, options).ok());
   expect_progress_well_formed(calls, entry_bytes);
@@ -949,7 +935,7 @@ TEST(ArchiveVerify, ReportsProgressOverTheBytesItsCrcCheckReads) {
   calls.clear();
   options.check_crc = false;
   EXPECT_TRUE(verify(path, options).ok());
-  EXPECT_EQ(calls, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{0, 0}, {0, 0}}));
+  EXPECT_EQ(calls, (std::vector<ProgressCall>{{0, 0}, {0, 0}}));
 
   // A corrupt entry is a finding, and the progress still ends at the total.
   Bytes bytes = read_file_bytes(path);
@@ -977,11 +963,11 @@ TEST(ArchiveSave, ExternalizedBytesIsTheTotalSaveReports) {
     for (const bool sparse : {false, true}) {
       for (const bool dedupe : {false, true}) {
         SCOPED_TRACE(::testing::Message() << threshold << " " << sparse << " " << dedupe);
-        std::vector<std::pair<std::uint64_t, std::uint64_t>> calls;
+        std::vector<ProgressCall> calls;
         SaveOptions options{.threshold = threshold, .dedupe = dedupe, .externalize_sparse = sparse};
         const std::uint64_t expected = externalized_bytes(model, options);
         options.progress = [&](std::uint64_t done, std::uint64_t total) {
-          calls.emplace_back(done, total);
+          calls.push_back({done, total});
         };
         save(model, dir / "m.onnxz", options);
         expect_progress_well_formed(calls, expected);

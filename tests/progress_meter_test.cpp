@@ -5,38 +5,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "support/progress_calls.h"
+
 namespace onnxzip::detail {
 namespace {
 
-struct Call {
-  std::uint64_t done;
-  std::uint64_t total;
-};
-
-struct Recorder {
-  std::vector<Call> calls;
-  ProgressCallback callback() {
-    return [this](std::uint64_t done, std::uint64_t total) { calls.push_back({done, total}); };
-  }
-};
-
-// progress.h's promise: first call at 0, `total` fixed, `done` never decreasing and below `total`
-// until the one last call at `total` (a total of 0 is reached at once).
-void expect_well_formed(const std::vector<Call>& calls, std::uint64_t total) {
-  ASSERT_GE(calls.size(), 2u);
-  EXPECT_EQ(calls.front().done, 0u);
-  EXPECT_EQ(calls.back().done, total);
-  for (std::size_t i = 0; i < calls.size(); ++i) {
-    SCOPED_TRACE(i);
-    EXPECT_EQ(calls[i].total, total);
-    if (i > 0) {
-      EXPECT_GE(calls[i].done, calls[i - 1].done);
-    }
-    if (i + 1 < calls.size() && total != 0) {
-      EXPECT_LT(calls[i].done, total);
-    }
-  }
-}
+using test_support::expect_progress_well_formed;
+using test_support::ProgressRecorder;
 
 constexpr std::uint64_t kStep = kProgressStepBytes;
 
@@ -45,14 +20,14 @@ TEST(ProgressMeter, ReportsAtTheStartEveryStepAndOnceAtTheEnd) {
        {std::uint64_t{0}, std::uint64_t{1}, kStep - 1, kStep, kStep + 1, 10 * kStep + 123}) {
     for (const std::uint64_t piece : {std::uint64_t{1} << 20, kStep, 3 * kStep}) {
       SCOPED_TRACE(::testing::Message() << "total " << total << ", pieces of " << piece);
-      Recorder recorder;
+      ProgressRecorder recorder;
       const ProgressCallback callback = recorder.callback();
       ProgressMeter meter(callback, total);
       EXPECT_TRUE(meter.active());
       for (std::uint64_t written = 0; written < total; written += piece) meter.advance(piece);
       meter.finish();
       meter.finish();  // Once only.
-      expect_well_formed(recorder.calls, total);
+      expect_progress_well_formed(recorder.calls, total);
       // The start, at most one call per step, and the end.
       EXPECT_LE(recorder.calls.size(), 2 + total / kStep);
     }
@@ -60,7 +35,7 @@ TEST(ProgressMeter, ReportsAtTheStartEveryStepAndOnceAtTheEnd) {
 }
 
 TEST(ProgressMeter, MovesWithinALargeWriteButNeverReachesTheTotalBeforeFinish) {
-  Recorder recorder;
+  ProgressRecorder recorder;
   const ProgressCallback callback = recorder.callback();
   ProgressMeter meter(callback, 4 * kStep);
   meter.advance(10 * kStep);  // More than announced (a total that was an estimate).
@@ -69,7 +44,7 @@ TEST(ProgressMeter, MovesWithinALargeWriteButNeverReachesTheTotalBeforeFinish) {
   meter.advance(kStep);
   EXPECT_EQ(recorder.calls.size(), 2u);  // Nothing new to say.
   meter.finish();
-  expect_well_formed(recorder.calls, 4 * kStep);
+  expect_progress_well_formed(recorder.calls, 4 * kStep);
 }
 
 TEST(ProgressMeter, WithoutACallbackItIsInactiveAndWritesWhole) {
@@ -86,7 +61,7 @@ TEST(ProgressMeter, WithoutACallbackItIsInactiveAndWritesWhole) {
 }
 
 TEST(WriteWithProgress, HandsOverEveryByteInOrderInStepSizedPieces) {
-  Recorder recorder;
+  ProgressRecorder recorder;
   const ProgressCallback callback = recorder.callback();
   std::vector<std::uint8_t> bytes(2 * kStep + 5);
   for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 7);
@@ -98,12 +73,12 @@ TEST(WriteWithProgress, HandsOverEveryByteInOrderInStepSizedPieces) {
   });
   meter.finish();
   EXPECT_EQ(received, bytes);
-  expect_well_formed(recorder.calls, bytes.size());
+  expect_progress_well_formed(recorder.calls, bytes.size());
   EXPECT_EQ(recorder.calls.size(), 4u);  // 0, after each whole step, the end.
 }
 
 TEST(ProgressMeter, ALastPartCarriesANestedWritersProgressToTheEnd) {
-  Recorder recorder;
+  ProgressRecorder recorder;
   const ProgressCallback callback = recorder.callback();
   const std::uint64_t own = 2 * kStep;
   const std::uint64_t nested = 3 * kStep;
@@ -116,7 +91,7 @@ TEST(ProgressMeter, ALastPartCarriesANestedWritersProgressToTheEnd) {
   for (int i = 0; i < 3; ++i) nested_meter.advance(kStep);
   EXPECT_LT(recorder.calls.back().done, own + nested);
   nested_meter.finish();
-  expect_well_formed(recorder.calls, own + nested);
+  expect_progress_well_formed(recorder.calls, own + nested);
   // 0, the own step, two nested steps (the third stops below the nested total), the end.
   EXPECT_EQ(recorder.calls.size(), 5u);
   meter.finish();  // Already finished by the nested writer's end.
@@ -124,7 +99,7 @@ TEST(ProgressMeter, ALastPartCarriesANestedWritersProgressToTheEnd) {
 }
 
 TEST(ProgressMeter, ALastPartWithNothingToWriteStillEndsOnce) {
-  Recorder recorder;
+  ProgressRecorder recorder;
   const ProgressCallback callback = recorder.callback();
   ProgressMeter meter(callback, 5);
   meter.advance(5);
@@ -132,7 +107,7 @@ TEST(ProgressMeter, ALastPartWithNothingToWriteStillEndsOnce) {
   part(0, 0);  // The nested writer's start...
   EXPECT_EQ(recorder.calls.back().done, 0u);
   part(0, 0);  // ...and its end.
-  expect_well_formed(recorder.calls, 5);
+  expect_progress_well_formed(recorder.calls, 5);
   EXPECT_EQ(recorder.calls.size(), 2u);
 }
 
