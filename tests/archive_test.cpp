@@ -19,6 +19,7 @@
 #include "onnxzip/tensor.h"
 #include "support/external_tool.h"
 #include "support/model_builder.h"
+#include "support/progress_calls.h"
 #include "support/scratch_dir.h"
 #include "support/zip_builder.h"
 
@@ -26,7 +27,9 @@ namespace onnxzip {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
+using test_support::expect_progress_well_formed;
 using test_support::model_with_tensors_everywhere;
+using test_support::ProgressCall;
 using test_support::raw_tensor;
 using test_support::read_file_bytes;
 using test_support::ScratchDir;
@@ -958,6 +961,99 @@ TEST(ArchiveVerify, ReportsCorruptPayloadsByEntry) {
   EXPECT_CONTAINS(
       error_of(ErrorCode::kCorrupt, [&] { load(path, LoadOptions{.verify_crc = true}); }),
       "entry 'W'");
+}
+
+TEST(ArchiveVerify, ReportsProgressOverTheBytesItsCrcCheckReads) {
+  ScratchDir dir("archive_verify_progress");
+  ModelProto model = model_with_tensors_everywhere();
+  constexpr std::int64_t kFloats = 10 << 20;  // 40 MiB: the meter moves within the entry.
+  model.graph->initializer.push_back(raw_tensor("big", TensorProto::kFloat, {kFloats}, 7));
+  const auto path = dir / "m.onnxz";
+  save(model, path, SaveOptions{.threshold = 0});
+  std::uint64_t entry_bytes = 0;
+  {
+    const ZipReader zip = ZipReader::open(path);  // Closed before the file is changed below.
+    for (const ZipEntry& e : zip.entries()) entry_bytes += e.size;
+  }
+  ASSERT_GT(entry_bytes, std::uint64_t{kFloats} * 4);
+
+  std::vector<ProgressCall> calls;
+  VerifyOptions options;
+  options.progress = [&](std::uint64_t done, std::uint64_t total) {
+    calls.push_back({done, total});
+  };
+  EXPECT_TRUE(verify(path, options).ok());
+  expect_progress_well_formed(calls, entry_bytes);
+  EXPECT_GE(calls.size(), 4u);
+  EXPECT_LE(calls.size(), 2 + entry_bytes / kProgressStepBytes);
+
+  // Nothing to read without the CRC-32 check: a start and an end at 0.
+  calls.clear();
+  options.check_crc = false;
+  EXPECT_TRUE(verify(path, options).ok());
+  EXPECT_EQ(calls, (std::vector<ProgressCall>{{0, 0}, {0, 0}}));
+
+  // A corrupt entry is a finding, and the progress still ends at the total.
+  Bytes bytes = read_file_bytes(path);
+  bytes[ZipReader::from_bytes(bytes, kNoOwner).at("big").data_offset + 5] ^= 1;
+  write_bytes(path, bytes);
+  calls.clear();
+  options.check_crc = true;
+  const VerifyReport report = verify(path, options);
+  ASSERT_EQ(report.findings.size(), 1u) << error_message_of_verify(report);
+  EXPECT_EQ(report.findings[0].entry, "big");
+  expect_progress_well_formed(calls, entry_bytes);
+
+  // A file that is not a ZIP archive is one finding, and no progress.
+  calls.clear();
+  test_support::write_file_bytes(dir / "text.onnxz", "hello, not a zip");
+  EXPECT_EQ(verify(dir / "text.onnxz", options).findings.size(), 1u);
+  EXPECT_TRUE(calls.empty());
+}
+
+TEST(ArchiveSave, ExternalizedBytesIsTheTotalSaveReports) {
+  ScratchDir dir("archive_externalized_bytes");
+  const ModelProto model = model_with_tensors_everywhere();
+  for (const std::uint64_t threshold :
+       {std::uint64_t{0}, std::uint64_t{16}, kDefaultExternalThreshold}) {
+    for (const bool sparse : {false, true}) {
+      for (const bool dedupe : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << threshold << " " << sparse << " " << dedupe);
+        std::vector<ProgressCall> calls;
+        SaveOptions options{.threshold = threshold, .dedupe = dedupe, .externalize_sparse = sparse};
+        const std::uint64_t expected = externalized_bytes(model, options);
+        options.progress = [&](std::uint64_t done, std::uint64_t total) {
+          calls.push_back({done, total});
+        };
+        save(model, dir / "m.onnxz", options);
+        expect_progress_well_formed(calls, expected);
+        if (threshold == 0 && !dedupe) {
+          // Every externalized tensor has an entry of its own: the total is their sizes.
+          std::uint64_t entry_bytes = 0;
+          const ZipReader zip = ZipReader::open(dir / "m.onnxz");
+          for (const ZipEntry& e : zip.entries()) {
+            if (e.name != kModelEntryName) entry_bytes += e.size;
+          }
+          EXPECT_EQ(expected, entry_bytes);
+        }
+      }
+    }
+  }
+  EXPECT_GT(externalized_bytes(model, SaveOptions{.threshold = 0}),
+            externalized_bytes(model, SaveOptions{.threshold = 16}));
+
+  // A tensor save() refuses counts nothing; an EXTERNAL one is not save()'s to write.
+  ModelProto odd;
+  odd.graph.ensure().initializer.push_back(raw_tensor("ok", TensorProto::kFloat, {4}, 1));
+  TensorProto& bad =
+      odd.graph->initializer.emplace_back(raw_tensor("bad", TensorProto::kFloat, {4}, 2));
+  bad.dims = {5};
+  TensorProto& external = odd.graph->initializer.emplace_back();
+  external.name = "ext";
+  external.data_type = TensorProto::kFloat;
+  external.dims = {1000};
+  external.data_location = TensorProto::kExternal;
+  EXPECT_EQ(externalized_bytes(odd, SaveOptions{.threshold = 0}), 16u);
 }
 
 TEST(ArchiveVerify, ReportsUnreferencedEntriesAndNonArchives) {

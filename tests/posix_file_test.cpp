@@ -1,5 +1,5 @@
-// posix_file: whether a path still names the file a descriptor is open on (the one device and
-// inode check), and the path of a descriptor itself.
+// posix_file: the descriptor holder, whether a path still names the file a descriptor is open on
+// (the one device and inode check), and the path of a descriptor itself.
 #include "posix_file.h"
 
 #include <fcntl.h>
@@ -7,9 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "posix_file_testing.h"
 #include "support/scratch_dir.h"
@@ -20,6 +22,57 @@ namespace {
 namespace fs = std::filesystem;
 using test_support::ScratchDir;
 using test_support::write_file_bytes;
+
+// Whether `fd` is an open descriptor of this process.
+bool is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1 || errno != EBADF; }
+
+int open_null() {
+  const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  EXPECT_GE(fd, 0);
+  return fd;
+}
+
+TEST(Fd, ClosesItsDescriptorWhenItGoesAway) {
+  int raw = -1;
+  {
+    const detail::Fd fd(open_null());
+    raw = fd.get();
+    EXPECT_TRUE(is_open(raw));
+  }
+  EXPECT_FALSE(is_open(raw));
+  EXPECT_EQ(detail::Fd().get(), -1);
+}
+
+TEST(Fd, MovingHandsOverTheDescriptorAndClosesTheOneReplaced) {
+  detail::Fd first(open_null());
+  const int raw = first.get();
+  detail::Fd second(std::move(first));
+  EXPECT_EQ(first.get(), -1);  // NOLINT(bugprone-use-after-move): the promise under test.
+  EXPECT_EQ(second.get(), raw);
+
+  detail::Fd third(open_null());
+  const int replaced = third.get();
+  third = std::move(second);
+  EXPECT_EQ(third.get(), raw);
+  EXPECT_FALSE(is_open(replaced));
+  EXPECT_TRUE(is_open(raw));
+}
+
+TEST(Fd, ReleaseGivesUpOwnershipAndResetCloses) {
+  detail::Fd fd(open_null());
+  const int raw = fd.release();
+  EXPECT_EQ(fd.get(), -1);
+  EXPECT_TRUE(is_open(raw));  // Released: the holder did not close it.
+  ::close(raw);
+
+  detail::Fd other(open_null());
+  const int closed = other.get();
+  other.reset();
+  EXPECT_EQ(other.get(), -1);
+  EXPECT_FALSE(is_open(closed));
+  other.reset();  // Nothing held: nothing happens.
+  EXPECT_EQ(other.get(), -1);
+}
 
 detail::Fd open_read_only(const fs::path& path) {
   return detail::Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

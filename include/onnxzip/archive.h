@@ -105,6 +105,12 @@ struct SaveOptions {
 void save(const ModelProto& model, const std::filesystem::path& path,
           const SaveOptions& options = {});
 
+// The payload bytes save(model, path, options) and ArchiveWriter::finish(model) write: the sum
+// of the sizes of the inline tensors they externalize (each counted, dedupe or not), the total
+// their progress reports. For the total of a longer write that ends in one of them (repack).
+// Tensors save() would refuse count 0; never throws for the model's content.
+std::uint64_t externalized_bytes(const ModelProto& model, const SaveOptions& options = {});
+
 // Where a tensor's payload is in the archive: what its TensorProto must say (spec §7.2).
 struct TensorRef {
   std::string location;  // The payload entry's name.
@@ -330,6 +336,10 @@ struct VerifyOptions {
   ZipReaderOptions zip{};
   // Map the file, or read it whole into memory (kRead; see mapped_file.h).
   FileAccess access = FileAccess::kMap;
+  // Called as the CRC-32 check reads the entries (progress.h): `total` is the sum of their
+  // uncompressed sizes (0 without check_crc), and the last call (done == total) comes when the
+  // report is complete. Not called for a file that is not a readable ZIP.
+  ProgressCallback progress = nullptr;
 };
 
 // Checks the archive at `path` against the spec: everything load() checks (as kError), the

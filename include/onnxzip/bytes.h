@@ -7,13 +7,15 @@
 // TensorBytes refers to it, or kNoOwner when the caller keeps that memory alive).
 //
 // fits() / checked_subspan() / checked_add() / checked_mul() are the one place where untrusted
-// numbers from a file become offsets, sizes or allocations. Every module may use this header.
+// numbers from a file become offsets, sizes or allocations, and parse_decimal() the one place
+// where a number written as text in a file becomes one. Every module may use this header.
 #ifndef ONNXZIP_BYTES_H_
 #define ONNXZIP_BYTES_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -42,6 +44,13 @@ ByteSpan checked_subspan(ByteSpan whole, std::uint64_t offset, std::uint64_t len
 // a + b and a * b, or Error(kCorrupt) naming `what` when the result does not fit in 64 bits.
 std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, std::string_view what);
 std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, std::string_view what);
+
+// The value of `text` when it is a decimal below 2^64: ASCII digits only (no sign, no space), at
+// least one. Leading zeros are read ("016" is 16), as Python's int() reads external_data's offset
+// and length in the reference loader; a caller that wants the canonical form writers give (spec
+// §7.2) checks for a leading zero itself. nullopt otherwise; never throws, so each caller words
+// its own error.
+std::optional<std::uint64_t> parse_decimal(std::string_view text) noexcept;
 
 // Rounds `value` up to a multiple of `alignment` (a power of two, non-zero).
 constexpr std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) noexcept {

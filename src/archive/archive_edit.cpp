@@ -17,6 +17,7 @@
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/tensor.h"
 #include "onnxzip/zip_writer.h"
+#include "posix_file.h"
 #include "progress_meter.h"
 #include "zip_tail.h"
 
@@ -30,34 +31,28 @@ constexpr std::size_t kNamesInMessage = 8;
 
 class ArchiveFile final {
  public:
-  explicit ArchiveFile(const std::filesystem::path& path) : source_(path.string()) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
-    if (fd_ < 0) {
+  explicit ArchiveFile(const std::filesystem::path& path)
+      : source_(path.string()), fd_(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK)) {
+    if (fd_.get() < 0) {
       const int error = errno;
       throw Error(error == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
                   source_ + ": cannot open for editing: " + std::strerror(error));
     }
     struct stat status {};
-    if (::fstat(fd_, &status) != 0 || !S_ISREG(status.st_mode)) {
-      close();
+    if (::fstat(fd_.get(), &status) != 0 || !S_ISREG(status.st_mode)) {
       throw Error(ErrorCode::kIo, source_ + ": not a regular file");
     }
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;
-      close();
       throw Error(ErrorCode::kIo, source_ + ": cannot edit: " +
                                       (error == EWOULDBLOCK ? "another edit of it is in progress"
                                                             : std::strerror(error)));
     }
   }
-  ~ArchiveFile() { close(); }
-  ArchiveFile(const ArchiveFile&) = delete;
-  ArchiveFile& operator=(const ArchiveFile&) = delete;
-
-  int fd() const noexcept { return fd_; }
+  int fd() const noexcept { return fd_.get(); }
   std::uint64_t size() const {
     struct stat status {};
-    if (::fstat(fd_, &status) != 0) {
+    if (::fstat(fd_.get(), &status) != 0) {
       throw Error(ErrorCode::kIo, source_ + ": cannot stat: " + std::strerror(errno));
     }
     return static_cast<std::uint64_t>(status.st_size);
@@ -65,7 +60,7 @@ class ArchiveFile final {
   // The file this edit holds open and locked, mapped for reading: never opened again by its
   // path, which another process may have pointed at another file by now.
   std::shared_ptr<const MappedFile> map() const {
-    const int copy = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+    const int copy = ::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0);
     if (copy < 0) {
       throw Error(ErrorCode::kIo,
                   source_ + ": cannot duplicate its descriptor: " + std::strerror(errno));
@@ -74,13 +69,8 @@ class ArchiveFile final {
   }
 
  private:
-  void close() noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
   std::string source_;
-  int fd_ = -1;
+  detail::Fd fd_;
 };
 
 std::string name_list(const std::vector<std::string>& names) {

@@ -28,15 +28,10 @@ using detail::quote;
 // Throws Error(kInvalidArgument, "entry name '<name>': <problem>") for a name breaking the
 // .onnxz rule (entry_name_problem); the writers call it before ZipWriter::add.
 void check_entry_name(std::string_view name, EntryNameKind kind);
-// "tensor 'w' at graph/initializer[0]" (or "unnamed tensor at ...") for messages.
-std::string tensor_label(const TensorProto& tensor, std::string_view site);
 
 // Why `location` is not a valid payload entry name (spec §6.1), in words naming the kind of path
 // it is ("..", absolute, "#...", ONNX Runtime's _ORT_MEM_ADDR_ marker...), or "" when it is one.
 std::string location_problem(std::string_view location);
-
-// The name of the first non-empty typed data field ("float_data"...), or "" when none is.
-std::string_view present_typed_field(const TensorProto& tensor) noexcept;
 
 // A metadata-only copy of `tensor` referring to entry `location` of `length` bytes, in the
 // canonical form of spec §7.2: name, dims, data_type, segment, doc_string, metadata_props and

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "archive_internal.h"
+#include "message_text.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/error.h"
 
@@ -12,19 +13,11 @@ namespace {
 
 constexpr std::size_t kMaxEntryNameLength = 255;
 
-bool is_identifier_start(char c) noexcept {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-}
+using detail::ascii_lower;
 
-bool is_name_char(char c) noexcept { return is_identifier_start(c) || (c >= '0' && c <= '9'); }
+bool is_identifier_start(char c) noexcept { return detail::is_ascii_letter(c) || c == '_'; }
 
-std::string ascii_lower(std::string_view name) {
-  std::string lowered(name);
-  for (char& c : lowered) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return lowered;
-}
+bool is_name_char(char c) noexcept { return is_identifier_start(c) || detail::is_ascii_digit(c); }
 
 }  // namespace
 
@@ -75,7 +68,7 @@ std::string EntryNamer::sanitize(std::string_view tensor_name) {
     }
   }
   if (replaced) name.pop_back();
-  if (!name.empty() && name.front() >= '0' && name.front() <= '9') name.insert(0, 1, '_');
+  if (!name.empty() && detail::is_ascii_digit(name.front())) name.insert(0, 1, '_');
   // "__" starts the reserved names (spec §6.2): keep a single leading underscore.
   const std::size_t underscores = name.find_first_not_of('_');
   const std::size_t leading = underscores == std::string::npos ? name.size() : underscores;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "archive_internal.h"
+#include "message_text.h"
 #include "onnxzip/tensor.h"
 #include "onnxzip/zip_writer.h"
 
@@ -100,12 +101,6 @@ KeyReview review_keys(const ExternalData& data, std::uint64_t entry_size) {
 
 }  // namespace
 
-std::string tensor_label(const TensorProto& tensor, std::string_view site) {
-  std::string label = tensor.name ? "tensor " + quote(*tensor.name) : std::string("unnamed tensor");
-  if (!site.empty()) label.append(" at ").append(site);
-  return label;
-}
-
 std::string other_key(std::string_view key) {
   return "external_data key " + quote(key) +
          " is not part of an .onnxz reference (spec §7.2 item 4, §9.4 item 4)";
@@ -120,8 +115,7 @@ std::string location_problem(std::string_view location) {
   }
   if (location.front() == '#') return "starts with '#' (special external data), not an entry";
   const char first = location.front();
-  const bool drive = location.size() >= 2 && location[1] == ':' &&
-                     ((first >= 'A' && first <= 'Z') || (first >= 'a' && first <= 'z'));
+  const bool drive = location.size() >= 2 && location[1] == ':' && detail::is_ascii_letter(first);
   if (first == '/' || first == '\\' || drive) return "is an absolute path, not an entry";
   std::size_t start = 0;
   while (start <= location.size()) {
@@ -137,16 +131,6 @@ std::string location_problem(std::string_view location) {
   if (location.starts_with("__")) return "is a reserved name (spec §6.2), not a payload entry";
   const std::string problem = entry_name_problem(location, EntryNameKind::kPayload);
   if (!problem.empty()) return "is not a payload entry name (spec §6.1): " + problem;
-  return {};
-}
-
-std::string_view present_typed_field(const TensorProto& tensor) noexcept {
-  if (!tensor.float_data.empty()) return "float_data";
-  if (!tensor.int32_data.empty()) return "int32_data";
-  if (!tensor.string_data.empty()) return "string_data";
-  if (!tensor.int64_data.empty()) return "int64_data";
-  if (!tensor.double_data.empty()) return "double_data";
-  if (!tensor.uint64_data.empty()) return "uint64_data";
   return {};
 }
 

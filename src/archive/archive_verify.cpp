@@ -7,6 +7,7 @@
 // non-canonical references (§9.4 item 4) and inline payloads that disagree with their tensor's
 // dims and type (§9.4 item 5).
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <set>
 #include <utility>
@@ -15,12 +16,14 @@
 #include "little_endian.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/tensor.h"
+#include "progress_meter.h"
 #include "zip_records.h"
 
 namespace onnxzip {
 namespace {
 
 using archive_detail::quote;
+using detail::hex;
 using Severity = VerifyFinding::Severity;
 
 // spec §3.1 and Appendix B.
@@ -31,13 +34,6 @@ constexpr std::uint32_t kExternalAttributes = 0x81A40000u;
 constexpr std::uint16_t kHostUnix = 3u << 8;
 constexpr std::uint64_t kMinAlignment = 64;
 constexpr std::uint64_t kMaxAlignment = 65536;
-
-std::string hex(std::uint64_t value, int digits) {
-  static constexpr char kDigits[] = "0123456789ABCDEF";
-  std::string text = "0x";
-  for (int i = digits - 1; i >= 0; --i) text += kDigits[(value >> (4 * i)) & 0xF];
-  return text;
-}
 
 class Verifier final {
  public:
@@ -76,6 +72,7 @@ class Verifier final {
   const VerifyOptions& options_;
   VerifyReport& report_;
   const ZipReader* zip_ = nullptr;
+  detail::ProgressMeter* meter_ = nullptr;  // During run().
   // The alignment the archive's 0xD935 records declare (the first one seen), spec §3.6.
   std::optional<std::uint64_t> declared_alignment_;
   std::set<std::size_t> referenced_;  // Entry indexes some tensor refers to.
@@ -83,6 +80,16 @@ class Verifier final {
 
 void Verifier::run(const ZipReader& zip) {
   zip_ = &zip;
+  std::uint64_t total = 0;
+  if (options_.check_crc && options_.progress) {
+    for (const ZipEntry& e : zip.entries()) {
+      // Sizes a hostile archive declares: only a progress total, so saturate.
+      if (__builtin_add_overflow(total, e.size, &total))
+        total = std::numeric_limits<std::uint64_t>::max();
+    }
+  }
+  detail::ProgressMeter meter(options_.progress, total);
+  meter_ = &meter;
   // The declared alignment first, so every entry and gap is judged by it.
   for (const ZipEntry& e : zip.entries()) check_extra_fields(e);
   for (const ZipFinding& finding : zip.findings()) {
@@ -111,6 +118,8 @@ void Verifier::run(const ZipReader& zip) {
     warn(e, e.local_header_offset,
          "no tensor refers to this payload entry (spec §7.2, §9.3 item 9)");
   }
+  meter.finish();
+  meter_ = nullptr;
 }
 
 // spec §4.4: with A = 65536 a writer leaves a gap of (at most) 64 zero bytes before a local
@@ -285,7 +294,11 @@ void Verifier::check_name(const ZipEntry& e) {
 
 void Verifier::check_crc(const ZipEntry& e) {
   try {
-    zip_->verify(e);
+    if (meter_->active()) {
+      zip_->stream(e, [&](ByteSpan piece) { meter_->advance(piece.size()); });
+    } else {
+      zip_->verify(e);
+    }
   } catch (const Error& error) {
     add(Severity::kError, e.name, "", e.data_offset, error.message());
   }
@@ -316,13 +329,13 @@ void Verifier::check_model(const ZipEntry& model_entry) {
       return;
     }
     if (!tensor.external_data.empty()) {
-      const std::string label = archive_detail::tensor_label(tensor, site.path);
+      const std::string label = tensor_label(tensor, site.path);
       add(Severity::kWarning, "", label, 0,
           zip.source_name() + ": " + label +
               ": external_data on a tensor whose data_location is not EXTERNAL (ignored)");
     }
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
-      const std::string label = archive_detail::tensor_label(tensor, site.path);
+      const std::string label = tensor_label(tensor, site.path);
       add(Severity::kWarning, model_entry.name, label, model_entry.data_offset,
           zip.source_name() + ": " + label + ": " + problem + " (spec §9.4 item 5)");
     }

@@ -5,6 +5,7 @@
 // `__MODEL_PROTO` is streamed by the codec with a TensorSubstitutions map that makes every
 // externalized tensor serialize as its metadata-only reference.
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
@@ -18,9 +19,7 @@ namespace onnxzip {
 namespace {
 
 using archive_detail::make_reference;
-using archive_detail::present_typed_field;
 using archive_detail::quote;
-using archive_detail::tensor_label;
 
 // Feeds the codec's streamed output into a ZIP entry.
 class EntrySinkAdapter final : public wire::ByteSink {
@@ -49,24 +48,14 @@ bool is_sparse_place(TensorPlace place) noexcept {
   return false;
 }
 
-// A tensor's payload as raw bytes: a view of raw_data, or its typed field converted (owned here
-// for as long as the object lives).
-class Payload final {
- public:
-  explicit Payload(const TensorProto& tensor) {
-    if (tensor.raw_data) {
-      view_ = tensor.raw_data->view();
-    } else {
-      converted_ = typed_data_to_raw(tensor);
-      view_ = converted_.span();
-    }
-  }
-  ByteSpan view() const noexcept { return view_; }
-
- private:
-  OwnedBytes converted_;
-  ByteSpan view_;
-};
+// save()'s rule before the threshold (spec §7.4): whether an inline tensor at `place` may become
+// an entry. Those that may are checked whatever their size; those at or above the threshold are.
+bool may_externalize(const TensorProto& tensor, TensorPlace place,
+                     const SaveOptions& options) noexcept {
+  if (is_sparse_place(place) && !options.externalize_sparse) return false;
+  // STRING, UNDEFINED and unknown types stay inline.
+  return element_bits(tensor.data_type.value_or(TensorProto::kUndefined)) != 0;
+}
 
 // A tensor finish() moves into an entry of its own (or shares, with dedupe).
 struct Candidate {
@@ -92,12 +81,7 @@ void TensorRef::apply_to(TensorProto& tensor) const {
   size.key = std::string(archive_detail::kLengthKey);
   size.value = std::to_string(length);
   tensor.raw_data.reset();
-  tensor.float_data.clear();
-  tensor.int32_data.clear();
-  tensor.string_data.clear();
-  tensor.int64_data.clear();
-  tensor.double_data.clear();
-  tensor.uint64_data.clear();
+  clear_typed_data(tensor);
 }
 
 struct ArchiveWriter::State {
@@ -196,8 +180,7 @@ std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
     // Inline tensors: externalized at or above the threshold (spec §7.4). Every tensor that
     // may be externalized is checked, whatever its size, so that whether a model saves does not
     // depend on the threshold.
-    if (is_sparse_place(site.place) && !options.externalize_sparse) return;
-    if (element_bits(data_type) == 0) return;  // STRING, UNDEFINED, unknown: stay inline.
+    if (!may_externalize(tensor, site.place, options)) return;
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
       fail(problem + " (spec §7.3)");
     }
@@ -219,14 +202,14 @@ std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
 std::string ArchiveWriter::State::write_candidate(const Candidate& candidate,
                                                   detail::ProgressMeter& meter) {
   const TensorProto& tensor = *candidate.tensor;
-  const Payload payload(tensor);
+  const RawPayload payload(tensor);
   std::optional<std::pair<std::uint64_t, std::uint32_t>> key;
   if (options.dedupe) {
     key.emplace(payload.view().size(), crc32(payload.view()));
     const auto found = by_content.find(*key);
     if (found != by_content.end()) {
       for (const WrittenPayload& twin : found->second) {
-        const Payload other(*twin.tensor);
+        const RawPayload other(*twin.tensor);
         if (equal_bytes(other.view(), payload.view())) {
           meter.advance(payload.view().size());
           return twin.location;
@@ -325,6 +308,19 @@ void ArchiveWriter::finish(const ModelProto& model) {
     throw;
   }
   state.finished = true;
+}
+
+std::uint64_t externalized_bytes(const ModelProto& model, const SaveOptions& options) {
+  std::uint64_t total = 0;
+  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
+    if (tensor.data_location == TensorProto::kExternal) return;
+    if (!may_externalize(tensor, site.place, options) || !payload_problem(tensor).empty()) return;
+    const std::uint64_t size = tensor_byte_size(tensor);  // Cannot fail: payload_problem checked.
+    if (size >= options.threshold && __builtin_add_overflow(total, size, &total)) {
+      total = std::numeric_limits<std::uint64_t>::max();  // Only a total: saturate.
+    }
+  });
+  return total;
 }
 
 void save(const ModelProto& model, const std::filesystem::path& path, const SaveOptions& options) {

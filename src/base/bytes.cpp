@@ -29,6 +29,19 @@ std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, std::string_view wha
   return sum;
 }
 
+std::optional<std::uint64_t> parse_decimal(std::string_view text) noexcept {
+  if (text.empty()) return std::nullopt;
+  std::uint64_t value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    const auto digit = static_cast<std::uint64_t>(c - '0');
+    if (__builtin_mul_overflow(value, 10, &value) || __builtin_add_overflow(value, digit, &value)) {
+      return std::nullopt;
+    }
+  }
+  return value;
+}
+
 std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, std::string_view what) {
   std::uint64_t product = 0;
   if (__builtin_mul_overflow(a, b, &product)) {

@@ -1,5 +1,6 @@
 #include "message_text.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace onnxzip::detail {
@@ -55,6 +56,22 @@ std::string quote(std::string_view name) {
   if (name.size() > kMaxShown) out += "...";
   out += "'";
   return out;
+}
+
+std::string hex(std::uint64_t value, int digits) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  int shown = 1;
+  while (shown < 16 && (value >> (4 * shown)) != 0) ++shown;
+  shown = std::max(shown, std::min(digits, 16));
+  std::string text = "0x";
+  for (int i = shown - 1; i >= 0; --i) text += kDigits[(value >> (4 * i)) & 0xF];
+  return text;
+}
+
+std::string ascii_lower(std::string_view text) {
+  std::string lowered(text);
+  for (char& c : lowered) c = ascii_lower(c);
+  return lowered;
 }
 
 }  // namespace onnxzip::detail

@@ -52,11 +52,8 @@ void touch_pages(ByteSpan bytes) {
 }
 
 void sync_folder(const fs::path& folder) {
-  const int dir_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
+  const detail::Fd dir_fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir_fd.get() >= 0) ::fsync(dir_fd.get());
 }
 
 fs::path folder_of(const fs::path& file) {

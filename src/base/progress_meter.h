@@ -1,10 +1,13 @@
-// Private to the writers (src/archive_writer.cpp, src/legacy.cpp, src/convert.cpp): turns bytes
-// written into the ProgressCallback calls progress.h promises. Not installed.
+// Private to the writers (src/archive_writer.cpp, src/archive_edit.cpp, src/legacy.cpp,
+// src/convert.cpp) and verify (src/archive_verify.cpp): turns bytes written (or checked) into the
+// ProgressCallback calls progress.h promises, so that the rule is kept in one place. Not
+// installed.
 #ifndef ONNXZIP_PROGRESS_METER_H_
 #define ONNXZIP_PROGRESS_METER_H_
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/progress.h"
@@ -36,6 +39,25 @@ class ProgressMeter final {
     if (callback_ == nullptr || finished_) return;
     finished_ = true;
     (*callback_)(total_, total_);
+  }
+
+  // For a write that ends by handing the rest of its work to a writer with a progress option of
+  // its own (repack's ArchiveWriter::finish): a callback whose calls advance this meter by what
+  // the writer reports done since its previous call, and whose last call (done == total, after
+  // the first) finishes this meter. The writer's total must be the rest of this meter's. Null
+  // when this meter is inactive; valid while this meter lives.
+  ProgressCallback last_part() {
+    if (callback_ == nullptr) return nullptr;
+    return [this, started = false, reported = std::uint64_t{0}](std::uint64_t done,
+                                                                std::uint64_t total) mutable {
+      if (started && done == total) {
+        finish();
+        return;
+      }
+      started = true;
+      advance(done - std::min(done, reported));
+      reported = std::max(reported, done);
+    };
   }
 
  private:

@@ -2,7 +2,6 @@
 // rendered.
 #include <CLI/CLI.hpp>
 
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -16,6 +15,7 @@
 #include "cli_common.h"
 #include "cli_output.h"
 #include "onnxzip/archive.h"
+#include "onnxzip/bytes.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/tensor.h"
 
@@ -204,11 +204,9 @@ void describe_reference(const TensorProto& tensor, LegacyTensor& t) {
   for (const StringStringEntryProto& kv : tensor.external_data) {
     const std::string value(kv.value.value_or(""));
     if (kv.key == "location") t.location = value;
-    std::uint64_t number = 0;
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
-    const bool numeric = ec == std::errc() && end == value.data() + value.size();
-    if (kv.key == "offset" && numeric) t.offset = number;
-    if (kv.key == "length" && numeric) t.size = number;
+    const std::optional<std::uint64_t> number = parse_decimal(value);
+    if (kv.key == "offset" && number) t.offset = *number;
+    if (kv.key == "length" && number) t.size = *number;
   }
   if (t.size == 0) {
     try {

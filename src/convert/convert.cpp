@@ -19,6 +19,7 @@
 #include "onnxzip/tensor.h"
 #include "onnxzip/zip_reader.h"
 #include "onnxzip/zip_writer.h"
+#include "progress_meter.h"
 
 namespace onnxzip {
 namespace {
@@ -26,11 +27,6 @@ namespace {
 using detail::quote;
 
 namespace fs = std::filesystem;
-
-std::string tensor_label(const TensorProto& tensor, std::string_view site) {
-  return (tensor.name ? "tensor " + quote(*tensor.name) : std::string("unnamed tensor")) + " at " +
-         std::string(site);
-}
 
 // True when `a` and `b` name the same existing file (hard and symbolic links included).
 bool same_file(const fs::path& a, const fs::path& b) {
@@ -140,15 +136,12 @@ class Repacker final {
   Reference resolve(TensorProto& tensor, std::string_view site, std::string_view prefix) const;
   // The entry's bytes with its CRC-32 checked, shared by every tensor that borrows from them.
   std::shared_ptr<const TensorBytes> entry_bytes(const ZipEntry& entry);
-  void report(std::uint64_t done);
 
   fs::path in_;
   fs::path out_;
   SaveOptions options_;
   ZipReader zip_;
   std::unordered_map<std::size_t, std::shared_ptr<const TensorBytes>> cached_entries_;
-  std::uint64_t total_ = 0;
-  std::uint64_t reported_ = 0;
 };
 
 const ZipEntry& Repacker::find_model_entry() const {
@@ -183,9 +176,7 @@ Reference Repacker::resolve(TensorProto& tensor, std::string_view site,
   // keys are ignored, as the legacy reader does.
   const detail::ExternalData data = detail::read_external_data(tensor);
   if (const std::string fault = detail::reference_fault(data); !fault.empty()) fail_tensor(fault);
-  if (tensor.raw_data || !tensor.float_data.empty() || !tensor.int32_data.empty() ||
-      !tensor.string_data.empty() || !tensor.int64_data.empty() || !tensor.double_data.empty() ||
-      !tensor.uint64_data.empty()) {
+  if (tensor.raw_data || !present_typed_field(tensor).empty()) {
     fail_tensor("data_location is EXTERNAL but the tensor also holds its data inline");
   }
   const std::string_view location = *data.location;
@@ -225,14 +216,6 @@ std::shared_ptr<const TensorBytes> Repacker::entry_bytes(const ZipEntry& entry) 
   auto& slot = cached_entries_[entry.index];
   if (!slot) slot = std::make_shared<const TensorBytes>(zip_.verified_data(entry));
   return slot;
-}
-
-void Repacker::report(std::uint64_t done) {
-  if (!options_.progress) return;
-  // Monotonic and below total until the end, whatever the estimate of the second phase.
-  done = std::max(reported_, std::min(done, total_ == 0 ? 0 : total_ - 1));
-  reported_ = done;
-  options_.progress(done, total_);
 }
 
 RepackResult Repacker::run() {
@@ -275,59 +258,23 @@ RepackResult Repacker::run() {
   }
   // An entry used whole by some tensors and by range by others is kept and unpacked both.
 
-  // The progress total: the kept entries, then what finish() externalizes (save()'s rule).
-  std::uint64_t kept_bytes = 0;
-  for (const auto& [index, tensors] : kept) kept_bytes += zip_.entries()[index].size;
-  std::uint64_t inline_bytes = 0;
+  // One meter for the whole write: the kept entries, then what finish() externalizes.
+  std::uint64_t total = 0;
   if (options_.progress) {
-    for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
-      if (tensor.data_location == TensorProto::kExternal) return;
-      if (site.place != TensorPlace::kInitializer && site.place != TensorPlace::kAttributeTensor &&
-          site.place != TensorPlace::kAttributeTensors && !options_.externalize_sparse) {
-        return;
-      }
-      const std::int32_t type = tensor.data_type.value_or(TensorProto::kUndefined);
-      if (element_bits(type) == 0) return;
-      try {
-        const std::uint64_t size = tensor_byte_size(tensor);
-        if (size >= options_.threshold) inline_bytes += size;
-      } catch (const Error&) {
-        // finish() reports it.
-      }
-    });
+    for (const auto& [index, tensors] : kept) total += zip_.entries()[index].size;
+    total += externalized_bytes(model, options_);
   }
-  total_ = kept_bytes + inline_bytes;
-  report(0);
+  detail::ProgressMeter meter(options_.progress, total);
 
   RepackResult result;
   SaveOptions save_options = options_;
-  bool first_call = true;
-  save_options.progress = nullptr;
-  if (options_.progress) {
-    save_options.progress = [&](std::uint64_t done, std::uint64_t total) {
-      if (done == total && !first_call) {
-        reported_ = total_;
-        options_.progress(total_, total_);  // The end: the archive is about to be renamed.
-      } else {
-        report(kept_bytes + done);
-      }
-      first_call = false;
-    };
-  }
+  save_options.progress = meter.last_part();
   ArchiveWriter writer(out_, save_options);
-  std::uint64_t written = 0;
   for (const auto& [index, tensors] : kept) {
     const ZipEntry& entry = zip_.entries()[index];
     const TensorProto& first = *tensors.front()->tensor;
     const auto write = [&](EntrySink& sink, ByteSpan rest) {
-      while (!rest.empty()) {
-        const std::size_t piece =
-            static_cast<std::size_t>(std::min<std::uint64_t>(rest.size(), kProgressStepBytes));
-        sink.write(rest.first(piece));
-        rest = rest.subspan(piece);
-        written += piece;
-        if (options_.progress && written - reported_ >= kProgressStepBytes) report(written);
-      }
+      detail::write_with_progress(rest, meter, [&](ByteSpan piece) { sink.write(piece); });
     };
     const bool inflated_already = unpacked.contains(index);  // For the unpacked tensors.
     const TensorRef ref = writer.add_tensor(

@@ -43,16 +43,6 @@ using detail::kLocationKey;
 using detail::kOffsetKey;
 using detail::quote;
 
-std::string tensor_label(const TensorProto& tensor, std::string_view site_path) {
-  std::string label = tensor.name ? "tensor " + quote(*tensor.name) : "unnamed tensor";
-  return label.append(" at ").append(site_path);
-}
-
-bool has_typed_data(const TensorProto& t) {
-  return !t.float_data.empty() || !t.int32_data.empty() || !t.string_data.empty() ||
-         !t.int64_data.empty() || !t.double_data.empty() || !t.uint64_data.empty();
-}
-
 bool is_external(const TensorProto& t) {
   return t.data_location.value_or(TensorProto::kDefault) == TensorProto::kExternal;
 }
@@ -282,7 +272,7 @@ void resolve_external(TensorProto& tensor, const TensorSite& site, const std::st
                       DataFiles& files) {
   ReferenceContext ctx{.place = {.file = model, .tensor = tensor_label(tensor, site.path)}};
   const ExternalReference ref = parse_reference(tensor, ctx);
-  if (tensor.raw_data || has_typed_data(tensor)) {
+  if (tensor.raw_data || !present_typed_field(tensor).empty()) {
     ctx.fail(ErrorCode::kCorrupt,
              "data_location is EXTERNAL but the tensor also holds its data inline");
   }
@@ -378,14 +368,6 @@ struct Placement {
   std::uint64_t offset;
 };
 
-// The payload of a tensor selected for a data file: its raw_data, or its typed field converted.
-// `converted` holds the conversion while the caller uses the span.
-ByteSpan payload_of(const TensorProto& tensor, OwnedBytes& converted) {
-  if (tensor.raw_data) return tensor.raw_data->view();
-  converted = typed_data_to_raw(tensor);
-  return converted.span();
-}
-
 // The tensor written in place of an externalized one: everything but its data, plus the
 // reference. external_data keys in the reference's order (set_external_data).
 TensorProto external_substitute(const TensorProto& tensor, const std::string& location,
@@ -430,15 +412,11 @@ constexpr std::size_t kTrailerSize = 64;
 constexpr std::size_t kWriteIdDigits = 32;
 
 std::string new_write_id() {
-  static constexpr char kHex[] = "0123456789abcdef";
   std::random_device entropy;
   std::string id;
-  while (id.size() < kWriteIdDigits) {
-    for (std::uint32_t bits = entropy(), n = 0; n < 8 && id.size() < kWriteIdDigits; ++n) {
-      id += kHex[bits & 0xF];
-      bits >>= 4;
-    }
-  }
+  // Eight digits from each 32-bit draw, without hex()'s "0x".
+  while (id.size() < kWriteIdDigits) id += detail::hex(entropy(), 8).substr(2);
+  id.resize(kWriteIdDigits);
   return id;
 }
 
@@ -726,8 +704,8 @@ std::vector<std::unique_ptr<AtomicOutputFile>> LegacyWriter::write_data_files(
         out_.parent_path() / data_file_name(base_name_, i), data_file_options_));
     for (; next != placements.end() && next->file == i; ++next) {
       file.write_zeros(next->offset - file.position());
-      OwnedBytes converted;
-      const ByteSpan payload = payload_of(*next->tensor, converted);
+      const RawPayload raw_payload(*next->tensor);
+      const ByteSpan payload = raw_payload.view();
       if (payload.size() != next->size) {
         throw Error(ErrorCode::kBadState,
                     target_ + ": " + next->label + " changed while the model was being written");

@@ -1,24 +1,14 @@
 #include "external_data.h"
 
-#include <limits>
-
 #include "message_text.h"
+#include "onnxzip/bytes.h"
 
 namespace onnxzip::detail {
 namespace {
 
 ExternalDataNumber read_number(std::string_view text) {
-  ExternalDataNumber number{.text = text};
-  if (text.empty()) return number;
-  std::uint64_t value = 0;
-  for (const char c : text) {
-    if (c < '0' || c > '9') return number;
-    const auto digit = static_cast<std::uint64_t>(c - '0');
-    if (value > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return number;
-    value = value * 10 + digit;
-  }
-  number.value = value;
-  number.canonical = text.size() == 1 || text.front() != '0';
+  ExternalDataNumber number{.text = text, .value = parse_decimal(text)};
+  number.canonical = number.value && (text.size() == 1 || text.front() != '0');
   return number;
 }
 

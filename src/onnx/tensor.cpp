@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/protobuf_wire.h"
 
@@ -55,10 +56,6 @@ static_assert(std::size(kDataTypes) == TensorProto::kLastDataType + 1);
 const DataTypeInfo* info_of(std::int32_t data_type) noexcept {
   if (data_type < 0 || data_type > TensorProto::kLastDataType) return nullptr;
   return &kDataTypes[data_type];
-}
-
-std::string tensor_label(const TensorProto& tensor) {
-  return tensor.name ? "tensor '" + *tensor.name + "'" : std::string("tensor (unnamed)");
 }
 
 std::string type_label(std::int32_t data_type) {
@@ -339,6 +336,37 @@ std::string counted(std::uint64_t count, std::string_view one, std::string_view 
 
 }  // namespace
 
+std::string tensor_label(const TensorProto& tensor, std::string_view site) {
+  std::string label = tensor.name ? "tensor " + detail::quote(*tensor.name) : "unnamed tensor";
+  if (!site.empty()) label.append(" at ").append(site);
+  return label;
+}
+
+std::string_view present_typed_field(const TensorProto& tensor) noexcept {
+  for (const TypedFieldSlot& slot : kTypedFields) {
+    if (slot.size(tensor) != 0) return slot.name;
+  }
+  return {};
+}
+
+void clear_typed_data(TensorProto& tensor) noexcept {
+  tensor.float_data.clear();
+  tensor.int32_data.clear();
+  tensor.string_data.clear();
+  tensor.int64_data.clear();
+  tensor.double_data.clear();
+  tensor.uint64_data.clear();
+}
+
+RawPayload::RawPayload(const TensorProto& tensor) {
+  if (tensor.raw_data) {
+    view_ = tensor.raw_data->view();
+  } else {
+    converted_ = typed_data_to_raw(tensor);
+    view_ = converted_.span();
+  }
+}
+
 std::uint32_t element_bits(std::int32_t data_type) noexcept {
   const DataTypeInfo* info = info_of(data_type);
   return info == nullptr ? 0 : info->bits;
@@ -552,12 +580,7 @@ void move_typed_data_to_raw(TensorProto& tensor) {
   if (tensor.raw_data) return;
   OwnedBytes raw = typed_data_to_raw(tensor);
   tensor.raw_data = TensorBytes::owned(std::move(raw));
-  tensor.float_data.clear();
-  tensor.int32_data.clear();
-  tensor.string_data.clear();
-  tensor.int64_data.clear();
-  tensor.double_data.clear();
-  tensor.uint64_data.clear();
+  clear_typed_data(tensor);
 }
 
 void move_raw_data_to_typed(TensorProto& tensor) {

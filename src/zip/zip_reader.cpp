@@ -31,6 +31,9 @@
 namespace onnxzip {
 namespace {
 
+using detail::ascii_lower;
+using detail::hex;
+using detail::is_ascii_letter;
 using detail::quote;
 using detail::utf8_sequence_length;
 
@@ -58,12 +61,6 @@ constexpr std::size_t kLocalExtraGuess = 128;
 // records of up to 64 KiB per entry), the rest are read through the mapping.
 constexpr std::uint64_t kMaxLocalHeaderCopies = std::uint64_t{64} << 20;
 
-std::string hex(std::uint32_t value, int digits) {
-  char text[16];
-  std::snprintf(text, sizeof text, "0x%0*x", digits, value);
-  return text;
-}
-
 bool is_valid_utf8(std::string_view text) noexcept {
   for (std::size_t i = 0; i < text.size();) {
     const std::size_t n = utf8_sequence_length(text, i);
@@ -80,10 +77,6 @@ bool is_ascii(std::string_view text) noexcept {
 
 std::string_view as_chars(ByteSpan bytes) noexcept {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
-}
-
-char ascii_lower(char c) noexcept {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
 }
 
 // Hashing and equality of names under ASCII lower-casing, without copying them.
@@ -908,8 +901,7 @@ void ZipReader::Parser::check_name(std::string_view name, std::uint64_t offset) 
   }
   if (name.front() == '/') fail(ErrorCode::kCorrupt, place(), "absolute entry name");
   const char first = name.front();
-  if (name.size() >= 2 && name[1] == ':' &&
-      ((first >= 'A' && first <= 'Z') || (first >= 'a' && first <= 'z'))) {
+  if (name.size() >= 2 && name[1] == ':' && is_ascii_letter(first)) {
     fail(ErrorCode::kCorrupt, place(), "entry name starts with a drive letter");
   }
   std::size_t start = 0;

@@ -15,6 +15,7 @@
 namespace onnxzip {
 namespace {
 
+using detail::ascii_lower;
 using detail::quote;
 
 // A name's length is a u16 in both headers (APPNOTE 4.4.10).
@@ -76,14 +77,6 @@ class StreamingSink final : public EntrySink {
   std::uint32_t crc_ = 0;
   bool overflowed_ = false;
 };
-
-std::string ascii_lower(std::string_view name) {
-  std::string lowered(name);
-  for (char& c : lowered) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return lowered;
-}
 
 }  // namespace
 
