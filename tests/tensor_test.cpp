@@ -526,6 +526,26 @@ TEST(ClearTypedData, EmptiesEveryTypedFieldAndKeepsTheRest) {
   EXPECT_EQ(t.dims, std::vector<std::int64_t>{1});
 }
 
+TEST(TensorWithoutData, KeepsWhatTheTensorSaysOfItselfAndNothingOfWhereItsDataIs) {
+  TensorProto t = typed(TensorProto::kFloat);
+  t.dims = {2, 1};
+  t.doc_string = "doc";
+  t.metadata_props.emplace_back().key = std::string("origin");
+  TensorProto::Segment& segment = t.segment.ensure();
+  segment.begin = 1;
+  segment.end = 2;
+  const std::uint8_t unknown_field[] = {0x98, 0x06, 0x01};  // Field 99, varint 1.
+  t.unknown_fields.append(unknown_field);
+  TensorProto described = t;  // What the copy must equal: t with no data and no reference.
+
+  t.raw_data = TensorBytes::owned(OwnedBytes(8));
+  t.float_data = {1.0f, 2.0f};
+  t.data_location = TensorProto::kExternal;
+  t.external_data.emplace_back().key = std::string("location");
+  EXPECT_EQ(tensor_without_data(t), described);
+  EXPECT_EQ(tensor_without_data(described), described);
+}
+
 TEST(RawPayload, ViewsRawDataInPlaceOrConvertsTheTypedField) {
   TensorProto raw = typed(TensorProto::kUint8);
   raw.dims = {3};

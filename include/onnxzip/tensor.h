@@ -73,6 +73,10 @@ TypedField typed_field_for(std::int32_t data_type) noexcept;
 std::string_view present_typed_field(const TensorProto& tensor) noexcept;
 // Empties every typed data field (raw_data is left alone).
 void clear_typed_data(TensorProto& tensor) noexcept;
+// A copy of what `tensor` says about itself, without where its data is: name, dims, data_type,
+// segment, doc_string, metadata_props and unknown fields. No raw_data, typed field,
+// data_location or external_data: the start of a reference that a writer then points somewhere.
+TensorProto tensor_without_data(const TensorProto& tensor);
 
 // The elements of the typed field that tensor.data_type uses, as raw_data bytes (little-endian).
 // Values wider than the element are truncated to it, as a C cast would (an int32_data entry of

@@ -136,14 +136,7 @@ std::string location_problem(std::string_view location) {
 
 TensorProto make_reference(const TensorProto& tensor, std::string_view location,
                            std::uint64_t length) {
-  TensorProto reference;
-  reference.dims = tensor.dims;
-  reference.data_type = tensor.data_type;
-  reference.segment = tensor.segment;
-  reference.name = tensor.name;
-  reference.doc_string = tensor.doc_string;
-  reference.metadata_props = tensor.metadata_props;
-  reference.unknown_fields = tensor.unknown_fields;
+  TensorProto reference = tensor_without_data(tensor);
   TensorRef{std::string(location), length}.apply_to(reference);
   return reference;
 }

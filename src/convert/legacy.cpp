@@ -372,14 +372,7 @@ struct Placement {
 // reference. external_data keys in the reference's order (set_external_data).
 TensorProto external_substitute(const TensorProto& tensor, const std::string& location,
                                 std::uint64_t offset, std::uint64_t length) {
-  TensorProto out;
-  out.dims = tensor.dims;
-  out.data_type = tensor.data_type;
-  out.segment = tensor.segment;
-  out.name = tensor.name;
-  out.doc_string = tensor.doc_string;
-  out.metadata_props = tensor.metadata_props;
-  out.unknown_fields = tensor.unknown_fields;
+  TensorProto out = tensor_without_data(tensor);
   const std::pair<std::string_view, std::string> entries[] = {
       {kLocationKey, location},
       {kOffsetKey, std::to_string(offset)},

@@ -342,6 +342,18 @@ std::string tensor_label(const TensorProto& tensor, std::string_view site) {
   return label;
 }
 
+TensorProto tensor_without_data(const TensorProto& tensor) {
+  TensorProto copy;
+  copy.dims = tensor.dims;
+  copy.data_type = tensor.data_type;
+  copy.segment = tensor.segment;
+  copy.name = tensor.name;
+  copy.doc_string = tensor.doc_string;
+  copy.metadata_props = tensor.metadata_props;
+  copy.unknown_fields = tensor.unknown_fields;
+  return copy;
+}
+
 std::string_view present_typed_field(const TensorProto& tensor) noexcept {
   for (const TypedFieldSlot& slot : kTypedFields) {
     if (slot.size(tensor) != 0) return slot.name;
