@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "onnxzip/error.h"
@@ -27,6 +29,39 @@ TEST(Fits, RejectsRangesPastTheEndWithoutOverflowing) {
   EXPECT_FALSE(fits(kMax, 2, 10));
   EXPECT_FALSE(fits(2, kMax, 10));
   EXPECT_FALSE(fits(kMax, kMax, kMax));
+}
+
+TEST(ParseDecimal, AcceptsDecimalsBelow2To64) {
+  EXPECT_EQ(parse_decimal("0"), 0u);
+  EXPECT_EQ(parse_decimal("00"), 0u);
+  EXPECT_EQ(parse_decimal("016"), 16u);
+  EXPECT_EQ(parse_decimal("000018446744073709551615"), kMax);
+  EXPECT_EQ(parse_decimal("7"), 7u);
+  EXPECT_EQ(parse_decimal("4096"), 4096u);
+  EXPECT_EQ(parse_decimal("18446744073709551615"), kMax);
+}
+
+TEST(ParseDecimal, RefusesEverythingElse) {
+  const std::string_view refused[] = {
+      "",
+      "-1",
+      "+1",
+      " 1",
+      "1 ",
+      "0x10",
+      "1e3",
+      "1.0",
+      "1_000",
+      "18446744073709551616",   // 2^64
+      "99999999999999999999",   // Overflows in the last multiplication.
+      "184467440737095516150",  // 2^64 - 1, times ten.
+      "\xd9\xa3",               // ARABIC-INDIC DIGIT THREE: a digit, not an ASCII one.
+      std::string_view("1\0", 2),
+  };
+  for (const std::string_view text : refused) {
+    SCOPED_TRACE(::testing::PrintToString(std::string(text)));
+    EXPECT_EQ(parse_decimal(text), std::nullopt);
+  }
 }
 
 TEST(CheckedSubspan, ReturnsTheSliceOrThrowsCorruptNamingTheRange) {
@@ -111,7 +146,7 @@ TEST(TensorBytes, MovePreservesModeAndPointer) {
   TensorBytes moved = std::move(owned);
   EXPECT_EQ(moved.data(), owned_data);
   EXPECT_TRUE(moved.is_owned());
-  TensorBytes borrowed = TensorBytes::borrowed(source);
+  TensorBytes borrowed = TensorBytes::borrowed(source, kNoOwner);
   TensorBytes moved_borrowed = std::move(borrowed);
   EXPECT_TRUE(moved_borrowed.is_borrowed());
   EXPECT_EQ(moved_borrowed.data(), source.data());

@@ -20,6 +20,7 @@
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
 #include "support/model_builder.h"
+#include "support/progress_calls.h"
 #include "support/scratch_dir.h"
 #include "support/sha256.h"
 #include "support/zip_builder.h"
@@ -298,7 +299,7 @@ TEST(ConvertInputs, WhatIsNoModelOrCannotBeCarriedOverIsRefusedNamingTheInput) {
   // Archives made by hand: save() would refuse the short tensor itself.
   const auto hand_made = [&](const std::string& name, const ModelProto& model) {
     ZipWriter zip(dir / name);
-    zip.add(kModelEntryName, serialize_model(model), NameKind::kReserved);
+    zip.add(kModelEntryName, serialize_model(model));
     zip.finish();
   };
   hand_made("empty_model.onnxz", ModelProto());
@@ -344,28 +345,8 @@ TEST(ConvertInputs, ModelsWithOnlyIrProblemsConvert) {
 
 // --- Progress ---
 
-struct Call {
-  std::uint64_t done;
-  std::uint64_t total;
-};
-
-// The promise of progress.h: a first call at 0, `done` never decreasing and below `total` until
-// the one last call at `total`, `total` fixed.
-void expect_well_formed(const std::vector<Call>& calls, std::uint64_t total) {
-  ASSERT_GE(calls.size(), 2u);
-  EXPECT_EQ(calls.front().done, 0u);
-  EXPECT_EQ(calls.back().done, total);
-  for (std::size_t i = 0; i < calls.size(); ++i) {
-    SCOPED_TRACE(i);
-    EXPECT_EQ(calls[i].total, total);
-    if (i > 0) {
-      EXPECT_GE(calls[i].done, calls[i - 1].done);
-    }
-    if (i + 1 < calls.size()) {
-      EXPECT_LT(calls[i].done, total);
-    }
-  }
-}
+using test_support::expect_progress_well_formed;
+using test_support::ProgressCall;
 
 ModelProto model_with_big_tensor(std::int64_t floats) {
   ModelProto model;
@@ -383,14 +364,14 @@ TEST(ConvertProgress, ReportsEveryDirectionMonotonicallyToTheTotal) {
   constexpr std::uint64_t kPayload = kFloats * 4 + 2400;
   serialize_model_to_file(model_with_big_tensor(kFloats), dir / "m.onnx");
 
-  std::vector<Call> calls;
+  std::vector<ProgressCall> calls;
   ConvertOptions options;
   options.progress = [&](std::uint64_t done, std::uint64_t total) {
     calls.push_back({done, total});
   };
   convert(dir / "m.onnx", dir / "m.onnxz", options);
-  expect_well_formed(calls, kPayload);  // The externalized payloads: big and small.
-  EXPECT_GE(calls.size(), 4u);          // Within the 40 MiB tensor too.
+  expect_progress_well_formed(calls, kPayload);  // The externalized payloads: big and small.
+  EXPECT_GE(calls.size(), 4u);                   // Within the 40 MiB tensor too.
 
   for (const auto mode : {LegacyWriteOptions::Mode::kInline, LegacyWriteOptions::Mode::kExternal}) {
     SCOPED_TRACE(static_cast<int>(mode));
@@ -398,9 +379,9 @@ TEST(ConvertProgress, ReportsEveryDirectionMonotonicallyToTheTotal) {
     options.legacy.mode = mode;
     convert(dir / "m.onnxz", dir / "back.onnx", options);
     // Inline: the whole file; external: the payloads that go to the data file.
-    expect_well_formed(calls, mode == LegacyWriteOptions::Mode::kInline
-                                  ? fs::file_size(dir / "back.onnx")
-                                  : kPayload);
+    expect_progress_well_formed(calls, mode == LegacyWriteOptions::Mode::kInline
+                                           ? fs::file_size(dir / "back.onnx")
+                                           : kPayload);
     EXPECT_GE(calls.size(), 4u);
   }
 
@@ -408,7 +389,15 @@ TEST(ConvertProgress, ReportsEveryDirectionMonotonicallyToTheTotal) {
   SaveOptions save_options;
   save_options.progress = options.progress;
   repack(dir / "m.onnxz", dir / "repacked.onnxz", save_options);
-  expect_well_formed(calls, kPayload);
+  expect_progress_well_formed(calls, kPayload);
+
+  // The kept entries, then the inline tensor that finish() externalizes at threshold 0 (the
+  // 12-byte "tiny"): one meter across both parts of the write.
+  calls.clear();
+  save_options.threshold = 0;
+  repack(dir / "m.onnxz", dir / "repacked.onnxz", save_options);
+  expect_progress_well_formed(calls, kPayload + 12);
+  EXPECT_GE(calls.size(), 4u);
 }
 
 TEST(ConvertProgress, ACallbackThatThrowsCancelsAndLeavesNothing) {
@@ -544,7 +533,7 @@ TEST(RepackErrors, NamesTheArchiveTheTensorAndTheLocation) {
     const std::vector<std::uint8_t> payload(payload_size, 7);
     zip.add(payload_name, payload);
     if (model != nullptr) {
-      zip.add(kModelEntryName, serialize_model(*model), NameKind::kReserved);
+      zip.add(kModelEntryName, serialize_model(*model));
     }
     zip.finish();
   };
@@ -560,8 +549,8 @@ TEST(RepackErrors, NamesTheArchiveTheTensorAndTheLocation) {
                   "no_model.zip: no entry named __MODEL_PROTO");
   write_zip("short.zip", &model, "data", 12);
   EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { repack(dir / "short.zip", dir / "o"); }),
-                  "tensor 'w' at graph/initializer[0]: offset 0 + length 16 is past the end of "
-                  "entry 'data' (12 bytes)");
+                  "tensor 'w' at graph/initializer[0]: entry 'data': offset 0 + length 16 is past "
+                  "the end of the entry (12 bytes)");
   write_zip("elsewhere.zip", &model, "other", 16);
   EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { repack(dir / "elsewhere.zip", dir / "o"); }),
                   "tensor 'w' at graph/initializer[0]: refers to 'data', which is no file of the "

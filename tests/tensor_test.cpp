@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "onnxzip/error.h"
@@ -461,7 +462,127 @@ TEST(TypedRawConversion, RejectsPartialElementsAndUnknownTypes) {
                   "tensor 't': data type 99 has no typed field");
   TensorProto undefined;
   EXPECT_CONTAINS(error_of(ErrorCode::kUnsupported, [&] { typed_data_to_raw(undefined); }),
-                  "tensor (unnamed): data type 0 (UNDEFINED) has no typed field");
+                  "unnamed tensor: data type 0 (UNDEFINED) has no typed field");
+}
+
+TEST(PresentTypedField, NamesTheFirstFilledFieldInOnnxProtoOrder) {
+  TensorProto t = typed(TensorProto::kFloat);
+  EXPECT_EQ(present_typed_field(t), "");
+  t.raw_data = TensorBytes::owned(OwnedBytes(4));
+  EXPECT_EQ(present_typed_field(t), "");  // raw_data is not a typed field.
+  const auto fill_one = [](TensorProto& tensor, int field) {
+    switch (field) {
+      case 0:
+        tensor.float_data = {1.0f};
+        break;
+      case 1:
+        tensor.int32_data = {1};
+        break;
+      case 2:
+        tensor.string_data = {Text("s")};
+        break;
+      case 3:
+        tensor.int64_data = {1};
+        break;
+      case 4:
+        tensor.double_data = {1.0};
+        break;
+      default:
+        tensor.uint64_data = {1};
+        break;
+    }
+  };
+  const std::string_view names[] = {"float_data", "int32_data",  "string_data",
+                                    "int64_data", "double_data", "uint64_data"};
+  for (int field = 0; field < 6; ++field) {
+    SCOPED_TRACE(names[field]);
+    TensorProto only = typed(TensorProto::kFloat);
+    fill_one(only, field);
+    EXPECT_EQ(present_typed_field(only), names[field]);
+    // With every later field filled too, the first one is named.
+    for (int later = field + 1; later < 6; ++later) fill_one(only, later);
+    EXPECT_EQ(present_typed_field(only), names[field]);
+    clear_typed_data(only);
+    EXPECT_EQ(present_typed_field(only), "");
+  }
+}
+
+TEST(ClearTypedData, EmptiesEveryTypedFieldAndKeepsTheRest) {
+  TensorProto t = typed(TensorProto::kFloat);
+  t.dims = {1};
+  t.raw_data = TensorBytes::owned(OwnedBytes(4));
+  t.float_data = {1.0f};
+  t.int32_data = {1};
+  t.string_data = {Text("s")};
+  t.int64_data = {1};
+  t.double_data = {1.0};
+  t.uint64_data = {1};
+  clear_typed_data(t);
+  EXPECT_TRUE(t.float_data.empty() && t.int32_data.empty() && t.string_data.empty() &&
+              t.int64_data.empty() && t.double_data.empty() && t.uint64_data.empty());
+  ASSERT_TRUE(t.raw_data.has_value());
+  EXPECT_EQ(t.raw_data->size(), 4u);
+  EXPECT_EQ(t.name, "t");
+  EXPECT_EQ(t.dims, std::vector<std::int64_t>{1});
+}
+
+TEST(TensorWithoutData, KeepsWhatTheTensorSaysOfItselfAndNothingOfWhereItsDataIs) {
+  TensorProto t = typed(TensorProto::kFloat);
+  t.dims = {2, 1};
+  t.doc_string = "doc";
+  t.metadata_props.emplace_back().key = std::string("origin");
+  TensorProto::Segment& segment = t.segment.ensure();
+  segment.begin = 1;
+  segment.end = 2;
+  const std::uint8_t unknown_field[] = {0x98, 0x06, 0x01};  // Field 99, varint 1.
+  t.unknown_fields.append(unknown_field);
+  TensorProto described = t;  // What the copy must equal: t with no data and no reference.
+
+  t.raw_data = TensorBytes::owned(OwnedBytes(8));
+  t.float_data = {1.0f, 2.0f};
+  t.data_location = TensorProto::kExternal;
+  t.external_data.emplace_back().key = std::string("location");
+  EXPECT_EQ(tensor_without_data(t), described);
+  EXPECT_EQ(tensor_without_data(described), described);
+}
+
+TEST(RawPayload, ViewsRawDataInPlaceOrConvertsTheTypedField) {
+  TensorProto raw = typed(TensorProto::kUint8);
+  raw.dims = {3};
+  const Bytes bytes{7, 8, 9};
+  raw.raw_data = TensorBytes::borrowed(bytes, kNoOwner);
+  const RawPayload borrowed(raw);
+  EXPECT_EQ(borrowed.view().data(), bytes.data());  // No copy.
+  EXPECT_EQ(borrowed.view().size(), 3u);
+
+  TensorProto typed_uint8 = typed(TensorProto::kUint8);
+  typed_uint8.dims = {3};
+  typed_uint8.int32_data = {7, 8, 9};
+  const RawPayload converted(typed_uint8);
+  EXPECT_EQ(Bytes(converted.view().begin(), converted.view().end()), bytes);
+
+  TensorProto empty = typed(TensorProto::kFloat);
+  empty.dims = {0};
+  EXPECT_TRUE(RawPayload(empty).view().empty());
+
+  TensorProto undefined;
+  EXPECT_CONTAINS(error_of(ErrorCode::kUnsupported, [&] { RawPayload{undefined}; }),
+                  "unnamed tensor: data type 0 (UNDEFINED) has no typed field");
+}
+
+TEST(TensorLabel, NamesTheTensorQuotedAndItsSite) {
+  TensorProto t = typed(TensorProto::kFloat);
+  t.name = "w";
+  EXPECT_EQ(tensor_label(t), "tensor 'w'");
+  EXPECT_EQ(tensor_label(t, "graph/initializer[0]"), "tensor 'w' at graph/initializer[0]");
+  t.name = "it's\n\x1b[31m";  // A quote and a terminal escape: one printable line.
+  EXPECT_EQ(tensor_label(t), "tensor 'it\\x27s\\x0a\\x1b[31m'");
+  t.name = "";
+  EXPECT_EQ(tensor_label(t), "tensor ''");  // Present but empty is not unnamed.
+  t.name.reset();
+  EXPECT_EQ(tensor_label(t), "unnamed tensor");
+  EXPECT_EQ(tensor_label(t, "graph/node[0]/attribute[0]/t"),
+            "unnamed tensor at graph/node[0]/attribute[0]/t");
 }
 
 // --- The visitor ---

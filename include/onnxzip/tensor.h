@@ -22,7 +22,6 @@
 #include <string_view>
 
 #include "onnxzip/bytes.h"
-#include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
 
 namespace onnxzip {
@@ -49,6 +48,11 @@ std::uint64_t tensor_byte_size(std::span<const std::int64_t> dims, std::int32_t 
 // From the tensor's dims and data_type (0 when absent); messages name the tensor.
 std::uint64_t tensor_byte_size(const TensorProto& tensor);
 
+// How messages name a tensor: "tensor 'w'" (the name quoted and escaped so that the message
+// stays one printable line, as every message shows text from a file) or "unnamed tensor", then
+// " at <site>" when `site` (a TensorSite path) is given: "tensor 'w' at graph/initializer[0]".
+std::string tensor_label(const TensorProto& tensor, std::string_view site = {});
+
 // --- Typed fields and raw bytes ---
 
 enum class TypedField : std::uint8_t {
@@ -62,6 +66,17 @@ enum class TypedField : std::uint8_t {
 };
 // The typed field onnx.proto assigns to a data type.
 TypedField typed_field_for(std::int32_t data_type) noexcept;
+
+// The name of the first typed data field ("float_data", "int32_data", "string_data",
+// "int64_data", "double_data", "uint64_data", in that order) that holds anything, or "" when none
+// does: raw_data aside, whether the tensor carries its payload inline.
+std::string_view present_typed_field(const TensorProto& tensor) noexcept;
+// Empties every typed data field (raw_data is left alone).
+void clear_typed_data(TensorProto& tensor) noexcept;
+// A copy of what `tensor` says about itself, without where its data is: name, dims, data_type,
+// segment, doc_string, metadata_props and unknown fields. No raw_data, typed field,
+// data_location or external_data: the start of a reference that a writer then points somewhere.
+TensorProto tensor_without_data(const TensorProto& tensor);
 
 // The elements of the typed field that tensor.data_type uses, as raw_data bytes (little-endian).
 // Values wider than the element are truncated to it, as a C cast would (an int32_data entry of
@@ -79,6 +94,19 @@ void set_typed_data_from_raw(ByteSpan raw, TensorProto& tensor);
 void move_typed_data_to_raw(TensorProto& tensor);
 // The typed field filled from raw_data, and raw_data made absent. A no-op when raw_data is absent.
 void move_raw_data_to_typed(TensorProto& tensor);
+
+// A tensor's payload as raw_data bytes, for writers: a view of its raw_data when present, else
+// its typed field converted (typed_data_to_raw, with its errors) into a buffer this object owns.
+// view() is valid while this object and the tensor live and the tensor is not changed.
+class RawPayload final {
+ public:
+  explicit RawPayload(const TensorProto& tensor);
+  ByteSpan view() const noexcept { return view_; }
+
+ private:
+  OwnedBytes converted_;
+  ByteSpan view_;
+};
 
 // --- Payload consistency ---
 
@@ -137,6 +165,15 @@ void for_each_tensor(FunctionProto& function, const TensorVisitor& visit);
 void for_each_tensor(const FunctionProto& function, const ConstTensorVisitor& visit);
 
 // --- Consolidation ---
+
+// Which payloads consolidate_tensors_to_buffer moves, and where it places them.
+struct TensorBufferOptions {
+  // Payloads of at least this many bytes are moved. 0 selects every payload.
+  std::uint64_t raw_data_threshold = 0;
+  // When non-zero (a power of two), each moved payload starts at an offset that is a multiple
+  // of it. 0: no requirement.
+  std::uint64_t alignment = 0;
+};
 
 // Moves the raw_data of every tensor of the model with at least options.raw_data_threshold bytes
 // into one new buffer, each payload at an offset that is a multiple of options.alignment (when

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli_common.h"
+#include "cli_progress.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/ir_check.h"
 #include "onnxzip/legacy.h"
@@ -23,12 +24,18 @@ struct VerifyArgs {
 
 // The problems of one file, each a line "FILE: <where>: <message>".
 std::vector<std::string> archive_problems(const std::string& file, const InflateLimits& limits,
-                                          FileAccess access) {
+                                          FileAccess access, bool quiet) {
   std::vector<std::string> lines;
   VerifyOptions verify_options;
   verify_options.zip = limits.zip_options();
   verify_options.access = access;
-  const VerifyReport report = verify(file, verify_options);
+  const VerifyReport report = [&] {
+    // Gone before the first line is printed.
+    ProgressBar bar("verifying", quiet);
+    verify_options.progress = bar.callback();
+    return verify(file, verify_options);
+  }();
+  verify_options.progress = nullptr;
   for (const VerifyFinding& finding : report.findings) {
     lines.push_back(with_file(file, finding.message));
   }
@@ -57,7 +64,7 @@ std::vector<std::string> legacy_problems(const std::string& file, FileAccess acc
     options.access = access;
     model = read_legacy_model(file, options);
   } catch (const Error& e) {
-    lines.push_back(with_file(file, e.what()));
+    lines.push_back(with_file(file, e.message()));
     // The external data is broken; the graph may still be checked.
     LegacyReadOptions references_only;
     references_only.load_external_data = false;
@@ -72,9 +79,7 @@ std::vector<std::string> legacy_problems(const std::string& file, FileAccess acc
   // reader has checked the sizes of the external ones it loaded.
   for_each_tensor(*model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
-      const std::string label =
-          tensor.name ? "tensor '" + tensor.name->str() + "'" : std::string("unnamed tensor");
-      lines.push_back(with_file(file, label + " at " + std::string(site.path) + ": " + problem));
+      lines.push_back(with_file(file, tensor_label(tensor, site.path) + ": " + problem));
     }
   });
   for (const IrProblem& problem : check_ir(*model)) {
@@ -89,10 +94,10 @@ int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
     std::vector<std::string> lines;
     try {
       lines = detect_format(file) == ModelFormat::kOnnxz
-                  ? archive_problems(file, args.limits, global.access())
+                  ? archive_problems(file, args.limits, global.access(), global.quiet)
                   : legacy_problems(file, global.access());
     } catch (const Error& e) {  // Missing, unreadable: a problem of this file, then the next.
-      lines.push_back(with_file(file, e.what()));
+      lines.push_back(with_file(file, e.message()));
     }
     for (const std::string& line : lines) std::printf("%s\n", printable(line).c_str());
     if (!lines.empty()) {
