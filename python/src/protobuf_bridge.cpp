@@ -245,7 +245,7 @@ bool put_back_payloads(onnxzip::ModelProto& model, const PayloadMarker& marker,
     if (!index || *index >= moved.size() || found[*index]) return;
     found[*index] = true;
     ++found_count;
-    tensor.raw_data = onnxzip::TensorBytes::borrowed(moved.payload(*index));
+    tensor.raw_data = onnxzip::TensorBytes::borrowed(moved.payload(*index), onnxzip::kNoOwner);
   });
   return found_count == moved.size();
 }
@@ -292,8 +292,7 @@ bool write_message(const py::handle model, const py::list& tensors, const std::u
   moved.clear_marks();
 
   const py::gil_scoped_release unlocked;
-  onnxzip::ParseOptions parse_options;
-  parse_options.no_copy = true;
+  const onnxzip::ParseOptions parse_options{.no_copy = true};
   onnxzip::ModelProto parsed =
       onnxzip::parse_model(bytes_of(model_bytes), parse_options, "<model bytes>");
   if (!put_back_payloads(parsed, marker, moved)) return false;
