@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything onnxzip needs to build, test, benchmark and run the main job on Debian 12,
 # from Debian's packages only. libprotobuf, libonnx-dev and python3-onnx are test and benchmark
-# oracles: the library itself never links them. python3-pybind11 builds the Python package
+# oracles: the library itself never links them (the Python extension links libprotobuf only to read
+# payloads in place from python3-protobuf's C++ messages, README "Python"). python3-pybind11 builds the Python package
 # (python/), python3-pytest tests it, python3-torch is its torch export path's test.
 set -euo pipefail
 packages=(

@@ -161,6 +161,11 @@ def _finish_streaming(writer: Any, model: onnx.ModelProto, threshold: int, dedup
             del blob
 
 
+def _tensor_objects(model: onnx.ModelProto) -> List[onnx.TensorProto]:
+    """The tensors whose raw_data the C++ bridge may read in place (python/src/protobuf_bridge.h)."""
+    return [tensor for tensor, _ in model_tensors(model)]
+
+
 def _parse_stored_model(model_bytes: bytes, path: str) -> onnx.ModelProto:
     """The onnx.ModelProto of `__MODEL_PROTO`, which the C++ reader has already validated; onnx's
     parser is stricter in places (e.g. UTF-8 in strings), and its refusal is an onnxzip error."""
@@ -185,12 +190,16 @@ def save(model: ModelLike, path: PathLike, *, threshold: int = 1024, alignment: 
     wherever the tensor sits (initializers, attributes, subgraphs, functions). With `dedupe`,
     identical payloads are stored once. The file appears atomically: complete or not at all.
 
-    Models of 2 GiB or more (which protobuf cannot serialize) are written tensor by tensor: each
-    large payload is moved out of `model` while the rest is serialized, and put back before save
-    returns (also on error). During the call `model` is therefore briefly modified: do not read
-    it from another thread meanwhile. Smaller models are not modified. Each payload is copied
-    twice on that path (out of the model and back: protobuf's Python API cannot lend its bytes),
-    one tensor at a time, so memory stays near the model's size plus its largest tensor.
+    The payloads are never serialized with the model, so models of 2 GiB or more (which
+    protobuf cannot serialize) work too: each large payload is moved out of `model` while the
+    rest is serialized, and put back before save returns (also on error), so that afterwards
+    `model` is as before, byte for byte. During the call `model` is therefore modified: do not
+    read or change it from another thread meanwhile (save releases the GIL while it writes).
+    With protobuf's C++ implementation (Debian's python3-protobuf), raw_data payloads are moved
+    as pointers and written from the model's own memory: no payload byte is copied, and saving
+    takes about as long as copying the file. With the other implementations every payload is
+    copied (protobuf's Python API cannot lend its bytes): models under 2 GiB are serialized
+    whole, larger ones tensor by tensor, twice per payload (out of the model and back).
 
     Raises InvalidArgumentError (a tensor already EXTERNAL, a payload whose size is not dims x
     element size, a bad alignment), IOFailure, and the parser's errors for bad model bytes.
@@ -200,6 +209,11 @@ def save(model: ModelLike, path: PathLike, *, threshold: int = 1024, alignment: 
         return
     if not isinstance(model, onnx.ModelProto):
         raise TypeError(f"save() takes an onnx.ModelProto or bytes, not {type(model).__name__}")
+    if _onnxzip.message_bridge_available() and _onnxzip.save_message(
+            model, _tensor_objects(model), _path(path), alignment, threshold, dedupe):
+        return
+    # protobuf's Python API copies every payload it hands out: the fallback for the pure-Python
+    # and upb implementations, and for models that are 2 GiB or more without their raw_data.
     if model.ByteSize() < _PROTOBUF_LIMIT:
         _onnxzip.save_bytes(model.SerializeToString(), _path(path), alignment, threshold, dedupe)
         return
@@ -436,9 +450,13 @@ class ArchiveWriter:
         """Checks `model` against the added entries, externalizes its other inline tensors at or
         above the threshold, writes it as `__MODEL_PROTO` and moves the archive into place. On an
         InvalidArgumentError (a wrong reference) the writer stays usable: fix the model and call
-        finish() again. A model of 2 GiB or more is handled as save() handles it."""
+        finish() again. `model` is handled as save() handles it: its raw_data payloads are read in
+        place where protobuf allows, and a model of 2 GiB or more works."""
         if _is_buffer(model):
             self._writer.finish(model)
+        elif _onnxzip.message_bridge_available() and self._writer.finish_message(
+                model, _tensor_objects(model), self._threshold):
+            pass  # Payloads read in place, as save() does.
         elif model.ByteSize() < _PROTOBUF_LIMIT:
             self._writer.finish(model.SerializeToString())
         else:

@@ -32,6 +32,7 @@
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/tensor.h"
+#include "protobuf_bridge.h"
 
 namespace py = pybind11;
 
@@ -286,6 +287,15 @@ class PyWriter final {
     w.finish(parse_borrowed(buffer.span()));
   }
 
+  // finish() of an onnx.ModelProto read in place (protobuf_bridge.h); false when the bridge
+  // cannot be used, and nothing was done.
+  bool finish_message(const py::handle model, const py::list& tensors,
+                      const std::uint64_t threshold) {
+    onnxzip::ArchiveWriter& w = writer();
+    return onnxzip_python::write_message(
+        model, tensors, threshold, [&](const onnxzip::ModelProto& parsed) { w.finish(parsed); });
+  }
+
   // Drops the writer: its temporary file is removed, nothing appears at the path (unless
   // finish() succeeded before).
   void abort() {
@@ -368,6 +378,18 @@ PYBIND11_MODULE(_onnxzip, m) {
 
   m.def("save_bytes", &save_bytes, py::arg("model_bytes"), py::arg("path"), py::arg("alignment"),
         py::arg("threshold"), py::arg("dedupe"));
+  m.def(
+      "save_message",
+      [](const py::handle model, const py::list& tensors, const std::filesystem::path& path,
+         const std::uint32_t alignment, const std::uint64_t threshold, const bool dedupe) {
+        const onnxzip::SaveOptions options = save_options(alignment, threshold, dedupe);
+        return onnxzip_python::write_message(
+            model, tensors, threshold,
+            [&](const onnxzip::ModelProto& parsed) { onnxzip::save(parsed, path, options); });
+      },
+      py::arg("model"), py::arg("tensors"), py::arg("path"), py::arg("alignment"),
+      py::arg("threshold"), py::arg("dedupe"));
+  m.def("message_bridge_available", &onnxzip_python::message_bridge_available);
   m.def("convert", &convert, py::arg("src"), py::arg("dst"), py::arg("alignment"),
         py::arg("threshold"), py::arg("dedupe"), py::arg("external_data"),
         py::arg("data_file_name"), py::arg("max_file_size"), py::arg("data_alignment"));
@@ -421,5 +443,7 @@ PYBIND11_MODULE(_onnxzip, m) {
            py::arg("dims"), py::arg("data"))
       .def("add_tensor_proto", &PyWriter::add_tensor_proto, py::arg("tensor_bytes"))
       .def("finish", &PyWriter::finish, py::arg("model_bytes"))
+      .def("finish_message", &PyWriter::finish_message, py::arg("model"), py::arg("tensors"),
+           py::arg("threshold"))
       .def("abort", &PyWriter::abort);
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "memory_splice.h"
 #include "onnxzip/error.h"
 #include "output_file_testing.h"
 #include "posix_file.h"
@@ -242,8 +243,10 @@ void AtomicOutputFile::write(ByteSpan bytes) {
     flush_buffer();
     // Large pieces go straight to the kernel: copying them through the buffer costs a pass.
     if (bytes.size() >= options_.buffer_size) {
-      touch_pages(bytes);
-      write_fully(bytes.data(), bytes.size(), flushed_position_);
+      const std::size_t spliced = detail::splice_from_memory(fd_, bytes, flushed_position_);
+      const ByteSpan rest = bytes.subspan(spliced);
+      touch_pages(rest);
+      write_fully(rest.data(), rest.size(), flushed_position_ + spliced);
       flushed_position_ += bytes.size();
     } else {
       buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
