@@ -169,7 +169,7 @@ void ArchiveWriter::State::check_added_tensor(std::string_view tensor_name, std:
 
 TensorRef ArchiveWriter::State::remember(const WrittenEntry& written) {
   added.add(written.name, written.size);
-  return TensorRef{written.name, written.size};
+  return TensorRef{written.name, written.size, written.crc32};
 }
 
 std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,

@@ -348,18 +348,35 @@ RepackResult Repacker::run() {
         if (options_.progress && written - reported_ >= kProgressStepBytes) report(written);
       }
     };
-    const bool inflated_already = unpacked.contains(index);  // For the unpacked tensors.
-    const TensorRef ref = writer.add_tensor(
-        tensors.front()->location, first.data_type.value_or(TensorProto::kUndefined), first.dims,
-        [&](EntrySink& sink) {
-          if (inflated_already) {
-            write(sink, payload(entry)->view());
-          } else {
-            // Straight from the archive (or the inflater) into the output, in bounded memory. A
-            // CRC-32 mismatch comes after the last piece; the writer then leaves no output.
-            zip_.stream(entry, [&](ByteSpan piece) { write(sink, piece); });
-          }
-        });
+    const std::int32_t data_type = first.data_type.value_or(TensorProto::kUndefined);
+    TensorRef ref;
+    if (entry.is_stored()) {
+      // Copied by the writer from the archive file (the kernel copies the bytes of a mapping),
+      // its CRC-32 computed beside the copy; that CRC checks the entry.
+      const ByteSpan data = zip_.stored_data(entry);
+      if (options_.progress && data.size() > kProgressStepBytes) {
+        ref = writer.add_tensor(tensors.front()->location, data_type, first.dims,
+                                [&](EntrySink& sink) { write(sink, data); });
+      } else {
+        ref = writer.add_tensor(tensors.front()->location, data_type, first.dims, data);
+        written += data.size();
+        if (options_.progress && written - reported_ >= kProgressStepBytes) report(written);
+      }
+      zip_.check_crc(entry, ref.crc32);
+    } else {
+      const bool inflated_already = unpacked.contains(index);  // For the unpacked tensors.
+      ref =
+          writer.add_tensor(tensors.front()->location, data_type, first.dims, [&](EntrySink& sink) {
+            if (inflated_already) {
+              write(sink, payload(entry)->view());
+            } else {
+              // Straight from the inflater into the output, in bounded
+              // memory. A CRC-32 mismatch comes after the last piece; the
+              // writer then leaves no output.
+              zip_.stream(entry, [&](ByteSpan piece) { write(sink, piece); });
+            }
+          });
+    }
     for (const Reference* tensor_ref : tensors) ref.apply_to(*tensor_ref->tensor);
     result.kept_entries.push_back(ref.location);
   }
