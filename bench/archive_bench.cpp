@@ -172,7 +172,7 @@ class Fixture final {
         legacy_(folder_ / "legacy" / "model.onnx") {
     write_archive(archive_1g_, 1);
     write_archive(archive_4g_, 4);
-    owned_ = load(archive_1g_, LoadOptions{.no_copy = false});
+    owned_ = load(archive_1g_, LoadOptions{.parse = {.no_copy = false}});
     {
       // The same 1 GiB as one plain file: cp's source and read()'s.
       const int fd = ::open(plain_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

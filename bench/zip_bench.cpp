@@ -325,7 +325,7 @@ void BM_ReaderParseMapped(benchmark::State& state) {
   for (std::size_t at = 0; at < bytes.size(); at += 4096) warm += bytes[at];
   benchmark::DoNotOptimize(warm);
   for (auto _ : state) {
-    const ZipReader reader = ZipReader::from_bytes(bytes);
+    const ZipReader reader = ZipReader::from_bytes(bytes, kNoOwner);
     std::uint64_t total = 0;
     for (const ZipEntry& e : reader.entries()) total += e.size + e.data_offset;
     benchmark::DoNotOptimize(total);

@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   load_options.verify_crc = (size % 2) == 0;  // Both paths, decided by the input.
   bool loaded = false;
   try {
-    const onnxzip::ModelProto model = onnxzip::load(bytes, load_options);
+    const onnxzip::ModelProto model = onnxzip::load(bytes, onnxzip::kNoOwner, load_options);
     loaded = true;
     // The promise of load: an ordinary inline model, no external reference left. (external_data
     // on a tensor whose data_location is not EXTERNAL means nothing, as in the reference onnx
@@ -46,7 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // The view validates exactly as load does, so it must accept the archive too. Every payload
     // is dims x element size, and a zero-copy one lies inside the input at its recorded offset.
     try {
-      const onnxzip::Archive archive = onnxzip::Archive::from_bytes(bytes, load_options);
+      const onnxzip::Archive archive =
+          onnxzip::Archive::from_bytes(bytes, onnxzip::kNoOwner, load_options);
       for (const onnxzip::Archive::TensorInfo& info : archive.tensors()) {
         check(info.data.size() == onnxzip::tensor_byte_size(info.dims, info.data_type));
         if (info.zero_copy) {

@@ -24,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.spill_threshold = std::uint64_t{64} << 10;
   if (size % 2 == 1) options.max_compression_ratio = 0;
   try {
-    const onnxzip::ZipReader reader = onnxzip::ZipReader::from_bytes({data, size}, options);
+    const onnxzip::ZipReader reader =
+        onnxzip::ZipReader::from_bytes({data, size}, onnxzip::kNoOwner, options);
     std::uint64_t previous_end = 0;
     for (const onnxzip::ZipEntry& entry : reader.entries()) {
       // The index promises entries in file order whose bytes lie inside the input and do not

@@ -162,21 +162,21 @@ TEST_F(ArchiveEdit, ReferencesFollowTheWritersRule) {
       {"the model entry", [](TensorProto& t) { t.external_data[0].value = "__MODEL_PROTO"; },
        "refers to external data '__MODEL_PROTO', which is not a payload entry"},
       {"wrong length", [](TensorProto& t) { t.external_data[1].value = "12"; },
-       "refers to entry 'w0' but its length '12' differs from the entry's 1024 bytes"},
+       "entry 'w0': length '12' differs from the entry's 1024 bytes"},
       {"wrong dims",
        [](TensorProto& t) {
          t.dims = {16, 15};
        },
-       "refers to entry 'w0' but its dims x element size is 960 bytes and the entry holds 1024"},
+       "entry 'w0': the entry holds 1024 bytes, but dims x element size of FLOAT is 960"},
       {"offset",
        [](TensorProto& t) {
          StringStringEntryProto& kv = t.external_data.emplace_back();
          kv.key = "offset";
          kv.value = "64";
        },
-       "has offset '64'; a payload starts at its entry's first byte"},
+       "entry 'w0': offset '64': a payload starts at its entry's first byte"},
       {"payload too", [](TensorProto& t) { t.float_data = {1.0f}; },
-       "refers to entry 'w0' but also carries a payload"},
+       "entry 'w0': an external tensor also carries float_data"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -273,6 +273,35 @@ TEST_F(ArchiveEdit, ErrorsForFilesThatCannotBeEdited) {
     EXPECT_EQ(e.code(), ErrorCode::kCorrupt);
     EXPECT_CONTAINS(e.what(), "no entry named '__MODEL_PROTO'");
   }
+}
+
+// The edit reads the archive through the descriptor it opened and locked, and writes through the
+// same one: an archive renamed over the path meanwhile is neither read nor changed, and the
+// file the edit opened (still reachable by a second link here) gets the new model.
+TEST_F(ArchiveEdit, ReadsAndWritesTheFileItOpenedWhateverItsPathNamesMeanwhile) {
+  ScratchDir dir("edit_replaced");
+  const fs::path path = dir / "m.onnxz";
+  save(sample_model(), path);
+  fs::create_hard_link(path, dir / "opened.onnxz");
+  ModelProto other = sample_model();
+  other.producer_name = "other";
+  save(other, dir / "other.onnxz");
+  const Bytes other_bytes = read_file_bytes(dir / "other.onnxz");
+
+  ModelProto model = archive_model(path);
+  model.producer_name = "new";
+  bool replaced = false;
+  EditOptions options;
+  options.progress = [&](std::uint64_t, std::uint64_t) {
+    if (replaced) return;
+    fs::rename(dir / "other.onnxz", path);
+    replaced = true;
+  };
+  replace_model(path, model, options);
+  ASSERT_TRUE(replaced);
+  EXPECT_EQ(read_file_bytes(path), other_bytes);
+  EXPECT_EQ(producer_of(dir / "opened.onnxz"), "new");
+  EXPECT_EQ(payloads(dir / "opened.onnxz"), payloads(path));
 }
 
 // More than 65,534 entries: the end records need zip64 (spec §5.2) in every tail the edit
@@ -464,7 +493,7 @@ TEST_F(ArchiveEdit, ACrashInTheMiddleOfAWriteLeavesTheOldOrTheNewModel) {
       std::copy(write.after->begin() + static_cast<std::ptrdiff_t>(from),
                 write.after->begin() + static_cast<std::ptrdiff_t>(from + n),
                 state.begin() + static_cast<std::ptrdiff_t>(from));
-      const ModelProto loaded = load(ByteSpan(state), {}, nullptr, "state");
+      const ModelProto loaded = load(ByteSpan(state), kNoOwner, {}, "state");
       ASSERT_EQ(loaded.producer_name.value_or(""), write.producer) << "prefix " << n;
     }
   }
@@ -519,7 +548,7 @@ TEST_F(ArchiveEdit, ARecordOfAnInterruptedEditMustPointAtAnArchive) {
   };
   // Good: the archive, whatever follows it.
   const Bytes good = with_record(archive.size(), 5000, 0);
-  const ZipReader zip = ZipReader::from_bytes(good);
+  const ZipReader zip = ZipReader::from_bytes(good, kNoOwner);
   EXPECT_EQ(zip.bytes().size(), archive.size());
   ASSERT_FALSE(zip.findings().empty());
   EXPECT_EQ(zip.findings()[0].kind, ZipFindingKind::kInterruptedEdit);
@@ -528,11 +557,11 @@ TEST_F(ArchiveEdit, ARecordOfAnInterruptedEditMustPointAtAnArchive) {
                 std::to_string(archive.size()) + " (up to its record at offset " +
                 std::to_string(archive.size() + 5000) +
                 "); editing the archive again or repacking it removes them (spec §9.6)");
-  EXPECT_EQ(load(ByteSpan(good)).producer_name.value_or(""), "old");
+  EXPECT_EQ(load(ByteSpan(good), kNoOwner).producer_name.value_or(""), "old");
   // Bad: a record that is not where it says, or points where no archive ends.
   const auto expect_corrupt = [](const Bytes& bytes, const std::string& fragment) {
     try {
-      ZipReader::from_bytes(bytes, {}, nullptr, "x.onnxz");
+      ZipReader::from_bytes(bytes, kNoOwner, {}, "x.onnxz");
       ADD_FAILURE() << "no error";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kCorrupt);

@@ -61,7 +61,7 @@ TEST(ArchiveLoadCost, LoadTouchesNoPayloadPage) {
   // The local headers' extra fields read by pread are the same bytes the mapping holds.
   const ZipReader by_path = ZipReader::open(dir / "model.onnxz");
   const auto mapped = MappedFile::open(dir / "model.onnxz");
-  const ZipReader by_bytes = ZipReader::from_bytes(mapped->bytes());
+  const ZipReader by_bytes = ZipReader::from_bytes(mapped->bytes(), kNoOwner);
   ASSERT_EQ(by_path.entries().size(), by_bytes.entries().size());
   std::size_t padded = 0;
   for (std::size_t i = 0; i < by_path.entries().size(); ++i) {

@@ -149,7 +149,7 @@ TEST(ArchiveSave, RoundTripsTensorsEverywhereForEachThresholdAndAlignment) {
       normalize(loaded);
       EXPECT_EQ(loaded, expected);
 
-      ModelProto copied = load(path, LoadOptions{.no_copy = false});
+      ModelProto copied = load(path, LoadOptions{.parse = {.no_copy = false}});
       for_each_tensor(copied, [&](const TensorProto& tensor, const TensorSite&) {
         if (tensor.raw_data) {
           EXPECT_TRUE(tensor.raw_data->is_owned()) << tensor.name.value_or("");
@@ -355,7 +355,7 @@ TEST(ArchiveLoad, FromBytesBorrowsFromTheCallersBufferWithItsToken) {
   save(model, dir / "m.onnxz", SaveOptions{.threshold = 0});
   auto buffer = std::make_shared<Bytes>(read_file_bytes(dir / "m.onnxz"));
   const ByteSpan span(*buffer);
-  ModelProto loaded = load(span, LoadOptions{}, buffer);
+  ModelProto loaded = load(span, buffer);
   const std::uint8_t* const begin = buffer->data();
   const std::uint8_t* const end = begin + buffer->size();
   std::size_t inside = 0;
@@ -498,7 +498,7 @@ TEST(ArchiveWriter, FinishRefusesBadReferencesAndCanBeRetried) {
        {"tensor 'enc.w'", "'checksum'"}},
       {"payload too",
        [&](ModelProto& m) { first(m).float_data = {1.0f}; },
-       {"tensor 'enc.w'", "also carries a payload"}},
+       {"tensor 'enc.w'", "entry 'enc_w'", "an external tensor also carries float_data"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -568,6 +568,62 @@ TEST(ArchiveWriter, RefusesBadTensorsAndLeavesNothingWithoutFinish) {
 
 // --- Entry names ---
 
+struct EntryNameCase {
+  std::string name;
+  EntryNameKind kind;
+  std::string problem;  // Empty: valid.
+};
+
+TEST(EntryNames, OnnxzRule) {
+  using enum EntryNameKind;
+  const std::vector<EntryNameCase> cases = {
+      {"a", kPayload, ""},
+      {"_", kPayload, ""},
+      {"_a__", kPayload, ""},
+      {"Weight_9", kPayload, ""},
+      {std::string(255, 'x'), kPayload, ""},
+      {"__MODEL_PROTO", kReserved, ""},
+      {"__x1", kReserved, ""},
+      {"", kPayload, "is empty"},
+      {std::string(256, 'x'), kPayload, "is 256 bytes long, more than the 255 allowed"},
+      {"9lives", kPayload, "must start with an ASCII letter or an underscore (a C identifier)"},
+      {"a-b", kPayload,
+       "byte 1 (0x2d) is not an ASCII letter, digit or underscore (a C identifier)"},
+      {"a.b", kPayload,
+       "byte 1 (0x2e) is not an ASCII letter, digit or underscore (a C identifier)"},
+      {"dir/w", kPayload,
+       "byte 3 (0x2f) is not an ASCII letter, digit or underscore (a C identifier)"},
+      {"..", kPayload, "must start with an ASCII letter or an underscore (a C identifier)"},
+      {"w b", kPayload,
+       "byte 1 (0x20) is not an ASCII letter, digit or underscore (a C identifier)"},
+      {"w\\b", kPayload,
+       "byte 1 (0x5c) is not an ASCII letter, digit or underscore (a C identifier)"},
+      {std::string("w\0b", 3), kPayload,
+       "byte 1 (0x00) is not an ASCII letter, digit or underscore (a C identifier)"},
+      {"caf\xc3\xa9", kPayload,
+       "byte 3 (0xc3) is not an ASCII letter, digit or underscore (a C identifier)"},
+      {"__MODEL_PROTO", kPayload, "names starting with '__' are reserved for the format"},
+      {"__", kPayload, "names starting with '__' are reserved for the format"},
+      {"MODEL_PROTO", kReserved, "a reserved name must start with '__'"},
+      {"_x", kReserved, "a reserved name must start with '__'"},
+      {"__a-b", kReserved,
+       "byte 3 (0x2d) is not an ASCII letter, digit or underscore (a C identifier)"},
+      {"__" + std::string(254, 'x'), kReserved, "is 256 bytes long, more than the 255 allowed"},
+  };
+  for (const EntryNameCase& c : cases) {
+    EXPECT_EQ(entry_name_problem(c.name, c.kind), c.problem) << archive_detail::quote(c.name);
+  }
+}
+
+TEST(EntryNames, WritersRefuseANameBreakingTheRuleAndSayWhy) {
+  EntryNamer namer;
+  EXPECT_CONTAINS(error_of(ErrorCode::kInvalidArgument, [&] { namer.reserve("a-b"); }),
+                  "entry name 'a-b': byte 1 (0x2d)");
+  EXPECT_CONTAINS(error_of(ErrorCode::kInvalidArgument, [&] { namer.reserve("__MODEL_PROTO"); }),
+                  "reserved for the format");
+  EXPECT_TRUE(namer.reserve("ok"));
+}
+
 TEST(EntryNamer, SanitizesReadably) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"/encoder/layer.0/attn/MatMul_output_0", "encoder_layer_0_attn_MatMul_output_0"},
@@ -634,7 +690,7 @@ TEST(EntryNamer, NastyNamesGiveValidUniqueEntriesThatRoundTrip) {
   std::vector<std::string> entries;
   for (const std::string& name : names) {
     const std::string entry = namer.name_for(name);
-    EXPECT_NO_THROW(ZipWriter::validate_name(entry, NameKind::kTensor)) << entry;
+    EXPECT_NO_THROW(ZipWriter::validate_name(entry)) << entry;
     EXPECT_EQ(archive_detail::location_problem(entry), "") << "a reader would refuse " << entry;
     EXPECT_LE(entry.size(), 255u);
     std::string lower = entry;
@@ -701,9 +757,9 @@ void write_hand_made(const std::filesystem::path& path, const ModelProto& model,
   ZipWriter zip(path);
   const Bytes payload = test_support::pattern_bytes(16, 5);
   const Bytes model_bytes = serialize_model(model);
-  if (layout == Layout::kModelFirst) zip.add(kModelEntryName, model_bytes, NameKind::kReserved);
+  if (layout == Layout::kModelFirst) zip.add(kModelEntryName, model_bytes);
   zip.add(kPayloadName, payload);
-  if (layout == Layout::kConforming) zip.add(kModelEntryName, model_bytes, NameKind::kReserved);
+  if (layout == Layout::kConforming) zip.add(kModelEntryName, model_bytes);
   zip.finish();
 }
 
@@ -743,7 +799,7 @@ std::vector<BadReference> bad_references() {
       {"unknown entry",
        location("nope"),
        ErrorCode::kCorrupt,
-       {"tensor 'weight'", "entry 'nope'", "names no entry"}},
+       {"tensor 'weight'", "the location 'nope' names no entry"}},
       {"no location",
        [](TensorProto& t) { t.external_data.erase(t.external_data.begin()); },
        ErrorCode::kCorrupt,
@@ -845,12 +901,12 @@ TEST(ArchiveLoad, RefusesArchivesWithoutTheModelEntryLast) {
   testing::ZipBuildOptions build_options;
   build_options.central_order = {1, 0};
   const testing::BuiltZip zip = testing::build_zip({payload, model_entry}, build_options);
-  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { load(zip.span()); }),
+  EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { load(zip.span(), kNoOwner); }),
                   "central directory record of entry '__MODEL_PROTO'");
 
   // A model entry that is not a ModelProto.
   ZipWriter writer(dir / "garbage.onnxz");
-  writer.add(kModelEntryName, Bytes{0xFF, 0xFF, 0xFF}, NameKind::kReserved);
+  writer.add(kModelEntryName, Bytes{0xFF, 0xFF, 0xFF});
   writer.finish();
   EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { load(dir / "garbage.onnxz"); }),
                   "entry '__MODEL_PROTO'");
@@ -873,7 +929,7 @@ TEST(ArchiveLoad, AcceptsNonCanonicalReferencesAsFindings) {
   const std::string text = error_message_of_verify(report);
   EXPECT_CONTAINS(text, "not in the order location, length");
   EXPECT_CONTAINS(text, "'offset' key (of 0)");
-  EXPECT_CONTAINS(text, "key 'checksum' is ignored");
+  EXPECT_CONTAINS(text, "key 'checksum' is not part of an .onnxz reference");
 }
 
 // --- verify ---
@@ -885,7 +941,7 @@ TEST(ArchiveVerify, ReportsCorruptPayloadsByEntry) {
   Bytes bytes = read_file_bytes(path);
   std::uint64_t offset = 0;
   {
-    const ZipReader zip = ZipReader::from_bytes(bytes);
+    const ZipReader zip = ZipReader::from_bytes(bytes, kNoOwner);
     offset = zip.at("W").data_offset + 7;
   }
   bytes[offset] ^= 0x40;
@@ -910,8 +966,8 @@ TEST(ArchiveVerify, ReportsUnreferencedEntriesAndNonArchives) {
     ZipWriter zip(dir / "extra.onnxz");
     zip.add(kPayloadName, test_support::pattern_bytes(16, 5));
     zip.add("orphan", Bytes(8));
-    zip.add("__FUTURE", Bytes(8), NameKind::kReserved);
-    zip.add(kModelEntryName, serialize_model(reference_model()), NameKind::kReserved);
+    zip.add("__FUTURE", Bytes(8));
+    zip.add(kModelEntryName, serialize_model(reference_model()));
     zip.finish();
   }
   const VerifyReport report = verify(dir / "extra.onnxz");

@@ -111,7 +111,7 @@ TEST(TensorBytes, MovePreservesModeAndPointer) {
   TensorBytes moved = std::move(owned);
   EXPECT_EQ(moved.data(), owned_data);
   EXPECT_TRUE(moved.is_owned());
-  TensorBytes borrowed = TensorBytes::borrowed(source);
+  TensorBytes borrowed = TensorBytes::borrowed(source, kNoOwner);
   TensorBytes moved_borrowed = std::move(borrowed);
   EXPECT_TRUE(moved_borrowed.is_borrowed());
   EXPECT_EQ(moved_borrowed.data(), source.data());

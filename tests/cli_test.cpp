@@ -512,7 +512,7 @@ TEST_F(Cli, VerifyFindsWhatConvertRefusesNamingTheInput) {
   {
     // The same model as an archive, made by hand: save() refuses the short tensor.
     ZipWriter zip(dir / "short.onnxz");
-    zip.add(kModelEntryName, serialize_model(short_model), NameKind::kReserved);
+    zip.add(kModelEntryName, serialize_model(short_model));
     zip.finish();
   }
   const std::string empty = (dir / "empty.onnx").string();

@@ -298,7 +298,7 @@ TEST(ConvertInputs, WhatIsNoModelOrCannotBeCarriedOverIsRefusedNamingTheInput) {
   // Archives made by hand: save() would refuse the short tensor itself.
   const auto hand_made = [&](const std::string& name, const ModelProto& model) {
     ZipWriter zip(dir / name);
-    zip.add(kModelEntryName, serialize_model(model), NameKind::kReserved);
+    zip.add(kModelEntryName, serialize_model(model));
     zip.finish();
   };
   hand_made("empty_model.onnxz", ModelProto());
@@ -544,7 +544,7 @@ TEST(RepackErrors, NamesTheArchiveTheTensorAndTheLocation) {
     const std::vector<std::uint8_t> payload(payload_size, 7);
     zip.add(payload_name, payload);
     if (model != nullptr) {
-      zip.add(kModelEntryName, serialize_model(*model), NameKind::kReserved);
+      zip.add(kModelEntryName, serialize_model(*model));
     }
     zip.finish();
   };
@@ -560,8 +560,8 @@ TEST(RepackErrors, NamesTheArchiveTheTensorAndTheLocation) {
                   "no_model.zip: no entry named __MODEL_PROTO");
   write_zip("short.zip", &model, "data", 12);
   EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { repack(dir / "short.zip", dir / "o"); }),
-                  "tensor 'w' at graph/initializer[0]: offset 0 + length 16 is past the end of "
-                  "entry 'data' (12 bytes)");
+                  "tensor 'w' at graph/initializer[0]: entry 'data': offset 0 + length 16 is past "
+                  "the end of the entry (12 bytes)");
   write_zip("elsewhere.zip", &model, "other", 16);
   EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt, [&] { repack(dir / "elsewhere.zip", dir / "o"); }),
                   "tensor 'w' at graph/initializer[0]: refers to 'data', which is no file of the "

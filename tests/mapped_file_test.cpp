@@ -18,6 +18,7 @@
 
 #include "file_extent.h"
 #include "onnxzip/error.h"
+#include "posix_file_testing.h"
 #include "support/scratch_dir.h"
 #include "support/special_files.h"
 
@@ -101,6 +102,56 @@ TEST_P(MappedFileTest, KeepsTheDescriptorOfTheFileItChecked) {
   ASSERT_EQ(::pread(file->descriptor(), head, sizeof(head), 0), 5);
   EXPECT_EQ(std::string(head, 5), "first");
   EXPECT_EQ(as_string(file->bytes()), "first");
+}
+
+// The race of a file replaced between its open (and check) and its mapping: what is mapped is
+// the descriptor, never a second open of the path.
+TEST_P(MappedFileTest, MapsTheDescriptorItIsGivenNotWhatItsPathNamesNow) {
+  ScratchDir dir("mapped_file");
+  const fs::path path = dir / "model";
+  write_file_bytes(path, "first");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  write_file_bytes(dir / "second", "SECOND!");
+  fs::rename(dir / "second", path);
+  const auto file = MappedFile::adopt(fd, path, GetParam());
+  EXPECT_EQ(as_string(file->bytes()), "first");
+  EXPECT_EQ(file->access(), GetParam());
+  EXPECT_EQ(file->path(), path);
+}
+
+// Makes path_of_descriptor find nothing, as on a system without procfs, for one test.
+class WithoutProcfs final {
+ public:
+  WithoutProcfs() { detail::set_descriptor_paths_for_testing(false); }
+  ~WithoutProcfs() { detail::set_descriptor_paths_for_testing(true); }
+  WithoutProcfs(const WithoutProcfs&) = delete;
+  WithoutProcfs& operator=(const WithoutProcfs&) = delete;
+};
+
+// Boost can map only by path; with no path to the descriptor itself, MappedFile reads the
+// descriptor rather than open the file's name again, and says so.
+TEST(MappedFileWithoutProcfs, ReadsTheDescriptorItCheckedInsteadOfMappingItsPath) {
+  const WithoutProcfs no_procfs;
+  ScratchDir dir("mapped_file");
+  const fs::path path = dir / "model";
+  write_file_bytes(path, "first");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  write_file_bytes(dir / "second", "SECOND!");
+  fs::rename(dir / "second", path);
+  const auto file = MappedFile::adopt(fd, path);
+  EXPECT_EQ(as_string(file->bytes()), "first");
+  EXPECT_EQ(file->access(), FileAccess::kRead);
+  char name[64];
+  EXPECT_FALSE(MappedFile::describe_address(file->bytes().data(), name, sizeof(name)));
+
+  const auto opened = MappedFile::open(path);
+  EXPECT_EQ(as_string(opened->bytes()), "SECOND!");
+  EXPECT_EQ(opened->access(), FileAccess::kRead);
+  // Nothing to map in an empty file: it stays as asked.
+  write_file_bytes(dir / "empty", "");
+  EXPECT_EQ(MappedFile::open(dir / "empty")->access(), FileAccess::kMap);
 }
 
 TEST_P(MappedFileTest, RefusesWhatIsNotARegularFileAtOnce) {

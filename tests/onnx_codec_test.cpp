@@ -437,7 +437,7 @@ TEST(OnnxCodec, NoCopyFromBytesBorrowsEveryStringAndCopyingParsesOwnThem) {
   EXPECT_FALSE(owned.graph->node[0].input[0].borrowed());
   EXPECT_FALSE(points_into(owned.graph->node[0].input[0], input));
   const ModelProto with_token =
-      parse_message<ModelProto>(input, options, "<memory>", std::make_shared<int>(0));
+      parse_message<ModelProto>(input, std::make_shared<int>(0), options, "<memory>");
   EXPECT_FALSE(with_token.graph->node[0].input[0].borrowed());
   EXPECT_EQ(owned, model);
   EXPECT_EQ(with_token, model);
@@ -1060,8 +1060,8 @@ TEST(OnnxCodecSlow, AModelOver2GBOnDiskRoundTripsThroughItsPath) {
   huge.name = "huge";
   huge.data_type = TensorProto::kUint8;
   huge.dims = {static_cast<std::int64_t>(huge_size)};
-  huge.raw_data =
-      TensorBytes::borrowed(ByteSpan(mapping.data(), static_cast<std::size_t>(huge_size)));
+  huge.raw_data = TensorBytes::borrowed(
+      ByteSpan(mapping.data(), static_cast<std::size_t>(huge_size)), kNoOwner);
   TensorProto& after = graph.initializer.emplace_back();
   after.name = "after";
   after.data_type = TensorProto::kUint8;

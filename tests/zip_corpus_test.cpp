@@ -435,9 +435,10 @@ TEST_F(ZipCorpusFacts, EmptyArchivesAndLongComments) {
 TEST_F(ZipCorpusFacts, JunkAroundAnArchiveReadsWhenCutAway) {
   // libzip's own tests read these only as the sub-range that is the archive.
   const auto junk_at_end = MappedFile::open(corpus_dir() / "libzip/junk-at-end.zip");
-  EXPECT_EQ(ZipReader::from_bytes(junk_at_end->bytes().first(412)).entries().size(), 3u);
+  EXPECT_EQ(ZipReader::from_bytes(junk_at_end->bytes().first(412), kNoOwner).entries().size(), 3u);
   const auto junk_at_start = MappedFile::open(corpus_dir() / "libzip/junk-at-start.zip");
-  EXPECT_EQ(ZipReader::from_bytes(junk_at_start->bytes().subspan(4)).entries().size(), 3u);
+  EXPECT_EQ(ZipReader::from_bytes(junk_at_start->bytes().subspan(4), kNoOwner).entries().size(),
+            3u);
 }
 
 TEST_F(ZipCorpusFacts, DateMismatchIsAFindingNotAnError) {

@@ -28,7 +28,6 @@ constexpr char kPython[] = "/usr/bin/python3";
 struct Payload {
   std::string name;
   std::vector<std::uint8_t> bytes;
-  NameKind kind = NameKind::kTensor;
 };
 
 std::vector<std::uint8_t> pattern(std::size_t size, unsigned seed) {
@@ -49,7 +48,7 @@ std::vector<Payload> payloads() {
     name.append(i * 17, 'n');  // Names of varied lengths move the headers around.
     result.push_back({name, pattern(sizes[i], static_cast<unsigned>(i))});
   }
-  result.push_back({"__MODEL_PROTO", pattern(300, 42), NameKind::kReserved});
+  result.push_back({"__MODEL_PROTO", pattern(300, 42)});
   return result;
 }
 
@@ -63,17 +62,14 @@ std::vector<WrittenEntry> write_archive(const std::filesystem::path& path,
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const Payload& p = entries[i];
     if (i % 2 == 0) {
-      writer.add(p.name, p.bytes, p.kind);
+      writer.add(p.name, p.bytes);
     } else {
-      writer.add(
-          p.name, p.bytes.size(),
-          [&](EntrySink& sink) {
-            for (std::size_t at = 0; at < p.bytes.size(); at += 1000) {
-              sink.write(
-                  ByteSpan(p.bytes).subspan(at, std::min<std::size_t>(1000, p.bytes.size() - at)));
-            }
-          },
-          p.kind);
+      writer.add(p.name, p.bytes.size(), [&](EntrySink& sink) {
+        for (std::size_t at = 0; at < p.bytes.size(); at += 1000) {
+          sink.write(
+              ByteSpan(p.bytes).subspan(at, std::min<std::size_t>(1000, p.bytes.size() - at)));
+        }
+      });
     }
   }
   writer.finish();

@@ -94,7 +94,7 @@ TEST_P(StoredSizes, ReadBackAsBorrowedAlignedSpansOfTheArchive) {
   // A 3-byte unaligned entry first, so the sized entry's padding is actually needed.
   const BuiltZip z = build_zip({stored("lead", pattern(3, 9), 0), stored("w", pattern(size, 1))});
   const auto owner = std::make_shared<Bytes>(z.bytes);
-  const ZipReader r = ZipReader::from_bytes(*owner, {}, owner);
+  const ZipReader r = ZipReader::from_bytes(*owner, owner, {});
 
   ASSERT_EQ(r.entries().size(), 2u);
   const ZipEntry& e = r.at("w");
@@ -122,7 +122,7 @@ INSTANTIATE_TEST_SUITE_P(ZipReader, StoredSizes,
 
 TEST(ZipReader, ReportsUnalignedStoredEntries) {
   const BuiltZip z = build_zip({stored("odd", pattern(10, 1), 0)});
-  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner);
   const ZipEntry& e = r.at("odd");
   EXPECT_EQ(e.data_offset, 30u + 3u);
   EXPECT_EQ(e.alignment(), 1u);
@@ -145,7 +145,7 @@ TEST(ZipReader, IteratesInFileOrderAndFindsEveryName) {
   ZipBuildOptions options;
   options.central_order = {4, 2, 0, 3, 1};
   const BuiltZip z = build_zip(entries, options);
-  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner);
 
   ASSERT_EQ(r.entries().size(), 5u);
   for (std::size_t i = 0; i < 5; ++i) {
@@ -190,6 +190,32 @@ TEST(ZipReader, OpenMapsTheFileAndTheOwnerTokenOutlivesTheReader) {
   EXPECT_TRUE(equal_bytes(b.view(), text_lines(50)));
 }
 
+// A file replaced after it was opened and checked: the reader reads the file it was given (its
+// mapping, and its local headers through its descriptor), never what the path names by then.
+TEST(ZipReader, OpenReadsTheFileItIsGivenNotWhatItsPathNamesNow) {
+  const BuiltZip first = build_zip({stored("a", pattern(1000, 3))});
+  const BuiltZip second = build_zip({stored("b", pattern(64, 1)), stored("c", pattern(8, 2))});
+  for (const FileAccess access : {FileAccess::kMap, FileAccess::kRead}) {
+    const fs::path path = temp_file("replaced.zip");
+    write_file(path, first.span());
+    std::shared_ptr<const MappedFile> file = MappedFile::open(path, access);
+    write_file(temp_file("replacement.zip"), second.span());
+    fs::rename(temp_file("replacement.zip"), path);
+
+    const ZipReader r = ZipReader::open(std::move(file));
+    EXPECT_EQ(r.source_name(), path.string());
+    ASSERT_EQ(r.entries().size(), 1u);
+    EXPECT_TRUE(equal_bytes(r.data(r.at("a")).view(), pattern(1000, 3)));
+    EXPECT_EQ(r.find("b"), nullptr);
+    EXPECT_EQ(ZipReader::open(path, {}, access).entries().size(), 2u);  // The path: the new one.
+  }
+}
+
+TEST(ZipReader, OpenWantsAFile) {
+  expect_error([] { (void)ZipReader::open(std::shared_ptr<const MappedFile>{}); },
+               ErrorCode::kInvalidArgument, {"ZipReader::open: no file"});
+}
+
 TEST(ZipReader, OpenNamesTheMissingFile) {
   const fs::path path = temp_file("does-not-exist.zip");
   expect_error([&] { (void)ZipReader::open(path); }, ErrorCode::kNotFound, {"does-not-exist.zip"});
@@ -208,7 +234,7 @@ TEST_P(DeflatedSizes, InflateIntoOwnedMemory) {
   const std::size_t size = GetParam();
   const Bytes payload = size % 2 == 0 ? text_lines(size / 18 + 1) : pattern(size, 5);
   const BuiltZip z = build_zip({deflated("d", payload)});
-  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner);
   const ZipEntry& e = r.at("d");
   EXPECT_TRUE(e.is_deflated());
   EXPECT_FALSE(e.zero_copy());
@@ -227,7 +253,7 @@ TEST(ZipReader, AnEmptyDeflatedEntryMayHaveNoStreamAtAll) {
   BuiltZip z = build_zip({stored("e", {}, 0)});
   z.put16(z.entries[0].local_header_offset + field::kLocalMethod, zip::kMethodDeflated);
   z.put16(z.entries[0].central_header_offset + field::kCentralMethod, zip::kMethodDeflated);
-  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner);
   const ZipEntry& e = r.at("e");
   EXPECT_EQ(e.compressed_size, 0u);
   EXPECT_TRUE(e.is_deflated());
@@ -302,7 +328,7 @@ TEST_P(DataDescriptors, EveryLayoutIsReadAndCheckedAgainstTheCentralRecord) {
   e.descriptor_signature = layout.signature;
   e.descriptor_wide = layout.wide;
   const BuiltZip z = build_zip({e, stored("after", pattern(5, 5))});
-  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner);
   const ZipEntry& s = r.at("s");
   EXPECT_TRUE(s.has_data_descriptor);
   EXPECT_EQ(s.end_offset, z.entries[0].end_offset);
@@ -338,7 +364,7 @@ TEST(ZipReader, Zip64ArchiveBuiltByHandReadsCorrectly) {
     options.zip64_end = true;
     options.sentinel_end = sentinel_end;
     const BuiltZip z = build_zip({big, small, streamed}, options);
-    const ZipReader r = ZipReader::from_bytes(z.span());
+    const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner);
 
     EXPECT_TRUE(r.has_zip64_end_record());
     EXPECT_EQ(r.tail_offset(), z.zip64_end_offset);
@@ -358,7 +384,7 @@ TEST(ZipReader, Zip64ArchiveBuiltByHandReadsCorrectly) {
 TEST(ZipReader, EmptyArchiveHasNoEntries) {
   const BuiltZip z = build_zip({});
   EXPECT_EQ(z.bytes.size(), 22u);
-  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner);
   EXPECT_TRUE(r.entries().empty());
   EXPECT_TRUE(r.findings().empty());
   EXPECT_EQ(r.find(""), nullptr);
@@ -380,7 +406,7 @@ TEST(ZipReader, AcceptsWhatOtherToolsWriteWithFindings) {
   const BuiltZip z = build_zip({directory, stored("Upper", pattern(10, 5)), latin1,
                                 utf8_flag_invalid, extras, gap, stored("upper", pattern(10, 6))},
                                options);
-  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner);
   EXPECT_EQ(r.entries().size(), 7u);
   EXPECT_TRUE(r.at("dir/").is_directory());
   EXPECT_TRUE(has_finding(r, ZipFindingKind::kDirectory, "dir/"));
@@ -403,7 +429,7 @@ TEST(ZipReader, AGapBeforeTheFirstEntryIsAFinding) {
   TestEntry e = stored("late", pattern(10, 1));
   e.gap_before = 7;
   const BuiltZip z = build_zip({e});
-  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner);
   EXPECT_TRUE(has_finding(r, ZipFindingKind::kGap, ""));
   EXPECT_EQ(r.at("late").local_header_offset, 7u);
 }
@@ -413,7 +439,7 @@ TEST(ZipReader, AZipInsideTheArchiveCommentDoesNotConfuseIt) {
   ZipBuildOptions options;
   options.comment = std::string(inner.bytes.begin(), inner.bytes.end());
   const BuiltZip outer = build_zip({stored("outer", pattern(20, 2))}, options);
-  const ZipReader r = ZipReader::from_bytes(outer.span());
+  const ZipReader r = ZipReader::from_bytes(outer.span(), kNoOwner);
   ASSERT_EQ(r.entries().size(), 1u);
   EXPECT_EQ(r.entries()[0].name, "outer");
   EXPECT_EQ(r.end_record_offset(), outer.end_offset);
@@ -422,7 +448,7 @@ TEST(ZipReader, AZipInsideTheArchiveCommentDoesNotConfuseIt) {
 TEST(ZipReader, VerifyNamesTheEntryOffsetAndBothCrcs) {
   BuiltZip z = build_zip({stored("a", pattern(10, 1)), stored("w", pattern(100, 2))});
   z.bytes[z.entries[1].data_offset + 50] ^= 0x01;
-  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner);
   const ZipEntry& w = r.at("w");
   Bytes corrupted = pattern(100, 2);
   corrupted[50] ^= 0x01;
@@ -482,7 +508,7 @@ TEST(ZipReader, BadDeflateStreamsAreCorruptOnRead) {
     options.spill_threshold = reading.spill_threshold;
     const auto expect_read_error = [&](const BuiltZip& z, ErrorCode code,
                                        const std::vector<std::string>& fragments) {
-      const ZipReader r = ZipReader::from_bytes(z.span(), options);
+      const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner, options);
       expect_error([&] { reading.read(r, r.at("d")); }, code, fragments);
     };
     {
@@ -542,7 +568,7 @@ TEST(ZipReader, StreamHandsOnEveryByteInBoundedPieces) {
     for (const std::uint64_t spill_threshold : {ZipReaderOptions{}.spill_threshold, 0ul}) {
       ZipReaderOptions options;
       options.spill_threshold = spill_threshold;
-      const ZipReader r = ZipReader::from_bytes(z.span(), options);
+      const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner, options);
       for (const char* name : {"s", "d"}) {
         SCOPED_TRACE(std::to_string(size) + " bytes, entry " + name + ", spill threshold " +
                      std::to_string(spill_threshold));
@@ -575,7 +601,7 @@ TEST(ZipReader, StreamAndSpilledDataCheckTheCrc) {
     SCOPED_TRACE("spill threshold " + std::to_string(spill_threshold));
     ZipReaderOptions options;
     options.spill_threshold = spill_threshold;
-    const ZipReader r = ZipReader::from_bytes(z.span(), options);
+    const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner, options);
     const ZipEntry& e = r.at("d");
     std::uint64_t seen = 0;
     expect_error([&] { r.stream(e, [&](ByteSpan piece) { seen += piece.size(); }); },
@@ -605,7 +631,7 @@ TEST(ZipReader, LargeDeflatedEntriesSpillToAnUnlinkedMappedFile) {
   TensorBytes bytes;
   TensorBytes verified;
   {
-    const ZipReader r = ZipReader::from_bytes(*archive, options, archive);
+    const ZipReader r = ZipReader::from_bytes(*archive, archive, options);
     bytes = r.data(r.at("d"));
     verified = r.verified_data(r.at("d"));
   }
@@ -619,7 +645,7 @@ TEST(ZipReader, LargeDeflatedEntriesSpillToAnUnlinkedMappedFile) {
   {
     SCOPED_TRACE("at or under the threshold: owned memory");
     options.spill_threshold = payload.size();
-    const ZipReader r = ZipReader::from_bytes(*archive, options, archive);
+    const ZipReader r = ZipReader::from_bytes(*archive, archive, options);
     const TensorBytes whole = r.data(r.at("d"));
     EXPECT_TRUE(whole.is_owned());
     EXPECT_TRUE(equal_bytes(whole.view(), payload));
@@ -628,7 +654,7 @@ TEST(ZipReader, LargeDeflatedEntriesSpillToAnUnlinkedMappedFile) {
     SCOPED_TRACE("a spill folder that does not exist");
     options.spill_threshold = 0;
     options.spill_directory = spill / "absent";
-    const ZipReader r = ZipReader::from_bytes(*archive, options, archive);
+    const ZipReader r = ZipReader::from_bytes(*archive, archive, options);
     expect_error([&] { (void)r.data(r.at("d")); }, ErrorCode::kIo,
                  {"'d'", "cannot inflate", (spill / "absent").string(),
                   "ZipReaderOptions::spill_directory"});
@@ -644,7 +670,7 @@ TEST(ZipReader, CompressionRatioLimitRefusesBombs) {
   const BuiltZip z = build_zip({deflated("bomb", zeros), stored("flat", zeros),
                                 deflated("grace", Bytes(kCompressionRatioGraceSize, 0)),
                                 deflated("over", Bytes(kCompressionRatioGraceSize + 1, 0))});
-  const ZipReader r = ZipReader::from_bytes(z.span());
+  const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner);
   const ZipEntry& bomb = r.at("bomb");
   ASSERT_GT(bomb.size / bomb.compressed_size, 100u);  // What makes it a bomb.
   const std::vector<std::string> fragments = {
@@ -671,7 +697,7 @@ TEST(ZipReader, CompressionRatioLimitRefusesBombs) {
     SCOPED_TRACE("max_compression_ratio " + std::to_string(raised));
     ZipReaderOptions options;
     options.max_compression_ratio = raised;
-    const ZipReader trusting = ZipReader::from_bytes(z.span(), options);
+    const ZipReader trusting = ZipReader::from_bytes(z.span(), kNoOwner, options);
     EXPECT_NO_THROW(trusting.verify(trusting.at("bomb")));
     EXPECT_TRUE(equal_bytes(trusting.data(trusting.at("bomb")).view(), zeros));
   }
@@ -680,8 +706,8 @@ TEST(ZipReader, CompressionRatioLimitRefusesBombs) {
 TEST(ZipReader, EntriesOfAnotherArchiveAreInvalidArguments) {
   const BuiltZip one = build_zip({stored("a", pattern(10, 1)), stored("b", pattern(10, 2))});
   const BuiltZip two = build_zip({stored("x", pattern(500, 1))});
-  const ZipReader r1 = ZipReader::from_bytes(one.span());
-  const ZipReader r2 = ZipReader::from_bytes(two.span());
+  const ZipReader r1 = ZipReader::from_bytes(one.span(), kNoOwner);
+  const ZipReader r2 = ZipReader::from_bytes(two.span(), kNoOwner);
   expect_error([&] { (void)r1.data(r2.at("x")); }, ErrorCode::kInvalidArgument,
                {"'x'", "does not belong"});
   // A copy of one of its own entries is fine.
@@ -1139,6 +1165,18 @@ std::vector<RejectCase> reject_cases() {
          const BuiltZip z = build_zip({e});
          return Rejected{z.bytes, {"'x'", "two zip64 extra fields"}};
        }},
+      {"TwoZip64ExtraFieldsInTheLocalHeader", C::kCorrupt,
+       [] {
+         TestEntry e = stored("x", pattern(10, 1));
+         e.zip64_sizes = true;
+         e.local_extra = extra_record(zip::kExtraZip64, std::vector<std::uint8_t>(16, 0));
+         const BuiltZip z = build_zip({e});
+         // The extra field starts after the 30-byte header and the name; the first record
+         // takes 4 + 16 bytes.
+         return Rejected{z.bytes,
+                         {"entry 'x' (local header at offset 0)",
+                          "two zip64 extra fields in the local header (offsets 31 and 51)"}};
+       }},
       // Sizes that cannot be true.
       {"StoredSizesDiffer", C::kCorrupt,
        [] {
@@ -1170,7 +1208,8 @@ TEST_P(MustReject, WithTheCodeAndAMessageNamingThePlace) {
   const RejectCase& c = GetParam();
   Rejected r = c.make();
   r.fragments.push_back("<memory>");
-  expect_error([&] { (void)ZipReader::from_bytes(r.bytes, c.options); }, c.code, r.fragments);
+  expect_error([&] { (void)ZipReader::from_bytes(r.bytes, kNoOwner, c.options); }, c.code,
+               r.fragments);
 }
 
 INSTANTIATE_TEST_SUITE_P(ZipReader, MustReject, ::testing::ValuesIn(reject_cases()),
@@ -1198,7 +1237,7 @@ BuiltZip varied_archive() {
 
 void read_everything(ByteSpan bytes) {
   try {
-    const ZipReader r = ZipReader::from_bytes(bytes);
+    const ZipReader r = ZipReader::from_bytes(bytes, kNoOwner);
     for (const ZipEntry& e : r.entries()) {
       try {
         r.verify(e);
@@ -1213,7 +1252,7 @@ void read_everything(ByteSpan bytes) {
 TEST(ZipReader, EveryPrefixIsRejectedOrReadWithoutCrashing) {
   const BuiltZip z = varied_archive();
   ASSERT_NO_THROW({
-    const ZipReader r = ZipReader::from_bytes(z.span());
+    const ZipReader r = ZipReader::from_bytes(z.span(), kNoOwner);
     for (const ZipEntry& e : r.entries()) r.verify(e);
   });
   std::size_t accepted = 0;
@@ -1222,7 +1261,7 @@ TEST(ZipReader, EveryPrefixIsRejectedOrReadWithoutCrashing) {
     const auto prefix = std::make_unique<std::uint8_t[]>(n);
     std::copy_n(z.bytes.begin(), n, prefix.get());
     try {
-      const ZipReader r = ZipReader::from_bytes({prefix.get(), n});
+      const ZipReader r = ZipReader::from_bytes({prefix.get(), n}, kNoOwner);
       ++accepted;
     } catch (const Error& e) {
       EXPECT_TRUE(e.code() == ErrorCode::kCorrupt || e.code() == ErrorCode::kUnsupported)

@@ -34,7 +34,6 @@ using Bytes = std::vector<std::uint8_t>;
 struct Payload {
   std::string name;
   Bytes bytes;
-  NameKind kind = NameKind::kTensor;
 };
 
 // Different bytes per seed, so entries swapped or shifted by the writer cannot go unnoticed.
@@ -52,7 +51,7 @@ std::vector<Payload> archive_with(std::size_t size) {
   return {{"lead", payload_bytes(3, 1)},
           {"w", payload_bytes(size, 2)},
           {"tail", payload_bytes(5, 3)},
-          {"__MODEL_PROTO", payload_bytes(17, 4), NameKind::kReserved}};
+          {"__MODEL_PROTO", payload_bytes(17, 4)}};
 }
 
 void write_from_spans(const fs::path& path, const std::vector<Payload>& payloads,
@@ -60,7 +59,7 @@ void write_from_spans(const fs::path& path, const std::vector<Payload>& payloads
   ZipWriterOptions options;
   options.alignment = alignment;
   ZipWriter writer(path, options);
-  for (const Payload& p : payloads) writer.add(p.name, p.bytes, p.kind);
+  for (const Payload& p : payloads) writer.add(p.name, p.bytes);
   writer.finish();
 }
 
@@ -74,18 +73,15 @@ void write_from_producer(const fs::path& path, const std::vector<Payload>& paylo
   ZipWriter writer(path, options);
   for (const Payload& p : payloads) {
     const ByteSpan bytes = p.bytes;
-    writer.add(
-        p.name, bytes.size(),
-        [bytes](EntrySink& sink) {
-          static constexpr std::size_t kPieces[] = {1, 0, 7, 1000, 4096, 65537};
-          std::size_t at = 0;
-          for (std::size_t i = 0; at < bytes.size(); ++i) {
-            const std::size_t piece = std::min(kPieces[i % std::size(kPieces)], bytes.size() - at);
-            sink.write(bytes.subspan(at, piece));
-            at += piece;
-          }
-        },
-        p.kind);
+    writer.add(p.name, bytes.size(), [bytes](EntrySink& sink) {
+      static constexpr std::size_t kPieces[] = {1, 0, 7, 1000, 4096, 65537};
+      std::size_t at = 0;
+      for (std::size_t i = 0; at < bytes.size(); ++i) {
+        const std::size_t piece = std::min(kPieces[i % std::size(kPieces)], bytes.size() - at);
+        sink.write(bytes.subspan(at, piece));
+        at += piece;
+      }
+    });
   }
   writer.finish();
 }
@@ -200,11 +196,10 @@ void write_bytes(const fs::path& path, const Bytes& bytes) {
 }
 
 const std::vector<Payload>& damage_payloads() {
-  static const std::vector<Payload> payloads = {
-      {"first", payload_bytes(1, 11)},
-      {"middle", payload_bytes(300, 12)},
-      {"big", payload_bytes(70000, 13)},
-      {"__MODEL_PROTO", payload_bytes(40, 14), NameKind::kReserved}};
+  static const std::vector<Payload> payloads = {{"first", payload_bytes(1, 11)},
+                                                {"middle", payload_bytes(300, 12)},
+                                                {"big", payload_bytes(70000, 13)},
+                                                {"__MODEL_PROTO", payload_bytes(40, 14)}};
   return payloads;
 }
 
@@ -260,7 +255,7 @@ TEST(ZipRoundTripDamage, EveryTruncationIsRefusedAsCorrupt) {
     expect_corrupt([&] { (void)ZipReader::open(path); }, {path.string()});
     // ...and from a heap block of exactly that size, so AddressSanitizer sees any read past it.
     const Bytes prefix(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(length));
-    expect_corrupt([&] { (void)ZipReader::from_bytes(prefix, {}, nullptr, "cut.zip"); },
+    expect_corrupt([&] { (void)ZipReader::from_bytes(prefix, kNoOwner, {}, "cut.zip"); },
                    {"cut.zip"});
   }
 }
@@ -309,21 +304,18 @@ struct Seed {
 std::vector<Seed> writer_seeds() {
   std::vector<Payload> many;
   for (unsigned i = 0; i < 8; ++i) many.push_back({"t" + std::to_string(i), payload_bytes(i, i)});
-  many.push_back({"__MODEL_PROTO", payload_bytes(24, 9), NameKind::kReserved});
+  many.push_back({"__MODEL_PROTO", payload_bytes(24, 9)});
   return {
       {"writer_align64.zip",
        64,
        {{"conv1_weight", payload_bytes(100, 31)},
         {"conv1_bias", payload_bytes(10, 32)},
-        {"__MODEL_PROTO", payload_bytes(40, 33), NameKind::kReserved}}},
+        {"__MODEL_PROTO", payload_bytes(40, 33)}}},
       {"writer_align128_many.zip", 128, many},
       {"writer_align4096.zip",
        4096,
-       {{"w", payload_bytes(70, 41)},
-        {"__MODEL_PROTO", payload_bytes(30, 42), NameKind::kReserved}}},
-      {"writer_empty_entry.zip",
-       64,
-       {{"empty", {}}, {"__MODEL_PROTO", payload_bytes(12, 51), NameKind::kReserved}}},
+       {{"w", payload_bytes(70, 41)}, {"__MODEL_PROTO", payload_bytes(30, 42)}}},
+      {"writer_empty_entry.zip", 64, {{"empty", {}}, {"__MODEL_PROTO", payload_bytes(12, 51)}}},
   };
 }
 

@@ -50,6 +50,14 @@ namespace onnxzip {
 
 // The model entry's name (spec §6.2, §7.1).
 inline constexpr std::string_view kModelEntryName = "__MODEL_PROTO";
+// The naming rule of .onnxz entries (spec §6): a payload entry's name is a C identifier of 1 to
+// 255 bytes not starting with "__"; a reserved name (the model's) is "__" followed by the rest
+// of a C identifier. The ZIP layer knows only ZIP's own, looser rule.
+enum class EntryNameKind { kPayload, kReserved };
+// The part of the rule `name` breaks ("is empty", "byte 3 (0x2d) is not ..."), or "" when it
+// keeps it. Never throws: readers report the problem, writers throw it.
+std::string entry_name_problem(std::string_view name, EntryNameKind kind);
+
 // The default externalization threshold T in bytes (spec §7.4).
 inline constexpr std::uint64_t kDefaultExternalThreshold = 1024;
 
@@ -192,13 +200,14 @@ class ArchiveWriter final {
 // --- Reading ---
 
 struct LoadOptions {
-  // Stored payloads are borrowed from the archive bytes (the mapping, for load(path)) instead of
-  // copied: no weight byte is read by load. Deflated payloads (archives other tools wrote,
-  // spec §9.3 item 1) are always inflated, their CRC-32 checked: into owned memory, or when
-  // larger than zip.spill_threshold into a mapped temporary file (zip_reader.h). false: every
-  // payload is an owned, 64-byte aligned copy. Also replaces parse.no_copy, so that inline
-  // payloads of `__MODEL_PROTO` at or above parse.raw_data_threshold are borrowed likewise.
-  bool no_copy = true;
+  // Parsing `__MODEL_PROTO`: its limits, and whether payloads are borrowed. parse.no_copy (the
+  // default here) borrows stored payload entries from the archive bytes (the mapping, for
+  // load(path)) instead of copying them -- no weight byte is read by load -- and the model's
+  // inline payloads of at least parse.raw_data_threshold bytes likewise. Deflated payloads
+  // (archives other tools wrote, spec §9.3 item 1) are always inflated, their CRC-32 checked:
+  // into owned memory, or when larger than zip.spill_threshold into a mapped temporary file
+  // (zip_reader.h). parse.no_copy = false: every payload is an owned, 64-byte aligned copy.
+  ParseOptions parse{.no_copy = true};
   // Check the CRC-32 of every referenced payload (reads every weight byte once).
   bool verify_crc = false;
   // Archive::open / from_bytes only: false leaves deflated payload entries alone -- not one of
@@ -206,8 +215,6 @@ struct LoadOptions {
   // that need only the model and the entries' sizes, such as `onnxzip info`. A deflated
   // `__MODEL_PROTO` is inflated all the same. load() resolves every payload whatever this says.
   bool inflate_payloads = true;
-  // Limits for parsing `__MODEL_PROTO`.
-  ParseOptions parse{};
   // Limits for the ZIP structure.
   ZipReaderOptions zip{};
   // How load(path) and Archive::open get at the file: mapped (borrowed payloads stay in the
@@ -228,11 +235,15 @@ struct LoadOptions {
 // size or from `length`, an `offset` other than "0"), naming the tensor and the entry;
 // Error(kUnsupported) for a data type this library does not know.
 ModelProto load(const std::filesystem::path& path, const LoadOptions& options = {});
-// The same from an archive in memory. Borrowed payloads carry `owner` as owner token; without
-// one the caller must keep `archive_bytes` alive as long as the model, whose payloads and (with
-// no_copy) strings then borrow from them. `source_name` names the input in errors.
-ModelProto load(ByteSpan archive_bytes, const LoadOptions& options = {}, OwnerToken owner = nullptr,
+// The same from an archive in memory. Borrowed payloads carry `owner` as owner token; with
+// kNoOwner the caller must keep `archive_bytes` alive as long as the model, whose payloads and
+// (with parse.no_copy) strings then borrow from them. `source_name` names the input in errors.
+ModelProto load(ByteSpan archive_bytes, OwnerToken owner, const LoadOptions& options = {},
                 std::string_view source_name = "<memory>");
+
+namespace detail {
+struct ArchiveState;  // What an Archive holds: private to the library (archive_reader.cpp).
+}  // namespace detail
 
 // A read-only view of an archive for runtimes with their own ONNX parser: the model bytes, and
 // every external tensor with its data type, dims and payload span. Opening validates the archive
@@ -255,13 +266,13 @@ class Archive final {
     bool zero_copy = true;          // False for a deflated entry.
   };
 
-  // Maps `path`. LoadOptions::no_copy selects whether model()'s inline payloads borrow; with
+  // Maps `path`. LoadOptions::parse.no_copy selects whether model()'s inline payloads borrow; with
   // verify_crc every referenced entry's CRC-32 is checked; inflate_payloads selects whether
   // deflated payloads are inflated now (the default) or not at all.
   static Archive open(const std::filesystem::path& path, const LoadOptions& options = {});
-  // Borrows `bytes` (they must outlive the Archive, and the spans it gives when `owner` is null).
-  static Archive from_bytes(ByteSpan bytes, const LoadOptions& options = {},
-                            OwnerToken owner = nullptr, std::string source_name = "<memory>");
+  // Borrows `bytes` (they must outlive the Archive, and with kNoOwner the spans it gives too).
+  static Archive from_bytes(ByteSpan bytes, OwnerToken owner, const LoadOptions& options = {},
+                            std::string source_name = "<memory>");
 
   ~Archive();
   Archive(Archive&& other) noexcept;
@@ -285,11 +296,9 @@ class Archive final {
   // Keeps the archive bytes alive (the mapping for open(); the caller's token for from_bytes).
   const OwnerToken& owner() const noexcept;
 
-  struct State;
-
  private:
-  explicit Archive(std::unique_ptr<State> state) noexcept;
-  std::unique_ptr<State> state_;
+  explicit Archive(std::unique_ptr<detail::ArchiveState> state) noexcept;
+  std::unique_ptr<detail::ArchiveState> state_;
 };
 
 // --- Verification (spec §9.5) ---

@@ -3,8 +3,8 @@
 // ByteSpan borrows and never owns. OwnedBytes is a heap buffer that owns its bytes and is aligned
 // (64 bytes by default) so tensor payloads copied into it stay SIMD-friendly. TensorBytes holds a
 // tensor's payload in one of two modes: owned (an OwnedBytes), or borrowed (a ByteSpan plus an
-// optional OwnerToken that keeps the backing memory, typically a file mapping, alive for as long
-// as any TensorBytes refers to it).
+// OwnerToken that keeps the backing memory, typically a file mapping, alive for as long as any
+// TensorBytes refers to it, or kNoOwner when the caller keeps that memory alive).
 //
 // fits() / checked_subspan() / checked_add() / checked_mul() are the one place where untrusted
 // numbers from a file become offsets, sizes or allocations. Every module may use this header.
@@ -24,6 +24,11 @@ using MutableByteSpan = std::span<std::uint8_t>;
 
 // Keeps memory that borrowed bytes point into alive. Type-erased: a mapping, a buffer, anything.
 using OwnerToken = std::shared_ptr<const void>;
+
+// The owner token that says there is none: whatever borrows with it points into memory that the
+// caller alone keeps alive (and unchanged) for as long as it is used. Every function that borrows
+// asks for a token, without a default, so that borrowing without one is always spelled out.
+inline const OwnerToken kNoOwner{};
 
 // True when [offset, offset + length) lies within [0, size). Cannot overflow.
 constexpr bool fits(std::uint64_t offset, std::uint64_t length, std::uint64_t size) noexcept {
@@ -79,7 +84,7 @@ class OwnedBytes final {
   std::size_t alignment_ = 1;
 };
 
-// A tensor payload: owned, or borrowed with an optional owner token (see the header comment).
+// A tensor payload: owned, or borrowed with an owner token or kNoOwner (see the header comment).
 // Copying an owned TensorBytes copies the bytes; copying a borrowed one shares the pointer and
 // the token. Equality compares bytes, never modes.
 class TensorBytes final {
@@ -87,8 +92,9 @@ class TensorBytes final {
   TensorBytes() noexcept = default;
   static TensorBytes owned(OwnedBytes bytes) noexcept;
   static TensorBytes copy_of(ByteSpan bytes);
-  // Borrows `bytes`. Without a token the caller must keep the memory alive.
-  static TensorBytes borrowed(ByteSpan bytes, OwnerToken owner = nullptr) noexcept;
+  // Borrows `bytes`, keeping `owner` alive with them; with kNoOwner the caller must keep the
+  // memory alive as long as this payload or a copy of it is used.
+  static TensorBytes borrowed(ByteSpan bytes, OwnerToken owner) noexcept;
 
   ByteSpan view() const noexcept { return view_; }
   const std::uint8_t* data() const noexcept { return view_.data(); }
@@ -113,7 +119,7 @@ class TensorBytes final {
 
  private:
   OwnedBytes storage_;  // Used in owned mode only.
-  OwnerToken owner_;    // Used in borrowed mode only; may be null.
+  OwnerToken owner_;    // Used in borrowed mode only; may be kNoOwner.
   ByteSpan view_;       // The payload, in either mode.
   bool borrowed_ = false;
 };

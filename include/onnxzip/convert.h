@@ -28,16 +28,16 @@ namespace onnxzip {
 
 struct ConvertOptions {
   // How a legacy input is written as an archive (alignment, threshold, dedupe...).
-  SaveOptions archive;
+  SaveOptions archive{};
   // How an archive is written as a legacy model (inline or external data, data file name, split
   // size, data file alignment...).
-  LegacyWriteOptions legacy;
+  LegacyWriteOptions legacy{};
   // How a legacy input is read (limits, links, read.access).
-  LegacyReadOptions read;
+  LegacyReadOptions read{};
   // How an archive input is read (limits, CRC checks, load.access). To read an input that
   // others may change into memory whatever its format, set both read.access and load.access to
   // FileAccess::kRead.
-  LoadOptions load;
+  LoadOptions load{};
   // When set, used for whichever writer runs, in place of archive.progress / legacy.progress.
   ProgressCallback progress = nullptr;
 };

@@ -14,8 +14,10 @@
 //   * keys: `location` (required), `offset` (optional, default 0), `length` (optional, default:
 //     the rest of the file), `checksum` and `basepath` (accepted and ignored: the reference never
 //     uses them to find or check the data), any other key (ignored; the reference warns).
-//     offset and length are plain non-negative decimals; offset past the end of the file, or
-//     offset + length past it, is refused, as in the reference.
+//     offset and length are decimal numbers below 2^64: ASCII digits only, no sign, no space
+//     (leading zeros are accepted, as the reference's int() reads them); offset past the end of
+//     the file, or offset + length past it, is refused, as in the reference. These faults read
+//     the same as in the archive readers (one reader of external_data serves them all).
 //   * stricter than the reference loader (which reads whatever the range holds): the byte count
 //     (length, or the rest of the file) must equal dims x element size (no other count is a
 //     tensor of that shape; STRING and UNDEFINED tensors cannot be external); a repeated
@@ -66,12 +68,10 @@ ModelFormat detect_format(const std::filesystem::path& path);
 // --- Reading ---
 
 struct LegacyReadOptions {
-  LegacyReadOptions() noexcept { parse.no_copy = true; }
-
   // Limits and ownership of the model file's own parse. no_copy (the default here) borrows the
   // inline payloads of at least parse.raw_data_threshold bytes from the mapping of the model
   // file; without it they are copied. External payloads are always borrowed from their mapping.
-  ParseOptions parse;
+  ParseOptions parse{.no_copy = true};
   // Resolve external data references (false: leave them as they are, e.g. to inspect a model
   // whose data files are absent).
   bool load_external_data = true;
@@ -114,7 +114,7 @@ struct LegacyWriteOptions {
   Mode mode = Mode::kAuto;
   // Name of the data file, in the model's folder: a plain file name (no '/', not "." or "..").
   // Empty: "<model file name>.data" ("model.onnx" -> "model.onnx.data").
-  std::string data_file_name;
+  std::string data_file_name{};
   // Largest data file. When the next payload would end past it, a new file is started: "<name>",
   // "<name>.1", "<name>.2"... A single payload larger than the limit gets a file of its own
   // (payloads are never split: a tensor's bytes are one location, offset, length). 0: one file.

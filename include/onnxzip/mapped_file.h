@@ -7,9 +7,11 @@
 //
 // Inputs that are not regular files: open() opens without blocking (O_NONBLOCK) and checks the
 // type of the file it opened before reading anything, so a FIFO, a socket or a device is an
-// Error at once, never a hang. The descriptor that was checked is the one that is mapped (through
-// /proc/self/fd/N; without /proc, the path is mapped and must still name the same device and
-// inode), and it stays open for readers that want pread() (descriptor()).
+// Error at once, never a hang. The descriptor that was checked is the one that is mapped: the
+// file is never opened again by its name, which by then may name another file. (Boost maps by
+// path only; it is given /proc/self/fd/N, which the kernel resolves to the open file itself. On a
+// system without procfs the file is read instead, as with FileAccess::kRead, and access() says
+// so.) The descriptor stays open for readers that want pread() (descriptor()).
 //
 // The mapping contract (FileAccess::kMap). A mapping shows the file as it is now, not as it was
 // when it was opened. Should another process shrink (truncate) the file while the mapping lives,
@@ -68,6 +70,7 @@ class MappedFile final {
   // object. The same file as bytes(), whatever has happened to its path since. (A live mapping
   // holds two descriptors, this one and Boost's; a reading, kRead, holds one.)
   int descriptor() const noexcept;
+  // How the bytes were got: as asked, except kRead for kMap on a system without procfs.
   FileAccess access() const noexcept { return access_; }
 
   // When `address` lies inside a live mapping (kMap) of any MappedFile, copies that file's name

@@ -53,30 +53,20 @@
 #include "onnxzip/bytes.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_model.h"
-#include "onnxzip/output_file.h"
 #include "onnxzip/protobuf_wire.h"
 
 namespace onnxzip {
 
-// Tensor payloads below this many bytes count as small: serializers that move payloads out of
-// the protobuf (external data, archives) leave them inline.
-inline constexpr std::uint64_t kSmallTensorDataThresholdBytes = 64;
+class AtomicOutputFile;  // output_file.h
 
-// Buffer options shared by every operation that places tensor payloads in memory or on disk.
-struct TensorBufferOptions {
-  // Payloads of at least this many bytes are "large": borrowed by no_copy parsing, moved by
-  // consolidate_tensors_to_buffer. 0 selects every payload.
-  std::uint64_t raw_data_threshold = 0;
-  // When non-zero (a power of two), large payloads are placed at addresses/offsets that are a
-  // multiple of it. 0: no requirement.
-  std::uint64_t alignment = 0;
-};
-
-struct ParseOptions : TensorBufferOptions {
-  ParseOptions() noexcept { raw_data_threshold = 1024; }
-
+struct ParseOptions {
   // Borrow large raw_data payloads instead of copying them (see the header comment).
   bool no_copy = false;
+  // Payloads of at least this many bytes are "large": borrowed by no_copy. 0: every payload.
+  std::uint64_t raw_data_threshold = 1024;
+  // When non-zero (a power of two), a payload that would be borrowed but does not start on a
+  // multiple of it is copied instead (see the header comment). 0: no requirement.
+  std::uint64_t alignment = 0;
   // Nesting depth of messages, the top-level message counting as 1 (libprotobuf's default
   // recursion limit). Deeper input fails with kLimitExceeded instead of exhausting the stack.
   std::uint32_t max_depth = 100;
@@ -96,12 +86,10 @@ struct ParseOptions : TensorBufferOptions {
 // model whose weights may be gigabytes. Substitutes are not looked up again.
 using TensorSubstitutions = std::unordered_map<const TensorProto*, TensorProto>;
 
-struct SerializeOptions : TensorBufferOptions {
-  // raw_data_threshold and alignment are for writers that place payloads outside the protobuf
-  // (external data, archives); the protobuf serializer itself writes every payload inline and
-  // sends large ones to the output without copying them through its buffer.
-  SerializeOptions() noexcept { raw_data_threshold = kSmallTensorDataThresholdBytes; }
-
+// The protobuf serializer writes every payload inline (sending large ones to the output without
+// copying them through its buffer): where payloads go outside the protobuf is the concern of the
+// writers above it (SaveOptions, LegacyWriteOptions).
+struct SerializeOptions {
   // Optional; must outlive the serialization (for MessageSerializer: its last write).
   const TensorSubstitutions* substitutions = nullptr;
 
@@ -145,15 +133,26 @@ void serialize_model_to_file(const ModelProto& model, const std::filesystem::pat
 // --- Any message type of onnx_model.h (a TensorProto alone, a GraphProto...) ---
 
 // Parses `bytes` as one M. With options.no_copy, borrowed payloads carry `owner` as their owner
-// token (null: the caller keeps `bytes` alive).
+// token (see the header comment); the overload without one borrows as parse_model(bytes) does,
+// with kNoOwner: the caller keeps `bytes` alive.
+template <OnnxMessage M>
+M parse_message(ByteSpan bytes, OwnerToken owner, const ParseOptions& options,
+                std::string_view source);
 template <OnnxMessage M>
 M parse_message(ByteSpan bytes, const ParseOptions& options = {},
-                std::string_view source = "<memory>", OwnerToken owner = nullptr);
+                std::string_view source = "<memory>") {
+  return parse_message<M>(bytes, kNoOwner, options, source);
+}
 // Parses `bytes` into an existing message with protobuf merge semantics: present scalars
-// replace, repeated fields append, sub-messages merge.
+// replace, repeated fields append, sub-messages merge. Borrows as parse_message does.
+template <OnnxMessage M>
+void merge_message(ByteSpan bytes, M& message, OwnerToken owner, const ParseOptions& options,
+                   std::string_view source);
 template <OnnxMessage M>
 void merge_message(ByteSpan bytes, M& message, const ParseOptions& options = {},
-                   std::string_view source = "<memory>", OwnerToken owner = nullptr);
+                   std::string_view source = "<memory>") {
+  merge_message(bytes, message, kNoOwner, options, source);
+}
 
 // Makes every borrowed string of `message` (see no_copy above) an owned copy, so that the message
 // no longer depends on the bytes it was parsed from for its strings. Tensor payloads are left as

@@ -21,7 +21,9 @@
 // belongs to (setting one member of a group while parsing clears the others). The struct members,
 // the parser, the serializer, the size computation and operator== are all expanded from these
 // lists. Fields the parser does not know are kept in `unknown_fields` and written back after the
-// known ones.
+// known ones. The lists and ONNXZIP_ONNX_MESSAGES stay defined for the codec (and the
+// conformance oracle) to expand; the helper macros that declare the members are #undef'd after
+// the last message, so including this header defines no other macro.
 //
 // This header owns the data model only; parsing and writing live in onnx_codec.h, tensor helpers
 // in tensor.h. Anyone may use it.
@@ -558,6 +560,9 @@ struct DeviceConfigurationProto final {
 struct ModelProto final {
   ONNXZIP_MESSAGE_MEMBERS_(ModelProto, ModelProto)
 };
+
+#undef ONNXZIP_MESSAGE_MEMBERS_
+#undef ONNXZIP_DECLARE_FIELD_
 
 // Every message type: M(C++ type, field-list id, name in messages). The codec instantiates its
 // generic functions for exactly these.

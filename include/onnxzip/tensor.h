@@ -22,7 +22,6 @@
 #include <string_view>
 
 #include "onnxzip/bytes.h"
-#include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
 
 namespace onnxzip {
@@ -137,6 +136,15 @@ void for_each_tensor(FunctionProto& function, const TensorVisitor& visit);
 void for_each_tensor(const FunctionProto& function, const ConstTensorVisitor& visit);
 
 // --- Consolidation ---
+
+// Which payloads consolidate_tensors_to_buffer moves, and where it places them.
+struct TensorBufferOptions {
+  // Payloads of at least this many bytes are moved. 0 selects every payload.
+  std::uint64_t raw_data_threshold = 0;
+  // When non-zero (a power of two), each moved payload starts at an offset that is a multiple
+  // of it. 0: no requirement.
+  std::uint64_t alignment = 0;
+};
 
 // Moves the raw_data of every tensor of the model with at least options.raw_data_threshold bytes
 // into one new buffer, each payload at an offset that is a multiple of options.alignment (when

@@ -87,7 +87,7 @@ struct ZipReaderOptions {
   // Where data() puts the spill files: unlinked temporary files (O_TMPFILE) that vanish with the
   // last TensorBytes borrowing from them, even if the process is killed. Empty: $TMPDIR, or /tmp
   // when that is unset. On a tmpfs the spilled bytes live in memory (shared, not anonymous).
-  std::filesystem::path spill_directory;
+  std::filesystem::path spill_directory{};
 };
 
 struct ZipEntry {
@@ -160,10 +160,14 @@ class ZipReader final {
   // whatever the bytes between the entries. A path that is not a regular file is Error(kIo).
   static ZipReader open(const std::filesystem::path& path, ZipReaderOptions options = {},
                         FileAccess access = FileAccess::kMap);
+  // The same for a file already opened and checked (MappedFile::open or adopt): the reader reads
+  // that very file, whatever its path names by now. `file` is the owner token of stored data.
+  // Error(kInvalidArgument) when it is null.
+  static ZipReader open(std::shared_ptr<const MappedFile> file, ZipReaderOptions options = {});
   // Reads an archive held in memory. Borrows `bytes`: they must outlive the reader and, when
-  // `owner` is null, every TensorBytes it returns; `owner` (if any) is handed to those.
-  static ZipReader from_bytes(ByteSpan bytes, ZipReaderOptions options = {},
-                              OwnerToken owner = nullptr, std::string source_name = "<memory>");
+  // `owner` is kNoOwner, every TensorBytes it returns; `owner` is handed to those.
+  static ZipReader from_bytes(ByteSpan bytes, OwnerToken owner, ZipReaderOptions options = {},
+                              std::string source_name = "<memory>");
 
   // Every entry, in file order (ascending local header offset).
   const std::vector<ZipEntry>& entries() const noexcept { return entries_; }

@@ -71,11 +71,6 @@ class EntrySink {
 
 using EntryProducer = std::function<void(EntrySink&)>;
 
-// kTensor: a C identifier of 1 to 255 bytes not starting with "__".
-// kReserved: a name the format reserves, "__" followed by the rest of a C identifier (the archive
-// layer writes `__MODEL_PROTO`).
-enum class NameKind { kTensor, kReserved };
-
 class ZipWriter final {
  public:
   // Creates the temporary output file next to `destination`. Throws Error(kInvalidArgument) for
@@ -93,18 +88,18 @@ class ZipWriter final {
   // and bytes of a file mapping (MappedFile, e.g. the payloads of a loaded model) are copied by
   // the kernel from the file (AtomicOutputFile::write). The returned reference is valid until
   // the next add().
-  // Throws Error(kInvalidArgument) for a name breaking the naming rule or already used (also
-  // when only ASCII case differs), leaving the writer usable; Error(kBadState) after finish()
-  // or after a failed entry.
-  const WrittenEntry& add(std::string_view name, ByteSpan data, NameKind kind = NameKind::kTensor);
+  // Throws Error(kInvalidArgument) for a name breaking the ZIP naming rule (validate_name) or
+  // already used (also when only ASCII case differs), leaving the writer usable;
+  // Error(kBadState) after finish() or after a failed entry. The .onnxz rule for names is the
+  // archive layer's (archive.h, entry_name_problem), checked before it calls add().
+  const WrittenEntry& add(std::string_view name, ByteSpan data);
 
   // Adds an entry of exactly `size` bytes that `producer` writes into the sink in pieces
   // (exporters that never hold a whole tensor). A producer that writes fewer or more bytes gets
   // Error(kInvalidArgument) naming the entry; an exception from the producer propagates as is.
   // Either way the writer is unusable afterwards (kBadState) and the destination untouched.
   // The producer must not call back into this writer.
-  const WrittenEntry& add(std::string_view name, std::uint64_t size, const EntryProducer& producer,
-                          NameKind kind = NameKind::kTensor);
+  const WrittenEntry& add(std::string_view name, std::uint64_t size, const EntryProducer& producer);
 
   // Writes the central directory, the zip64 end record and locator when a count, size or offset
   // needs them, and the end record, then renames the file over the destination. Afterwards
@@ -114,9 +109,11 @@ class ZipWriter final {
   const std::vector<WrittenEntry>& entries() const noexcept { return entries_; }
   std::uint32_t alignment() const noexcept { return alignment_; }
 
-  // The format's naming rule (see NameKind). Throws Error(kInvalidArgument) quoting the name
-  // and saying which part of the rule it breaks.
-  static void validate_name(std::string_view name, NameKind kind);
+  // The ZIP naming rule (APPNOTE 4.4.17.1): a relative path of 1 to 65,535 bytes with '/'
+  // separators. Refused as well, since an extractor would put them elsewhere than meant or
+  // nowhere: a NUL byte, a backslash, a leading or trailing '/', and an empty, "." or ".."
+  // component. Throws Error(kInvalidArgument) quoting the name and saying what it breaks.
+  static void validate_name(std::string_view name);
 
  private:
   void ensure_usable(const char* operation) const;

@@ -148,8 +148,7 @@ py::dtype dtype_for(const std::int32_t data_type) {
 class PyArchive final {
  public:
   explicit PyArchive(const std::filesystem::path& path) {
-    onnxzip::LoadOptions options;
-    options.no_copy = true;
+    const onnxzip::LoadOptions options{.parse = {.no_copy = true}};
     const py::gil_scoped_release unlocked;
     archive_ = std::make_shared<const onnxzip::Archive>(onnxzip::Archive::open(path, options));
   }

@@ -178,19 +178,7 @@ std::string human_bytes(std::uint64_t bytes) {
   return text.data();
 }
 
-std::string without_code(std::string_view what) {
-  static constexpr ErrorCode kCodes[] = {
-      ErrorCode::kCorrupt,         ErrorCode::kUnsupported,   ErrorCode::kNotFound, ErrorCode::kIo,
-      ErrorCode::kInvalidArgument, ErrorCode::kLimitExceeded, ErrorCode::kBadState};
-  for (const ErrorCode code : kCodes) {
-    const std::string prefix = std::string(to_string(code)) + ": ";
-    if (what.starts_with(prefix)) return std::string(what.substr(prefix.size()));
-  }
-  return std::string(what);
-}
-
-std::string with_file(const std::filesystem::path& file, std::string_view what) {
-  const std::string message = without_code(what);
+std::string with_file(const std::filesystem::path& file, std::string_view message) {
   const std::string name = file.string();
   if (message.starts_with(name + ": ")) return std::string(message);
   return name + ": " + std::string(message);

@@ -102,12 +102,9 @@ std::string printable(std::string_view text);
 // "12.3 MiB" (or "123 bytes").
 std::string human_bytes(std::uint64_t bytes);
 
-// An onnxzip::Error's what() without its leading error code ("corrupt: a.onnxz: ..." ->
-// "a.onnxz: ..."): the message itself names the file and the problem.
-std::string without_code(std::string_view what);
-
-// "FILE: message" (message without_code) unless the message already starts with "FILE: " (library
-// errors name the file themselves).
+// "FILE: message" unless the message already starts with "FILE: " (library errors and verify
+// findings name the file themselves; IR problems do not). Give an onnxzip::Error's message(),
+// never its what(), which starts with the code.
 std::string with_file(const std::filesystem::path& file, std::string_view message);
 
 // Registers each command under `app` (definitions in the cli_*.cpp files).

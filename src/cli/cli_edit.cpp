@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -62,62 +63,85 @@ void set_metadata(ModelProto& model, const MetadataSet& set) {
   props.erase(std::remove_if(first + 1, props.end(), is_key), props.end());
 }
 
-int run_edit(const EditArgs& args, const CLI::Option& producer_option,
-             const CLI::Option& doc_option, const CLI::Option& model_option,
-             const GlobalOptions& global) {
-  const std::vector<MetadataSet> sets = parse_sets(args.set_metadata);
+// What the flags ask for, checked before anything is read.
+struct EditPlan {
+  std::vector<MetadataSet> sets;
   std::set<std::string> removed;
+  std::optional<std::string> producer;  // NAME[:VERSION]
+  std::optional<std::string> doc;
+  std::optional<std::string> model_file;  // The model to store instead of the archive's own.
+};
+
+EditPlan plan_edit(const EditArgs& args, const CLI::Option& producer_option,
+                   const CLI::Option& doc_option, const CLI::Option& model_option) {
+  EditPlan plan;
+  plan.sets = parse_sets(args.set_metadata);
   for (const std::string& key : args.remove_metadata) {
     if (key.empty()) throw UsageError("--remove-metadata: the key is empty");
-    removed.insert(key);
+    plan.removed.insert(key);
   }
-  for (const MetadataSet& set : sets) {
-    if (removed.contains(set.key)) {
+  for (const MetadataSet& set : plan.sets) {
+    if (plan.removed.contains(set.key)) {
       throw UsageError("metadata key '" + printable(set.key) +
                        "' is both set (--set-metadata) and removed (--remove-metadata)");
     }
   }
-  const bool producer = producer_option.count() > 0;
-  if (producer && args.producer.empty()) throw UsageError("--producer: the name is empty");
-  if (sets.empty() && removed.empty() && !producer && doc_option.count() == 0 &&
-      model_option.count() == 0) {
+  if (producer_option.count() > 0) {
+    if (args.producer.empty()) throw UsageError("--producer: the name is empty");
+    plan.producer = args.producer;
+  }
+  if (doc_option.count() > 0) plan.doc = args.doc;
+  if (model_option.count() > 0) plan.model_file = args.model;
+  if (plan.sets.empty() && plan.removed.empty() && !plan.producer && !plan.doc &&
+      !plan.model_file) {
     throw UsageError(
         "nothing to change: give --set-metadata, --remove-metadata, --producer, --doc or --model");
   }
+  return plan;
+}
 
-  // The model to change: another file's (a legacy .onnx whose tensors refer to the archive's
-  // entries), or the archive's own, parsed once into owned memory (the edit rewrites its bytes).
-  // Only the model entry is read: replace_model checks the edited model against the entries, so
-  // checking every reference here too (Archive::open) would be the same work twice.
-  const auto archive_model = [&] {
-    const ZipReader zip = ZipReader::open(args.archive);
-    const TensorBytes bytes = zip.data(zip.at(kModelEntryName));
-    return parse_model(bytes.view(), ParseOptions{}, args.archive);
-  };
-  ModelProto model =
-      model_option.count() > 0 ? parse_model(std::filesystem::path(args.model)) : archive_model();
-  for (const std::string& key : removed) {
+// The model to change: another file's (a legacy .onnx whose tensors refer to the archive's
+// entries), or the archive's own, parsed once into owned memory (the edit rewrites its bytes).
+// Only the model entry is read: replace_model checks the edited model against the entries, so
+// checking every reference here too (Archive::open) would be the same work twice.
+ModelProto model_to_edit(const std::string& archive, const std::optional<std::string>& model_file) {
+  if (model_file) return parse_model(std::filesystem::path(*model_file));
+  const ZipReader zip = ZipReader::open(archive);
+  const TensorBytes bytes = zip.data(zip.at(kModelEntryName));
+  return parse_model(bytes.view(), ParseOptions{}, archive);
+}
+
+void apply_edit(ModelProto& model, const EditPlan& plan, const std::string& archive) {
+  for (const std::string& key : plan.removed) {
     const auto before = model.metadata_props.size();
     std::erase_if(model.metadata_props, [&](const StringStringEntryProto& entry) {
       return entry.key && *entry.key == key;
     });
     if (model.metadata_props.size() == before) {
       throw Error(ErrorCode::kNotFound,
-                  args.archive + ": the model has no metadata key '" + printable(key) + "'");
+                  archive + ": the model has no metadata key '" + printable(key) + "'");
     }
   }
-  for (const MetadataSet& set : sets) set_metadata(model, set);
-  if (producer) {
+  for (const MetadataSet& set : plan.sets) set_metadata(model, set);
+  if (plan.producer) {
     // NAME[:VERSION]: a version is what follows the last colon.
-    const std::size_t colon = args.producer.rfind(':');
-    model.producer_name = args.producer.substr(0, colon);
+    const std::size_t colon = plan.producer->rfind(':');
+    model.producer_name = plan.producer->substr(0, colon);
     if (colon == std::string::npos) {
       model.producer_version.reset();
     } else {
-      model.producer_version = args.producer.substr(colon + 1);
+      model.producer_version = plan.producer->substr(colon + 1);
     }
   }
-  if (doc_option.count() > 0) model.doc_string = args.doc;
+  if (plan.doc) model.doc_string = *plan.doc;
+}
+
+int run_edit(const EditArgs& args, const CLI::Option& producer_option,
+             const CLI::Option& doc_option, const CLI::Option& model_option,
+             const GlobalOptions& global) {
+  const EditPlan plan = plan_edit(args, producer_option, doc_option, model_option);
+  ModelProto model = model_to_edit(args.archive, plan.model_file);
+  apply_edit(model, plan, args.archive);
 
   EditOptions options;
   options.compact = args.compact;

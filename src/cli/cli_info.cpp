@@ -1,4 +1,5 @@
-// onnxzip info: what a model file holds, as text or JSON.
+// onnxzip info: what a model file holds, as text or JSON: one report gathered per format, then
+// rendered.
 #include <CLI/CLI.hpp>
 
 #include <charconv>
@@ -8,6 +9,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "cli_common.h"
@@ -66,95 +69,378 @@ std::uint64_t inline_bytes(const TensorProto& tensor) {
   }
 }
 
-// What describes a tensor in both outputs.
-void write_tensor_fields(JsonWriter& json, const std::int32_t data_type,
-                         const std::vector<std::int64_t>& dims) {
+// --- What info reports, gathered once and rendered as text or JSON ---
+
+// A tensor's element type and shape.
+struct TensorType {
+  std::int32_t data_type = 0;
+  std::vector<std::int64_t> dims;
+};
+
+// An entry of an .onnxz and the tensors whose payload it holds.
+struct EntryRow {
+  std::string name;
+  bool is_model = false;  // The __MODEL_PROTO entry.
+  // The tensors referring to the entry (several for tied weights), empty when none does; `type`
+  // is the first one's.
+  std::vector<std::string> tensor_names;
+  TensorType type;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  std::uint64_t alignment = 0;
+  bool stored = false;
+};
+
+struct ArchiveContents {
+  explicit ArchiveContents(Archive opened) : archive(std::move(opened)) {}
+
+  Archive archive;  // Owns the model.
+  std::vector<EntryRow> entries;
+  std::size_t payload_count = 0;  // Entries other than __MODEL_PROTO, and their bytes.
+  std::uint64_t payload_bytes = 0;
+  std::uint64_t inline_count = 0;  // Tensors whose payload is in the model, and their bytes.
+  std::uint64_t inline_bytes = 0;
+
+  const ModelProto& model() const { return archive.model(); }
+};
+
+// A tensor of a legacy model and where its payload is.
+struct LegacyTensor {
+  std::string name;
+  std::string site;
+  TensorType type;
+  bool external = false;
+  std::string location;
+  std::optional<std::uint64_t> offset;
+  std::uint64_t size = 0;
+};
+
+struct LegacyContents {
+  explicit LegacyContents(ModelProto model) : model_proto(std::move(model)) {}
+
+  ModelProto model_proto;
+  std::vector<LegacyTensor> tensors;
+  std::size_t external_count = 0;
+  std::uint64_t external_bytes = 0;
+  std::uint64_t inline_bytes = 0;
+
+  const ModelProto& model() const { return model_proto; }
+};
+
+// Everything info prints about a file, gathered once (gather_archive, gather_legacy); the two
+// renderers (render_text, render_json) only format it.
+struct InfoReport {
+  std::string file;
+  std::uint64_t file_size = 0;
+  std::variant<ArchiveContents, LegacyContents> contents;
+
+  const ModelProto& model() const {
+    return std::visit([](const auto& c) -> const ModelProto& { return c.model(); }, contents);
+  }
+};
+
+// --- Gathering: .onnxz ---
+
+std::map<std::string, std::vector<const Archive::TensorInfo*>> tensors_by_location(
+    const Archive& archive) {
+  std::map<std::string, std::vector<const Archive::TensorInfo*>> by_location;
+  for (const Archive::TensorInfo& info : archive.tensors()) {
+    by_location[info.location].push_back(&info);
+  }
+  return by_location;
+}
+
+std::vector<EntryRow> entry_rows(const Archive& archive) {
+  const auto by_location = tensors_by_location(archive);
+  std::vector<EntryRow> rows;
+  for (const ZipEntry& entry : archive.zip().entries()) {
+    EntryRow row;
+    row.name = entry.name;
+    row.is_model = entry.name == kModelEntryName;
+    const auto found = by_location.find(entry.name);
+    if (found != by_location.end()) {
+      for (const Archive::TensorInfo* info : found->second) {
+        row.tensor_names.push_back(info->tensor_name);
+      }
+      row.type = {found->second.front()->data_type, found->second.front()->dims};
+    }
+    row.offset = entry.data_offset;
+    row.size = entry.size;
+    row.alignment = entry.alignment();
+    row.stored = entry.is_stored();
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+InfoReport gather_archive(const InfoArgs& args, FileAccess access) {
+  // The table needs the entries' sizes, which the ZIP records hold: no payload is inflated (a
+  // deflated __MODEL_PROTO is, within the limits).
+  LoadOptions options;
+  options.inflate_payloads = false;
+  options.zip = args.limits.zip_options();
+  options.access = access;
+  ArchiveContents contents(Archive::open(args.file, options));
+  contents.entries = entry_rows(contents.archive);
+  for (const EntryRow& row : contents.entries) {
+    if (row.is_model) continue;
+    ++contents.payload_count;
+    contents.payload_bytes += row.size;
+  }
+  for_each_tensor(contents.model(), [&](const TensorProto& tensor, const TensorSite&) {
+    if (tensor.data_location == TensorProto::kExternal) return;
+    ++contents.inline_count;
+    contents.inline_bytes += inline_bytes(tensor);
+  });
+  const std::uint64_t size = contents.archive.zip().bytes().size();
+  return {args.file, size, std::move(contents)};
+}
+
+// --- Gathering: legacy .onnx ---
+
+// Where an external tensor's payload is, as far as its external_data says (info describes even
+// references verify would refuse).
+void describe_reference(const TensorProto& tensor, LegacyTensor& t) {
+  for (const StringStringEntryProto& kv : tensor.external_data) {
+    const std::string value(kv.value.value_or(""));
+    if (kv.key == "location") t.location = value;
+    std::uint64_t number = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+    const bool numeric = ec == std::errc() && end == value.data() + value.size();
+    if (kv.key == "offset" && numeric) t.offset = number;
+    if (kv.key == "length" && numeric) t.size = number;
+  }
+  if (t.size == 0) {
+    try {
+      t.size = tensor_byte_size(tensor);
+    } catch (const Error&) {
+    }
+  }
+}
+
+LegacyTensor legacy_tensor(const TensorProto& tensor, const TensorSite& site) {
+  LegacyTensor t;
+  t.name = tensor.name.value_or("");
+  t.site = std::string(site.path);
+  t.type = {tensor.data_type.value_or(0), tensor.dims};
+  t.external = tensor.data_location == TensorProto::kExternal;
+  if (t.external) {
+    describe_reference(tensor, t);
+  } else {
+    t.size = inline_bytes(tensor);
+  }
+  return t;
+}
+
+std::uint64_t file_size(const std::string& path) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<std::uint64_t>(size);
+}
+
+InfoReport gather_legacy(const InfoArgs& args, FileAccess access) {
+  LegacyReadOptions options;
+  options.load_external_data = false;  // Describe the references; verify follows them.
+  options.access = access;
+  LegacyContents contents(read_legacy_model(args.file, options));
+  for_each_tensor(contents.model(), [&](const TensorProto& tensor, const TensorSite& site) {
+    contents.tensors.push_back(legacy_tensor(tensor, site));
+  });
+  for (const LegacyTensor& t : contents.tensors) {
+    if (t.external) {
+      ++contents.external_count;
+      contents.external_bytes += t.size;
+    } else {
+      contents.inline_bytes += t.size;
+    }
+  }
+  return {args.file, file_size(args.file), std::move(contents)};
+}
+
+// --- JSON ---
+
+void optional_string_json(JsonWriter& json, const char* key, const std::optional<Text>& value) {
+  json.key(key);
+  if (value) {
+    json.string(*value);
+  } else {
+    json.null();
+  }
+}
+
+void optional_number_json(JsonWriter& json, const char* key,
+                          const std::optional<std::uint64_t>& value) {
+  json.key(key);
+  if (value) {
+    json.number(*value);
+  } else {
+    json.null();
+  }
+}
+
+void optional_number_json(JsonWriter& json, const char* key,
+                          const std::optional<std::int64_t>& value) {
+  json.key(key);
+  if (value) {
+    json.number(*value);
+  } else {
+    json.null();
+  }
+}
+
+// What describes a tensor in both formats.
+void write_tensor_type_json(JsonWriter& json, const TensorType& type) {
   json.key("data_type");
-  json.string(type_name(data_type));
+  json.string(type_name(type.data_type));
   json.key("shape");
   json.begin_array();
-  for (const std::int64_t d : dims) json.number(d);
+  for (const std::int64_t d : type.dims) json.number(d);
   json.end_array();
 }
 
-// "" and "ai.onnx" are the same domain.
-std::string domain_label(const std::optional<Text>& domain) {
-  const std::string name(domain.value_or(""));
-  return name.empty() ? "ai.onnx" : printable(name);
-}
-
-// --- The model's metadata, shared by both formats ---
-
-struct Summary {
-  std::uint64_t file_size = 0;
-  std::uint64_t inline_count = 0;
-  std::uint64_t inline_bytes = 0;
-};
-
-void write_model_json(JsonWriter& json, const ModelProto& model) {
-  json.key("model");
-  json.begin_object();
-  const auto optional_string = [&](const char* key, const std::optional<Text>& value) {
-    json.key(key);
-    if (value) {
-      json.string(*value);
-    } else {
-      json.null();
-    }
-  };
-  const auto optional_number = [&](const char* key, const std::optional<std::int64_t>& value) {
-    json.key(key);
-    if (value) {
-      json.number(*value);
-    } else {
-      json.null();
-    }
-  };
-  optional_number("ir_version", model.ir_version);
-  optional_string("producer_name", model.producer_name);
-  optional_string("producer_version", model.producer_version);
-  optional_string("domain", model.domain);
-  optional_number("model_version", model.model_version);
-  optional_string("doc_string", model.doc_string);
+void write_opsets_json(JsonWriter& json, const ModelProto& model) {
   json.key("opset_import");
   json.begin_array();
   for (const OperatorSetIdProto& opset : model.opset_import) {
     json.begin_object();
     json.key("domain");
     json.string(opset.domain.value_or(""));
-    optional_number("version", opset.version);
+    optional_number_json(json, "version", opset.version);
     json.end_object();
   }
   json.end_array();
+}
+
+void write_metadata_json(JsonWriter& json, const ModelProto& model) {
   json.key("metadata_props");
   json.begin_array();
   for (const StringStringEntryProto& kv : model.metadata_props) {
     json.begin_object();
-    optional_string("key", kv.key);
-    optional_string("value", kv.value);
+    optional_string_json(json, "key", kv.key);
+    optional_string_json(json, "value", kv.value);
     json.end_object();
   }
   json.end_array();
+}
+
+void write_graph_json(JsonWriter& json, const ModelProto& model) {
   json.key("graph");
-  if (model.graph) {
-    const GraphProto& graph = *model.graph;
-    json.begin_object();
-    optional_string("name", graph.name);
-    json.key("inputs");
-    json.number(std::uint64_t{graph.input.size()});
-    json.key("outputs");
-    json.number(std::uint64_t{graph.output.size()});
-    json.key("nodes");
-    json.number(std::uint64_t{graph.node.size()});
-    json.key("initializers");
-    json.number(std::uint64_t{graph.initializer.size()});
-    json.end_object();
-  } else {
+  if (!model.graph) {
     json.null();
+    return;
   }
+  const GraphProto& graph = *model.graph;
+  json.begin_object();
+  optional_string_json(json, "name", graph.name);
+  json.key("inputs");
+  json.number(std::uint64_t{graph.input.size()});
+  json.key("outputs");
+  json.number(std::uint64_t{graph.output.size()});
+  json.key("nodes");
+  json.number(std::uint64_t{graph.node.size()});
+  json.key("initializers");
+  json.number(std::uint64_t{graph.initializer.size()});
+  json.end_object();
+}
+
+void write_model_json(JsonWriter& json, const ModelProto& model) {
+  json.key("model");
+  json.begin_object();
+  optional_number_json(json, "ir_version", model.ir_version);
+  optional_string_json(json, "producer_name", model.producer_name);
+  optional_string_json(json, "producer_version", model.producer_version);
+  optional_string_json(json, "domain", model.domain);
+  optional_number_json(json, "model_version", model.model_version);
+  optional_string_json(json, "doc_string", model.doc_string);
+  write_opsets_json(json, model);
+  write_metadata_json(json, model);
+  write_graph_json(json, model);
   json.key("functions");
   json.number(std::uint64_t{model.functions.size()});
   json.end_object();
+}
+
+void write_entry_json(JsonWriter& json, const EntryRow& row) {
+  json.begin_object();
+  json.key("name");
+  json.string(row.name);
+  json.key("tensors");
+  json.begin_array();
+  for (const std::string& name : row.tensor_names) json.string(name);
+  json.end_array();
+  if (!row.tensor_names.empty()) write_tensor_type_json(json, row.type);
+  json.key("offset");
+  json.number(row.offset);
+  json.key("size");
+  json.number(row.size);
+  json.key("alignment");
+  json.number(row.alignment);
+  json.key("stored");
+  json.boolean(row.stored);
+  json.end_object();
+}
+
+void write_contents_json(JsonWriter& json, const ArchiveContents& contents) {
+  json.key("entries");
+  json.begin_array();
+  for (const EntryRow& row : contents.entries) write_entry_json(json, row);
+  json.end_array();
+  json.key("inline_tensors");
+  json.begin_object();
+  json.key("count");
+  json.number(contents.inline_count);
+  json.key("bytes");
+  json.number(contents.inline_bytes);
+  json.end_object();
+}
+
+void write_legacy_tensor_json(JsonWriter& json, const LegacyTensor& t) {
+  json.begin_object();
+  json.key("name");
+  json.string(t.name);
+  json.key("site");
+  json.string(t.site);
+  write_tensor_type_json(json, t.type);
+  json.key("location");
+  if (t.external) {
+    json.string(t.location);
+  } else {
+    json.null();
+  }
+  optional_number_json(json, "offset", t.offset);
+  json.key("size");
+  json.number(t.size);
+  json.end_object();
+}
+
+void write_contents_json(JsonWriter& json, const LegacyContents& contents) {
+  json.key("tensors");
+  json.begin_array();
+  for (const LegacyTensor& t : contents.tensors) write_legacy_tensor_json(json, t);
+  json.end_array();
+}
+
+std::string render_json(const InfoReport& report) {
+  JsonWriter json;
+  json.begin_object();
+  json.key("file");
+  json.string(report.file);
+  json.key("format");
+  json.string(std::holds_alternative<ArchiveContents>(report.contents) ? "onnxz" : "onnx");
+  json.key("file_size");
+  json.number(report.file_size);
+  write_model_json(json, report.model());
+  std::visit([&](const auto& contents) { write_contents_json(json, contents); }, report.contents);
+  json.end_object();
+  return json.str();
+}
+
+// --- Text ---
+
+// "" and "ai.onnx" are the same domain.
+std::string domain_label(const std::optional<Text>& domain) {
+  const std::string name(domain.value_or(""));
+  return name.empty() ? "ai.onnx" : printable(name);
 }
 
 std::string model_text(const ModelProto& model) {
@@ -204,100 +490,21 @@ std::string model_text(const ModelProto& model) {
   return out;
 }
 
-std::uint64_t file_size(const std::string& path) {
-  std::error_code ec;
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  return ec ? 0 : static_cast<std::uint64_t>(size);
+std::string format_text(const InfoReport& report, const ArchiveContents& contents) {
+  const std::size_t payloads = contents.payload_count;
+  return "format          .onnxz, " + human_bytes(report.file_size) + ", " +
+         std::to_string(payloads) + " payload entr" + (payloads == 1 ? "y" : "ies") + " (" +
+         human_bytes(contents.payload_bytes) + ")\n";
 }
 
-// --- .onnxz ---
+std::string format_text(const InfoReport& report, const LegacyContents& contents) {
+  return "format          legacy .onnx, " + human_bytes(report.file_size) + ", " +
+         std::to_string(contents.tensors.size() - contents.external_count) + " inline tensors (" +
+         human_bytes(contents.inline_bytes) + "), " + std::to_string(contents.external_count) +
+         " external (" + human_bytes(contents.external_bytes) + ")\n";
+}
 
-int info_archive(const InfoArgs& args, FileAccess access) {
-  // The table needs the entries' sizes, which the ZIP records hold: no payload is inflated (a
-  // deflated __MODEL_PROTO is, within the limits).
-  LoadOptions options;
-  options.inflate_payloads = false;
-  options.zip = args.limits.zip_options();
-  options.access = access;
-  const Archive archive = Archive::open(args.file, options);
-  const ModelProto& model = archive.model();
-  const ZipReader& zip = archive.zip();
-
-  std::map<std::string, std::vector<const Archive::TensorInfo*>> by_location;
-  for (const Archive::TensorInfo& info : archive.tensors()) {
-    by_location[info.location].push_back(&info);
-  }
-  std::uint64_t inline_count = 0;
-  std::uint64_t inline_total = 0;
-  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite&) {
-    if (tensor.data_location == TensorProto::kExternal) return;
-    ++inline_count;
-    inline_total += inline_bytes(tensor);
-  });
-  std::uint64_t payload_total = 0;
-  std::size_t payload_count = 0;
-  for (const ZipEntry& entry : zip.entries()) {
-    if (entry.name == kModelEntryName) continue;
-    ++payload_count;
-    payload_total += entry.size;
-  }
-
-  if (args.json) {
-    JsonWriter json;
-    json.begin_object();
-    json.key("file");
-    json.string(args.file);
-    json.key("format");
-    json.string("onnxz");
-    json.key("file_size");
-    json.number(std::uint64_t{zip.bytes().size()});
-    write_model_json(json, model);
-    json.key("entries");
-    json.begin_array();
-    for (const ZipEntry& entry : zip.entries()) {
-      json.begin_object();
-      json.key("name");
-      json.string(entry.name);
-      json.key("tensors");
-      json.begin_array();
-      const auto found = by_location.find(entry.name);
-      if (found != by_location.end()) {
-        for (const Archive::TensorInfo* info : found->second) json.string(info->tensor_name);
-      }
-      json.end_array();
-      if (found != by_location.end()) {
-        write_tensor_fields(json, found->second.front()->data_type, found->second.front()->dims);
-      }
-      json.key("offset");
-      json.number(entry.data_offset);
-      json.key("size");
-      json.number(entry.size);
-      json.key("alignment");
-      json.number(entry.alignment());
-      json.key("stored");
-      json.boolean(entry.is_stored());
-      json.end_object();
-    }
-    json.end_array();
-    json.key("inline_tensors");
-    json.begin_object();
-    json.key("count");
-    json.number(inline_count);
-    json.key("bytes");
-    json.number(inline_total);
-    json.end_object();
-    json.end_object();
-    std::fputs(json.str().c_str(), stdout);
-    return kExitOk;
-  }
-
-  std::string out = "file            " + printable(args.file) + "\n";
-  out += "format          .onnxz, " + human_bytes(zip.bytes().size()) + ", " +
-         std::to_string(payload_count) + " payload entr" + (payload_count == 1 ? "y" : "ies") +
-         " (" + human_bytes(payload_total) + ")\n";
-  out += model_text(model);
-  out += "inline tensors  " + std::to_string(inline_count) + " (" + human_bytes(inline_total) +
-         ")\n\n";
+std::string entry_table(const ArchiveContents& contents) {
   Table table({{"ENTRY"},
                {"TENSOR"},
                {"TYPE"},
@@ -305,157 +512,73 @@ int info_archive(const InfoArgs& args, FileAccess access) {
                {"OFFSET", Table::Align::kRight},
                {"SIZE", Table::Align::kRight},
                {"ALIGN", Table::Align::kRight}});
-  for (const ZipEntry& entry : zip.entries()) {
-    std::string tensors = "-";
+  for (const EntryRow& row : contents.entries) {
+    std::string tensors = row.is_model ? "(the model)" : "-";
     std::string type = "-";
     std::string shape = "-";
-    if (entry.name == kModelEntryName) tensors = "(the model)";
-    const auto found = by_location.find(entry.name);
-    if (found != by_location.end()) {
+    if (!row.tensor_names.empty()) {
       tensors.clear();
-      for (const Archive::TensorInfo* info : found->second) {
+      for (const std::string& name : row.tensor_names) {
         if (!tensors.empty()) tensors += ", ";
-        tensors += printable(info->tensor_name);
+        tensors += printable(name);
       }
-      type = type_name(found->second.front()->data_type);
-      shape = shape_text(found->second.front()->dims);
+      type = type_name(row.type.data_type);
+      shape = shape_text(row.type.dims);
     }
-    table.add_row({printable(entry.name), tensors, type, shape, std::to_string(entry.data_offset),
-                   std::to_string(entry.size), std::to_string(entry.alignment())});
+    table.add_row({printable(row.name), tensors, type, shape, std::to_string(row.offset),
+                   std::to_string(row.size), std::to_string(row.alignment)});
   }
-  out += table.render();
-  std::fputs(out.c_str(), stdout);
-  return kExitOk;
+  return table.render();
 }
 
-// --- legacy .onnx ---
+std::string contents_text(const ArchiveContents& contents) {
+  return "inline tensors  " + std::to_string(contents.inline_count) + " (" +
+         human_bytes(contents.inline_bytes) + ")\n\n" + entry_table(contents);
+}
 
-struct LegacyTensor {
-  std::string name;
-  std::string site;
-  std::int32_t data_type = 0;
-  std::vector<std::int64_t> dims;
-  bool external = false;
-  std::string location;
-  std::optional<std::uint64_t> offset;
-  std::uint64_t size = 0;
-};
-
-int info_legacy(const InfoArgs& args, FileAccess access) {
-  LegacyReadOptions options;
-  options.load_external_data = false;  // Describe the references; verify follows them.
-  options.access = access;
-  const ModelProto model = read_legacy_model(args.file, options);
-  std::vector<LegacyTensor> tensors;
-  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
-    LegacyTensor t;
-    t.name = tensor.name.value_or("");
-    t.site = std::string(site.path);
-    t.data_type = tensor.data_type.value_or(0);
-    t.dims = tensor.dims;
-    t.external = tensor.data_location == TensorProto::kExternal;
-    if (t.external) {
-      for (const StringStringEntryProto& kv : tensor.external_data) {
-        const std::string value(kv.value.value_or(""));
-        if (kv.key == "location") t.location = value;
-        std::uint64_t number = 0;
-        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
-        const bool numeric = ec == std::errc() && end == value.data() + value.size();
-        if (kv.key == "offset" && numeric) t.offset = number;
-        if (kv.key == "length" && numeric) t.size = number;
-      }
-      if (t.size == 0) {
-        try {
-          t.size = tensor_byte_size(tensor);
-        } catch (const Error&) {
-        }
-      }
-    } else {
-      t.size = inline_bytes(tensor);
-    }
-    tensors.push_back(std::move(t));
-  });
-
-  if (args.json) {
-    JsonWriter json;
-    json.begin_object();
-    json.key("file");
-    json.string(args.file);
-    json.key("format");
-    json.string("onnx");
-    json.key("file_size");
-    json.number(file_size(args.file));
-    write_model_json(json, model);
-    json.key("tensors");
-    json.begin_array();
-    for (const LegacyTensor& t : tensors) {
-      json.begin_object();
-      json.key("name");
-      json.string(t.name);
-      json.key("site");
-      json.string(t.site);
-      write_tensor_fields(json, t.data_type, t.dims);
-      json.key("location");
-      if (t.external) {
-        json.string(t.location);
-      } else {
-        json.null();
-      }
-      json.key("offset");
-      if (t.offset) {
-        json.number(*t.offset);
-      } else {
-        json.null();
-      }
-      json.key("size");
-      json.number(t.size);
-      json.end_object();
-    }
-    json.end_array();
-    json.end_object();
-    std::fputs(json.str().c_str(), stdout);
-    return kExitOk;
-  }
-
+// Inline tensors under kListedInlineBytes are summed up in one line instead of listed.
+std::string contents_text(const LegacyContents& contents) {
   std::uint64_t small_count = 0;
   std::uint64_t small_bytes = 0;
-  std::uint64_t inline_total = 0;
-  std::uint64_t external_total = 0;
-  std::size_t external_count = 0;
   Table table({{"TENSOR"},
                {"TYPE"},
                {"SHAPE"},
                {"LOCATION"},
                {"OFFSET", Table::Align::kRight},
                {"SIZE", Table::Align::kRight}});
-  for (const LegacyTensor& t : tensors) {
-    if (t.external) {
-      ++external_count;
-      external_total += t.size;
-    } else {
-      inline_total += t.size;
-      if (t.size < kListedInlineBytes) {
-        ++small_count;
-        small_bytes += t.size;
-        continue;
-      }
+  for (const LegacyTensor& t : contents.tensors) {
+    if (!t.external && t.size < kListedInlineBytes) {
+      ++small_count;
+      small_bytes += t.size;
+      continue;
     }
-    table.add_row({printable(t.name.empty() ? t.site : t.name), type_name(t.data_type),
-                   shape_text(t.dims), t.external ? printable(t.location) : "(inline)",
+    table.add_row({printable(t.name.empty() ? t.site : t.name), type_name(t.type.data_type),
+                   shape_text(t.type.dims), t.external ? printable(t.location) : "(inline)",
                    t.offset ? std::to_string(*t.offset) : "-", std::to_string(t.size)});
   }
-  std::string out = "file            " + printable(args.file) + "\n";
-  out += "format          legacy .onnx, " + human_bytes(file_size(args.file)) + ", " +
-         std::to_string(tensors.size() - external_count) + " inline tensors (" +
-         human_bytes(inline_total) + "), " + std::to_string(external_count) + " external (" +
-         human_bytes(external_total) + ")\n";
-  out += model_text(model);
+  std::string out;
   if (small_count != 0) {
     out += "not listed      " + std::to_string(small_count) + " inline tensors under " +
            human_bytes(kListedInlineBytes) + " (" + human_bytes(small_bytes) + ")\n";
   }
   if (!table.empty()) out += "\n" + table.render();
-  std::fputs(out.c_str(), stdout);
+  return out;
+}
+
+std::string render_text(const InfoReport& report) {
+  std::string out = "file            " + printable(report.file) + "\n";
+  out += std::visit([&](const auto& contents) { return format_text(report, contents); },
+                    report.contents);
+  out += model_text(report.model());
+  out += std::visit([](const auto& contents) { return contents_text(contents); }, report.contents);
+  return out;
+}
+
+int run_info(const InfoArgs& args, FileAccess access) {
+  const InfoReport report = detect_format(args.file) == ModelFormat::kOnnxz
+                                ? gather_archive(args, access)
+                                : gather_legacy(args, access);
+  std::fputs((args.json ? render_json(report) : render_text(report)).c_str(), stdout);
   return kExitOk;
 }
 
@@ -476,11 +599,7 @@ Command add_info_command(CLI::App& app, const GlobalOptions& global) {
       "Examples:\n"
       "  onnxzip info model.onnxz\n"
       "  onnxzip info --json model.onnxz | python3 -m json.tool");
-  return {sub, [args, &global] {
-            return detect_format(args->file) == ModelFormat::kOnnxz
-                       ? info_archive(*args, global.access())
-                       : info_legacy(*args, global.access());
-          }};
+  return {sub, [args, &global] { return run_info(*args, global.access()); }};
 }
 
 }  // namespace onnxzip::cli

@@ -57,7 +57,7 @@ std::vector<std::string> legacy_problems(const std::string& file, FileAccess acc
     options.access = access;
     model = read_legacy_model(file, options);
   } catch (const Error& e) {
-    lines.push_back(with_file(file, e.what()));
+    lines.push_back(with_file(file, e.message()));
     // The external data is broken; the graph may still be checked.
     LegacyReadOptions references_only;
     references_only.load_external_data = false;
@@ -92,7 +92,7 @@ int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
                   ? archive_problems(file, args.limits, global.access())
                   : legacy_problems(file, global.access());
     } catch (const Error& e) {  // Missing, unreadable: a problem of this file, then the next.
-      lines.push_back(with_file(file, e.what()));
+      lines.push_back(with_file(file, e.message()));
     }
     for (const std::string& line : lines) std::printf("%s\n", printable(line).c_str());
     if (!lines.empty()) {

@@ -50,20 +50,12 @@ int runtime_error(const std::string& message) {
   return kExitFailure;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  onnxzip::cli::install_signal_handlers();
-  raise_open_file_limit();
-  CLI::App app{
-      "onnxzip: the ONNX zip container (.onnxz).\n"
-      "An .onnxz file is a ZIP archive holding an ONNX model whose weights are stored,\n"
-      "64-byte aligned entries that runtimes can memory-map and use in place."};
+// The flags every command takes, and the examples that close --help.
+void add_global_options(CLI::App& app, onnxzip::cli::GlobalOptions& global) {
   app.set_version_flag("--version", "onnxzip " ONNXZIP_VERSION);
   app.require_subcommand(1);
   // Global flags may also follow the command: `onnxzip convert a b --quiet`.
   app.fallthrough();
-  onnxzip::cli::GlobalOptions global;
   app.add_flag("-q,--quiet", global.quiet,
                "No progress bar, no 'ok' lines, no notes: only results and errors");
   app.add_flag("--follow-symlinks", global.follow_symlinks,
@@ -80,7 +72,54 @@ int main(int argc, char** argv) {
       "  onnxzip verify model.onnxz\n"
       "  onnxzip edit model.onnxz --set-metadata license=MIT\n"
       "Run 'onnxzip COMMAND --help' for a command's options.");
+}
 
+// CLI11 would report an unknown command as a missing one: the message for a first word (not a
+// flag) that names no command, "" when it names one or there is none.
+std::string unknown_command(int argc, char** argv, const std::vector<Command>& commands) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.starts_with("-")) continue;  // A global flag.
+    std::string names;
+    for (const Command& command : commands) {
+      if (command.app->get_name() == word) return "";
+      names += (names.empty() ? "" : ", ") + command.app->get_name();
+    }
+    return "unknown command '" + onnxzip::cli::printable(word) + "' (the commands are " + names +
+           ")";
+  }
+  return "";
+}
+
+// Runs the command that was parsed, under the exit-code policy.
+int run_parsed_command(const std::vector<Command>& commands) {
+  try {
+    for (const Command& command : commands) {
+      if (command.app->parsed()) return command.run();
+    }
+    return usage_error("no command given");
+  } catch (const onnxzip::cli::UsageError& e) {
+    return usage_error(e.what());
+  } catch (const onnxzip::Error& e) {
+    return runtime_error(e.message());  // It names the file; the code is no word for users.
+  } catch (const std::bad_alloc&) {
+    return runtime_error("out of memory");
+  } catch (const std::exception& e) {
+    return runtime_error(e.what());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  onnxzip::cli::install_signal_handlers();
+  raise_open_file_limit();
+  CLI::App app{
+      "onnxzip: the ONNX zip container (.onnxz).\n"
+      "An .onnxz file is a ZIP archive holding an ONNX model whose weights are stored,\n"
+      "64-byte aligned entries that runtimes can memory-map and use in place."};
+  onnxzip::cli::GlobalOptions global;
+  add_global_options(app, global);
   const std::vector<Command> commands = {
       onnxzip::cli::add_convert_command(app, global),
       onnxzip::cli::add_info_command(app, global),
@@ -90,26 +129,9 @@ int main(int argc, char** argv) {
       onnxzip::cli::add_repack_command(app, global),
       onnxzip::cli::add_edit_command(app, global),
   };
-
-  // CLI11 would report an unknown command as a missing one.
-  for (int i = 1; i < argc; ++i) {
-    const std::string word = argv[i];
-    if (word.starts_with("-")) continue;  // A global flag.
-    std::string names;
-    for (const Command& command : commands) {
-      if (command.app->get_name() == word) {
-        names.clear();
-        break;
-      }
-      names += (names.empty() ? "" : ", ") + command.app->get_name();
-    }
-    if (!names.empty()) {
-      return usage_error("unknown command '" + onnxzip::cli::printable(word) +
-                         "' (the commands are " + names + ")");
-    }
-    break;
+  if (const std::string message = unknown_command(argc, argv, commands); !message.empty()) {
+    return usage_error(message);
   }
-
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -121,19 +143,5 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
   }
-
-  try {
-    for (const Command& command : commands) {
-      if (command.app->parsed()) return command.run();
-    }
-    return usage_error("no command given");
-  } catch (const onnxzip::cli::UsageError& e) {
-    return usage_error(e.what());
-  } catch (const onnxzip::Error& e) {
-    return runtime_error(onnxzip::cli::without_code(e.what()));
-  } catch (const std::bad_alloc&) {
-    return runtime_error("out of memory");
-  } catch (const std::exception& e) {
-    return runtime_error(e.what());
-  }
+  return run_parsed_command(commands);
 }

@@ -1,0 +1,221 @@
+// replace_model(): a new `__MODEL_PROTO` for an existing archive, checked against its entries by
+// the writers' rule (archive_references.cpp) and put in place by the zip layer's crash-safe tail
+// rewrite (zip_tail.cpp); or, to drop entries no tensor refers to any more, a rewrite.
+#include "onnxzip/edit.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "archive_internal.h"
+#include "onnxzip/crc32.h"
+#include "onnxzip/mapped_file.h"
+#include "onnxzip/tensor.h"
+#include "onnxzip/zip_writer.h"
+#include "progress_meter.h"
+#include "zip_tail.h"
+
+namespace onnxzip {
+namespace {
+
+using archive_detail::quote;
+
+// Names in messages: the first few, then how many more.
+constexpr std::size_t kNamesInMessage = 8;
+
+class ArchiveFile final {
+ public:
+  explicit ArchiveFile(const std::filesystem::path& path) : source_(path.string()) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
+    if (fd_ < 0) {
+      const int error = errno;
+      throw Error(error == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
+                  source_ + ": cannot open for editing: " + std::strerror(error));
+    }
+    struct stat status {};
+    if (::fstat(fd_, &status) != 0 || !S_ISREG(status.st_mode)) {
+      close();
+      throw Error(ErrorCode::kIo, source_ + ": not a regular file");
+    }
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int error = errno;
+      close();
+      throw Error(ErrorCode::kIo, source_ + ": cannot edit: " +
+                                      (error == EWOULDBLOCK ? "another edit of it is in progress"
+                                                            : std::strerror(error)));
+    }
+  }
+  ~ArchiveFile() { close(); }
+  ArchiveFile(const ArchiveFile&) = delete;
+  ArchiveFile& operator=(const ArchiveFile&) = delete;
+
+  int fd() const noexcept { return fd_; }
+  std::uint64_t size() const {
+    struct stat status {};
+    if (::fstat(fd_, &status) != 0) {
+      throw Error(ErrorCode::kIo, source_ + ": cannot stat: " + std::strerror(errno));
+    }
+    return static_cast<std::uint64_t>(status.st_size);
+  }
+  // The file this edit holds open and locked, mapped for reading: never opened again by its
+  // path, which another process may have pointed at another file by now.
+  std::shared_ptr<const MappedFile> map() const {
+    const int copy = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) {
+      throw Error(ErrorCode::kIo,
+                  source_ + ": cannot duplicate its descriptor: " + std::strerror(errno));
+    }
+    return MappedFile::adopt(copy, source_);
+  }
+
+ private:
+  void close() noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+  std::string source_;
+  int fd_ = -1;
+};
+
+std::string name_list(const std::vector<std::string>& names) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size() && i < kNamesInMessage; ++i) {
+    text += (i == 0 ? "" : ", ") + quote(names[i]);
+  }
+  if (names.size() > kNamesInMessage) {
+    text += " and " + std::to_string(names.size() - kNamesInMessage) + " more";
+  }
+  return text;
+}
+
+// The model checked against the archive's payload entries, ready to serialize.
+struct CheckedModel {
+  TensorSubstitutions substitutions;  // Every reference in its canonical form.
+  std::vector<bool> referenced;       // Per zip entry index.
+};
+
+CheckedModel check_model(const ModelProto& model, const ZipReader& zip, const ZipEntry& model_entry,
+                         const std::string& source) {
+  // Payload entries: every entry but the model and the reserved names of later versions
+  // (spec §6.2, §7.2).
+  archive_detail::PayloadIndex index;
+  std::vector<std::size_t> entry_of;  // Payload index -> zip entry index.
+  for (const ZipEntry& entry : zip.entries()) {
+    if (entry.index == model_entry.index || entry.name.starts_with("__")) continue;
+    index.add(entry.name, entry.size);
+    entry_of.push_back(entry.index);
+  }
+  CheckedModel checked;
+  checked.referenced.assign(zip.entries().size(), false);
+  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
+    if (tensor.data_location != TensorProto::kExternal) return;
+    const std::size_t found = archive_detail::check_writer_reference(
+        tensor, site.path, index, source, "which is not a payload entry of the archive");
+    const archive_detail::PayloadIndex::Entry& entry = index.entries()[found];
+    checked.referenced[entry_of[found]] = true;
+    checked.substitutions.insert_or_assign(
+        &tensor, archive_detail::make_reference(tensor, entry.location, entry.size));
+  });
+  return checked;
+}
+
+OwnedBytes serialize(const ModelProto& model, const TensorSubstitutions& substitutions) {
+  SerializeOptions options;
+  options.substitutions = &substitutions;
+  const MessageSerializer<ModelProto> serializer(model, options);
+  OwnedBytes bytes(static_cast<std::size_t>(serializer.size()));
+  serializer.write(bytes.mutable_span());
+  return bytes;
+}
+
+// Writes the archive anew at its path without the entries no tensor refers to.
+EditResult compact(const std::filesystem::path& path, const ZipReader& zip,
+                   const ZipEntry& model_entry, const std::vector<bool>& referenced,
+                   ByteSpan model_bytes, const EditOptions& options) {
+  EditResult result;
+  result.compacted = true;
+  std::uint64_t payload_bytes = 0;
+  for (const ZipEntry& entry : zip.entries()) {
+    if (referenced[entry.index]) payload_bytes += entry.size;
+  }
+  detail::ProgressMeter meter(options.progress, payload_bytes);
+  // An archive reached through a symbolic link is edited where it is, like an in-place edit.
+  ZipWriter writer(path, ZipWriterOptions{.alignment = zip::declared_alignment(zip),
+                                          .durable = options.durable,
+                                          .follow_symlinks = true});
+  for (const ZipEntry& entry : zip.entries()) {
+    if (entry.index == model_entry.index) continue;
+    const bool reserved = entry.name.starts_with("__");
+    if (!reserved && !referenced[entry.index]) {
+      result.dropped_entries.push_back(entry.name);
+      continue;
+    }
+    const TensorBytes bytes = archive_detail::entry_payload(zip, entry, true);
+    archive_detail::check_entry_name(entry.name,
+                                     reserved ? EntryNameKind::kReserved : EntryNameKind::kPayload);
+    writer.add(entry.name, bytes.view());
+    if (!reserved) meter.advance(entry.size);
+  }
+  const WrittenEntry& written = writer.add(kModelEntryName, model_bytes);
+  result.model_offset = written.local_header_offset;
+  result.model_size = written.size;
+  meter.finish();
+  writer.finish();
+  return result;
+}
+
+}  // namespace
+
+EditResult replace_model(const std::filesystem::path& archive, const ModelProto& model,
+                         const EditOptions& options) {
+  const std::string source = archive.string();
+  const ArchiveFile file(archive);
+  const ZipReader zip = ZipReader::open(file.map(), options.zip);
+  const ZipEntry* const model_entry =
+      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
+
+  CheckedModel checked = check_model(model, zip, *model_entry, source);
+  std::vector<std::string> unreferenced;
+  for (const ZipEntry& entry : zip.entries()) {
+    if (entry.index != model_entry->index && !entry.name.starts_with("__") &&
+        !checked.referenced[entry.index]) {
+      unreferenced.push_back(entry.name);
+    }
+  }
+  if (!unreferenced.empty() && !options.compact) {
+    throw Error(ErrorCode::kInvalidArgument,
+                source + ": no tensor of the new model refers to " +
+                    (unreferenced.size() == 1 ? "entry " : "entries ") + name_list(unreferenced) +
+                    " (spec §7.2: every payload entry must be referred to); refer to " +
+                    (unreferenced.size() == 1 ? "it" : "them") +
+                    ", or compact the archive to drop " +
+                    (unreferenced.size() == 1 ? "it" : "them"));
+  }
+  const OwnedBytes bytes = serialize(model, checked.substitutions);
+  if (!unreferenced.empty()) {
+    EditResult result =
+        compact(archive, zip, *model_entry, checked.referenced, bytes.span(), options);
+    result.file_size = std::filesystem::file_size(archive);
+    return result;
+  }
+
+  detail::ProgressMeter meter(options.progress, bytes.size());
+  const zip::TailReplacement replaced =
+      zip::replace_last_entry(zip, bytes.span(), crc32(bytes.span()), zip::declared_alignment(zip),
+                              file.fd(), file.size(), options.durable);
+  meter.advance(bytes.size());
+  meter.finish();
+  EditResult result;
+  result.model_offset = replaced.local_header_offset;
+  result.model_size = bytes.size();
+  result.file_size = replaced.file_size;
+  return result;
+}
+
+}  // namespace onnxzip

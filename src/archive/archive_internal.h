@@ -1,0 +1,125 @@
+// Private to the archive layer (src/archive_*.cpp): the rules that the writer, the loader, the
+// verifier and the view writer share, so each is stated once. Not installed.
+#ifndef ONNXZIP_ARCHIVE_INTERNAL_H_
+#define ONNXZIP_ARCHIVE_INTERNAL_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "external_data.h"
+#include "message_text.h"
+#include "onnxzip/archive.h"
+#include "onnxzip/bytes.h"
+#include "onnxzip/error.h"
+#include "onnxzip/onnx_model.h"
+#include "onnxzip/zip_reader.h"
+
+namespace onnxzip::archive_detail {
+
+using detail::kLengthKey;
+using detail::kLocationKey;
+using detail::kOffsetKey;
+using detail::quote;
+
+// Throws Error(kInvalidArgument, "entry name '<name>': <problem>") for a name breaking the
+// .onnxz rule (entry_name_problem); the writers call it before ZipWriter::add.
+void check_entry_name(std::string_view name, EntryNameKind kind);
+// "tensor 'w' at graph/initializer[0]" (or "unnamed tensor at ...") for messages.
+std::string tensor_label(const TensorProto& tensor, std::string_view site);
+
+// Why `location` is not a valid payload entry name (spec §6.1), in words naming the kind of path
+// it is ("..", absolute, "#...", ONNX Runtime's _ORT_MEM_ADDR_ marker...), or "" when it is one.
+std::string location_problem(std::string_view location);
+
+// The name of the first non-empty typed data field ("float_data"...), or "" when none is.
+std::string_view present_typed_field(const TensorProto& tensor) noexcept;
+
+// A metadata-only copy of `tensor` referring to entry `location` of `length` bytes, in the
+// canonical form of spec §7.2: name, dims, data_type, segment, doc_string, metadata_props and
+// unknown fields kept; data_location EXTERNAL; external_data exactly [location, length].
+TensorProto make_reference(const TensorProto& tensor, std::string_view location,
+                           std::uint64_t length);
+
+// The words for an external_data key that an .onnxz reference must not have (checksum,
+// basepath, unknown keys): the writers' error and the readers' finding (spec §7.2 item 4).
+std::string other_key(std::string_view key);
+
+// --- Writing side ---
+
+// The payload entries a model about to be written may refer to: the entries an ArchiveWriter
+// added, or those an archive being edited holds. Looked up by exact name.
+class PayloadIndex final {
+ public:
+  struct Entry {
+    std::string location;
+    std::uint64_t size = 0;
+  };
+
+  std::size_t add(std::string location, std::uint64_t size);
+  // The index of the entry named `location`, or npos.
+  std::size_t find(std::string_view location) const;
+  const std::vector<Entry>& entries() const noexcept { return entries_; }
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+ private:
+  std::vector<Entry> entries_;
+  std::unordered_map<std::string, std::size_t> by_location_;
+};
+
+// The writers' rule for one EXTERNAL tensor of a model they write (spec §7.2): one location, a
+// valid payload entry name (§6.1) naming an entry of `index`; no payload carried; a type with a
+// fixed element size and dims x element size equal to the entry's size; a length, when given,
+// equal to it; an offset, when given, 0; no other key. Returns the entry's index. Error
+// (kInvalidArgument) naming `source`, the tensor and the entry, in the words the reader uses for
+// the same fault; for a location naming no entry the problem ends with `unknown_location` (why
+// the caller's index does not have it).
+std::size_t check_writer_reference(const TensorProto& tensor, std::string_view site,
+                                   const PayloadIndex& index, const std::string& source,
+                                   std::string_view unknown_location);
+
+// --- Reading side ---
+
+// One problem with a reference or the model entry, for load (which throws on the first error)
+// and verify (which collects them all).
+struct Issue {
+  VerifyFinding::Severity severity = VerifyFinding::Severity::kError;
+  ErrorCode code = ErrorCode::kCorrupt;  // For errors.
+  std::string entry{};                   // The entry's name, for VerifyFinding::entry.
+  std::string tensor{};                  // The tensor's label, for VerifyFinding::tensor.
+  std::uint64_t offset = 0;
+  ErrorContext place{};  // The tensor and entry phrases; the sink adds the file.
+  std::string problem{};
+
+  // The issue as an Error naming `source` first.
+  Error error(const std::string& source) const {
+    return Error(code, ErrorContext{source, place.tensor, place.entry}, problem);
+  }
+};
+using IssueSink = std::function<void(Issue)>;
+
+// Spec §9.4 items 1 and 2: the entry named __MODEL_PROTO, reported as errors when it is missing
+// (nullptr returned) or is not last in file or central directory order.
+const ZipEntry* find_model_entry(const ZipReader& zip, const IssueSink& report);
+
+// Spec §9.4 items 3 and 4 for one tensor whose data_location is EXTERNAL: errors for what a
+// reader must reject, warnings for the findings. Returns the entry when the reference resolves,
+// nullptr after an error.
+const ZipEntry* check_reference(const TensorProto& tensor, std::string_view site,
+                                const ZipReader& zip, const IssueSink& report);
+
+// An IssueSink for loaders: throws the first error as issue.error(source), ignores warnings.
+IssueSink throwing_sink(const std::string& source);
+
+// The entry's uncompressed bytes: a stored entry borrowed with the reader's owner token, a
+// deflated one inflated (CRC-32 always checked, spec §9.3 item 1; a large one into a mapped spill
+// file, zip_reader.h) and borrowed with its buffer as token. With `verify_crc` a stored entry's
+// CRC-32 is checked too.
+TensorBytes entry_payload(const ZipReader& zip, const ZipEntry& entry, bool verify_crc);
+
+}  // namespace onnxzip::archive_detail
+
+#endif  // ONNXZIP_ARCHIVE_INTERNAL_H_

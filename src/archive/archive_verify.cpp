@@ -1,0 +1,365 @@
+// verify(): an archive checked against the whole spec (§9.5), every deviation a finding.
+//
+// Errors are what load() refuses (the same checks, archive_references.cpp) plus wrong CRC-32s;
+// warnings are deviations a reader accepts: the ZipReader's findings (§9.3) and what only a
+// conformance check looks at -- the fixed header values of §3.1, the extra fields of §3.4 to
+// §3.6, alignment to the archive's A, names (§6), order (§2.4), unreferenced entries (§7.2),
+// non-canonical references (§9.4 item 4) and inline payloads that disagree with their tensor's
+// dims and type (§9.4 item 5).
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "archive_internal.h"
+#include "little_endian.h"
+#include "onnxzip/mapped_file.h"
+#include "onnxzip/tensor.h"
+#include "zip_records.h"
+
+namespace onnxzip {
+namespace {
+
+using archive_detail::quote;
+using Severity = VerifyFinding::Severity;
+
+// spec §3.1 and Appendix B.
+constexpr std::uint16_t kFlags = zip::kFlagUtf8;
+constexpr std::uint16_t kDosTime = 0x0000;
+constexpr std::uint16_t kDosDate = 0x0021;
+constexpr std::uint32_t kExternalAttributes = 0x81A40000u;
+constexpr std::uint16_t kHostUnix = 3u << 8;
+constexpr std::uint64_t kMinAlignment = 64;
+constexpr std::uint64_t kMaxAlignment = 65536;
+
+std::string hex(std::uint64_t value, int digits) {
+  static constexpr char kDigits[] = "0123456789ABCDEF";
+  std::string text = "0x";
+  for (int i = digits - 1; i >= 0; --i) text += kDigits[(value >> (4 * i)) & 0xF];
+  return text;
+}
+
+class Verifier final {
+ public:
+  Verifier(const VerifyOptions& options, VerifyReport& report)
+      : options_(options), report_(report) {}
+
+  void run(const ZipReader& zip);
+
+ private:
+  void add(Severity severity, std::string entry, std::string tensor, std::uint64_t offset,
+           std::string message) {
+    report_.findings.push_back(
+        {severity, std::move(entry), std::move(tensor), offset, std::move(message)});
+  }
+  void warn(const ZipEntry& e, std::uint64_t offset, const std::string& message) {
+    add(Severity::kWarning, e.name, "", offset,
+        zip_->source_name() + ": entry " + quote(e.name) + ": " + message);
+  }
+  archive_detail::IssueSink collector() {
+    return [this](archive_detail::Issue issue) {
+      const std::string message = issue.error(zip_->source_name()).message();
+      add(issue.severity, std::move(issue.entry), std::move(issue.tensor), issue.offset, message);
+    };
+  }
+
+  bool is_required_gap(const ZipFinding& finding) const;
+  void check_archive_records();
+  void check_headers(const ZipEntry& e);
+  void check_extra_fields(const ZipEntry& e);
+  void check_alignment_record(const ZipEntry& e, const zip::ExtraRecord& record);
+  void check_alignment(const ZipEntry& e);
+  void check_name(const ZipEntry& e);
+  void check_crc(const ZipEntry& e);
+  void check_model(const ZipEntry& model_entry);
+
+  const VerifyOptions& options_;
+  VerifyReport& report_;
+  const ZipReader* zip_ = nullptr;
+  // The alignment the archive's 0xD935 records declare (the first one seen), spec §3.6.
+  std::optional<std::uint64_t> declared_alignment_;
+  std::set<std::size_t> referenced_;  // Entry indexes some tensor refers to.
+};
+
+void Verifier::run(const ZipReader& zip) {
+  zip_ = &zip;
+  // The declared alignment first, so every entry and gap is judged by it.
+  for (const ZipEntry& e : zip.entries()) check_extra_fields(e);
+  for (const ZipFinding& finding : zip.findings()) {
+    if (finding.kind == ZipFindingKind::kGap && is_required_gap(finding)) continue;
+    add(Severity::kWarning, finding.entry, "", finding.offset,
+        zip.source_name() + ": " + std::string(to_string(finding.kind)) + ": " + finding.message +
+            " (spec §9.3)");
+  }
+  check_archive_records();
+  bool central_order_reported = false;
+  for (const ZipEntry& e : zip.entries()) {
+    check_headers(e);
+    check_alignment(e);
+    check_name(e);
+    if (options_.check_crc) check_crc(e);
+    if (e.central_index != e.index && !central_order_reported) {
+      central_order_reported = true;
+      warn(e, e.central_header_offset,
+           "the central directory does not list the entries in file order (spec §2.4 item 4)");
+    }
+  }
+  const ZipEntry* model = archive_detail::find_model_entry(zip, collector());
+  if (model != nullptr) check_model(*model);
+  for (const ZipEntry& e : zip.entries()) {
+    if (e.name.starts_with("__") || referenced_.contains(e.index)) continue;
+    warn(e, e.local_header_offset,
+         "no tensor refers to this payload entry (spec §7.2, §9.3 item 9)");
+  }
+}
+
+// spec §4.4: with A = 65536 a writer leaves a gap of (at most) 64 zero bytes before a local
+// header whose padding would not fit in the extra field. Such a gap is conforming; any other is
+// a finding.
+bool Verifier::is_required_gap(const ZipFinding& finding) const {
+  if (declared_alignment_ != kMaxAlignment || finding.entry.empty()) return false;
+  const ZipEntry* before = zip_->find(finding.entry);
+  if (before == nullptr || before->index + 1 >= zip_->entries().size()) return false;
+  const ZipEntry& next = zip_->entries()[before->index + 1];
+  const std::uint64_t gap = next.local_header_offset - before->end_offset;
+  if (gap == 0 || gap > 64) return false;
+  const std::uint64_t zip64 = next.size >= zip::kSentinel32 ? 20 : 0;
+  const std::uint64_t header_end =
+      before->end_offset + zip::LocalFileHeader::kSize + next.name.size() + zip64;
+  std::uint64_t padding = (kMaxAlignment - header_end % kMaxAlignment) % kMaxAlignment;
+  if (padding != 0 && padding < zip::kMinAlignmentRecordSize) padding += kMaxAlignment;
+  if (!std::all_of(zip_->bytes().begin() + static_cast<std::ptrdiff_t>(before->end_offset),
+                   zip_->bytes().begin() + static_cast<std::ptrdiff_t>(next.local_header_offset),
+                   [](std::uint8_t b) { return b == 0; })) {
+    return false;
+  }
+  return zip64 + padding > 0xFFFF;
+}
+
+void Verifier::check_archive_records() {
+  const ZipReader& zip = *zip_;
+  const std::uint64_t count = zip.entries().size();
+  const bool needed = count >= zip::kSentinel16 ||
+                      zip.central_directory_offset() >= zip::kSentinel32 ||
+                      zip.central_directory_size() >= zip::kSentinel32;
+  if (zip.has_zip64_end_record() && !needed) {
+    add(Severity::kWarning, "", "", zip.tail_offset(),
+        zip.source_name() + ": zip64 end records where no value needs them (spec §5.2)");
+  }
+}
+
+void Verifier::check_headers(const ZipEntry& e) {
+  const std::uint64_t at = e.central_header_offset;
+  if (e.flags != kFlags) {
+    warn(e, at,
+         "general purpose flags " + hex(e.flags, 4) + ", expected " + hex(kFlags, 4) +
+             " (spec §3.1)");
+  }
+  if (e.modified_time != kDosTime || e.modified_date != kDosDate) {
+    warn(e, at,
+         "modification date/time " + hex(e.modified_date, 4) + "/" + hex(e.modified_time, 4) +
+             ", expected 0x0021/0x0000 (spec §3.1)");
+  }
+  if (e.external_attributes != kExternalAttributes) {
+    warn(e, at,
+         "external attributes " + hex(e.external_attributes, 8) +
+             ", expected 0x81A40000 (spec §3.1)");
+  }
+  if (e.internal_attributes != 0) {
+    warn(e, at,
+         "internal attributes " + hex(e.internal_attributes, 4) + ", expected 0 (spec §3.1)");
+  }
+  const bool needs_zip64 = e.size >= zip::kSentinel32 || e.compressed_size >= zip::kSentinel32 ||
+                           e.local_header_offset >= zip::kSentinel32;
+  if (e.zip64 && !needs_zip64) {
+    warn(e, at, "zip64 extra field where no value needs it (spec §5.1 item 3)");
+  }
+  const std::uint16_t needed = e.zip64 ? zip::kVersionZip64 : zip::kVersionDefault;
+  if (e.version_needed != needed) {
+    warn(e, at,
+         "version needed to extract " + std::to_string(e.version_needed) + ", expected " +
+             std::to_string(needed) + " (spec §3.1, §5.1 item 4)");
+  }
+  if (e.version_made_by != (kHostUnix | needed)) {
+    warn(e, at,
+         "version made by " + hex(e.version_made_by, 4) + ", expected " +
+             hex(kHostUnix | needed, 4) + " (spec §3.1)");
+  }
+}
+
+void Verifier::check_extra_fields(const ZipEntry& e) {
+  // The reader has split both fields already; a failure here would be a reader bug. warn() names
+  // the file and the entry.
+  const std::string_view what = "extra field";
+  const std::uint64_t local_at =
+      e.local_header_offset + zip::LocalFileHeader::kSize + e.name.size();
+  const std::uint64_t central_at =
+      e.central_header_offset + zip::CentralDirectoryHeader::kSize + e.name.size();
+  std::vector<zip::ExtraRecord> local;
+  std::vector<zip::ExtraRecord> central;
+  try {
+    local = zip::split_extra_field(e.local_extra, local_at, what);
+    central = zip::split_extra_field(e.central_extra, central_at, what);
+  } catch (const Error& error) {
+    warn(e, local_at, error.message());
+    return;
+  }
+
+  // Local: [zip64] then [alignment], nothing else (spec §3.4 item 1). Unknown ids are already
+  // ZipReader findings; here the order and the alignment records are checked.
+  std::size_t alignment_records = 0;
+  for (std::size_t i = 0; i < local.size(); ++i) {
+    const zip::ExtraRecord& record = local[i];
+    if (record.id == zip::kExtraZip64 && i != 0) {
+      warn(e, record.offset,
+           "the zip64 extra record is not the first local extra record (spec §3.4)");
+    }
+    if (record.id != zip::kExtraAlignment) continue;
+    if (++alignment_records > 1) {
+      warn(e, record.offset, "more than one alignment record (spec §3.4 item 1)");
+    }
+    if (i + 1 != local.size()) {
+      warn(e, record.offset, "the alignment record is not the last local extra record (spec §3.4)");
+    }
+    check_alignment_record(e, record);
+  }
+  for (const zip::ExtraRecord& record : central) {
+    if (record.id == zip::kExtraAlignment) {
+      warn(e, record.offset, "alignment record in the central header (spec §3.4 item 2)");
+    }
+  }
+}
+
+// Its value (one per archive, spec §3.6) and its padding.
+void Verifier::check_alignment_record(const ZipEntry& e, const zip::ExtraRecord& record) {
+  if (record.data.size() < 2) {
+    warn(e, record.offset,
+         "alignment record of " + std::to_string(record.data.size()) +
+             " data bytes, less than the 2 of its alignment field (spec §3.6)");
+    return;
+  }
+  const std::uint16_t field = detail::load_le16(record.data.data());
+  const std::uint64_t value = field == 0 ? kMaxAlignment : field;
+  if (!is_power_of_two(value) || value < kMinAlignment) {
+    warn(e, record.offset,
+         "alignment record declares " + std::to_string(value) +
+             ", not a power of two from 64 to 65536 (spec §4.1)");
+  } else if (!declared_alignment_) {
+    declared_alignment_ = value;
+  } else if (*declared_alignment_ != value) {
+    warn(e, record.offset,
+         "alignment record declares " + std::to_string(value) + ", an earlier one " +
+             std::to_string(*declared_alignment_) + " (spec §3.6: one alignment per archive)");
+  }
+  for (std::size_t k = 2; k < record.data.size(); ++k) {
+    if (record.data[k] != 0) {
+      warn(e, record.offset + zip::kExtraHeaderSize + k,
+           "non-zero padding byte in the alignment record (spec §3.6)");
+      break;
+    }
+  }
+}
+
+void Verifier::check_alignment(const ZipEntry& e) {
+  // Misalignment to 64 is a ZipReader finding already (kUnaligned); this adds the archive's A.
+  if (!declared_alignment_ || *declared_alignment_ <= kMinAlignment || !e.is_stored()) return;
+  if (e.data_offset % kMinAlignment == 0 && e.data_offset % *declared_alignment_ != 0) {
+    warn(e, e.data_offset,
+         "data at offset " + std::to_string(e.data_offset) +
+             " is not a multiple of the archive's alignment " +
+             std::to_string(*declared_alignment_) + " (spec §2.2 item 5, §4.1)");
+  }
+}
+
+void Verifier::check_name(const ZipEntry& e) {
+  if (e.name == kModelEntryName) return;
+  if (e.name.starts_with("__")) {
+    warn(e, e.central_header_offset,
+         "unknown reserved entry, ignored by version 1 readers (spec §6.2, §11 item 1)");
+    return;
+  }
+  if (const std::string problem = archive_detail::location_problem(e.name); !problem.empty()) {
+    warn(e, e.central_header_offset, "the name " + problem);
+  }
+}
+
+void Verifier::check_crc(const ZipEntry& e) {
+  try {
+    zip_->verify(e);
+  } catch (const Error& error) {
+    add(Severity::kError, e.name, "", e.data_offset, error.message());
+  }
+}
+
+void Verifier::check_model(const ZipEntry& model_entry) {
+  const ZipReader& zip = *zip_;
+  ModelProto model;
+  try {
+    const TensorBytes bytes = archive_detail::entry_payload(zip, model_entry, false);
+    // The model outlives `bytes`: with parse.no_copy, what it borrows must hold their owner.
+    model = parse_message<ModelProto>(bytes.view(), bytes.owner(), options_.parse,
+                                      zip.source_name() + ": entry " + quote(kModelEntryName));
+  } catch (const Error& error) {
+    add(Severity::kError, model_entry.name, "", model_entry.data_offset,
+        error.message() + " (spec §9.4 item 2)");
+    return;
+  }
+  const archive_detail::IssueSink sink = collector();
+  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
+    if (tensor.data_location == TensorProto::kExternal) {
+      // An entry counts as referenced even when the reference has other errors: the report
+      // should not add "unreferenced" to "length mismatch".
+      if (const auto location = detail::read_external_data(tensor).location) {
+        if (const ZipEntry* e = zip.find(*location)) referenced_.insert(e->index);
+      }
+      archive_detail::check_reference(tensor, site.path, zip, sink);
+      return;
+    }
+    if (!tensor.external_data.empty()) {
+      const std::string label = archive_detail::tensor_label(tensor, site.path);
+      add(Severity::kWarning, "", label, 0,
+          zip.source_name() + ": " + label +
+              ": external_data on a tensor whose data_location is not EXTERNAL (ignored)");
+    }
+    if (const std::string problem = payload_problem(tensor); !problem.empty()) {
+      const std::string label = archive_detail::tensor_label(tensor, site.path);
+      add(Severity::kWarning, model_entry.name, label, model_entry.data_offset,
+          zip.source_name() + ": " + label + ": " + problem + " (spec §9.4 item 5)");
+    }
+  });
+}
+
+}  // namespace
+
+std::string_view to_string(VerifyFinding::Severity severity) noexcept {
+  return severity == VerifyFinding::Severity::kError ? "error" : "warning";
+}
+
+bool VerifyReport::loadable() const noexcept {
+  for (const VerifyFinding& finding : findings) {
+    if (finding.severity == VerifyFinding::Severity::kError) return false;
+  }
+  return true;
+}
+
+VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options,
+                    std::string_view source_name) {
+  VerifyReport report;
+  std::optional<ZipReader> zip;
+  try {
+    zip.emplace(
+        ZipReader::from_bytes(archive_bytes, kNoOwner, options.zip, std::string(source_name)));
+  } catch (const Error& error) {
+    report.findings.push_back({Severity::kError, "", "", 0, error.message()});
+    return report;
+  }
+  Verifier(options, report).run(*zip);
+  return report;
+}
+
+VerifyReport verify(const std::filesystem::path& path, const VerifyOptions& options) {
+  const std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, options.access);
+  return verify(mapping->bytes(), options, path.string());
+}
+
+}  // namespace onnxzip

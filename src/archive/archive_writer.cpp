@@ -1,0 +1,335 @@
+// Writing .onnxz archives: save() and the streaming ArchiveWriter (spec §2 to §7).
+//
+// The caller's model is never modified or copied. Payload entries are written straight from each
+// tensor's raw_data (a typed-field payload is converted one tensor at a time and freed), then
+// `__MODEL_PROTO` is streamed by the codec with a TensorSubstitutions map that makes every
+// externalized tensor serialize as its metadata-only reference.
+#include <cstring>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "archive_internal.h"
+#include "onnxzip/crc32.h"
+#include "onnxzip/tensor.h"
+#include "progress_meter.h"
+
+namespace onnxzip {
+namespace {
+
+using archive_detail::make_reference;
+using archive_detail::present_typed_field;
+using archive_detail::quote;
+using archive_detail::tensor_label;
+
+// Feeds the codec's streamed output into a ZIP entry.
+class EntrySinkAdapter final : public wire::ByteSink {
+ public:
+  explicit EntrySinkAdapter(EntrySink& sink) noexcept : sink_(sink) {}
+  void write(ByteSpan bytes) override { sink_.write(bytes); }
+
+ private:
+  EntrySink& sink_;
+};
+
+bool is_sparse_place(TensorPlace place) noexcept {
+  switch (place) {
+    case TensorPlace::kSparseInitializerValues:
+    case TensorPlace::kSparseInitializerIndices:
+    case TensorPlace::kAttributeSparseTensorValues:
+    case TensorPlace::kAttributeSparseTensorIndices:
+    case TensorPlace::kAttributeSparseTensorsValues:
+    case TensorPlace::kAttributeSparseTensorsIndices:
+      return true;
+    case TensorPlace::kInitializer:
+    case TensorPlace::kAttributeTensor:
+    case TensorPlace::kAttributeTensors:
+      break;
+  }
+  return false;
+}
+
+// A tensor's payload as raw bytes: a view of raw_data, or its typed field converted (owned here
+// for as long as the object lives).
+class Payload final {
+ public:
+  explicit Payload(const TensorProto& tensor) {
+    if (tensor.raw_data) {
+      view_ = tensor.raw_data->view();
+    } else {
+      converted_ = typed_data_to_raw(tensor);
+      view_ = converted_.span();
+    }
+  }
+  ByteSpan view() const noexcept { return view_; }
+
+ private:
+  OwnedBytes converted_;
+  ByteSpan view_;
+};
+
+// A tensor finish() moves into an entry of its own (or shares, with dedupe).
+struct Candidate {
+  const TensorProto* tensor;
+  std::uint64_t size;
+};
+
+// An entry written from a model tensor, for dedupe: its bytes are read again from the tensor.
+struct WrittenPayload {
+  std::string location;
+  const TensorProto* tensor;
+};
+
+}  // namespace
+
+void TensorRef::apply_to(TensorProto& tensor) const {
+  tensor.data_location = TensorProto::kExternal;
+  tensor.external_data.clear();
+  StringStringEntryProto& where = tensor.external_data.emplace_back();
+  where.key = std::string(archive_detail::kLocationKey);
+  where.value = location;
+  StringStringEntryProto& size = tensor.external_data.emplace_back();
+  size.key = std::string(archive_detail::kLengthKey);
+  size.value = std::to_string(length);
+  tensor.raw_data.reset();
+  tensor.float_data.clear();
+  tensor.int32_data.clear();
+  tensor.string_data.clear();
+  tensor.int64_data.clear();
+  tensor.double_data.clear();
+  tensor.uint64_data.clear();
+}
+
+struct ArchiveWriter::State {
+  State(const std::filesystem::path& path, const SaveOptions& save_options)
+      : options(save_options),
+        zip(path, ZipWriterOptions{.alignment = save_options.alignment,
+                                   .durable = save_options.durable,
+                                   .follow_symlinks = save_options.follow_symlinks}),
+        source(path.string()) {}
+
+  void ensure_open(const char* operation) const {
+    if (finished) {
+      throw Error(ErrorCode::kBadState, source + ": " + operation + " after finish()");
+    }
+    if (broken) {
+      throw Error(ErrorCode::kBadState,
+                  source + ": " + operation + " after a failed write; the archive is abandoned");
+    }
+  }
+
+  // Plans the model: checks its EXTERNAL tensors against the added entries (substituting their
+  // canonical form), picks the inline tensors to externalize. Writes nothing, so a failure leaves
+  // the writer usable.
+  std::vector<Candidate> plan(const ModelProto& model, TensorSubstitutions& substitutions) const;
+  // Writes one candidate's entry (or finds its twin, with dedupe); returns the location.
+  std::string write_candidate(const Candidate& candidate, detail::ProgressMeter& meter);
+  void check_added_tensor(std::string_view tensor_name, std::int32_t data_type,
+                          std::span<const std::int64_t> dims, std::uint64_t size) const;
+  TensorRef remember(const WrittenEntry& written);
+
+  SaveOptions options;
+  ZipWriter zip;
+  std::string source;
+  EntryNamer namer;
+  archive_detail::PayloadIndex added;
+  std::map<std::pair<std::uint64_t, std::uint32_t>, std::vector<WrittenPayload>> by_content;
+  bool finished = false;
+  bool broken = false;
+};
+
+void ArchiveWriter::State::check_added_tensor(std::string_view tensor_name, std::int32_t data_type,
+                                              std::span<const std::int64_t> dims,
+                                              std::uint64_t size) const {
+  const std::string label = source + ": add_tensor " + quote(tensor_name);
+  if (element_bits(data_type) == 0) {
+    const std::string_view type_name = data_type_name(data_type);
+    throw Error(ErrorCode::kInvalidArgument,
+                label + ": data type " + std::to_string(data_type) +
+                    (type_name.empty() ? "" : " (" + std::string(type_name) + ")") +
+                    " has no fixed element size, so it cannot be a payload entry (spec §7.2)");
+  }
+  std::uint64_t expected = 0;
+  try {
+    expected = tensor_byte_size(dims, data_type, "dims");
+  } catch (const Error& e) {
+    // The caller's dims: an invalid argument, whatever code the size helper gives it.
+    throw Error(ErrorCode::kInvalidArgument, label + ": " + e.message());
+  }
+  if (size != expected) {
+    throw Error(ErrorCode::kInvalidArgument, label + ": " + std::to_string(size) +
+                                                 " bytes given, but dims x element size of " +
+                                                 std::string(data_type_name(data_type)) + " is " +
+                                                 std::to_string(expected) + " (spec §7.3)");
+  }
+}
+
+TensorRef ArchiveWriter::State::remember(const WrittenEntry& written) {
+  added.add(written.name, written.size);
+  return TensorRef{.location = written.name, .length = written.size, .crc32 = written.crc32};
+}
+
+std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
+                                                  TensorSubstitutions& substitutions) const {
+  std::vector<Candidate> candidates;
+  std::vector<bool> referenced(added.entries().size(), false);
+  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
+    // Messages are built only on failure: a model may hold very many tensors.
+    const auto fail = [&](const std::string& what) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  {.file = source, .tensor = tensor_label(tensor, site.path)}, what);
+    };
+    const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
+
+    if (tensor.data_location == TensorProto::kExternal) {
+      const std::size_t found = archive_detail::check_writer_reference(
+          tensor, site.path, added, source,
+          "which is not an entry added to this archive (for a model with legacy external "
+          "data: load its external data first, or use the converter)");
+      const archive_detail::PayloadIndex::Entry& entry = added.entries()[found];
+      referenced[found] = true;
+      // Written in the canonical form whatever order or redundant keys the caller used.
+      substitutions.insert_or_assign(&tensor, make_reference(tensor, entry.location, entry.size));
+      return;
+    }
+
+    // Inline tensors: externalized at or above the threshold (spec §7.4). Every tensor that
+    // may be externalized is checked, whatever its size, so that whether a model saves does not
+    // depend on the threshold.
+    if (is_sparse_place(site.place) && !options.externalize_sparse) return;
+    if (element_bits(data_type) == 0) return;  // STRING, UNDEFINED, unknown: stay inline.
+    if (const std::string problem = payload_problem(tensor); !problem.empty()) {
+      fail(problem + " (spec §7.3)");
+    }
+    const std::uint64_t size = tensor_byte_size(tensor.dims, data_type, "dims");  // Checked.
+    if (size < options.threshold) return;
+    candidates.push_back({&tensor, size});
+  });
+  for (std::size_t i = 0; i < referenced.size(); ++i) {
+    if (!referenced[i]) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  source + ": entry " + quote(added.entries()[i].location) +
+                      " was added but no tensor of the model refers to it (spec §7.2: every "
+                      "payload entry must be referred to)");
+    }
+  }
+  return candidates;
+}
+
+std::string ArchiveWriter::State::write_candidate(const Candidate& candidate,
+                                                  detail::ProgressMeter& meter) {
+  const TensorProto& tensor = *candidate.tensor;
+  const Payload payload(tensor);
+  std::optional<std::pair<std::uint64_t, std::uint32_t>> key;
+  if (options.dedupe) {
+    key.emplace(payload.view().size(), crc32(payload.view()));
+    const auto found = by_content.find(*key);
+    if (found != by_content.end()) {
+      for (const WrittenPayload& twin : found->second) {
+        const Payload other(*twin.tensor);
+        if (equal_bytes(other.view(), payload.view())) {
+          meter.advance(payload.view().size());
+          return twin.location;
+        }
+      }
+    }
+  }
+  const std::string location = namer.name_for(tensor.name.value_or(""));
+  if (meter.active()) {
+    // In pieces, so that the meter moves within a large tensor.
+    zip.add(location, payload.view().size(), [&](EntrySink& sink) {
+      detail::write_with_progress(payload.view(), meter,
+                                  [&](ByteSpan piece) { sink.write(piece); });
+    });
+  } else {
+    zip.add(location, payload.view());
+  }
+  if (key) by_content[*key].push_back({location, &tensor});
+  return location;
+}
+
+ArchiveWriter::ArchiveWriter(std::filesystem::path path, const SaveOptions& options)
+    : path_(std::move(path)), state_(std::make_unique<State>(path_, options)) {}
+
+ArchiveWriter::~ArchiveWriter() = default;
+ArchiveWriter::ArchiveWriter(ArchiveWriter&& other) noexcept = default;
+ArchiveWriter& ArchiveWriter::operator=(ArchiveWriter&& other) noexcept = default;
+
+TensorRef ArchiveWriter::add_tensor(std::string_view tensor_name, std::int32_t data_type,
+                                    std::span<const std::int64_t> dims, ByteSpan bytes) {
+  if (!state_) throw Error(ErrorCode::kBadState, "add_tensor on a moved-from ArchiveWriter");
+  state_->ensure_open("add_tensor");
+  state_->check_added_tensor(tensor_name, data_type, dims, bytes.size());
+  try {
+    return state_->remember(state_->zip.add(state_->namer.name_for(tensor_name), bytes));
+  } catch (...) {
+    state_->broken = true;
+    throw;
+  }
+}
+
+TensorRef ArchiveWriter::add_tensor(std::string_view tensor_name, std::int32_t data_type,
+                                    std::span<const std::int64_t> dims,
+                                    const EntryProducer& producer) {
+  if (!state_) throw Error(ErrorCode::kBadState, "add_tensor on a moved-from ArchiveWriter");
+  state_->ensure_open("add_tensor");
+  if (!producer) {
+    throw Error(ErrorCode::kInvalidArgument,
+                state_->source + ": add_tensor " + quote(tensor_name) + ": no producer given");
+  }
+  // The size is known from dims before any byte is produced; check_added_tensor compares it
+  // with itself, so only the type and the dims are checked here.
+  std::uint64_t size = 0;
+  if (element_bits(data_type) != 0) {
+    try {
+      size = tensor_byte_size(dims, data_type, "dims");
+    } catch (const Error&) {
+    }
+  }
+  state_->check_added_tensor(tensor_name, data_type, dims, size);
+  try {
+    return state_->remember(state_->zip.add(state_->namer.name_for(tensor_name), size, producer));
+  } catch (...) {
+    state_->broken = true;
+    throw;
+  }
+}
+
+void ArchiveWriter::finish(const ModelProto& model) {
+  if (!state_) throw Error(ErrorCode::kBadState, "finish on a moved-from ArchiveWriter");
+  State& state = *state_;
+  state.ensure_open("finish");
+  TensorSubstitutions substitutions;
+  const std::vector<Candidate> candidates = state.plan(model, substitutions);
+  try {
+    std::uint64_t payload_bytes = 0;
+    for (const Candidate& candidate : candidates) payload_bytes += candidate.size;
+    detail::ProgressMeter meter(state.options.progress, payload_bytes);
+    for (const Candidate& candidate : candidates) {
+      const std::string location = state.write_candidate(candidate, meter);
+      substitutions.insert_or_assign(candidate.tensor,
+                                     make_reference(*candidate.tensor, location, candidate.size));
+    }
+    SerializeOptions serialize_options;
+    serialize_options.substitutions = &substitutions;
+    const MessageSerializer<ModelProto> serializer(model, serialize_options);
+    // spec §2.4: the model entry comes last.
+    state.zip.add(kModelEntryName, serializer.size(), [&](EntrySink& sink) {
+      EntrySinkAdapter adapter(sink);
+      serializer.write(adapter);
+    });
+    meter.finish();  // Before the rename: a callback that throws still cancels the write.
+    state.zip.finish();
+  } catch (...) {
+    state.broken = true;
+    throw;
+  }
+  state.finished = true;
+}
+
+void save(const ModelProto& model, const std::filesystem::path& path, const SaveOptions& options) {
+  ArchiveWriter writer(path, options);
+  writer.finish(model);
+}
+
+}  // namespace onnxzip

@@ -1,0 +1,77 @@
+// Internal: POSIX file descriptors, and opening an input file without ever blocking on it.
+#ifndef ONNXZIP_POSIX_FILE_H_
+#define ONNXZIP_POSIX_FILE_H_
+
+#include <sys/stat.h>
+
+#include <compare>
+#include <filesystem>
+#include <string>
+#include <utility>
+
+namespace onnxzip::detail {
+
+// A file descriptor closed when it goes away; -1 when none.
+class Fd final {
+ public:
+  Fd() noexcept = default;
+  explicit Fd(int fd) noexcept : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+
+  int get() const noexcept { return fd_; }
+  int release() noexcept { return std::exchange(fd_, -1); }
+  void reset() noexcept;
+
+ private:
+  int fd_ = -1;
+};
+
+// "a FIFO", "a socket", "a character device", "a block device", "a folder", "a symbolic link",
+// "a regular file", or "an unknown kind of file".
+const char* file_type_name(mode_t mode) noexcept;
+
+// An open input file and what fstat said about that very descriptor.
+struct RegularFile {
+  Fd fd;
+  struct stat status {};
+};
+
+// What makes two opens the same file: its device and inode.
+struct FileIdentity {
+  dev_t device = 0;
+  ino_t inode = 0;
+
+  friend auto operator<=>(const FileIdentity&, const FileIdentity&) = default;
+};
+FileIdentity identity_of(const struct stat& status) noexcept;
+
+// True when `path` (symbolic links followed) names the very file open on `fd` now: the one
+// place the library checks that a path it opens or resolves a second time is still the file it
+// opened and checked first. False when either cannot be examined.
+bool path_names_file_of(const std::filesystem::path& path, int fd) noexcept;
+
+// A path that opens the file open on `fd` itself, whatever its name now or whether it has one
+// ("/proc/self/fd/N": the kernel resolves it to the open file, not by name), or "" when the
+// system offers none (no procfs at /proc). For libraries that open files only by path (Boost's
+// mapping), so that what they open is the descriptor that was checked.
+std::string path_of_descriptor(int fd);
+
+// Opens `path` read-only with O_NONBLOCK (opening a FIFO with no writer, or a device, must not
+// hang) and checks through fstat that the descriptor is a regular file; its type is also
+// checked by path first, so that a device is not even opened. Errors name the path:
+// kNotFound "no such file"; kIo "not a regular file (a FIFO)", "cannot open: ...".
+RegularFile open_regular_file(const std::filesystem::path& path);
+
+}  // namespace onnxzip::detail
+
+#endif  // ONNXZIP_POSIX_FILE_H_

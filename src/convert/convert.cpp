@@ -1,0 +1,403 @@
+// convert() and repack(): the conversions between legacy model files and .onnxz archives, built
+// on the public archive, legacy and ZIP headers only.
+#include "onnxzip/convert.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+
+#include "external_data.h"
+#include "message_text.h"
+#include "onnxzip/error.h"
+#include "onnxzip/onnx_codec.h"
+#include "onnxzip/tensor.h"
+#include "onnxzip/zip_reader.h"
+#include "onnxzip/zip_writer.h"
+
+namespace onnxzip {
+namespace {
+
+using detail::quote;
+
+namespace fs = std::filesystem;
+
+std::string tensor_label(const TensorProto& tensor, std::string_view site) {
+  return (tensor.name ? "tensor " + quote(*tensor.name) : std::string("unnamed tensor")) + " at " +
+         std::string(site);
+}
+
+// True when `a` and `b` name the same existing file (hard and symbolic links included).
+bool same_file(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  return fs::equivalent(a, b, ec) && !ec;
+}
+
+[[noreturn]] void refuse_overwrite(const fs::path& in, const fs::path& victim,
+                                   std::string_view what) {
+  throw Error(ErrorCode::kInvalidArgument, in.string() + ": the output " + quote(victim.string()) +
+                                               " would replace " + std::string(what) +
+                                               "; the input is never written to");
+}
+
+fs::path folder_of(const fs::path& file) {
+  return file.has_parent_path() ? file.parent_path() : fs::path(".");
+}
+
+// legacy -> .onnxz: `out` must not be the model file or one of its external data files. Only an
+// existing `out` can be one, so the model is looked at only then (its references, not its data).
+void check_archive_output(const fs::path& in, const fs::path& out, const LegacyReadOptions& read) {
+  std::error_code ec;
+  if (!fs::exists(out, ec)) return;
+  if (same_file(in, out)) refuse_overwrite(in, out, "the input model");
+  LegacyReadOptions references_only = read;
+  references_only.load_external_data = false;
+  const ModelProto model = read_legacy_model(in, references_only);
+  const fs::path folder = folder_of(in);
+  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite&) {
+    if (tensor.data_location != TensorProto::kExternal) return;
+    const std::optional<std::string_view> location = detail::read_external_data(tensor).location;
+    if (location && same_file(folder / *location, out)) {
+      refuse_overwrite(in, out, "the input's external data file " + quote(*location));
+    }
+  });
+}
+
+// .onnxz -> legacy: neither the model file nor any data file the writer may create ("<base>",
+// "<base>.1", "<base>.2"...) may be the archive.
+void check_legacy_output(const fs::path& in, const fs::path& out,
+                         const LegacyWriteOptions& legacy) {
+  if (same_file(in, out)) refuse_overwrite(in, out, "the input archive");
+  const std::string base =
+      legacy.data_file_name.empty() ? out.filename().string() + ".data" : legacy.data_file_name;
+  const auto is_data_file_name = [&](const std::string& name) {
+    if (name == base) return true;
+    if (!name.starts_with(base + ".") || name.size() == base.size() + 1) return false;
+    return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(base.size() + 1), name.end(),
+                       [](char c) { return c >= '0' && c <= '9'; });
+  };
+  std::error_code ec;
+  for (fs::directory_iterator it(folder_of(out), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (is_data_file_name(name) && same_file(in, it->path())) {
+      refuse_overwrite(in, it->path(), "the input archive (as a data file of the output)");
+    }
+  }
+}
+
+// What convert() refuses in its input before writing anything, naming the input file: a file
+// that parses as a ModelProto but is no model at all (a 0-byte file does), and an inline tensor
+// whose payload disagrees with its dims and type, which no writer can carry faithfully.
+void check_input_model(const fs::path& in, const ModelProto& model) {
+  if (!model.ir_version && !model.graph) {
+    std::error_code ec;
+    const bool empty_file = fs::file_size(in, ec) == 0 && !ec;
+    const std::string what =
+        empty_file ? "the file is empty" : "the model has neither an ir_version nor a graph";
+    throw Error(ErrorCode::kCorrupt, in.string() + ": " + what + ", so it is not an ONNX model");
+  }
+  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
+    if (const std::string problem = payload_problem(tensor); !problem.empty()) {
+      throw Error(ErrorCode::kCorrupt,
+                  in.string() + ": " + tensor_label(tensor, site.path) + ": " + problem);
+    }
+  });
+}
+
+// --- repack ---
+
+// One external reference of the model, as a byte range of an entry.
+struct Reference {
+  TensorProto* tensor;
+  const ZipEntry* entry;
+  std::string location;
+  std::uint64_t offset;
+  std::uint64_t length;
+};
+
+bool valid_entry_name(std::string_view name) {
+  return entry_name_problem(name, EntryNameKind::kPayload).empty();
+}
+
+class Repacker final {
+ public:
+  Repacker(const fs::path& in, const fs::path& out, const SaveOptions& options,
+           const ZipReaderOptions& zip_options, FileAccess access)
+      : in_(in), out_(out), options_(options), zip_(ZipReader::open(in, zip_options, access)) {}
+
+  RepackResult run();
+
+ private:
+  [[noreturn]] void fail(const std::string& message) const {
+    throw Error(ErrorCode::kCorrupt, in_.string() + ": " + message);
+  }
+  const ZipEntry& find_model_entry() const;
+  Reference resolve(TensorProto& tensor, std::string_view site, std::string_view prefix) const;
+  // The entry's bytes with its CRC-32 checked, shared by every tensor that borrows from them.
+  std::shared_ptr<const TensorBytes> entry_bytes(const ZipEntry& entry);
+  void report(std::uint64_t done);
+
+  fs::path in_;
+  fs::path out_;
+  SaveOptions options_;
+  ZipReader zip_;
+  std::unordered_map<std::size_t, std::shared_ptr<const TensorBytes>> cached_entries_;
+  std::uint64_t total_ = 0;
+  std::uint64_t reported_ = 0;
+};
+
+const ZipEntry& Repacker::find_model_entry() const {
+  const ZipEntry* found = nullptr;
+  for (const ZipEntry& entry : zip_.entries()) {
+    const std::string_view name = entry.name;
+    if (name != kModelEntryName && !(name.ends_with(kModelEntryName) &&
+                                     name[name.size() - kModelEntryName.size() - 1] == '/')) {
+      continue;
+    }
+    if (found != nullptr) {
+      fail("holds several models: entries " + quote(found->name) + " and " + quote(entry.name));
+    }
+    found = &entry;
+  }
+  if (found == nullptr) {
+    fail("no entry named " + std::string(kModelEntryName) +
+         ", so this ZIP archive holds no ONNX model to repack");
+  }
+  return *found;
+}
+
+Reference Repacker::resolve(TensorProto& tensor, std::string_view site,
+                            std::string_view prefix) const {
+  ErrorContext place;  // Filled only on failure: a model may hold very many tensors.
+  const auto fail_tensor = [&](const std::string& problem) {
+    place.file = in_.string();
+    place.tensor = tensor_label(tensor, site);
+    throw Error(ErrorCode::kCorrupt, std::move(place), problem);
+  };
+  // Any key but location, offset and length locates nothing: checksum, basepath and unknown
+  // keys are ignored, as the legacy reader does.
+  const detail::ExternalData data = detail::read_external_data(tensor);
+  if (const std::string fault = detail::reference_fault(data); !fault.empty()) fail_tensor(fault);
+  if (tensor.raw_data || !tensor.float_data.empty() || !tensor.int32_data.empty() ||
+      !tensor.string_data.empty() || !tensor.int64_data.empty() || !tensor.double_data.empty() ||
+      !tensor.uint64_data.empty()) {
+    fail_tensor("data_location is EXTERNAL but the tensor also holds its data inline");
+  }
+  const std::string_view location = *data.location;
+  const std::string name = std::string(prefix) + std::string(location);
+  const ZipEntry* entry = zip_.find(name);
+  if (entry == nullptr || entry->is_directory()) {
+    fail_tensor("refers to " + quote(location) + ", which is no file of the archive");
+  }
+  const auto fail_in_entry = [&](const std::string& problem) {
+    place.entry = "entry " + quote(entry->name);
+    fail_tensor(problem);
+  };
+  const std::uint64_t expected = with_error_context(
+      [&] { return ErrorContext{.file = in_.string(), .tensor = tensor_label(tensor, site)}; },
+      [&] {
+        return tensor_byte_size(tensor.dims, tensor.data_type.value_or(TensorProto::kUndefined),
+                                "dims");
+      });
+  const std::uint64_t start = data.offset ? *data.offset->value : 0;
+  if (start > entry->size) {
+    fail_in_entry("offset " + std::to_string(start) + " is past the end of the entry (" +
+                  std::to_string(entry->size) + " bytes)");
+  }
+  const std::uint64_t count = data.length ? *data.length->value : entry->size - start;
+  if (!fits(start, count, entry->size)) {
+    fail_in_entry("offset " + std::to_string(start) + " + length " + std::to_string(count) +
+                  " is past the end of the entry (" + std::to_string(entry->size) + " bytes)");
+  }
+  if (count != expected) {
+    fail_in_entry("its " + std::to_string(count) + " bytes differ from dims x element size (" +
+                  std::to_string(expected) + " bytes)");
+  }
+  return {&tensor, entry, std::string(location), start, count};
+}
+
+std::shared_ptr<const TensorBytes> Repacker::entry_bytes(const ZipEntry& entry) {
+  auto& slot = cached_entries_[entry.index];
+  if (!slot) slot = std::make_shared<const TensorBytes>(zip_.verified_data(entry));
+  return slot;
+}
+
+void Repacker::report(std::uint64_t done) {
+  if (!options_.progress) return;
+  // Monotonic and below total until the end, whatever the estimate of the second phase.
+  done = std::max(reported_, std::min(done, total_ == 0 ? 0 : total_ - 1));
+  reported_ = done;
+  options_.progress(done, total_);
+}
+
+RepackResult Repacker::run() {
+  const ZipEntry& model_entry = find_model_entry();
+  const std::string_view prefix = std::string_view(model_entry.name)
+                                      .substr(0, model_entry.name.size() - kModelEntryName.size());
+  const std::shared_ptr<const TensorBytes> model_bytes = entry_bytes(model_entry);
+  ParseOptions parse;
+  parse.no_copy = true;  // Inline payloads borrow from the model entry's bytes.
+  ModelProto model = parse_message<ModelProto>(model_bytes->view(), model_bytes, parse,
+                                               in_.string() + ": entry " + quote(model_entry.name));
+
+  // Sort the references: whole entries under a valid name are kept, the rest unpacked.
+  std::map<std::size_t, std::vector<const Reference*>> kept;  // Entry index -> its tensors.
+  std::set<std::size_t> unpacked;
+  std::vector<Reference> references;
+  std::vector<std::pair<TensorProto*, std::string>> sites;
+  for_each_tensor(model, [&](TensorProto& tensor, const TensorSite& site) {
+    if (tensor.data_location == TensorProto::kExternal) {
+      sites.emplace_back(&tensor, std::string(site.path));
+    }
+  });
+  references.reserve(sites.size());
+  for (const auto& [tensor, site] : sites) {
+    references.push_back(resolve(*tensor, site, prefix));
+  }
+  for (const Reference& ref : references) {
+    if (ref.offset == 0 && ref.length == ref.entry->size && valid_entry_name(ref.location)) {
+      kept[ref.entry->index].push_back(&ref);
+    } else {
+      unpacked.insert(ref.entry->index);
+      const std::shared_ptr<const TensorBytes> bytes = entry_bytes(*ref.entry);
+      ref.tensor->raw_data =
+          TensorBytes::borrowed(bytes->view().subspan(static_cast<std::size_t>(ref.offset),
+                                                      static_cast<std::size_t>(ref.length)),
+                                bytes);
+      ref.tensor->external_data.clear();
+      ref.tensor->data_location.reset();
+    }
+  }
+  // An entry used whole by some tensors and by range by others is kept and unpacked both.
+
+  // The progress total: the kept entries, then what finish() externalizes (save()'s rule).
+  std::uint64_t kept_bytes = 0;
+  for (const auto& [index, tensors] : kept) kept_bytes += zip_.entries()[index].size;
+  std::uint64_t inline_bytes = 0;
+  if (options_.progress) {
+    for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
+      if (tensor.data_location == TensorProto::kExternal) return;
+      if (site.place != TensorPlace::kInitializer && site.place != TensorPlace::kAttributeTensor &&
+          site.place != TensorPlace::kAttributeTensors && !options_.externalize_sparse) {
+        return;
+      }
+      const std::int32_t type = tensor.data_type.value_or(TensorProto::kUndefined);
+      if (element_bits(type) == 0) return;
+      try {
+        const std::uint64_t size = tensor_byte_size(tensor);
+        if (size >= options_.threshold) inline_bytes += size;
+      } catch (const Error&) {
+        // finish() reports it.
+      }
+    });
+  }
+  total_ = kept_bytes + inline_bytes;
+  report(0);
+
+  RepackResult result;
+  SaveOptions save_options = options_;
+  bool first_call = true;
+  save_options.progress = nullptr;
+  if (options_.progress) {
+    save_options.progress = [&](std::uint64_t done, std::uint64_t total) {
+      if (done == total && !first_call) {
+        reported_ = total_;
+        options_.progress(total_, total_);  // The end: the archive is about to be renamed.
+      } else {
+        report(kept_bytes + done);
+      }
+      first_call = false;
+    };
+  }
+  ArchiveWriter writer(out_, save_options);
+  std::uint64_t written = 0;
+  for (const auto& [index, tensors] : kept) {
+    const ZipEntry& entry = zip_.entries()[index];
+    const TensorProto& first = *tensors.front()->tensor;
+    const auto write = [&](EntrySink& sink, ByteSpan rest) {
+      while (!rest.empty()) {
+        const std::size_t piece =
+            static_cast<std::size_t>(std::min<std::uint64_t>(rest.size(), kProgressStepBytes));
+        sink.write(rest.first(piece));
+        rest = rest.subspan(piece);
+        written += piece;
+        if (options_.progress && written - reported_ >= kProgressStepBytes) report(written);
+      }
+    };
+    const std::int32_t data_type = first.data_type.value_or(TensorProto::kUndefined);
+    TensorRef ref;
+    if (entry.is_stored()) {
+      // Copied by the writer from the archive file (the kernel copies the bytes of a mapping),
+      // its CRC-32 computed beside the copy; that CRC checks the entry.
+      const ByteSpan data = zip_.stored_data(entry);
+      if (options_.progress && data.size() > kProgressStepBytes) {
+        ref = writer.add_tensor(tensors.front()->location, data_type, first.dims,
+                                [&](EntrySink& sink) { write(sink, data); });
+      } else {
+        ref = writer.add_tensor(tensors.front()->location, data_type, first.dims, data);
+        written += data.size();
+        if (options_.progress && written - reported_ >= kProgressStepBytes) report(written);
+      }
+      zip_.check_crc(entry, ref.crc32);
+    } else {
+      const bool inflated_already = unpacked.contains(index);  // For the unpacked tensors.
+      ref =
+          writer.add_tensor(tensors.front()->location, data_type, first.dims, [&](EntrySink& sink) {
+            if (inflated_already) {
+              write(sink, entry_bytes(entry)->view());
+            } else {
+              // Straight from the inflater into the output, in bounded
+              // memory. A CRC-32 mismatch comes after the last piece; the
+              // writer then leaves no output.
+              zip_.stream(entry, [&](ByteSpan piece) { write(sink, piece); });
+            }
+          });
+    }
+    for (const Reference* tensor_ref : tensors) ref.apply_to(*tensor_ref->tensor);
+    result.kept_entries.push_back(ref.location);
+  }
+  writer.finish(model);
+
+  for (const ZipEntry& entry : zip_.entries()) {
+    if (&entry == &model_entry || kept.contains(entry.index)) continue;
+    (unpacked.contains(entry.index) ? result.unpacked_entries : result.dropped_entries)
+        .push_back(entry.name);
+  }
+  return result;
+}
+
+}  // namespace
+
+ModelFormat convert(const fs::path& in, const fs::path& out, const ConvertOptions& options) {
+  const ModelFormat format = detect_format(in);
+  if (format == ModelFormat::kLegacy) {
+    check_archive_output(in, out, options.read);
+    const ModelProto model = read_legacy_model(in, options.read);
+    check_input_model(in, model);
+    SaveOptions save_options = options.archive;
+    if (options.progress) save_options.progress = options.progress;
+    save(model, out, save_options);
+  } else {
+    check_legacy_output(in, out, options.legacy);
+    // The model borrows its payloads from the archive's mapping, which it keeps alive.
+    const ModelProto model = load(in, options.load);
+    check_input_model(in, model);
+    LegacyWriteOptions write_options = options.legacy;
+    if (options.progress) write_options.progress = options.progress;
+    write_legacy_model(model, out, write_options);
+  }
+  return format;
+}
+
+RepackResult repack(const fs::path& in_zip, const fs::path& out, const SaveOptions& options,
+                    const ZipReaderOptions& zip_options, FileAccess access) {
+  if (same_file(in_zip, out)) refuse_overwrite(in_zip, out, "the input archive");
+  return Repacker(in_zip, out, options, zip_options, access).run();
+}
+
+}  // namespace onnxzip

@@ -1,0 +1,214 @@
+#include "zip_tail.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "little_endian.h"
+#include "onnxzip/error.h"
+#include "zip_layout.h"
+#include "zip_records.h"
+
+namespace onnxzip::zip {
+namespace {
+
+constexpr std::uint32_t kDefaultAlignment = 64;
+constexpr std::uint32_t kMaxAlignment = 65536;
+// The largest file offset the OS accepts (off_t).
+constexpr std::uint64_t kMaxFileSize = std::numeric_limits<std::int64_t>::max();
+
+TailStepHook& step_hook() {
+  static TailStepHook hook;
+  return hook;
+}
+
+// The new entry and everything after it, laid out for one position of the file.
+struct Tail {
+  std::vector<std::uint8_t> head;  // The gap (if any), the local header.
+  ByteSpan data;
+  std::vector<std::uint8_t> rest;  // Central directory, end records, archive comment.
+  std::uint64_t local_header_offset = 0;
+  std::uint64_t data_offset = 0;
+
+  std::uint64_t size() const noexcept { return head.size() + data.size() + rest.size(); }
+};
+
+Tail build_tail(const ZipReader& zip, const ZipEntry& last, std::uint64_t position, ByteSpan data,
+                std::uint32_t crc, std::uint32_t alignment) {
+  const EntryLayout layout = plan_entry(position, last.name.size(), data.size(), alignment);
+  Tail tail;
+  tail.local_header_offset = layout.local_header_offset;
+  tail.data_offset = layout.data_offset;
+  tail.head.assign(static_cast<std::size_t>(layout.gap), 0);
+  const std::vector<std::uint8_t> header = encode_local_header(layout, last.name, crc, alignment);
+  tail.head.insert(tail.head.end(), header.begin(), header.end());
+  tail.data = data;
+  // Every other central record as it is: the last one is the entry's, so they are the bytes
+  // before it.
+  const ByteSpan others = zip.bytes().subspan(
+      static_cast<std::size_t>(zip.central_directory_offset()),
+      static_cast<std::size_t>(last.central_header_offset - zip.central_directory_offset()));
+  tail.rest.assign(others.begin(), others.end());
+  append_central_record(tail.rest, written_entry(layout, last.name, crc));
+  const std::uint64_t central_offset = layout.data_offset + data.size();
+  append_end_records(tail.rest, zip.entries().size(), central_offset, tail.rest.size(),
+                     static_cast<std::uint16_t>(zip.comment().size()));
+  tail.rest.insert(tail.rest.end(), zip.comment().begin(), zip.comment().end());
+  return tail;
+}
+
+class TailWriter final {
+ public:
+  TailWriter(const ZipReader& zip, int fd, bool durable)
+      : source_(zip.source_name()), fd_(fd), durable_(durable) {}
+
+  // What the file holds should the next step fail, for the error message.
+  void set_aftermath(std::string text) { aftermath_ = std::move(text); }
+
+  void write(std::uint64_t offset, ByteSpan bytes, const char* what) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail(what, n < 0 ? errno : ENOSPC);
+      bytes = bytes.subspan(static_cast<std::size_t>(n));
+      offset += static_cast<std::uint64_t>(n);
+    }
+  }
+  void write(const Tail& tail, std::uint64_t offset, const char* what) {
+    write(offset, tail.head, what);
+    write(offset + tail.head.size(), tail.data, what);
+    write(offset + tail.head.size() + tail.data.size(), tail.rest, what);
+  }
+  void truncate(std::uint64_t size, const char* what) {
+    while (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+      if (errno != EINTR) fail(what, errno);
+    }
+  }
+  // The end of a step: the test hook, and with durable the barrier before the next one.
+  void step(TailStep done, bool barrier = true) {
+    if (step_hook()) step_hook()(done, false);
+    if (!durable_ || !barrier) return;
+    if (::fdatasync(fd_) != 0) fail("cannot flush the file to disk", errno);
+    if (step_hook()) step_hook()(done, true);
+  }
+
+ private:
+  [[noreturn]] void fail(const char* what, int error) const {
+    throw Error(ErrorCode::kIo, source_ + ": editing in place: " + what + ": " +
+                                    std::strerror(error) + "; " + aftermath_);
+  }
+
+  const std::string& source_;
+  const int fd_;
+  const bool durable_;
+  std::string aftermath_ = "the archive is unchanged";
+};
+
+// Where the new last entry starts, once the archive is found fit for the edit: the last entry
+// in the file is the last in the central directory, the file holds the archive read, and the
+// file stays within the system's largest size.
+std::uint64_t new_entry_start(const ZipReader& zip, ByteSpan data, std::uint64_t file_size) {
+  const std::vector<ZipEntry>& entries = zip.entries();
+  if (entries.empty() || entries.back().central_index + 1 != entries.size()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                zip.source_name() +
+                    ": the last entry in the file is not the last one in the central directory");
+  }
+  const ZipEntry& last = entries.back();
+  const std::uint64_t archive_end = zip.bytes().size();
+  if (file_size < archive_end) {
+    throw Error(ErrorCode::kBadState, zip.source_name() + ": the file has " +
+                                          std::to_string(file_size) +
+                                          " bytes, fewer than the archive read from it");
+  }
+  // Checked before anything is written, so no offset below can overflow.
+  const std::uint64_t most =
+      2 * (data.size() + zip.central_directory_size() + kMaxAlignment) + (std::uint64_t{1} << 20);
+  if (data.size() > kMaxFileSize / 4 || archive_end > kMaxFileSize - most) {
+    throw Error(ErrorCode::kInvalidArgument,
+                zip.source_name() + ": an entry of " + std::to_string(data.size()) +
+                    " bytes would take the file past the largest size the system allows");
+  }
+  // The new entry starts where the entry before it ends: a gap an interrupted edit left there
+  // goes too.
+  return last.index > 0 ? entries[last.index - 1].end_offset : last.local_header_offset;
+}
+
+// Steps 1 to 3: the interrupted edit record, then the new tail after the archive, then the
+// record cut off, which makes the new tail the live one. Until then a failure takes back what
+// was appended.
+void append_temporary_tail(TailWriter& writer, int fd, const Tail& tail, std::uint64_t offset,
+                           std::uint64_t archive_end) {
+  const std::uint64_t tail_end = offset + tail.size();
+  try {
+    InterruptedEditRecord record;
+    record.archive_end = archive_end;
+    record.record_offset = tail_end;
+    std::uint8_t record_bytes[InterruptedEditRecord::kSize];
+    record.encode(record_bytes);
+    writer.write(tail_end, record_bytes, "cannot write the interrupted edit record");
+    writer.step(TailStep::kMark);
+    writer.write(tail, offset, "cannot write the new entry after the archive");
+    writer.step(TailStep::kAppend);
+    writer.truncate(tail_end, "cannot truncate the interrupted edit record");
+  } catch (...) {
+    // Before the switch the old archive is the live one.
+    static_cast<void>(::ftruncate(fd, static_cast<off_t>(archive_end)));
+    throw;
+  }
+}
+
+}  // namespace
+
+std::uint32_t declared_alignment(const ZipReader& zip) {
+  for (const ZipEntry& entry : zip.entries()) {
+    for (const ExtraRecord& record : split_extra_field(entry.local_extra, 0, entry.name)) {
+      if (record.id != kExtraAlignment || record.data.size() < 2) continue;
+      const std::uint32_t value = detail::load_le16(record.data.data());
+      const std::uint32_t alignment = value == 0 ? kMaxAlignment : value;
+      return alignment >= kDefaultAlignment && is_power_of_two(alignment) ? alignment
+                                                                          : kDefaultAlignment;
+    }
+  }
+  return kDefaultAlignment;
+}
+
+TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
+                                   std::uint32_t alignment, int fd, std::uint64_t file_size,
+                                   bool durable) {
+  const std::uint64_t start = new_entry_start(zip, data, file_size);
+  const ZipEntry& last = zip.entries().back();
+  const std::uint64_t archive_end = zip.bytes().size();
+  TailWriter writer(zip, fd, durable);
+  if (file_size > archive_end) {
+    writer.truncate(archive_end, "cannot drop the bytes of an earlier interrupted edit");
+    writer.step(TailStep::kDropStale);
+  }
+  const Tail final_tail = build_tail(zip, last, start, data, crc, alignment);
+  // The new tail goes after the archive and after the final tail's place, so that neither the
+  // old archive nor step 4 overwrites it while it is the live one.
+  const std::uint64_t temporary_offset = std::max(archive_end, start + final_tail.size());
+  const Tail temporary_tail = build_tail(zip, last, temporary_offset, data, crc, alignment);
+  append_temporary_tail(writer, fd, temporary_tail, temporary_offset, archive_end);
+  writer.set_aftermath(
+      "the archive holds the new entry, after a gap of the bytes the edit left before it; "
+      "editing it again or repacking it removes them");
+  writer.step(TailStep::kSwitch);
+  writer.write(final_tail, start, "cannot write the new entry in its place");
+  writer.step(TailStep::kMove);
+  writer.truncate(start + final_tail.size(), "cannot truncate the file after the new entry");
+  // No barrier: the new entry is on disk already, and a truncation lost to a power loss leaves
+  // the state of step 3, which reads the new entry too.
+  writer.step(TailStep::kTruncate, false);
+  return {final_tail.local_header_offset, final_tail.data_offset, start + final_tail.size()};
+}
+
+void set_tail_step_hook(TailStepHook hook) { step_hook() = std::move(hook); }
+
+}  // namespace onnxzip::zip

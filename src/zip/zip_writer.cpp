@@ -1,0 +1,321 @@
+#include "onnxzip/zip_writer.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "crc_worker.h"
+#include "little_endian.h"
+#include "message_text.h"
+#include "onnxzip/crc32.h"
+#include "onnxzip/error.h"
+#include "onnxzip/output_file.h"
+#include "zip_layout.h"
+#include "zip_records.h"
+
+namespace onnxzip {
+namespace {
+
+using detail::quote;
+
+// A name's length is a u16 in both headers (APPNOTE 4.4.10).
+constexpr std::size_t kMaxNameLength = 0xFFFF;
+constexpr std::uint32_t kMinAlignment = 64;
+constexpr std::uint32_t kMaxAlignment = 65536;
+// Offset of the CRC-32 field inside a local file header (APPNOTE 4.3.7), patched after streaming.
+constexpr std::uint64_t kLocalHeaderCrcOffset = 14;
+// The largest value an extra field length (u16) can hold.
+constexpr std::uint64_t kMaxExtraLength = 0xFFFF;
+// The largest file offset the OS accepts (off_t); entry sizes are checked against it before
+// anything is written, so no offset computation below can overflow.
+constexpr std::uint64_t kMaxFileSize = std::numeric_limits<std::int64_t>::max();
+// More than any local header with its name and extra field can take.
+constexpr std::uint64_t kLocalHeaderLimit =
+    zip::LocalFileHeader::kSize + kMaxNameLength + kMaxExtraLength;
+// Central directory records are gathered and written in batches of about this size.
+constexpr std::size_t kCentralBatchSize = 64 * 1024;
+// Data at least this large has its CRC-32 computed on a second thread while it is copied; below,
+// handing it over would cost more than it saves.
+constexpr std::size_t kParallelCrcBytes = std::size_t{256} << 10;
+
+using zip::EntryLayout;
+using zip::plan_entry;
+using zip::written_entry;
+
+// The gap, then the local header, name, [zip64 extra], [alignment record].
+void write_local_header(AtomicOutputFile& file, const EntryLayout& layout, std::string_view name,
+                        std::uint32_t crc, std::uint32_t alignment) {
+  file.write_zeros(layout.gap);
+  file.write(zip::encode_local_header(layout, name, crc, alignment));
+}
+
+// Appends `data` to the file and returns crc32(data, previous). Large data is copied on this
+// thread while `worker` computes the CRC on another, each reading the bytes once. `name` is the
+// entry's, for errors.
+std::uint32_t write_with_crc(AtomicOutputFile& file, std::unique_ptr<detail::CrcWorker>& worker,
+                             ByteSpan data, std::uint32_t previous, std::string_view name) {
+  if (data.size() < kParallelCrcBytes) {
+    file.write(data);
+    return crc32(data, previous);
+  }
+  if (!worker) worker = std::make_unique<detail::CrcWorker>();
+  worker->start(data, previous);
+  try {
+    file.write(data);
+  } catch (...) {
+    // The worker may still be reading `data`, which the caller frees once this throws.
+    try {
+      static_cast<void>(worker->wait());
+    } catch (const Error&) {
+    }
+    throw;
+  }
+  try {
+    return worker->wait();
+  } catch (const Error& e) {
+    throw e.with_context({.file = file.destination().string(), .entry = "entry " + quote(name)});
+  }
+}
+
+// Passes a producer's pieces straight to the file, computing the CRC as they go by.
+class StreamingSink final : public EntrySink {
+ public:
+  StreamingSink(AtomicOutputFile& file, std::unique_ptr<detail::CrcWorker>& worker,
+                std::string_view name, std::uint64_t size, const std::string& label)
+      : file_(file), worker_(worker), name_(name), remaining_(size), size_(size), label_(label) {}
+
+  void write(ByteSpan piece) override {
+    if (overflowed_ || piece.size() > remaining_) {
+      overflowed_ = true;
+      throw Error(ErrorCode::kInvalidArgument,
+                  label_ + ": the producer wrote more than the declared " + std::to_string(size_) +
+                      " bytes (a piece of " + std::to_string(piece.size()) + " bytes after " +
+                      std::to_string(size_ - remaining_) + ")");
+    }
+    crc_ = write_with_crc(file_, worker_, piece, crc_, name_);
+    remaining_ -= piece.size();
+  }
+
+  std::uint64_t remaining() const noexcept override { return remaining_; }
+  bool overflowed() const noexcept { return overflowed_; }
+  std::uint32_t crc() const noexcept { return crc_; }
+
+ private:
+  AtomicOutputFile& file_;
+  std::unique_ptr<detail::CrcWorker>& worker_;
+  const std::string_view name_;
+  std::uint64_t remaining_;
+  const std::uint64_t size_;
+  const std::string& label_;
+  std::uint32_t crc_ = 0;
+  bool overflowed_ = false;
+};
+
+std::string ascii_lower(std::string_view name) {
+  std::string lowered(name);
+  for (char& c : lowered) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return lowered;
+}
+
+}  // namespace
+
+ZipWriter::ZipWriter(std::filesystem::path destination, ZipWriterOptions options)
+    : alignment_(options.alignment) {
+  if (!is_power_of_two(alignment_) || alignment_ < kMinAlignment || alignment_ > kMaxAlignment) {
+    throw Error(ErrorCode::kInvalidArgument, destination.string() + ": alignment " +
+                                                 std::to_string(alignment_) +
+                                                 " is not a power of two between 64 and 65536");
+  }
+  OutputFileOptions file_options;
+  file_options.durable = options.durable;
+  file_options.follow_symlinks = options.follow_symlinks;
+  file_options.buffer_size = options.buffer_size;
+  file_ = std::make_unique<AtomicOutputFile>(std::move(destination), file_options);
+}
+
+ZipWriter::~ZipWriter() = default;
+ZipWriter::ZipWriter(ZipWriter&& other) noexcept = default;
+ZipWriter& ZipWriter::operator=(ZipWriter&& other) noexcept = default;
+
+void ZipWriter::validate_name(std::string_view name) {
+  const auto fail = [&](const std::string& reason) {
+    throw Error(ErrorCode::kInvalidArgument, "entry name " + quote(name) + ": " + reason);
+  };
+  if (name.empty()) fail("is empty");
+  if (name.size() > kMaxNameLength) {
+    fail("is " + std::to_string(name.size()) +
+         " bytes long, more than a ZIP name can hold (65535)");
+  }
+  if (name.find('\0') != std::string_view::npos) fail("holds a NUL byte");
+  if (name.find('\\') != std::string_view::npos) fail("holds a backslash; ZIP paths use '/'");
+  if (name.front() == '/') fail("starts with '/' (an absolute path)");
+  if (name.back() == '/') fail("ends with '/' (a folder, which holds no data)");
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    const std::size_t end = std::min(name.find('/', start), name.size());
+    const std::string_view component = name.substr(start, end - start);
+    if (component.empty()) fail("has an empty path component ('//')");
+    if (component == "." || component == "..") {
+      fail("has a '" + std::string(component) + "' path component");
+    }
+    start = end + 1;
+  }
+}
+
+std::string ZipWriter::entry_label(std::string_view name) const {
+  return file_->destination().string() + ": entry " + quote(name);
+}
+
+void ZipWriter::ensure_usable(const char* operation) const {
+  if (!file_) {
+    throw Error(ErrorCode::kBadState, std::string(operation) + " on a moved-from ZipWriter");
+  }
+  const char* reason = nullptr;
+  if (in_producer_) {
+    reason = "from inside an entry producer";
+  } else if (finished_) {
+    reason = "after finish()";
+  } else if (failed_) {
+    reason = "after an entry failed; the archive cannot be completed";
+  }
+  if (reason != nullptr) {
+    throw Error(ErrorCode::kBadState,
+                file_->destination().string() + ": " + operation + " called " + reason);
+  }
+}
+
+void ZipWriter::check_unique(std::string_view name) const {
+  const auto found = lowered_names_.find(ascii_lower(name));
+  if (found == lowered_names_.end()) return;
+  const std::string& existing = entries_[found->second].name;
+  if (existing == name) {
+    throw Error(ErrorCode::kInvalidArgument, entry_label(name) + ": duplicate name");
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              entry_label(name) + ": differs from the earlier entry " + quote(existing) +
+                  " only in ASCII case (they would collide on case-insensitive file systems)");
+}
+
+void ZipWriter::check_size(std::string_view name, std::uint64_t size) const {
+  // Checked before anything is written, so the layout's offset arithmetic cannot overflow.
+  const std::uint64_t headroom = kLocalHeaderLimit + zip::kGapStep + kMaxAlignment;
+  const std::uint64_t position = file_->position();
+  if (position > kMaxFileSize - headroom || size > kMaxFileSize - headroom - position) {
+    throw Error(ErrorCode::kInvalidArgument, entry_label(name) + ": size " + std::to_string(size) +
+                                                 " would take the file past the largest size"
+                                                 " the system allows");
+  }
+}
+
+void ZipWriter::remember(WrittenEntry entry) {
+  lowered_names_.emplace(ascii_lower(entry.name), entries_.size());
+  entries_.push_back(std::move(entry));
+}
+
+const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data) {
+  ensure_usable("add");
+  validate_name(name);
+  check_unique(name);
+  check_size(name, data.size());
+  const EntryLayout layout = plan_entry(file_->position(), name.size(), data.size(), alignment_);
+  try {
+    if (data.size() < kParallelCrcBytes) {
+      const std::uint32_t crc = crc32(data);
+      write_local_header(*file_, layout, name, crc, alignment_);
+      file_->write(data);
+      remember(written_entry(layout, name, crc));
+    } else {
+      // The header after the data, once the CRC-32 is known: one write for the gap and the
+      // header instead of a header, then a patch of its CRC field.
+      const std::uint64_t start = layout.local_header_offset - layout.gap;
+      file_->reserve(layout.data_offset - start);
+      const std::uint32_t crc = write_with_crc(*file_, crc_worker_, data, 0, name);
+      std::vector<std::uint8_t> head(layout.gap, 0);
+      const std::vector<std::uint8_t> header =
+          zip::encode_local_header(layout, name, crc, alignment_);
+      head.insert(head.end(), header.begin(), header.end());
+      file_->write_at(start, head);
+      remember(written_entry(layout, name, crc));
+    }
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+  return entries_.back();
+}
+
+const WrittenEntry& ZipWriter::add(std::string_view name, std::uint64_t size,
+                                   const EntryProducer& producer) {
+  ensure_usable("add");
+  validate_name(name);
+  check_unique(name);
+  check_size(name, size);
+  const std::string label = entry_label(name);
+  if (!producer) throw Error(ErrorCode::kInvalidArgument, label + ": no producer given");
+  const EntryLayout layout = plan_entry(file_->position(), name.size(), size, alignment_);
+  try {
+    write_local_header(*file_, layout, name, 0, alignment_);
+    StreamingSink sink(*file_, crc_worker_, name, size, label);
+    in_producer_ = true;
+    try {
+      producer(sink);
+    } catch (...) {
+      in_producer_ = false;
+      throw;
+    }
+    in_producer_ = false;
+    // A producer may swallow the sink's overflow error; the entry is still wrong.
+    if (sink.overflowed()) {
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          label + ": the producer wrote more than the declared " + std::to_string(size) + " bytes");
+    }
+    if (sink.remaining() != 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  label + ": the producer wrote " + std::to_string(size - sink.remaining()) +
+                      " of the declared " + std::to_string(size) + " bytes");
+    }
+    std::uint8_t crc_bytes[4];
+    detail::store_le32(crc_bytes, sink.crc());
+    file_->write_at(layout.local_header_offset + kLocalHeaderCrcOffset, crc_bytes);
+    remember(written_entry(layout, name, sink.crc()));
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+  return entries_.back();
+}
+
+void ZipWriter::write_central_directory() {
+  const std::uint64_t central_offset = file_->position();
+  std::vector<std::uint8_t> batch;
+  batch.reserve(kCentralBatchSize + zip::CentralDirectoryHeader::kSize + kMaxNameLength + 32);
+  for (const WrittenEntry& entry : entries_) {
+    zip::append_central_record(batch, entry);
+    if (batch.size() >= kCentralBatchSize) {
+      file_->write(batch);
+      batch.clear();
+    }
+  }
+  file_->write(batch);
+  batch.clear();
+  zip::append_end_records(batch, entries_.size(), central_offset,
+                          file_->position() - central_offset);
+  file_->write(batch);
+}
+
+void ZipWriter::finish() {
+  ensure_usable("finish");
+  try {
+    write_central_directory();
+    file_->commit();
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+  finished_ = true;
+}
+
+}  // namespace onnxzip

@@ -1,0 +1,1 @@
+// Public, of the base layer.

@@ -1,0 +1,1 @@
+// Public and not in the layer table.

@@ -1,0 +1,2 @@
+// A public header of the onnx layer.
+#include "onnxzip/bytes.h"

@@ -1,0 +1,2 @@
+// Fine: base includes base only.
+#include "onnxzip/bytes.h"

@@ -1,0 +1,2 @@
+// Private to the zip layer.
+#include "onnxzip/bytes.h"
