@@ -13,7 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +28,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -146,6 +149,100 @@ inline std::uint64_t proc_status_bytes(const char* field) {
       return std::strtoull(line.c_str() + prefix.size(), nullptr, 10) * 1024;
   }
   return 0;
+}
+
+// The growth of RssAnon (private memory: heap, stacks; not the page cache nor file mappings)
+// over its level before `work`, at its peak while `work` runs, sampled every millisecond by a
+// thread: what a conversion needs beyond what the caller already holds.
+inline std::uint64_t peak_anon_growth(const std::function<void()>& work) {
+  const std::uint64_t before = proc_status_bytes("RssAnon");
+  std::atomic<bool> done{false};
+  std::atomic<std::uint64_t> peak{before};
+  std::thread sampler([&] {
+    while (!done.load()) {
+      peak.store(std::max(peak.load(), proc_status_bytes("RssAnon")));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  try {
+    work();
+  } catch (...) {
+    done.store(true);
+    sampler.join();
+    throw;
+  }
+  done.store(true);
+  sampler.join();
+  peak.store(std::max(peak.load(), proc_status_bytes("RssAnon")));
+  return peak.load() - std::min(before, peak.load());
+}
+
+// /proc/loadavg's first three fields: how busy the machine was (on a shared machine the
+// figures vary with it).
+inline std::string load_average() {
+  std::ifstream file("/proc/loadavg");
+  std::string one, five, fifteen;
+  file >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen + " (1, 5, 15 min; " +
+         std::to_string(std::thread::hardware_concurrency()) + " cores)";
+}
+
+// How `cp` copies `plain` into `folder`, the reference of every writer: "copy_file_range" (in
+// the kernel, page cache to page cache), "FICLONE" (extents shared, no byte copied) or
+// "read/write" (through user memory, which is slower and flatters every ratio). Told by strace
+// when it is installed; otherwise by trying copy_file_range between two files of the folder
+// (coreutils 9 uses it wherever it works).
+inline std::string cp_copy_method(const fs::path& plain, const fs::path& folder) {
+  const fs::path trace = folder / "cp_strace.txt";
+  const fs::path copy = folder / "cp_strace_copy.bin";
+  const bool traced =
+      run_program({"strace", "-f", "-o", trace.string(), "-e",
+                   "trace=copy_file_range,ioctl,read,write", "cp", plain.string(), copy.string()});
+  std::error_code ignored;
+  fs::remove(copy, ignored);
+  if (traced) {
+    std::ifstream lines(trace);
+    std::uint64_t ranges = 0;
+    std::uint64_t clones = 0;
+    std::uint64_t writes = 0;
+    std::string line;
+    while (std::getline(lines, line)) {
+      const std::size_t equals = line.rfind("= ");
+      const bool succeeded = equals != std::string::npos && line.compare(equals, 4, "= -1") != 0;
+      if (!succeeded) continue;
+      const long long result = std::atoll(line.c_str() + equals + 2);
+      if (line.find("copy_file_range(") != std::string::npos && result > 0) ++ranges;
+      if (line.find("FICLONE") != std::string::npos) ++clones;
+      if (line.find("write(") != std::string::npos && result >= 4096) ++writes;
+    }
+    fs::remove(trace, ignored);
+    if (clones > 0) return "FICLONE (extents shared, no byte copied), by strace";
+    if (ranges > 0 && writes == 0) {
+      return "copy_file_range (" + std::to_string(ranges) + " calls), by strace";
+    }
+    return "read/write (" + std::to_string(writes) + " writes of 4 KiB or more, " +
+           std::to_string(ranges) + " copy_file_range calls), by strace";
+  }
+  fs::remove(trace, ignored);
+  // Without strace: does copy_file_range work between two files here?
+  const fs::path a = folder / "cfr_probe_a.bin";
+  const fs::path b = folder / "cfr_probe_b.bin";
+  std::string verdict = "read/write (copy_file_range fails here), guessed without strace";
+  const int in = ::open(a.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int out = ::open(b.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (in >= 0 && out >= 0) {
+    const std::vector<std::uint8_t> bytes(1 << 16, 0x5A);
+    write_all(in, ByteSpan(bytes.data(), bytes.size()), a);
+    loff_t from = 0;
+    if (::copy_file_range(in, &from, out, nullptr, bytes.size(), 0) > 0) {
+      verdict = "copy_file_range works here (coreutils 9 cp uses it), guessed without strace";
+    }
+  }
+  if (in >= 0) ::close(in);
+  if (out >= 0) ::close(out);
+  fs::remove(a, ignored);
+  fs::remove(b, ignored);
+  return verdict;
 }
 
 inline LegacyWriteOptions legacy_options(LegacyWriteOptions::Mode mode) {

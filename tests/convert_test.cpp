@@ -573,6 +573,36 @@ TEST(RepackErrors, NamesTheArchiveTheTensorAndTheLocation) {
   EXPECT_FALSE(fs::exists(dir / "o"));
 }
 
+// A kept entry is copied, not read first: the CRC-32 the writer computes beside the copy checks
+// it, and a mismatch leaves no output. Small and large entries take different writer paths.
+TEST(RepackErrors, AStoredEntryWhoseBytesDoNotMatchItsCrcLeavesNoOutput) {
+  ScratchDir dir("repack_crc");
+  for (const std::int64_t size : {std::int64_t{16}, std::int64_t{1} << 20}) {
+    SCOPED_TRACE(size);
+    ModelProto model;
+    model.ir_version = 8;
+    TensorProto& w = model.graph.ensure().initializer.emplace_back();
+    w.name = "w";
+    w.data_type = TensorProto::kUint8;
+    w.dims = {size};
+    TensorRef{"w", static_cast<std::uint64_t>(size)}.apply_to(w);
+    testing::TestEntry payload;
+    payload.name = "w";
+    payload.data.assign(static_cast<std::size_t>(size), 3);
+    testing::TestEntry model_entry;
+    model_entry.name = std::string(kModelEntryName);
+    model_entry.data = serialize_model(model);
+    testing::BuiltZip zip = testing::build_zip({payload, model_entry});
+    zip.bytes[zip.entries[0].data_offset + static_cast<std::size_t>(size) / 2] = 4;
+    test_support::write_file_bytes(dir / "bad.zip",
+                                   std::string(zip.bytes.begin(), zip.bytes.end()));
+    EXPECT_CONTAINS(
+        error_of(ErrorCode::kCorrupt, [&] { repack(dir / "bad.zip", dir / "o.onnxz"); }),
+        "bad.zip: entry 'w' at offset 0: CRC-32 mismatch: the data has ");
+    EXPECT_FALSE(fs::exists(dir / "o.onnxz"));
+  }
+}
+
 // A ZIP whose one tensor is 2 MiB of zeros deflated to about 2 KB: refused by the compression
 // ratio limit unless the caller trusts it; then the kept entry streams from the inflater into
 // the output.

@@ -11,9 +11,12 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "file_extent.h"
 #include "onnxzip/error.h"
 #include "posix_file_testing.h"
 #include "support/scratch_dir.h"
@@ -275,6 +278,35 @@ TEST(MappedFileRegistry, DescribesManyLiveMappingsAndReusesTheirSlots) {
       EXPECT_EQ(std::string(name), (dir / ("f" + std::to_string(i))).string());
     }
   }
+}
+
+TEST(MappedFileRegistry, TellsTheFileAndOffsetOfASpanInsideOneMapping) {
+  ScratchDir dir("mapped_file");
+  const fs::path path = dir / "weights.bin";
+  write_file_bytes(path, pattern(10000));
+  auto file = MappedFile::open(path);
+  const ByteSpan bytes = file->bytes();
+  for (const auto& [at, size] : {std::pair<std::size_t, std::size_t>{0, 10000},
+                                 {0, 1},
+                                 {4096, 1},
+                                 {5000, 5000},
+                                 {9999, 1}}) {
+    const std::optional<detail::FileExtent> extent =
+        detail::file_extent_of(bytes.subspan(at, size));
+    ASSERT_TRUE(extent.has_value()) << at << "+" << size;
+    EXPECT_EQ(extent->descriptor, file->descriptor());
+    EXPECT_EQ(extent->offset, at);
+  }
+  // Past the mapping's end, empty, the process's own memory, a file read into memory: none.
+  EXPECT_FALSE(detail::file_extent_of(ByteSpan(bytes.data() + 5000, 5001)).has_value());
+  EXPECT_FALSE(detail::file_extent_of(bytes.first(0)).has_value());
+  const std::vector<std::uint8_t> heap(100, 1);
+  EXPECT_FALSE(detail::file_extent_of(heap).has_value());
+  const auto read = MappedFile::open(path, FileAccess::kRead);
+  EXPECT_FALSE(detail::file_extent_of(read->bytes()).has_value());
+  const ByteSpan gone = bytes.first(100);
+  file.reset();
+  EXPECT_FALSE(detail::file_extent_of(gone).has_value());
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -71,6 +74,81 @@ TEST_F(OutputFileTest, CommitPublishesExactlyWhatWasWritten) {
   }
   EXPECT_EQ(read_all(dest), std::string("HEad0123456789abcdef") + std::string(3, '\0') + "xy");
   EXPECT_EQ(files_in_dir(), 1u) << "no temporary may remain";
+}
+
+TEST_F(OutputFileTest, ReservedBytesReadAsZerosUntilWriteAtFillsThem) {
+  const fs::path dest = dir_ / "reserved.bin";
+  {
+    AtomicOutputFile out(dest);
+    out.write(as_bytes("ab"));
+    out.reserve(5);
+    out.write(as_bytes("cd"));
+    out.reserve(3);
+    out.write(as_bytes("e"));
+    out.write_at(2, as_bytes("HEAD"));
+    EXPECT_EQ(out.position(), 13u);
+    out.commit();
+  }
+  EXPECT_EQ(read_all(dest), std::string("abHEAD") + '\0' + "cd" + std::string(3, '\0') + "e");
+}
+
+// Kilobytes of the mapping containing `address` that are in the process's page tables
+// (/proc/self/smaps "Rss"): 0 when nothing has touched its pages.
+std::uint64_t mapped_kib(const void* address) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto wanted = reinterpret_cast<std::uintptr_t>(address);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    unsigned long long begin = 0;
+    unsigned long long end = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx ", &begin, &end) == 2) {
+      inside = wanted >= begin && wanted < end;
+    } else if (inside && line.rfind("Rss:", 0) == 0) {
+      return std::strtoull(line.c_str() + 4, nullptr, 10);
+    }
+  }
+  ADD_FAILURE() << "no mapping holds the address";
+  return 0;
+}
+
+TEST_F(OutputFileTest, BytesOfAMappedFileAreCopiedFromTheFileNotThroughTheMapping) {
+  const fs::path source = dir_ / "source.bin";
+  std::string content(3 << 20, '\0');
+  for (std::size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 7 + i / 4096);
+  std::ofstream(source, std::ios::binary) << content;
+  const auto mapping = MappedFile::open(source);
+  const ByteSpan bytes = mapping->bytes();
+  const fs::path dest = dir_ / "copy.bin";
+  {
+    AtomicOutputFile out(dest);
+    out.write(as_bytes("head"));
+    out.write(bytes.subspan(7, 100000));  // Smaller than the buffer.
+    out.write(bytes.subspan(100007));     // Larger.
+    out.write(as_bytes("tail"));
+    out.commit();
+  }
+  EXPECT_TRUE(read_all(dest) == "head" + content.substr(7) + "tail");
+  EXPECT_EQ(mapped_kib(bytes.data()), 0u) << "a page of the source mapping was touched";
+}
+
+TEST_F(OutputFileTest, AMappedSourceTruncatedMeanwhileIsAnIoErrorNotACrash) {
+  const fs::path source = dir_ / "shrinking.bin";
+  std::ofstream(source, std::ios::binary) << std::string(1 << 20, 'w');
+  const auto mapping = MappedFile::open(source);
+  fs::resize_file(source, 300000);
+  const fs::path dest = dir_ / "out.bin";
+  try {
+    AtomicOutputFile out(dest);
+    out.write(mapping->bytes().subspan(4096));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_EQ(e.message(), dest.string() +
+                               ": the source file ended at offset 300000, before the 1044480 "
+                               "bytes to copy from offset 4096 (was it truncated?)");
+  }
+  EXPECT_FALSE(fs::exists(dest));
 }
 
 TEST_F(OutputFileTest, AbandonedWriteLeavesDestinationUntouched) {

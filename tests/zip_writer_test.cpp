@@ -5,13 +5,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
+#include "onnxzip/mapped_file.h"
 #include "support/scratch_dir.h"
 #include "support/zip_inspector.h"
 #include "zip_records.h"
@@ -242,20 +245,9 @@ INSTANTIATE_TEST_SUITE_P(AlignmentsAndNames, ZipWriterLayoutTest,
 // The padding rule at its edges: no record, records that would be shorter than 6 bytes, and the
 // 64-byte gap that alignment 65536 needs when the padding cannot fit an extra field.
 
-class ZipWriterPaddingTest
-    : public ::testing::TestWithParam<std::tuple<std::uint32_t, std::uint64_t>> {};
-
-TEST_P(ZipWriterPaddingTest, SecondEntryGetsThePrescribedPaddingOrGap) {
-  const auto [alignment, natural] = GetParam();
-  const ScratchDir dir("zipw_padding");
-  // The second entry ("abc") starts right after the first one's data, which starts on a
-  // multiple of A; choose the first size so its header ends `natural` bytes short of a boundary.
-  const std::uint64_t first_size = (2 * alignment - natural - (30 + 3)) % alignment;
-  const std::vector<EntrySpec> specs = {{"a", pattern(first_size, 1)}, {"abc", pattern(5, 2)}};
-  const auto written = write_archive(dir / "p.zip", specs, alignment, WritePath::kSpan);
-  const auto file = read_file_bytes(dir / "p.zip");
-  check_archive(file, specs, written, alignment);
-
+// Where the second entry of a padding case goes: after the first, with its padding or a gap.
+void check_second_entry(ByteSpan file, const std::vector<WrittenEntry>& written,
+                        std::uint32_t alignment, std::uint64_t natural, std::uint64_t first_size) {
   const std::uint64_t first_end = written[0].data_offset + first_size;
   const auto second = inspect_archive(file).entries[1];
   if (natural == 0) {
@@ -275,6 +267,28 @@ TEST_P(ZipWriterPaddingTest, SecondEntryGetsThePrescribedPaddingOrGap) {
   EXPECT_EQ(written[1].data_offset % alignment, 0u);
 }
 
+class ZipWriterPaddingTest
+    : public ::testing::TestWithParam<std::tuple<std::uint32_t, std::uint64_t>> {};
+
+TEST_P(ZipWriterPaddingTest, SecondEntryGetsThePrescribedPaddingOrGap) {
+  const auto [alignment, natural] = GetParam();
+  const ScratchDir dir("zipw_padding");
+  // The second entry ("abc") starts right after the first one's data, which starts on a
+  // multiple of A; choose the first size so its header ends `natural` bytes short of a boundary.
+  const std::uint64_t first_size = (2 * alignment - natural - (30 + 3)) % alignment;
+  // The second entry small (header, then data) and large (data, then its header once the CRC-32
+  // computed beside the copy is known): the same layout either way.
+  for (const std::size_t second_size : {std::size_t{5}, std::size_t{300} << 10}) {
+    SCOPED_TRACE("second entry of " + std::to_string(second_size) + " bytes");
+    const std::vector<EntrySpec> specs = {{"a", pattern(first_size, 1)},
+                                          {"abc", pattern(second_size, 2)}};
+    const auto written = write_archive(dir / "p.zip", specs, alignment, WritePath::kSpan);
+    const auto file = read_file_bytes(dir / "p.zip");
+    check_archive(file, specs, written, alignment);
+    check_second_entry(file, written, alignment, natural, first_size);
+  }
+}
+
 std::vector<std::tuple<std::uint32_t, std::uint64_t>> padding_edges() {
   std::vector<std::tuple<std::uint32_t, std::uint64_t>> cases;
   for (const std::uint32_t alignment : {64u, 4096u, 65536u}) {
@@ -290,6 +304,49 @@ INSTANTIATE_TEST_SUITE_P(Edges, ZipWriterPaddingTest, ::testing::ValuesIn(paddin
                            return "A" + std::to_string(std::get<0>(param_info.param)) + "_p" +
                                   std::to_string(std::get<1>(param_info.param));
                          });
+
+// Payloads borrowed from a file mapping (a loaded model's) are copied by the kernel from the file
+// while the CRC-32 is read from it on another thread: sizes on both sides of where each starts.
+TEST(ZipWriter, EntriesFromAMappedFileHoldItsBytesAndTheirCrc) {
+  const ScratchDir dir("zipw_mapped");
+  const std::vector<std::uint8_t> source = pattern((3 << 20) + 11, 7);
+  write_file_bytes(dir / "source.bin", std::string(source.begin(), source.end()));
+  const auto mapping = MappedFile::open(dir / "source.bin");
+  ZipWriter writer(dir / "m.zip");
+  std::vector<EntrySpec> specs;
+  const std::pair<std::size_t, std::size_t> ranges[] = {{1, 65535},           {100, 65536},
+                                                        {7, (256 << 10) - 1}, {3, 256 << 10},
+                                                        {5, (256 << 10) + 1}, {11, 3 << 20}};
+  for (const auto& [offset, size] : ranges) {
+    const std::string name = "t" + std::to_string(specs.size());
+    writer.add(name, mapping->bytes().subspan(offset, size));
+    specs.push_back(
+        {name, std::vector<std::uint8_t>(source.begin() + offset, source.begin() + offset + size)});
+  }
+  writer.finish();
+  check_archive(read_file_bytes(dir / "m.zip"), specs, writer.entries(), 64);
+}
+
+TEST(ZipWriter, AMappedSourceTruncatedMeanwhileFailsTheEntryAndLeavesNoArchive) {
+  const ScratchDir dir("zipw_truncated");
+  write_file_bytes(dir / "source.bin", std::string(1 << 20, 'w'));
+  const auto mapping = MappedFile::open(dir / "source.bin");
+  std::filesystem::resize_file(dir / "source.bin", 500000);
+  {
+    ZipWriter writer(dir / "t.zip");
+    try {
+      writer.add("w", mapping->bytes());
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kIo);
+      EXPECT_THAT(e.message(),
+                  HasSubstr("t.zip: the source file ended at offset 500000, before the 1048576 "
+                            "bytes to copy from offset 0 (was it truncated?)"));
+    }
+    EXPECT_THROW(writer.add("v", pattern(4, 1)), Error);
+  }
+  EXPECT_THAT(dir.file_names(), ElementsAre("source.bin"));
+}
 
 TEST(ZipWriter, ReportsWhatItWrote) {
   const ScratchDir dir("zipw_report");

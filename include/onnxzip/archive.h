@@ -115,6 +115,9 @@ std::uint64_t externalized_bytes(const ModelProto& model, const SaveOptions& opt
 struct TensorRef {
   std::string location;  // The payload entry's name.
   std::uint64_t length = 0;
+  // The CRC-32 of the payload as written: a caller copying bytes whose CRC it knows (repack)
+  // checks them with it instead of reading them once more.
+  std::uint32_t crc32 = 0;
 
   // Makes `tensor` refer to the entry: data_location EXTERNAL, external_data exactly
   // [location, length], raw_data and every typed field cleared. dims and data_type are the

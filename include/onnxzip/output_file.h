@@ -29,6 +29,10 @@
 
 namespace onnxzip {
 
+namespace detail {
+struct FileExtent;
+}  // namespace detail
+
 struct OutputFileOptions {
   // fsync the file (and its folder) before and after the rename, so a power loss cannot leave an
   // empty destination. Off by default: it costs a full flush of the page cache for the file.
@@ -50,11 +54,19 @@ class AtomicOutputFile final {
   AtomicOutputFile(const AtomicOutputFile&) = delete;
   AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
 
-  // Appends at the current position.
+  // Appends at the current position. Bytes that lie in a live mapping of a MappedFile
+  // (mapped_file.h) are copied by the kernel from that file (copy_file_range), never read
+  // through the mapping; others are buffered or, when large, written directly. Error(kIo) naming
+  // the destination when the write fails or the mapped source file ends before the bytes do
+  // (it was truncated); the file is then abandoned.
   void write(ByteSpan bytes);
   // Appends `count` zero bytes.
   void write_zeros(std::uint64_t count);
-  // Overwrites bytes already written, at [offset, offset + size). Does not move the position.
+  // Skips `count` bytes, for a header whose fields are known only after what follows it: they
+  // read as zeros until write_at() fills them.
+  void reserve(std::uint64_t count);
+  // Overwrites bytes already written or reserved, at [offset, offset + size). Does not move the
+  // position.
   void write_at(std::uint64_t offset, ByteSpan bytes);
   std::uint64_t position() const noexcept { return position_; }
 
@@ -73,6 +85,7 @@ class AtomicOutputFile final {
   friend void commit_together(std::span<AtomicOutputFile* const> others, AtomicOutputFile& primary);
 
   void flush_buffer();
+  void copy_from_file(const detail::FileExtent& extent, ByteSpan bytes);
   void write_fully(const std::uint8_t* data, std::size_t size, std::uint64_t offset);
   void ensure_open(const char* operation) const;
   void discard() noexcept;

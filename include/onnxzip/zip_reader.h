@@ -197,6 +197,9 @@ class ZipReader final {
   // Checks the CRC-32 of the entry's uncompressed bytes, in bounded memory (stream()):
   // Error(kCorrupt) naming the entry, its offset and both CRCs on a mismatch.
   void verify(const ZipEntry& entry) const;
+  // The same check for a CRC-32 the caller computed over the entry's bytes (a writer that copied
+  // them): Error(kCorrupt) as verify() when `actual` is not the CRC-32 the entry records.
+  void check_crc(const ZipEntry& entry, std::uint32_t actual) const;
 
   const std::vector<ZipFinding>& findings() const noexcept { return findings_; }
 
@@ -223,7 +226,6 @@ class ZipReader final {
   ByteSpan deflated_bytes(const ZipEntry& e) const;
   TensorBytes inflate_whole(const ZipEntry& e) const;
   TensorBytes inflate_to_spill_file(const ZipEntry& e) const;
-  void check_crc(const ZipEntry& e, std::uint32_t actual) const;
 
   ByteSpan bytes_;
   ZipReaderOptions options_;

@@ -27,6 +27,9 @@
 namespace onnxzip {
 
 class AtomicOutputFile;
+namespace detail {
+class CrcWorker;
+}  // namespace detail
 
 struct ZipWriterOptions {
   // Where every entry's data starts: a power of two in [64, 65536].
@@ -81,7 +84,10 @@ class ZipWriter final {
   ZipWriter(const ZipWriter&) = delete;
   ZipWriter& operator=(const ZipWriter&) = delete;
 
-  // Adds an entry holding `data`. The returned reference is valid until the next add().
+  // Adds an entry holding `data`. Large data is copied while a second thread computes its CRC-32,
+  // and bytes of a file mapping (MappedFile, e.g. the payloads of a loaded model) are copied by
+  // the kernel from the file (AtomicOutputFile::write). The returned reference is valid until
+  // the next add().
   // Throws Error(kInvalidArgument) for a name breaking the ZIP naming rule (validate_name) or
   // already used (also when only ASCII case differs), leaving the writer usable;
   // Error(kBadState) after finish() or after a failed entry. The .onnxz rule for names is the
@@ -118,6 +124,7 @@ class ZipWriter final {
   void write_central_directory();
 
   std::unique_ptr<AtomicOutputFile> file_;
+  std::unique_ptr<detail::CrcWorker> crc_worker_;  // For large entries, started on first use.
   std::uint32_t alignment_ = 64;
   std::vector<WrittenEntry> entries_;
   // ASCII-lower-cased name -> index in entries_, so case-only duplicates are found in O(1).

@@ -150,7 +150,7 @@ void ArchiveWriter::State::check_added_tensor(std::string_view tensor_name, std:
 
 TensorRef ArchiveWriter::State::remember(const WrittenEntry& written) {
   added.add(written.name, written.size);
-  return TensorRef{written.name, written.size};
+  return TensorRef{.location = written.name, .length = written.size, .crc32 = written.crc32};
 }
 
 std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "file_extent.h"
 #include "onnxzip/error.h"
 #include "posix_file.h"
 
@@ -42,11 +43,13 @@ struct Slot {
   std::atomic<std::uint32_t> version{0};
   std::atomic<std::uintptr_t> begin{0};
   std::atomic<std::uintptr_t> end{0};  // 0: the slot is free.
+  std::atomic<int> descriptor{-1};     // The mapped file's, for file_extent_of().
   std::array<std::atomic<char>, kNameCapacity> name{};
 };
 static_assert(std::atomic<std::uintptr_t>::is_always_lock_free);
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 static_assert(std::atomic<char>::is_always_lock_free);
+static_assert(std::atomic<int>::is_always_lock_free);
 
 struct Block {
   std::array<Slot, kSlotsPerBlock> slots;
@@ -77,8 +80,10 @@ void update_slot(Slot& slot, Change&& change) {
   slot.version.store(version + 2, std::memory_order_release);
 }
 
-// The slot now describing [begin, begin + size) as `name`, or nullptr when the registry is full.
-Slot* register_mapping(const void* begin, std::size_t size, const std::string& name) {
+// The slot now describing [begin, begin + size) as `name`, the mapping of the file open as
+// `descriptor`, or nullptr when the registry is full.
+Slot* register_mapping(const void* begin, std::size_t size, const std::string& name,
+                       int descriptor) {
   RegistryWriters& w = writers();
   const std::lock_guard<std::mutex> lock(w.mutex);
   if (w.free_slots.empty()) {
@@ -98,6 +103,7 @@ Slot* register_mapping(const void* begin, std::size_t size, const std::string& n
     slot->name[length].store('\0', std::memory_order_relaxed);
     slot->begin.store(first, std::memory_order_relaxed);
     slot->end.store(first + size, std::memory_order_relaxed);
+    slot->descriptor.store(descriptor, std::memory_order_relaxed);
   });
   return slot;
 }
@@ -234,7 +240,7 @@ std::shared_ptr<const MappedFile> MappedFile::adopt(int fd, std::filesystem::pat
   if (held.source.size() != size) fail_io(label, "the file changed size while it was being mapped");
   file->bytes_ =
       ByteSpan(reinterpret_cast<const std::uint8_t*>(held.source.data()), held.source.size());
-  held.slot = register_mapping(held.source.data(), held.source.size(), label);
+  held.slot = register_mapping(held.source.data(), held.source.size(), label, held.fd.get());
   return file;
 }
 
@@ -250,6 +256,24 @@ bool MappedFile::describe_address(const void* address, char* name, std::size_t c
   }
   name[0] = '\0';
   return false;
+}
+
+std::optional<detail::FileExtent> detail::file_extent_of(ByteSpan bytes) {
+  if (bytes.empty()) return std::nullopt;
+  const auto first = reinterpret_cast<std::uintptr_t>(bytes.data());
+  // Slots change only under the writers' mutex, so holding it, plain reads see whole slots.
+  RegistryWriters& w = writers();
+  const std::lock_guard<std::mutex> lock(w.mutex);
+  for (std::size_t b = 0; b < w.blocks; ++b) {
+    const Block* const block = g_blocks[b].load(std::memory_order_acquire);
+    for (const Slot& slot : block->slots) {
+      const std::uintptr_t begin = slot.begin.load(std::memory_order_relaxed);
+      const std::uintptr_t end = slot.end.load(std::memory_order_relaxed);
+      if (end == 0 || first < begin || first >= end || bytes.size() > end - first) continue;
+      return FileExtent{slot.descriptor.load(std::memory_order_relaxed), first - begin};
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace onnxzip

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
 #include <utility>
 
+#include "file_extent.h"
 #include "memory_splice.h"
 #include "onnxzip/error.h"
 #include "output_file_testing.h"
@@ -23,6 +25,10 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string errno_text(int error) { return std::strerror(error); }
+
+// Pieces of a file mapping at least this large are copied by copy_file_range; smaller ones go
+// through the buffer, where one page fault maps their pages (the kernel's fault-around).
+constexpr std::size_t kFileCopyMinBytes = std::size_t{64} << 10;
 
 detail::RenameHook& rename_hook() {
   static detail::RenameHook hook;
@@ -237,22 +243,69 @@ void AtomicOutputFile::flush_buffer() {
 
 void AtomicOutputFile::write(ByteSpan bytes) {
   ensure_open("write");
-  if (buffer_.size() + bytes.size() <= options_.buffer_size) {
+  // A piece of a file mapping is copied by the kernel from that file, whatever its size: through
+  // the buffer or write(), the mapping would be touched page by page.
+  const std::optional<detail::FileExtent> extent =
+      bytes.size() >= kFileCopyMinBytes ? detail::file_extent_of(bytes) : std::nullopt;
+  if (!extent && bytes.size() < options_.buffer_size) {
+    if (buffer_.size() + bytes.size() > options_.buffer_size) flush_buffer();
     buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
   } else {
     flush_buffer();
-    // Large pieces go straight to the kernel: copying them through the buffer costs a pass.
-    if (bytes.size() >= options_.buffer_size) {
+    if (extent) {
+      copy_from_file(*extent, bytes);
+    } else {
+      // Large pieces go straight to the kernel: vmsplice lends it the pages themselves, so they are
+      // not copied through the buffer; what it does not take is written.
       const std::size_t spliced = detail::splice_from_memory(fd_, bytes, flushed_position_);
       const ByteSpan rest = bytes.subspan(spliced);
       touch_pages(rest);
       write_fully(rest.data(), rest.size(), flushed_position_ + spliced);
-      flushed_position_ += bytes.size();
-    } else {
-      buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
     }
+    flushed_position_ += bytes.size();
   }
   position_ += bytes.size();
+}
+
+void AtomicOutputFile::copy_from_file(const detail::FileExtent& extent, ByteSpan bytes) {
+  auto from = static_cast<loff_t>(extent.offset);
+  auto to = static_cast<loff_t>(flushed_position_);
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::copy_file_range(extent.descriptor, &from, fd_, &to, left, 0);
+    if (n > 0) {
+      left -= static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS)) {
+      // Kernels before 5.19 copy only within one file system, and some file systems not at all:
+      // the rest is written from the mapping.
+      const ByteSpan rest = bytes.last(left);
+      touch_pages(rest);
+      write_fully(rest.data(), rest.size(), static_cast<std::uint64_t>(to));
+      return;
+    }
+    const int error = n < 0 ? errno : 0;
+    discard();
+    const std::uint64_t source_offset = static_cast<std::uint64_t>(from);
+    if (error == 0) {
+      throw Error(ErrorCode::kIo, destination_.string() + ": the source file ended at offset " +
+                                      std::to_string(source_offset) + ", before the " +
+                                      std::to_string(bytes.size()) + " bytes to copy from offset " +
+                                      std::to_string(extent.offset) + " (was it truncated?)");
+    }
+    throw Error(ErrorCode::kIo, destination_.string() + ": copying from offset " +
+                                    std::to_string(source_offset) +
+                                    " of the source file failed: " + errno_text(error));
+  }
+}
+
+void AtomicOutputFile::reserve(std::uint64_t count) {
+  ensure_open("reserve");
+  flush_buffer();
+  flushed_position_ += count;
+  position_ += count;
 }
 
 void AtomicOutputFile::write_zeros(std::uint64_t count) {

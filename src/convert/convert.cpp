@@ -133,15 +133,32 @@ class Repacker final {
     throw Error(ErrorCode::kCorrupt, in_.string() + ": " + message);
   }
   const ZipEntry& find_model_entry() const;
+  ModelProto parse_model(const ZipEntry& model_entry);
   Reference resolve(TensorProto& tensor, std::string_view site, std::string_view prefix) const;
+  void resolve_references(ModelProto& model, std::string_view prefix);
+  void keep_or_unpack();
   // The entry's bytes with its CRC-32 checked, shared by every tensor that borrows from them.
   std::shared_ptr<const TensorBytes> entry_bytes(const ZipEntry& entry);
+  std::uint64_t kept_bytes() const;
+  std::string copy_kept_entry(ArchiveWriter& writer, const std::vector<const Reference*>& tensors);
+  TensorRef copy_stored_entry(ArchiveWriter& writer, const Reference& first);
+  TensorRef copy_deflated_entry(ArchiveWriter& writer, const Reference& first);
+  void write_in_steps(EntrySink& sink, ByteSpan bytes);
+  void list_other_entries(const ZipEntry& model_entry, RepackResult& result) const;
 
   fs::path in_;
   fs::path out_;
   SaveOptions options_;
   ZipReader zip_;
   std::unordered_map<std::size_t, std::shared_ptr<const TensorBytes>> cached_entries_;
+  std::vector<Reference> references_;  // Every external reference of the model.
+  // Entries used whole under a valid name: entry index -> the references to it, in input order.
+  std::map<std::size_t, std::vector<const Reference*>> kept_;
+  // Entries referred to by range or under an invalid name, whose bytes the tensors now hold.
+  // An entry used whole by some tensors and by range by others is kept and unpacked both.
+  std::set<std::size_t> unpacked_;
+  // The whole write's progress: the kept entries, then what finish() externalizes.
+  std::optional<detail::ProgressMeter> meter_;
 };
 
 const ZipEntry& Repacker::find_model_entry() const {
@@ -218,86 +235,125 @@ std::shared_ptr<const TensorBytes> Repacker::entry_bytes(const ZipEntry& entry) 
   return slot;
 }
 
-RepackResult Repacker::run() {
-  const ZipEntry& model_entry = find_model_entry();
-  const std::string_view prefix = std::string_view(model_entry.name)
-                                      .substr(0, model_entry.name.size() - kModelEntryName.size());
+ModelProto Repacker::parse_model(const ZipEntry& model_entry) {
   const std::shared_ptr<const TensorBytes> model_bytes = entry_bytes(model_entry);
   ParseOptions parse;
   parse.no_copy = true;  // Inline payloads borrow from the model entry's bytes.
-  ModelProto model = parse_message<ModelProto>(model_bytes->view(), model_bytes, parse,
-                                               in_.string() + ": entry " + quote(model_entry.name));
+  return parse_message<ModelProto>(model_bytes->view(), model_bytes, parse,
+                                   in_.string() + ": entry " + quote(model_entry.name));
+}
 
-  // Sort the references: whole entries under a valid name are kept, the rest unpacked.
-  std::map<std::size_t, std::vector<const Reference*>> kept;  // Entry index -> its tensors.
-  std::set<std::size_t> unpacked;
-  std::vector<Reference> references;
+void Repacker::resolve_references(ModelProto& model, std::string_view prefix) {
   std::vector<std::pair<TensorProto*, std::string>> sites;
   for_each_tensor(model, [&](TensorProto& tensor, const TensorSite& site) {
     if (tensor.data_location == TensorProto::kExternal) {
       sites.emplace_back(&tensor, std::string(site.path));
     }
   });
-  references.reserve(sites.size());
+  references_.reserve(sites.size());
   for (const auto& [tensor, site] : sites) {
-    references.push_back(resolve(*tensor, site, prefix));
+    references_.push_back(resolve(*tensor, site, prefix));
   }
-  for (const Reference& ref : references) {
-    if (ref.offset == 0 && ref.length == ref.entry->size && valid_entry_name(ref.location)) {
-      kept[ref.entry->index].push_back(&ref);
-    } else {
-      unpacked.insert(ref.entry->index);
-      const std::shared_ptr<const TensorBytes> bytes = entry_bytes(*ref.entry);
-      ref.tensor->raw_data =
-          TensorBytes::borrowed(bytes->view().subspan(static_cast<std::size_t>(ref.offset),
-                                                      static_cast<std::size_t>(ref.length)),
-                                bytes);
-      ref.tensor->external_data.clear();
-      ref.tensor->data_location.reset();
-    }
-  }
-  // An entry used whole by some tensors and by range by others is kept and unpacked both.
+}
 
-  // One meter for the whole write: the kept entries, then what finish() externalizes.
-  std::uint64_t total = 0;
-  if (options_.progress) {
-    for (const auto& [index, tensors] : kept) total += zip_.entries()[index].size;
-    total += externalized_bytes(model, options_);
+// Whole entries under a valid name are kept; a tensor referring to anything else gets its bytes
+// inline, borrowed from the entry's.
+void Repacker::keep_or_unpack() {
+  for (const Reference& ref : references_) {
+    if (ref.offset == 0 && ref.length == ref.entry->size && valid_entry_name(ref.location)) {
+      kept_[ref.entry->index].push_back(&ref);
+      continue;
+    }
+    unpacked_.insert(ref.entry->index);
+    const std::shared_ptr<const TensorBytes> bytes = entry_bytes(*ref.entry);
+    ref.tensor->raw_data =
+        TensorBytes::borrowed(bytes->view().subspan(static_cast<std::size_t>(ref.offset),
+                                                    static_cast<std::size_t>(ref.length)),
+                              bytes);
+    ref.tensor->external_data.clear();
+    ref.tensor->data_location.reset();
   }
-  detail::ProgressMeter meter(options_.progress, total);
+}
+
+std::uint64_t Repacker::kept_bytes() const {
+  std::uint64_t bytes = 0;
+  for (const auto& [index, tensors] : kept_) bytes += zip_.entries()[index].size;
+  return bytes;
+}
+
+// Copies one kept entry, points its tensors at the copy and returns the copy's name.
+std::string Repacker::copy_kept_entry(ArchiveWriter& writer,
+                                      const std::vector<const Reference*>& tensors) {
+  const Reference& first = *tensors.front();
+  const TensorRef ref = first.entry->is_stored() ? copy_stored_entry(writer, first)
+                                                 : copy_deflated_entry(writer, first);
+  for (const Reference* tensor_ref : tensors) ref.apply_to(*tensor_ref->tensor);
+  return ref.location;
+}
+
+// Copied by the writer from the archive file (the kernel copies the bytes of a mapping), its
+// CRC-32 computed beside the copy; that CRC checks the entry.
+TensorRef Repacker::copy_stored_entry(ArchiveWriter& writer, const Reference& first) {
+  const ZipEntry& entry = *first.entry;
+  const std::int32_t data_type = first.tensor->data_type.value_or(TensorProto::kUndefined);
+  const ByteSpan data = zip_.stored_data(entry);
+  TensorRef ref;
+  if (meter_->active() && data.size() > kProgressStepBytes) {
+    ref = writer.add_tensor(first.location, data_type, first.tensor->dims,
+                            [&](EntrySink& sink) { write_in_steps(sink, data); });
+  } else {
+    ref = writer.add_tensor(first.location, data_type, first.tensor->dims, data);
+    meter_->advance(data.size());
+  }
+  zip_.check_crc(entry, ref.crc32);
+  return ref;
+}
+
+TensorRef Repacker::copy_deflated_entry(ArchiveWriter& writer, const Reference& first) {
+  const ZipEntry& entry = *first.entry;
+  const std::int32_t data_type = first.tensor->data_type.value_or(TensorProto::kUndefined);
+  return writer.add_tensor(first.location, data_type, first.tensor->dims, [&](EntrySink& sink) {
+    if (unpacked_.contains(entry.index)) {
+      write_in_steps(sink, entry_bytes(entry)->view());  // Inflated already for other tensors.
+    } else {
+      // Straight from the inflater into the output, in bounded memory. A CRC-32 mismatch comes
+      // after the last piece; the writer then leaves no output.
+      zip_.stream(entry, [&](ByteSpan piece) { write_in_steps(sink, piece); });
+    }
+  });
+}
+
+// In pieces, so that progress is reported as they go.
+void Repacker::write_in_steps(EntrySink& sink, ByteSpan bytes) {
+  detail::write_with_progress(bytes, *meter_, [&](ByteSpan piece) { sink.write(piece); });
+}
+
+void Repacker::list_other_entries(const ZipEntry& model_entry, RepackResult& result) const {
+  for (const ZipEntry& entry : zip_.entries()) {
+    if (&entry == &model_entry || kept_.contains(entry.index)) continue;
+    (unpacked_.contains(entry.index) ? result.unpacked_entries : result.dropped_entries)
+        .push_back(entry.name);
+  }
+}
+
+RepackResult Repacker::run() {
+  const ZipEntry& model_entry = find_model_entry();
+  ModelProto model = parse_model(model_entry);
+  resolve_references(model, std::string_view(model_entry.name)
+                                .substr(0, model_entry.name.size() - kModelEntryName.size()));
+  keep_or_unpack();
+  meter_.emplace(options_.progress,
+                 options_.progress ? kept_bytes() + externalized_bytes(model, options_) : 0);
 
   RepackResult result;
   SaveOptions save_options = options_;
-  save_options.progress = meter.last_part();
+  save_options.progress = meter_->last_part();
   ArchiveWriter writer(out_, save_options);
-  for (const auto& [index, tensors] : kept) {
-    const ZipEntry& entry = zip_.entries()[index];
-    const TensorProto& first = *tensors.front()->tensor;
-    const auto write = [&](EntrySink& sink, ByteSpan rest) {
-      detail::write_with_progress(rest, meter, [&](ByteSpan piece) { sink.write(piece); });
-    };
-    const bool inflated_already = unpacked.contains(index);  // For the unpacked tensors.
-    const TensorRef ref = writer.add_tensor(
-        tensors.front()->location, first.data_type.value_or(TensorProto::kUndefined), first.dims,
-        [&](EntrySink& sink) {
-          if (inflated_already) {
-            write(sink, entry_bytes(entry)->view());
-          } else {
-            // Straight from the archive (or the inflater) into the output, in bounded memory. A
-            // CRC-32 mismatch comes after the last piece; the writer then leaves no output.
-            zip_.stream(entry, [&](ByteSpan piece) { write(sink, piece); });
-          }
-        });
-    for (const Reference* tensor_ref : tensors) ref.apply_to(*tensor_ref->tensor);
-    result.kept_entries.push_back(ref.location);
+  for (const auto& [index, tensors] : kept_) {
+    result.kept_entries.push_back(copy_kept_entry(writer, tensors));
   }
   writer.finish(model);
-
-  for (const ZipEntry& entry : zip_.entries()) {
-    if (&entry == &model_entry || kept.contains(entry.index)) continue;
-    (unpacked.contains(entry.index) ? result.unpacked_entries : result.dropped_entries)
-        .push_back(entry.name);
-  }
+  list_other_entries(model_entry, result);
   return result;
 }
 

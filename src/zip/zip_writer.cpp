@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "crc_worker.h"
 #include "little_endian.h"
 #include "message_text.h"
 #include "onnxzip/crc32.h"
@@ -34,6 +35,9 @@ constexpr std::uint64_t kLocalHeaderLimit =
     zip::LocalFileHeader::kSize + kMaxNameLength + kMaxExtraLength;
 // Central directory records are gathered and written in batches of about this size.
 constexpr std::size_t kCentralBatchSize = 64 * 1024;
+// Data at least this large has its CRC-32 computed on a second thread while it is copied; below,
+// handing it over would cost more than it saves.
+constexpr std::size_t kParallelCrcBytes = std::size_t{256} << 10;
 
 using zip::EntryLayout;
 using zip::plan_entry;
@@ -46,11 +50,40 @@ void write_local_header(AtomicOutputFile& file, const EntryLayout& layout, std::
   file.write(zip::encode_local_header(layout, name, crc, alignment));
 }
 
+// Appends `data` to the file and returns crc32(data, previous). Large data is copied on this
+// thread while `worker` computes the CRC on another, each reading the bytes once. `name` is the
+// entry's, for errors.
+std::uint32_t write_with_crc(AtomicOutputFile& file, std::unique_ptr<detail::CrcWorker>& worker,
+                             ByteSpan data, std::uint32_t previous, std::string_view name) {
+  if (data.size() < kParallelCrcBytes) {
+    file.write(data);
+    return crc32(data, previous);
+  }
+  if (!worker) worker = std::make_unique<detail::CrcWorker>();
+  worker->start(data, previous);
+  try {
+    file.write(data);
+  } catch (...) {
+    // The worker may still be reading `data`, which the caller frees once this throws.
+    try {
+      static_cast<void>(worker->wait());
+    } catch (const Error&) {
+    }
+    throw;
+  }
+  try {
+    return worker->wait();
+  } catch (const Error& e) {
+    throw e.with_context({.file = file.destination().string(), .entry = "entry " + quote(name)});
+  }
+}
+
 // Passes a producer's pieces straight to the file, computing the CRC as they go by.
 class StreamingSink final : public EntrySink {
  public:
-  StreamingSink(AtomicOutputFile& file, std::uint64_t size, const std::string& label)
-      : file_(file), remaining_(size), size_(size), label_(label) {}
+  StreamingSink(AtomicOutputFile& file, std::unique_ptr<detail::CrcWorker>& worker,
+                std::string_view name, std::uint64_t size, const std::string& label)
+      : file_(file), worker_(worker), name_(name), remaining_(size), size_(size), label_(label) {}
 
   void write(ByteSpan piece) override {
     if (overflowed_ || piece.size() > remaining_) {
@@ -60,8 +93,7 @@ class StreamingSink final : public EntrySink {
                       " bytes (a piece of " + std::to_string(piece.size()) + " bytes after " +
                       std::to_string(size_ - remaining_) + ")");
     }
-    file_.write(piece);
-    crc_ = crc32(piece, crc_);
+    crc_ = write_with_crc(file_, worker_, piece, crc_, name_);
     remaining_ -= piece.size();
   }
 
@@ -71,6 +103,8 @@ class StreamingSink final : public EntrySink {
 
  private:
   AtomicOutputFile& file_;
+  std::unique_ptr<detail::CrcWorker>& worker_;
+  const std::string_view name_;
   std::uint64_t remaining_;
   const std::uint64_t size_;
   const std::string& label_;
@@ -179,11 +213,25 @@ const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data) {
   check_unique(name);
   check_size(name, data.size());
   const EntryLayout layout = plan_entry(file_->position(), name.size(), data.size(), alignment_);
-  const std::uint32_t crc = crc32(data);
   try {
-    write_local_header(*file_, layout, name, crc, alignment_);
-    file_->write(data);
-    remember(written_entry(layout, name, crc));
+    if (data.size() < kParallelCrcBytes) {
+      const std::uint32_t crc = crc32(data);
+      write_local_header(*file_, layout, name, crc, alignment_);
+      file_->write(data);
+      remember(written_entry(layout, name, crc));
+    } else {
+      // The header after the data, once the CRC-32 is known: one write for the gap and the
+      // header instead of a header, then a patch of its CRC field.
+      const std::uint64_t start = layout.local_header_offset - layout.gap;
+      file_->reserve(layout.data_offset - start);
+      const std::uint32_t crc = write_with_crc(*file_, crc_worker_, data, 0, name);
+      std::vector<std::uint8_t> head(layout.gap, 0);
+      const std::vector<std::uint8_t> header =
+          zip::encode_local_header(layout, name, crc, alignment_);
+      head.insert(head.end(), header.begin(), header.end());
+      file_->write_at(start, head);
+      remember(written_entry(layout, name, crc));
+    }
   } catch (...) {
     failed_ = true;
     throw;
@@ -202,7 +250,7 @@ const WrittenEntry& ZipWriter::add(std::string_view name, std::uint64_t size,
   const EntryLayout layout = plan_entry(file_->position(), name.size(), size, alignment_);
   try {
     write_local_header(*file_, layout, name, 0, alignment_);
-    StreamingSink sink(*file_, size, label);
+    StreamingSink sink(*file_, crc_worker_, name, size, label);
     in_producer_ = true;
     try {
       producer(sink);

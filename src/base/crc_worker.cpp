@@ -1,0 +1,105 @@
+#include "crc_worker.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+#include <utility>
+
+#include "onnxzip/crc32.h"
+#include "onnxzip/error.h"
+
+namespace onnxzip::detail {
+namespace {
+
+// Small enough to stay in the second core's L2 cache between the read and the CRC.
+constexpr std::size_t kReadPieceBytes = std::size_t{256} << 10;
+
+}  // namespace
+
+CrcWorker::~CrcWorker() {
+  if (!thread_.joinable()) return;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+std::uint32_t CrcWorker::compute(const Job& job, std::string& error) {
+  if (!job.extent) return crc32(job.bytes, job.previous);
+  buffer_.resize(kReadPieceBytes);
+  std::uint32_t crc = job.previous;
+  std::uint64_t offset = job.extent->offset;
+  std::size_t left = job.bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::pread(job.extent->descriptor, buffer_.data(),
+                              std::min(left, buffer_.size()), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      error = n < 0 ? "cannot read the source file at offset " + std::to_string(offset) +
+                          " for the CRC-32: " + std::strerror(errno)
+                    : "the source file ended at offset " + std::to_string(offset) +
+                          " while its CRC-32 was computed (was it truncated?)";
+      return 0;
+    }
+    crc = crc32(ByteSpan(buffer_.data(), static_cast<std::size_t>(n)), crc);
+    offset += static_cast<std::uint64_t>(n);
+    left -= static_cast<std::size_t>(n);
+  }
+  return crc;
+}
+
+void CrcWorker::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [&] { return stop_ || job_.has_value(); });
+    if (stop_) return;
+    const Job job = *std::exchange(job_, std::nullopt);
+    lock.unlock();
+    std::string error;
+    const std::uint32_t crc = compute(job, error);
+    lock.lock();
+    result_ = crc;
+    error_ = std::move(error);
+    done_ = true;
+    wake_.notify_all();
+  }
+}
+
+void CrcWorker::start(ByteSpan bytes, std::uint32_t previous) {
+  Job job{bytes, file_extent_of(bytes), previous};
+  busy_ = true;
+  if (!thread_.joinable()) {
+    try {
+      thread_ = std::thread([this] { run(); });
+    } catch (const std::system_error&) {
+      // No thread to be had: the CRC is computed here, before the copy instead of beside it.
+      std::string error;
+      result_ = compute(job, error);
+      error_ = std::move(error);
+      done_ = true;
+      return;
+    }
+  }
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    done_ = false;
+    job_ = std::move(job);
+  }
+  wake_.notify_all();
+}
+
+std::uint32_t CrcWorker::wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!busy_) throw Error(ErrorCode::kBadState, "CRC-32 worker: wait() without start()");
+  wake_.wait(lock, [&] { return done_; });
+  busy_ = false;
+  if (!error_.empty()) throw Error(ErrorCode::kIo, std::exchange(error_, std::string()));
+  return result_;
+}
+
+}  // namespace onnxzip::detail

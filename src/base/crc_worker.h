@@ -1,0 +1,62 @@
+// Internal: CRC-32s computed on a thread of their own, so that a writer copies an entry's bytes
+// on one core while the other reads them for the CRC: the ZIP writer then takes about as long as
+// the copy alone.
+#ifndef ONNXZIP_SRC_CRC_WORKER_H_
+#define ONNXZIP_SRC_CRC_WORKER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "file_extent.h"
+#include "onnxzip/bytes.h"
+
+namespace onnxzip::detail {
+
+// One CRC at a time: start(), then the caller's copy of the same bytes, then wait(). Not
+// thread-safe; the thread starts with the first start() and ends with the object.
+class CrcWorker final {
+ public:
+  CrcWorker() = default;
+  ~CrcWorker();
+  CrcWorker(const CrcWorker&) = delete;
+  CrcWorker& operator=(const CrcWorker&) = delete;
+
+  // Starts computing crc32(bytes, previous). `bytes` must stay valid and unchanged until wait()
+  // returns. Bytes of a file mapping are read from the file with pread into a small buffer, not
+  // through the mapping, whose page faults cost several times the CRC itself. Without a thread
+  // (none could be started), the CRC is computed here and now.
+  void start(ByteSpan bytes, std::uint32_t previous);
+  // The CRC the last start() asked for. Error(kIo) when the file behind a mapping could not be
+  // read to the end (a read error, or the file shrank), its message naming the file offset.
+  std::uint32_t wait();
+
+ private:
+  struct Job {
+    ByteSpan bytes;
+    std::optional<FileExtent> extent;
+    std::uint32_t previous = 0;
+  };
+  void run();
+  // The CRC of a job; a read failure is described in `error`.
+  std::uint32_t compute(const Job& job, std::string& error);
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::thread thread_;
+  std::optional<Job> job_;  // Given to the thread, not yet taken.
+  bool busy_ = false;       // A job started and not yet collected by wait().
+  bool done_ = false;       // The thread finished the job.
+  bool stop_ = false;
+  std::uint32_t result_ = 0;
+  std::string error_;
+  std::vector<std::uint8_t> buffer_;  // The thread's pread buffer.
+};
+
+}  // namespace onnxzip::detail
+
+#endif  // ONNXZIP_SRC_CRC_WORKER_H_
