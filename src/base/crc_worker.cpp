@@ -16,6 +16,7 @@ namespace {
 
 // Small enough to stay in the second core's L2 cache between the read and the CRC.
 constexpr std::size_t kReadPieceBytes = std::size_t{256} << 10;
+constexpr std::size_t kPageBytes = 4096;
 
 }  // namespace
 
@@ -31,7 +32,6 @@ CrcWorker::~CrcWorker() {
 
 std::uint32_t CrcWorker::compute(const Job& job, std::string& error) {
   if (!job.extent) return crc32(job.bytes, job.previous);
-  buffer_.resize(kReadPieceBytes);
   std::uint32_t crc = job.previous;
   std::uint64_t offset = job.extent->offset;
   std::size_t left = job.bytes.size();
@@ -72,6 +72,8 @@ void CrcWorker::run() {
 
 void CrcWorker::start(ByteSpan bytes, std::uint32_t previous) {
   Job job{bytes, file_extent_of(bytes), previous};
+  // Allocated here, where a failure reaches the caller, not on the thread, where it could not.
+  if (job.extent && buffer_.empty()) buffer_ = OwnedBytes(kReadPieceBytes, kPageBytes);
   busy_ = true;
   if (!thread_.joinable()) {
     try {

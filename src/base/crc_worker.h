@@ -10,7 +10,6 @@
 #include <optional>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "file_extent.h"
 #include "onnxzip/bytes.h"
@@ -54,7 +53,11 @@ class CrcWorker final {
   bool stop_ = false;
   std::uint32_t result_ = 0;
   std::string error_;
-  std::vector<std::uint8_t> buffer_;  // The thread's pread buffer.
+  // The thread's pread buffer, page-aligned: on some x86 CPUs (AMD EPYC here) the kernel copies
+  // page cache into a destination 16 bytes off a 64-byte boundary, where malloc puts a large
+  // block, six times slower (0.62 s against 0.11 s per GiB), which made the CRC, not the copy,
+  // the pace of every conversion.
+  OwnedBytes buffer_;
 };
 
 }  // namespace onnxzip::detail
