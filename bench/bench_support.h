@@ -135,8 +135,18 @@ inline bool run_program(const std::vector<std::string>& args, const char* stdout
 // copies with copy_file_range, inside the kernel: its bytes never pass through user memory, and
 // on file systems that share extents (btrfs, XFS with reflink) it copies no byte at all. On ext4
 // it is an in-kernel page-cache-to-page-cache copy.
+// `cp FROM TO`, or with ONNXZIP_BENCH_CP_NO_REFLINK=1 `cp --reflink=never FROM TO`: on XFS or
+// btrfs a plain cp shares the source's extents and copies no byte, which no conversion that
+// moves payloads to new offsets can match; --reflink=never makes the yardstick a copy of bytes.
+inline std::vector<std::string> cp_command(const fs::path& from, const fs::path& to) {
+  const char* no_reflink = std::getenv("ONNXZIP_BENCH_CP_NO_REFLINK");
+  if (no_reflink != nullptr && std::string(no_reflink) == "1")
+    return {"cp", "--reflink=never", from.string(), to.string()};
+  return {"cp", from.string(), to.string()};
+}
+
 inline bool run_cp(const fs::path& from, const fs::path& to) {
-  return run_program({"cp", from.string(), to.string()});
+  return run_program(cp_command(from, to));
 }
 
 // A field of /proc/self/status in bytes ("RssAnon", "VmHWM"...), 0 when absent.
@@ -195,9 +205,10 @@ inline std::string load_average() {
 inline std::string cp_copy_method(const fs::path& plain, const fs::path& folder) {
   const fs::path trace = folder / "cp_strace.txt";
   const fs::path copy = folder / "cp_strace_copy.bin";
-  const bool traced =
-      run_program({"strace", "-f", "-o", trace.string(), "-e",
-                   "trace=copy_file_range,ioctl,read,write", "cp", plain.string(), copy.string()});
+  std::vector<std::string> traced_cp = {
+      "strace", "-f", "-o", trace.string(), "-e", "trace=copy_file_range,ioctl,read,write"};
+  for (std::string& word : cp_command(plain, copy)) traced_cp.push_back(std::move(word));
+  const bool traced = run_program(traced_cp);
   std::error_code ignored;
   fs::remove(copy, ignored);
   if (traced) {
