@@ -302,14 +302,12 @@ class Archive:
         self.path = _path(path)
         self._archive = _onnxzip.Archive(self.path)
         self._model: Optional[onnx.ModelProto] = None
-        self._infos: List[TensorInfo] = []
+        # TensorInfo objects are made when asked for: building a frozen dataclass per tensor took
+        # longer than opening the archive, and most callers only want keys() and get_tensor().
+        self._rows = self._archive.tensors()
         self._index: Dict[str, int] = {}
-        for i, (name, location, data_type, dims, nbytes, offset, alignment, zero_copy,
-                site) in enumerate(self._archive.tensors()):
-            key = name or location
-            self._infos.append(TensorInfo(name, key, location, data_type, tuple(dims), nbytes,
-                                          offset, alignment, zero_copy, site))
-            self._index.setdefault(key, i)
+        for i, row in enumerate(self._rows):
+            self._index.setdefault(row[0] or row[1], i)
 
     @property
     def model(self) -> onnx.ModelProto:
@@ -335,11 +333,16 @@ class Archive:
     @property
     def tensors(self) -> List[TensorInfo]:
         """Every tensor whose payload is an entry, in model order (tied weights share a location)."""
-        return list(self._infos)
+        return [self._info(i) for i in range(len(self._rows))]
 
     def tensor_info(self, name: str) -> TensorInfo:
         """The TensorInfo of keys() entry `name`; KeyError if there is none."""
-        return self._infos[self._lookup(name)]
+        return self._info(self._lookup(name))
+
+    def _info(self, i: int) -> TensorInfo:
+        name, location, data_type, dims, nbytes, offset, alignment, zero_copy, site = self._rows[i]
+        return TensorInfo(name, name or location, location, data_type, tuple(dims), nbytes, offset,
+                          alignment, zero_copy, site)
 
     def get_tensor(self, name: str) -> np.ndarray:
         """Tensor `name` as a read-only numpy array over the mapped file: no byte is copied, and
@@ -369,7 +372,7 @@ class Archive:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<onnxzip.Archive {self.path!r}: {len(self._infos)} tensors>"
+        return f"<onnxzip.Archive {self.path!r}: {len(self._rows)} tensors>"
 
 
 def open(path: PathLike) -> Archive:  # noqa: A001 - the name the API promises (like safe_open).
