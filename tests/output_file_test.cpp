@@ -151,6 +151,27 @@ TEST_F(OutputFileTest, AMappedSourceTruncatedMeanwhileIsAnIoErrorNotACrash) {
   EXPECT_FALSE(fs::exists(dest));
 }
 
+// Off a block boundary the bytes go through pread and a buffer, not copy_file_range: the same
+// error, and nothing left behind.
+TEST_F(OutputFileTest, AMappedSourceTruncatedMeanwhileOffABlockBoundaryIsTheSameError) {
+  const fs::path source = dir_ / "shrinking.bin";
+  std::ofstream(source, std::ios::binary) << std::string(1 << 20, 'w');
+  const auto mapping = MappedFile::open(source);
+  fs::resize_file(source, 300000);
+  const fs::path dest = dir_ / "out.bin";
+  try {
+    AtomicOutputFile out(dest);
+    out.write(mapping->bytes().subspan(4097));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_EQ(e.message(), dest.string() +
+                               ": the source file ended at offset 300000, before the 1044479 "
+                               "bytes to copy from offset 4097 (was it truncated?)");
+  }
+  EXPECT_FALSE(fs::exists(dest));
+}
+
 TEST_F(OutputFileTest, AbandonedWriteLeavesDestinationUntouched) {
   const fs::path dest = dir_ / "keep.bin";
   std::ofstream(dest) << "original";

@@ -86,6 +86,9 @@ class AtomicOutputFile final {
 
   void flush_buffer();
   void copy_from_file(const detail::FileExtent& extent, ByteSpan bytes);
+  void copy_through_buffer(const detail::FileExtent& extent, ByteSpan bytes);
+  [[noreturn]] void fail_source(int error, std::uint64_t source_offset,
+                                const detail::FileExtent& extent, std::uint64_t size);
   void write_fully(const std::uint8_t* data, std::size_t size, std::uint64_t offset);
   void ensure_open(const char* operation) const;
   void discard() noexcept;
@@ -103,6 +106,7 @@ class AtomicOutputFile final {
   std::uint64_t position_ = 0;          // Logical end of the file, buffer included.
   std::uint64_t flushed_position_ = 0;  // Bytes already handed to the OS.
   std::vector<std::uint8_t> buffer_;
+  OwnedBytes copy_buffer_;  // Page-aligned, for copy_through_buffer; allocated on first use.
 };
 
 // Publishes `primary` (a model) and `others` (the files it refers to) as one set; all must be in
