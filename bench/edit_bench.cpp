@@ -87,9 +87,11 @@ std::string how_cp_copies(const ScratchFolder& folder) {
     std::fwrite(bytes.data(), 1, bytes.size(), f);
     std::fclose(f);
   }
-  if (!run_program({"strace", "-f", "-o", trace.string(), "-e",
-                    "trace=copy_file_range,read,write,ioctl", "cp", from.string(),
-                    (folder / "cp_probe.out").string()})) {
+  std::vector<std::string> traced_cp = {
+      "strace", "-f", "-o", trace.string(), "-e", "trace=copy_file_range,read,write,ioctl"};
+  for (std::string& word : cp_command(from, folder / "cp_probe.out"))
+    traced_cp.push_back(std::move(word));
+  if (!run_program(traced_cp)) {
     return "unknown (strace is not installed)";
   }
   std::string text;

@@ -121,6 +121,48 @@ TEST_F(ArchiveEdit, OnlyTheModelChangesAtEveryAlignment) {
   }
 }
 
+// edit_model reads the archive's own model and replaces it under one open: the same archive as
+// reading the model and calling replace_model, and nothing changed when the change throws.
+TEST_F(ArchiveEdit, EditModelChangesTheArchivesOwnModelOrNothing) {
+  ScratchDir dir("edit_model");
+  const fs::path path = dir / "m.onnxz";
+  const fs::path twin = dir / "twin.onnxz";
+  save(sample_model(), path);
+  save(sample_model(), twin);
+  const std::uint64_t old_offset = model_offset(path);
+  const auto old_payloads = payloads(path);
+  const auto change = [](ModelProto& model) {
+    model.producer_name = "edited";
+    StringStringEntryProto& entry = model.metadata_props.emplace_back();
+    entry.key = "license";
+    entry.value = "MIT";
+  };
+
+  const EditResult result = edit_model(path, change);
+  ModelProto by_hand = archive_model(twin);
+  change(by_hand);
+  replace_model(twin, by_hand);
+  EXPECT_EQ(result.model_offset, old_offset);
+  EXPECT_EQ(read_file_bytes(path), read_file_bytes(twin));
+  EXPECT_EQ(producer_of(path), "edited");
+  EXPECT_EQ(payloads(path), old_payloads);
+
+  const Bytes before = read_file_bytes(path);
+  EXPECT_THROW(edit_model(path,
+                          [](ModelProto& model) {
+                            model.producer_name = "never";
+                            throw Error(ErrorCode::kInvalidArgument, "refused by the caller");
+                          }),
+               Error);
+  // A change that breaks a reference is refused like replace_model's, before any write.
+  EXPECT_THROW(edit_model(path,
+                          [](ModelProto& model) {
+                            model.graph->initializer.erase(model.graph->initializer.begin());
+                          }),
+               Error);
+  EXPECT_EQ(read_file_bytes(path), before);
+}
+
 TEST_F(ArchiveEdit, ModelsThatGrowAndShrink) {
   ScratchDir dir("edit_grow");
   const fs::path path = dir / "m.onnxz";

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,15 @@ struct EditResult {
 // or the new one.
 EditResult replace_model(const std::filesystem::path& archive, const ModelProto& model,
                          const EditOptions& options = {});
+
+// Reads the archive's own model (parsed into owned memory), lets `change` edit it, and replaces it
+// as replace_model does, all under one open and one lock of the file: the ZIP is read once (not
+// once to read the model and again to replace it), and no other edit can slip in between the
+// read and the write and be lost. Errors: replace_model's, a model that does not parse, and
+// whatever `change` throws (the archive is then unchanged).
+EditResult edit_model(const std::filesystem::path& archive,
+                      const std::function<void(ModelProto&)>& change,
+                      const EditOptions& options = {});
 
 }  // namespace onnxzip
 

@@ -10,11 +10,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <utility>
 
 #include "archive_internal.h"
 #include "onnxzip/crc32.h"
 #include "onnxzip/mapped_file.h"
+#include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
 #include "onnxzip/zip_writer.h"
 #include "posix_file.h"
@@ -162,13 +164,13 @@ EditResult compact(const std::filesystem::path& path, const ZipReader& zip,
 
 }  // namespace
 
-EditResult replace_model(const std::filesystem::path& archive, const ModelProto& model,
-                         const EditOptions& options) {
+namespace {
+
+// replace_model's work once the archive is open, locked and read.
+EditResult replace_in(const std::filesystem::path& archive, const ArchiveFile& file,
+                      const ZipReader& zip, const ZipEntry* model_entry, const ModelProto& model,
+                      const EditOptions& options) {
   const std::string source = archive.string();
-  const ArchiveFile file(archive);
-  const ZipReader zip = ZipReader::open(file.map(), options.zip);
-  const ZipEntry* const model_entry =
-      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
 
   CheckedModel checked = check_model(model, zip, *model_entry, source);
   std::vector<std::string> unreferenced;
@@ -206,6 +208,30 @@ EditResult replace_model(const std::filesystem::path& archive, const ModelProto&
   result.model_size = bytes.size();
   result.file_size = replaced.file_size;
   return result;
+}
+
+}  // namespace
+
+EditResult replace_model(const std::filesystem::path& archive, const ModelProto& model,
+                         const EditOptions& options) {
+  const ArchiveFile file(archive);
+  const ZipReader zip = ZipReader::open(file.map(), options.zip);
+  const ZipEntry* const model_entry =
+      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(archive.string()));
+  return replace_in(archive, file, zip, model_entry, model, options);
+}
+
+EditResult edit_model(const std::filesystem::path& archive,
+                      const std::function<void(ModelProto&)>& change, const EditOptions& options) {
+  const std::string source = archive.string();
+  const ArchiveFile file(archive);
+  const ZipReader zip = ZipReader::open(file.map(), options.zip);
+  const ZipEntry* const model_entry =
+      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
+  const TensorBytes stored = zip.data(*model_entry);
+  ModelProto model = parse_model(stored.view(), ParseOptions{}, source);
+  change(model);
+  return replace_in(archive, file, zip, model_entry, model, options);
 }
 
 }  // namespace onnxzip

@@ -100,15 +100,10 @@ EditPlan plan_edit(const EditArgs& args, const CLI::Option& producer_option,
   return plan;
 }
 
-// The model to change: another file's (a legacy .onnx whose tensors refer to the archive's
-// entries), or the archive's own, parsed once into owned memory (the edit rewrites its bytes).
-// Only the model entry is read: replace_model checks the edited model against the entries, so
-// checking every reference here too (Archive::open) would be the same work twice.
-ModelProto model_to_edit(const std::string& archive, const std::optional<std::string>& model_file) {
-  if (model_file) return parse_model(std::filesystem::path(*model_file));
-  const ZipReader zip = ZipReader::open(archive);
-  const TensorBytes bytes = zip.data(zip.at(kModelEntryName));
-  return parse_model(bytes.view(), ParseOptions{}, archive);
+// --model FILE: a legacy .onnx whose tensors refer to the archive's entries, parsed into owned
+// memory (the edit rewrites its bytes).
+ModelProto model_from_file(const std::string& model_file) {
+  return parse_model(std::filesystem::path(model_file));
 }
 
 void apply_edit(ModelProto& model, const EditPlan& plan, const std::string& archive) {
@@ -140,8 +135,11 @@ int run_edit(const EditArgs& args, const CLI::Option& producer_option,
              const CLI::Option& doc_option, const CLI::Option& model_option,
              const GlobalOptions& global) {
   const EditPlan plan = plan_edit(args, producer_option, doc_option, model_option);
-  ModelProto model = model_to_edit(args.archive, plan.model_file);
-  apply_edit(model, plan, args.archive);
+  std::optional<ModelProto> replacement;
+  if (plan.model_file) {
+    replacement = model_from_file(*plan.model_file);
+    apply_edit(*replacement, plan, args.archive);
+  }
 
   EditOptions options;
   options.compact = args.compact;
@@ -150,7 +148,12 @@ int run_edit(const EditArgs& args, const CLI::Option& producer_option,
   {
     ProgressBar bar("editing", global.quiet);
     options.progress = bar.callback();
-    result = replace_model(args.archive, model, options);
+    // The archive's own model is read, changed and replaced under one open of the file.
+    result = replacement
+                 ? replace_model(args.archive, *replacement, options)
+                 : edit_model(
+                       args.archive,
+                       [&](ModelProto& model) { apply_edit(model, plan, args.archive); }, options);
   }
   if (!global.quiet) {
     for (const std::string& name : result.dropped_entries) {
