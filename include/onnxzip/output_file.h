@@ -86,7 +86,8 @@ class AtomicOutputFile final {
 
   void flush_buffer();
   void copy_from_file(const detail::FileExtent& extent, ByteSpan bytes);
-  void copy_through_buffer(const detail::FileExtent& extent, ByteSpan bytes);
+  void copy_through_buffer(const detail::FileExtent& extent, std::uint64_t done,
+                           std::uint64_t size);
   [[noreturn]] void fail_source(int error, std::uint64_t source_offset,
                                 const detail::FileExtent& extent, std::uint64_t size);
   void write_fully(const std::uint8_t* data, std::size_t size, std::uint64_t offset);

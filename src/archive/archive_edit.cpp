@@ -162,15 +162,18 @@ EditResult compact(const std::filesystem::path& path, const ZipReader& zip,
   return result;
 }
 
-}  // namespace
+// Opens and locks the archive, reads its ZIP once, and puts in the model `model_for` gives (the
+// caller's, or the stored one changed): replace_model and edit_model differ only there.
+using ModelFor = std::function<const ModelProto&(const ZipReader&, const ZipEntry& model_entry)>;
 
-namespace {
-
-// replace_model's work once the archive is open, locked and read.
-EditResult replace_in(const std::filesystem::path& archive, const ArchiveFile& file,
-                      const ZipReader& zip, const ZipEntry* model_entry, const ModelProto& model,
-                      const EditOptions& options) {
+EditResult edit_archive(const std::filesystem::path& archive, const EditOptions& options,
+                        const ModelFor& model_for) {
   const std::string source = archive.string();
+  const ArchiveFile file(archive);
+  const ZipReader zip = ZipReader::open(file.map(), options.zip);
+  const ZipEntry* const model_entry =
+      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
+  const ModelProto& model = model_for(zip, *model_entry);
 
   CheckedModel checked = check_model(model, zip, *model_entry, source);
   std::vector<std::string> unreferenced;
@@ -214,24 +217,22 @@ EditResult replace_in(const std::filesystem::path& archive, const ArchiveFile& f
 
 EditResult replace_model(const std::filesystem::path& archive, const ModelProto& model,
                          const EditOptions& options) {
-  const ArchiveFile file(archive);
-  const ZipReader zip = ZipReader::open(file.map(), options.zip);
-  const ZipEntry* const model_entry =
-      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(archive.string()));
-  return replace_in(archive, file, zip, model_entry, model, options);
+  return edit_archive(
+      archive, options,
+      [&](const ZipReader&, const ZipEntry&) -> const ModelProto& { return model; });
 }
 
 EditResult edit_model(const std::filesystem::path& archive,
                       const std::function<void(ModelProto&)>& change, const EditOptions& options) {
-  const std::string source = archive.string();
-  const ArchiveFile file(archive);
-  const ZipReader zip = ZipReader::open(file.map(), options.zip);
-  const ZipEntry* const model_entry =
-      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
-  const TensorBytes stored = zip.data(*model_entry);
-  ModelProto model = parse_model(stored.view(), ParseOptions{}, source);
-  change(model);
-  return replace_in(archive, file, zip, model_entry, model, options);
+  ModelProto model;
+  return edit_archive(archive, options,
+                      [&](const ZipReader& zip, const ZipEntry& model_entry) -> const ModelProto& {
+                        // Owned (ParseOptions{} copies): the edit rewrites the bytes it came from.
+                        model = parse_model(zip.data(model_entry).view(), ParseOptions{},
+                                            archive.string());
+                        change(model);
+                        return model;
+                      });
 }
 
 }  // namespace onnxzip

@@ -276,7 +276,7 @@ void AtomicOutputFile::write(ByteSpan bytes) {
 void AtomicOutputFile::copy_from_file(const detail::FileExtent& extent, ByteSpan bytes) {
   constexpr std::uint64_t kBlockBytes = 4096;
   if (extent.offset % kBlockBytes != 0 || flushed_position_ % kBlockBytes != 0) {
-    copy_through_buffer(extent, bytes);
+    copy_through_buffer(extent, 0, bytes.size());
     return;
   }
   auto from = static_cast<loff_t>(extent.offset);
@@ -291,34 +291,31 @@ void AtomicOutputFile::copy_from_file(const detail::FileExtent& extent, ByteSpan
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS)) {
       // Kernels before 5.19 copy only within one file system, and some file systems not at all:
-      // the rest is written from the mapping.
-      const ByteSpan rest = bytes.last(left);
-      touch_pages(rest);
-      write_fully(rest.data(), rest.size(), static_cast<std::uint64_t>(to));
+      // the rest goes through the buffer.
+      copy_through_buffer(extent, bytes.size() - left, bytes.size());
       return;
     }
     fail_source(n < 0 ? errno : 0, static_cast<std::uint64_t>(from), extent, bytes.size());
   }
 }
 
-void AtomicOutputFile::copy_through_buffer(const detail::FileExtent& extent, ByteSpan bytes) {
+// Bytes [done, size) of the `size` bytes at `extent`, to flushed_position_ + done on.
+void AtomicOutputFile::copy_through_buffer(const detail::FileExtent& extent, std::uint64_t done,
+                                           std::uint64_t size) {
   constexpr std::size_t kPieceBytes = std::size_t{256} << 10;
   constexpr std::size_t kPageBytes = 4096;
   // Page-aligned: the kernel copies page cache into a destination off a 64-byte boundary several
   // times slower on some CPUs (see CrcWorker::buffer_).
   if (copy_buffer_.empty()) copy_buffer_ = OwnedBytes(kPieceBytes, kPageBytes);
-  std::uint64_t from = extent.offset;
-  std::uint64_t to = flushed_position_;
-  std::size_t left = bytes.size();
-  while (left > 0) {
-    const ssize_t n = ::pread(extent.descriptor, copy_buffer_.data(),
-                              std::min(left, copy_buffer_.size()), static_cast<off_t>(from));
+  while (done < size) {
+    const std::uint64_t from = extent.offset + done;
+    const auto piece = static_cast<std::size_t>(std::min<std::uint64_t>(size - done, kPieceBytes));
+    const ssize_t n =
+        ::pread(extent.descriptor, copy_buffer_.data(), piece, static_cast<off_t>(from));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail_source(n < 0 ? errno : 0, from, extent, bytes.size());
-    write_fully(copy_buffer_.data(), static_cast<std::size_t>(n), to);
-    from += static_cast<std::uint64_t>(n);
-    to += static_cast<std::uint64_t>(n);
-    left -= static_cast<std::size_t>(n);
+    if (n <= 0) fail_source(n < 0 ? errno : 0, from, extent, size);
+    write_fully(copy_buffer_.data(), static_cast<std::size_t>(n), flushed_position_ + done);
+    done += static_cast<std::uint64_t>(n);
   }
 }
 

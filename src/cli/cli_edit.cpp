@@ -100,12 +100,6 @@ EditPlan plan_edit(const EditArgs& args, const CLI::Option& producer_option,
   return plan;
 }
 
-// --model FILE: a legacy .onnx whose tensors refer to the archive's entries, parsed into owned
-// memory (the edit rewrites its bytes).
-ModelProto model_from_file(const std::string& model_file) {
-  return parse_model(std::filesystem::path(model_file));
-}
-
 void apply_edit(ModelProto& model, const EditPlan& plan, const std::string& archive) {
   for (const std::string& key : plan.removed) {
     const auto before = model.metadata_props.size();
@@ -135,9 +129,11 @@ int run_edit(const EditArgs& args, const CLI::Option& producer_option,
              const CLI::Option& doc_option, const CLI::Option& model_option,
              const GlobalOptions& global) {
   const EditPlan plan = plan_edit(args, producer_option, doc_option, model_option);
+  // --model FILE: a legacy .onnx whose tensors refer to the archive's entries, parsed into owned
+  // memory (the edit rewrites its bytes).
   std::optional<ModelProto> replacement;
   if (plan.model_file) {
-    replacement = model_from_file(*plan.model_file);
+    replacement = parse_model(std::filesystem::path(*plan.model_file));
     apply_edit(*replacement, plan, args.archive);
   }
 
