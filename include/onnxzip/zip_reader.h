@@ -243,7 +243,8 @@ class ZipReader final {
   ByteSpan comment_;
   // open() reads the local headers with pread() rather than through the mapping (see
   // ZipReader::Parser::local_bytes); their bytes live here, for ZipEntry::local_extra, shared
-  // with copies of the reader. Each inner buffer keeps its address when the outer vector grows.
+  // with copies of the reader, packed into buffers that are filled up to their reserved capacity
+  // and no further, so each keeps its address.
   std::shared_ptr<std::vector<std::vector<std::uint8_t>>> local_header_copies_;
 };
 

@@ -304,10 +304,8 @@ class Archive:
         self._model: Optional[onnx.ModelProto] = None
         # TensorInfo objects are made when asked for: building a frozen dataclass per tensor took
         # longer than opening the archive, and most callers only want keys() and get_tensor().
-        self._rows = self._archive.tensors()
-        self._index: Dict[str, int] = {}
-        for i, row in enumerate(self._rows):
-            self._index.setdefault(row[0] or row[1], i)
+        self._count = self._archive.tensor_count()
+        self._index: Dict[str, int] = self._archive.index()
 
     @property
     def model(self) -> onnx.ModelProto:
@@ -332,15 +330,18 @@ class Archive:
 
     @property
     def tensors(self) -> List[TensorInfo]:
-        """Every tensor whose payload is an entry, in model order (tied weights share a location)."""
-        return [self._info(i) for i in range(len(self._rows))]
+        """Every tensor whose payload is an entry, in model order (tied weights share a location).
+        BadStateError after close()."""
+        return [self._info(i) for i in range(self._count)]
 
     def tensor_info(self, name: str) -> TensorInfo:
-        """The TensorInfo of keys() entry `name`; KeyError if there is none."""
+        """The TensorInfo of keys() entry `name`; KeyError if there is none, BadStateError after
+        close()."""
         return self._info(self._lookup(name))
 
     def _info(self, i: int) -> TensorInfo:
-        name, location, data_type, dims, nbytes, offset, alignment, zero_copy, site = self._rows[i]
+        name, location, data_type, dims, nbytes, offset, alignment, zero_copy, site = \
+            self._archive.tensor(i)
         return TensorInfo(name, name or location, location, data_type, tuple(dims), nbytes, offset,
                           alignment, zero_copy, site)
 
@@ -372,7 +373,7 @@ class Archive:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<onnxzip.Archive {self.path!r}: {len(self._rows)} tensors>"
+        return f"<onnxzip.Archive {self.path!r}: {self._count} tensors>"
 
 
 def open(path: PathLike) -> Archive:  # noqa: A001 - the name the API promises (like safe_open).

@@ -163,10 +163,32 @@ class PyArchive final {
   // per external tensor, in the model's order.
   py::list tensors() const {
     py::list result;
-    for (const onnxzip::Archive::TensorInfo& t : archive().tensors()) {
-      result.append(py::make_tuple(file_text(t.tensor_name), file_text(t.location), t.data_type,
-                                   t.dims, t.data.size(), t.file_offset, t.alignment, t.zero_copy,
-                                   file_text(t.site)));
+    for (std::size_t i = 0; i < archive().tensors().size(); ++i) result.append(tensor(i));
+    return result;
+  }
+
+  // tensors()[index] alone: onnxzip.Archive makes these rows only when asked for.
+  py::tuple tensor(const std::size_t index) const {
+    const onnxzip::Archive::TensorInfo& t = info(index);
+    return py::make_tuple(file_text(t.tensor_name), file_text(t.location), t.data_type, t.dims,
+                          t.data.size(), t.file_offset, t.alignment, t.zero_copy,
+                          file_text(t.site));
+  }
+
+  std::size_t tensor_count() const { return archive().tensors().size(); }
+
+  // {key: index into tensors()}: a tensor's key is its name, or its entry name when it has none;
+  // a key used twice maps to its first tensor.
+  py::dict index() const {
+    py::dict result;
+    const auto& tensors = archive().tensors();
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const onnxzip::Archive::TensorInfo& t = tensors[i];
+      const py::str key = file_text(t.tensor_name.empty() ? t.location : t.tensor_name);
+      const py::int_ value(i);
+      if (PyDict_SetDefault(result.ptr(), key.ptr(), value.ptr()) == nullptr) {
+        throw py::error_already_set();
+      }
     }
     return result;
   }
@@ -431,6 +453,9 @@ PYBIND11_MODULE(_onnxzip, m) {
       .def(py::init<const std::filesystem::path&>(), py::arg("path"))
       .def("model_bytes", &PyArchive::model_bytes)
       .def("tensors", &PyArchive::tensors)
+      .def("tensor", &PyArchive::tensor, py::arg("index"))
+      .def("tensor_count", &PyArchive::tensor_count)
+      .def("index", &PyArchive::index)
       .def("array", &PyArchive::array, py::arg("index"))
       .def("payload", &PyArchive::payload, py::arg("index"))
       .def("close", &PyArchive::close)

@@ -16,14 +16,8 @@ namespace {
 using archive_detail::entry_payload;
 using archive_detail::quote;
 
-// Lets the maps below be searched with a string_view, without building a std::string.
-struct StringHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view text) const noexcept {
-    return std::hash<std::string_view>{}(text);
-  }
-};
-using NameIndex = std::unordered_map<std::string, std::size_t, StringHash, std::equal_to<>>;
+// Keys are views of the strings in ArchiveState::tensors, which does not change once opened.
+using NameIndex = std::unordered_map<std::string_view, std::size_t>;
 
 }  // namespace
 
@@ -54,34 +48,44 @@ std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOption
       parse_message<ModelProto>(state->model_bytes.view(), state->model_bytes.owner(),
                                 options.parse, source + ": entry " + quote(kModelEntryName));
 
-  // Each entry's payload is fetched once, however many tensors share it.
-  std::unordered_map<std::size_t, TensorBytes> payload_of_entry;
+  // Each entry's payload is fetched once, however many tensors share it: the first tensor that
+  // refers to entry e is first_tensor[e.index].
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> first_tensor(reader.entries().size(), kNone);
+  std::vector<bool> named;  // Whether tensors[i] has a name (an empty one counts).
   for_each_tensor(state->model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (tensor.data_location != TensorProto::kExternal) return;
     const ZipEntry* entry = archive_detail::check_reference(tensor, site.path, reader, fail);
-    auto found = payload_of_entry.find(entry->index);
-    if (found == payload_of_entry.end()) {
-      const bool skip = entry->is_deflated() && !options.inflate_payloads;
-      found = payload_of_entry
-                  .emplace(entry->index,
-                           skip ? TensorBytes() : entry_payload(reader, *entry, options.verify_crc))
-                  .first;
-    }
     const std::size_t index = state->tensors.size();
+    std::size_t& first = first_tensor[entry->index];
+    if (first == kNone) {
+      const bool skip = entry->is_deflated() && !options.inflate_payloads;
+      state->payloads.push_back(skip ? TensorBytes()
+                                     : entry_payload(reader, *entry, options.verify_crc));
+      first = index;
+    } else {
+      state->payloads.push_back(state->payloads[first]);
+    }
     Archive::TensorInfo& info = state->tensors.emplace_back();
     info.tensor_name = tensor.name.value_or("");
     info.site = std::string(site.path);
     info.location = entry->name;
     info.data_type = tensor.data_type.value_or(TensorProto::kUndefined);
     info.dims = tensor.dims;
-    info.data = found->second.view();
+    info.data = state->payloads.back().view();
     info.file_offset = entry->data_offset;
     info.alignment = entry->alignment();
     info.zero_copy = entry->zero_copy();
-    state->payloads.push_back(found->second);
-    if (tensor.name) state->by_name.try_emplace(tensor.name->str(), index);
-    state->by_location.try_emplace(entry->name, index);
+    named.push_back(tensor.name.has_value());
   });
+  // Indexed once every TensorInfo is in place, since the keys are views of their strings.
+  state->by_name.reserve(state->tensors.size());
+  state->by_location.reserve(state->tensors.size());
+  for (std::size_t i = 0; i < state->tensors.size(); ++i) {
+    const Archive::TensorInfo& info = state->tensors[i];
+    if (named[i]) state->by_name.try_emplace(info.tensor_name, i);
+    state->by_location.try_emplace(info.location, i);
+  }
   return state;
 }
 

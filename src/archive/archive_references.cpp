@@ -232,8 +232,10 @@ namespace {
 // check_reference's reporting: each issue names the tensor, and the entry once it is known.
 class ReferenceReport final {
  public:
+  // The tensor's label is made only when there is something to report: opening an archive
+  // checks every reference, and nearly all of them pass.
   ReferenceReport(const TensorProto& tensor, std::string_view site, const IssueSink& report)
-      : label_(tensor_label(tensor, site)), report_(report) {}
+      : tensor_(tensor), site_(site), report_(report) {}
 
   void at_entry(const ZipEntry& entry) { entry_ = &entry; }
   void error(ErrorCode code, std::string problem) {
@@ -248,17 +250,19 @@ class ReferenceReport final {
  private:
   void issue(Severity severity, ErrorCode code, std::string problem) {
     const std::string entry_name = entry_ != nullptr ? entry_->name : std::string();
+    const std::string label = tensor_label(tensor_, site_);
     report_({.severity = severity,
              .code = code,
              .entry = entry_name,
-             .tensor = label_,
+             .tensor = label,
              .offset = entry_ != nullptr ? entry_->local_header_offset : 0,
-             .place = {.tensor = label_,
+             .place = {.tensor = label,
                        .entry = entry_ != nullptr ? entry_label(entry_name) : std::string()},
              .problem = std::move(problem)});
   }
 
-  std::string label_;
+  const TensorProto& tensor_;
+  std::string_view site_;
   const IssueSink& report_;
   const ZipEntry* entry_ = nullptr;
   bool failed_ = false;

@@ -60,6 +60,8 @@ constexpr std::size_t kLocalExtraGuess = 128;
 // Local headers copied by pread() in all; past this (only hostile archives get there: padding
 // records of up to 64 KiB per entry), the rest are read through the mapping.
 constexpr std::uint64_t kMaxLocalHeaderCopies = std::uint64_t{64} << 20;
+// The local header copies are packed into buffers of this size (see local_bytes).
+constexpr std::size_t kLocalHeaderChunk = std::size_t{64} << 10;
 
 bool is_valid_utf8(std::string_view text) noexcept {
   for (std::size_t i = 0; i < text.size();) {
@@ -1145,14 +1147,26 @@ ByteSpan ZipReader::Parser::local_bytes(std::uint64_t offset, std::uint64_t size
   const ByteSpan mapped =
       file_.subspan(static_cast<std::size_t>(offset), static_cast<std::size_t>(size));
   if (local_fd_ < 0 || local_copied_ + size > kMaxLocalHeaderCopies) return mapped;
-  std::vector<std::uint8_t> copy(static_cast<std::size_t>(size));
-  const ssize_t n = ::pread(local_fd_, copy.data(), copy.size(), static_cast<off_t>(offset));
-  if (n < 0 || static_cast<std::uint64_t>(n) != size) return mapped;
-  local_copied_ += size;
   if (!r_.local_header_copies_) {
     r_.local_header_copies_ = std::make_shared<std::vector<std::vector<std::uint8_t>>>();
   }
-  return r_.local_header_copies_->emplace_back(std::move(copy));
+  // Copies are packed into chunks that never grow past their reserved capacity, so a span into
+  // one stays valid, and a thousand headers cost a few allocations rather than a thousand.
+  std::vector<std::vector<std::uint8_t>>& chunks = *r_.local_header_copies_;
+  const std::size_t wanted = static_cast<std::size_t>(size);
+  if (chunks.empty() || chunks.back().capacity() - chunks.back().size() < wanted) {
+    chunks.emplace_back().reserve(std::max(wanted, kLocalHeaderChunk));
+  }
+  std::vector<std::uint8_t>& chunk = chunks.back();
+  const std::size_t start = chunk.size();
+  chunk.resize(start + wanted);
+  const ssize_t n = ::pread(local_fd_, chunk.data() + start, wanted, static_cast<off_t>(offset));
+  if (n < 0 || static_cast<std::uint64_t>(n) != size) {
+    chunk.resize(start);
+    return mapped;
+  }
+  local_copied_ += size;
+  return ByteSpan(chunk.data() + start, wanted);
 }
 
 // APPNOTE 4.3.9: the descriptor's signature is optional and its sizes are 8 bytes wide for

@@ -229,12 +229,15 @@ std::vector<ExtraRecord> split_extra_field(ByteSpan extra, std::uint64_t offset,
     }
     const std::uint16_t id = load_le16(extra.data() + position);
     const std::uint16_t size = load_le16(extra.data() + position + 2);
-    char id_text[8];
-    std::snprintf(id_text, sizeof id_text, "0x%04x", id);
-    const ByteSpan data = checked_subspan(extra, position + kExtraHeaderSize, size,
-                                          std::string(what) + ": extra field record " + id_text +
-                                              " at offset " + std::to_string(offset + position));
-    records.push_back({id, data, offset + position});
+    // The message is built only on failure: every entry of every archive passes through here.
+    if (!fits(position + kExtraHeaderSize, size, extra.size())) {
+      char id_text[8];
+      std::snprintf(id_text, sizeof id_text, "0x%04x", id);
+      checked_subspan(extra, position + kExtraHeaderSize, size,
+                      std::string(what) + ": extra field record " + id_text + " at offset " +
+                          std::to_string(offset + position));
+    }
+    records.push_back({id, extra.subspan(position + kExtraHeaderSize, size), offset + position});
     position += kExtraHeaderSize + size;
   }
   return records;

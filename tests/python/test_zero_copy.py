@@ -96,6 +96,9 @@ def test_views_outlive_the_archive_object(weights_archive):
     assert archive.closed
     with pytest.raises(onnxzip.BadStateError, match="closed"):
         archive.get_tensor("layer3.weight")
+    with pytest.raises(onnxzip.BadStateError, match="closed"):
+        archive.tensor_info("layer3.weight")
+    assert "layer3.weight" in archive.keys()  # The names stay; only the archive's bytes go.
     del archive
     gc.collect()
     assert array[1023, 1023] == expected["layer3.weight"]
