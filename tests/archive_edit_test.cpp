@@ -243,6 +243,13 @@ TEST_F(ArchiveEdit, ReferencesFollowTheWritersRule) {
   kv.value = "0";
   replace_model(path, model);
   EXPECT_EQ(read_file_bytes(path), before);
+  // So is a length with a leading zero; a reference already canonical is written as it is.
+  model = archive_model(path);
+  StringStringEntryProto& length = model.graph->initializer[1].external_data[1];
+  ASSERT_EQ(*length.key, "length");
+  length.value = "0" + length.value->str();
+  replace_model(path, model);
+  EXPECT_EQ(read_file_bytes(path), before);
 }
 
 TEST_F(ArchiveEdit, UnreferencedEntriesAreRefusedUnlessCompacting) {

@@ -190,6 +190,51 @@ TEST(ZipReader, OpenMapsTheFileAndTheOwnerTokenOutlivesTheReader) {
   EXPECT_TRUE(equal_bytes(b.view(), text_lines(50)));
 }
 
+// Opened from a path, an archive of many entries has its local headers read ahead, half of them
+// on a second thread (ZipReader::Parser::prefetch_local_headers); what it finds must be what the
+// mapping shows, including extra fields longer than the first read, and a broken header in the
+// second half must be reported as it is without the read-ahead.
+TEST(ZipReader, LocalHeadersReadAheadAgreeWithTheMappingAndReportTheirFaults) {
+  std::vector<TestEntry> entries;
+  for (int i = 0; i < 600; ++i) {
+    TestEntry e =
+        stored("tensor_" + std::string(static_cast<std::size_t>(i % 40), 'x') + std::to_string(i),
+               pattern(static_cast<std::size_t>(i % 7) * 100 + 1, i));
+    if (i % 50 == 0) e.local_extra = extra_record(0x5455, Bytes(300, 0x41));  // Past 128 bytes.
+    entries.push_back(std::move(e));
+  }
+  const BuiltZip z = build_zip(entries);
+  const fs::path path = temp_file("read_ahead.zip");
+  write_file(path, z.span());
+  {
+    const ZipReader from_file = ZipReader::open(path);
+    const ZipReader from_bytes = ZipReader::from_bytes(z.span(), kNoOwner);
+    ASSERT_EQ(from_file.entries().size(), 600u);
+    for (std::size_t i = 0; i < 600; ++i) {
+      const ZipEntry& a = from_file.entries()[i];
+      const ZipEntry& b = from_bytes.entries()[i];
+      EXPECT_EQ(a.name, b.name);
+      EXPECT_EQ(a.data_offset, z.entries[i].data_offset);
+      EXPECT_EQ(a.data_offset, b.data_offset);
+      EXPECT_TRUE(equal_bytes(a.local_extra, b.local_extra)) << a.name;
+      EXPECT_TRUE(equal_bytes(from_file.data(a).view(), entries[i].data)) << a.name;
+    }
+  }
+  // Entry 450's local header loses its signature: the same error as through the mapping.
+  Bytes broken = z.bytes;
+  broken[z.entries[450].local_header_offset] ^= 0xFF;
+  write_file(path, ByteSpan(broken.data(), broken.size()));
+  const std::string offset = std::to_string(z.entries[450].local_header_offset);
+  expect_error(
+      [&] { (void)ZipReader::open(path); }, ErrorCode::kCorrupt,
+      {path.string(), entries[450].name, "local file header at offset " + offset, "bad signature"});
+  expect_error(
+      [&] { (void)ZipReader::from_bytes(ByteSpan(broken.data(), broken.size()), kNoOwner); },
+      ErrorCode::kCorrupt,
+      {entries[450].name, "local file header at offset " + offset, "bad signature"});
+  fs::remove(path);
+}
+
 // A file replaced after it was opened and checked: the reader reads the file it was given (its
 // mapping, and its local headers through its descriptor), never what the path names by then.
 TEST(ZipReader, OpenReadsTheFileItIsGivenNotWhatItsPathNamesNow) {

@@ -88,7 +88,7 @@ std::string name_list(const std::vector<std::string>& names) {
 
 // The model checked against the archive's payload entries, ready to serialize.
 struct CheckedModel {
-  TensorSubstitutions substitutions;  // Every reference in its canonical form.
+  TensorSubstitutions substitutions;  // The references not yet in their canonical form.
   std::vector<bool> referenced;       // Per zip entry index.
 };
 
@@ -111,8 +111,10 @@ CheckedModel check_model(const ModelProto& model, const ZipReader& zip, const Zi
         tensor, site.path, index, source, "which is not a payload entry of the archive");
     const archive_detail::PayloadIndex::Entry& entry = index.entries()[found];
     checked.referenced[entry_of[found]] = true;
-    checked.substitutions.insert_or_assign(
-        &tensor, archive_detail::make_reference(tensor, entry.location, entry.size));
+    if (!archive_detail::is_canonical_reference(tensor, entry.location, entry.size)) {
+      checked.substitutions.insert_or_assign(
+          &tensor, archive_detail::make_reference(tensor, entry.location, entry.size));
+    }
   });
   return checked;
 }

@@ -38,6 +38,11 @@ std::string location_problem(std::string_view location);
 // unknown fields kept; data_location EXTERNAL; external_data exactly [location, length].
 TensorProto make_reference(const TensorProto& tensor, std::string_view location,
                            std::uint64_t length);
+// Whether make_reference(tensor, location, length) would equal `tensor`, for an EXTERNAL tensor
+// that check_writer_reference accepted (so it carries no payload): a writer need not substitute
+// a reference already in canonical form, and most models it reads back hold nothing else.
+bool is_canonical_reference(const TensorProto& tensor, std::string_view location,
+                            std::uint64_t length);
 
 // The words for an external_data key that an .onnxz reference must not have (checksum,
 // basepath, unknown keys): the writers' error and the readers' finding (spec §7.2 item 4).
@@ -61,8 +66,15 @@ class PayloadIndex final {
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
  private:
+  // Searched with a string_view, without building a std::string per lookup.
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view text) const noexcept {
+      return std::hash<std::string_view>{}(text);
+    }
+  };
   std::vector<Entry> entries_;
-  std::unordered_map<std::string, std::size_t> by_location_;
+  std::unordered_map<std::string, std::size_t, StringHash, std::equal_to<>> by_location_;
 };
 
 // The writers' rule for one EXTERNAL tensor of a model they write (spec §7.2): one location, a

@@ -1,8 +1,11 @@
 // Tensor references and the model entry: the rules of spec §6.1, §7.2 and §9.4 that the archive
 // writer, loader, verifier and view writer share.
+#include <charconv>
 #include <cstdio>
+#include <iterator>
 #include <memory>
 #include <optional>
+#include <system_error>
 #include <utility>
 
 #include "archive_internal.h"
@@ -141,6 +144,24 @@ TensorProto make_reference(const TensorProto& tensor, std::string_view location,
   return reference;
 }
 
+bool is_canonical_reference(const TensorProto& tensor, std::string_view location,
+                            std::uint64_t length) {
+  if (tensor.data_location != TensorProto::kExternal || tensor.raw_data ||
+      !present_typed_field(tensor).empty() || tensor.external_data.size() != 2) {
+    return false;
+  }
+  const StringStringEntryProto& where = tensor.external_data[0];
+  const StringStringEntryProto& size = tensor.external_data[1];
+  if (!where.unknown_fields.empty() || !size.unknown_fields.empty() || !where.key || !where.value ||
+      !size.key || !size.value) {
+    return false;
+  }
+  char digits[24];
+  const auto [end, error] = std::to_chars(std::begin(digits), std::end(digits), length);
+  return error == std::errc() && *where.key == kLocationKey && *where.value == location &&
+         *size.key == kLengthKey && *size.value == std::string_view(digits, end - digits);
+}
+
 std::size_t PayloadIndex::add(std::string location, std::uint64_t size) {
   const std::size_t index = entries_.size();
   by_location_.emplace(location, index);
@@ -149,7 +170,7 @@ std::size_t PayloadIndex::add(std::string location, std::uint64_t size) {
 }
 
 std::size_t PayloadIndex::find(std::string_view location) const {
-  const auto found = by_location_.find(std::string(location));
+  const auto found = by_location_.find(location);
   return found == by_location_.end() ? npos : found->second;
 }
 

@@ -173,7 +173,9 @@ std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
       const archive_detail::PayloadIndex::Entry& entry = added.entries()[found];
       referenced[found] = true;
       // Written in the canonical form whatever order or redundant keys the caller used.
-      substitutions.insert_or_assign(&tensor, make_reference(tensor, entry.location, entry.size));
+      if (!archive_detail::is_canonical_reference(tensor, entry.location, entry.size)) {
+        substitutions.insert_or_assign(&tensor, make_reference(tensor, entry.location, entry.size));
+      }
       return;
     }
 
