@@ -15,8 +15,10 @@ Writing:
   wall time.
 
 Each figure is the median of --repetitions runs (default 3), the compared operations run
-alternately so that a busy machine slows both alike; the load average is printed before and
-after. Files go to ONNXZIP_BENCH_DIR, else TMPDIR, else /tmp (about 5 GiB). Run it against the
+alternately so that a busy machine slows both alike, and each writer and each cp starts after
+the scratch file system has written back its dirty pages (syncfs, untimed); the load average is
+printed before and after. Files go to ONNXZIP_BENCH_DIR, else TMPDIR, else /tmp (about 5 GiB); on XFS or btrfs set
+ONNXZIP_BENCH_CP_NO_REFLINK=1, so that cp copies instead of sharing extents. Run it against the
 installed package:
 
     build/venv/bin/python bench/python_bench.py [--repetitions N] [--tensors 1000] [--mib 1024]
@@ -81,10 +83,28 @@ def load_average() -> str:
         f" on {os.cpu_count()} CPUs"
 
 
+def settle(folder: str) -> None:
+    """Writes back the scratch file system's dirty pages (syncfs), outside any timing: each
+    writer then starts as cp does, without the previous run's gigabyte still being written back
+    beside it on this machine's two cores."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).syncfs(fd)
+    finally:
+        os.close(fd)
+
+
 def timed(function):
     start = time.perf_counter()
     result = function()
     return time.perf_counter() - start, result
+
+
+def cp_command():
+    """cp, or under ONNXZIP_BENCH_CP_NO_REFLINK=1 `cp --reflink=never`: on XFS and btrfs a plain cp
+    shares the source's extents and copies nothing, which is no yardstick for writing."""
+    return ["cp", "--reflink=never"] if os.environ.get("ONNXZIP_BENCH_CP_NO_REFLINK") == "1" \
+        else ["cp"]
 
 
 def run_cp(source: str, target: str):
@@ -92,7 +112,7 @@ def run_cp(source: str, target: str):
     afterwards). Peak and CPU come from /usr/bin/time when installed (a child forked from this
     large process would report this process's size as its own), else they are reported as 0."""
     timer = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
-    command = ["cp", source, target]
+    command = cp_command() + [source, target]
     if timer:
         command = [timer, "-f", "%M %U %S", "-o", target + ".rss"] + command
     start = time.perf_counter()
@@ -119,7 +139,7 @@ def how_cp_copies(source: str, target: str) -> str:
     if not shutil.which("strace"):
         return "strace not installed"
     trace = subprocess.run(["strace", "-f", "-c", "-e", "trace=copy_file_range,read,write,"
-                            "sendfile,ioctl", "cp", source, target],
+                            "sendfile,ioctl"] + cp_command() + [source, target],
                            capture_output=True, text=True, check=True).stderr
     os.remove(target)
     calls = {}
@@ -178,6 +198,7 @@ class Row:
         self.cp_times, self.cp_peaks, self.cp_cpus = [], [], []
 
     def measure(self, write, written: str, source: str, cp_target: str) -> None:
+        settle(os.path.dirname(written))
         with PeakMemory() as memory:
             cpu = cpu_seconds()
             seconds, _ = timed(write)
@@ -185,6 +206,7 @@ class Row:
         self.times.append(seconds)
         self.peaks.append(memory.grown)
         os.remove(written)
+        settle(os.path.dirname(cp_target))
         seconds, peak, cpu = run_cp(source, cp_target)
         self.cp_times.append(seconds)
         self.cp_peaks.append(peak)
@@ -308,7 +330,8 @@ def run(work: str, args) -> int:
               + ", ".join(f"{c:.3f}" for c in row.cp_times)
               + "; paired ratios: " + ", ".join(f"{r:.2f}" for r in paired) + ")")
     print()
-    print(f"cp: {subprocess.run(['cp', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}; "
+    print(f"cp: {subprocess.run(['cp', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}"
+          f" run as `{' '.join(cp_command())}`; "
           f"system calls: {how_cp_copies(archive, cp_target)}")
     goals = []
     if reading:

@@ -14,7 +14,6 @@
 #include <utility>
 
 #include "file_extent.h"
-#include "memory_splice.h"
 #include "onnxzip/error.h"
 #include "output_file_testing.h"
 #include "posix_file.h"
@@ -255,12 +254,13 @@ void AtomicOutputFile::write(ByteSpan bytes) {
     if (extent) {
       copy_from_file(*extent, bytes);
     } else {
-      // Large pieces go straight to the kernel: vmsplice lends it the pages themselves, so they are
-      // not copied through the buffer; what it does not take is written.
-      const std::size_t spliced = detail::splice_from_memory(fd_, bytes, flushed_position_);
-      const ByteSpan rest = bytes.subspan(spliced);
-      touch_pages(rest);
-      write_fully(rest.data(), rest.size(), flushed_position_ + spliced);
+      // Large pieces go straight to pwrite, not through the buffer. (vmsplice into a pipe and
+      // splice into the file, which lends the kernel the pages instead, measured slower on this
+      // project's VM: 1 GiB in 1 MiB pieces took 0.21-0.27 s against 0.16-0.18 s on XFS and
+      // 0.39-0.57 s against 0.34-0.46 s on ext4, and onnxzip.save of a 1 GiB ModelProto just
+      // built in Python 1.3-3.9 s against 0.19-0.50 s.)
+      touch_pages(bytes);
+      write_fully(bytes.data(), bytes.size(), flushed_position_);
     }
     flushed_position_ += bytes.size();
   }
