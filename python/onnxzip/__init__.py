@@ -35,7 +35,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 import onnx
@@ -48,8 +48,8 @@ from ._model_walk import model_tensors
 
 __all__ = [
     "save", "load", "open", "convert", "verify", "repack", "write_view_model", "export_torch",
-    "replace_model", "Archive", "ArchiveWriter", "TensorInfo", "VerifyReport", "Finding",
-    "RepackResult", "EditResult",
+    "replace_model", "edit_model", "Archive", "ArchiveWriter", "TensorInfo", "VerifyReport",
+    "Finding", "RepackResult", "EditResult",
     "Error", "CorruptError", "UnsupportedError", "NotFoundError", "IOFailure",
     "InvalidArgumentError", "LimitExceededError", "BadStateError",
 ]
@@ -573,7 +573,7 @@ def repack(src: PathLike, dst: PathLike, *, alignment: int = 64,
 
 
 class EditResult(NamedTuple):
-    """What replace_model() did: compacted (the archive was rewritten without the entries in
+    """What replace_model() or edit_model() did: compacted (the archive was rewritten without the entries in
     dropped_entries), and the new `__MODEL_PROTO`'s local header offset and size, and the file's
     size afterwards."""
 
@@ -608,6 +608,29 @@ def replace_model(path: PathLike, model: ModelLike, *, compact: bool = False,
     model_bytes = model if _is_buffer(model) else model.SerializeToString()
     compacted, dropped, offset, size, file_size = _onnxzip.replace_model(
         _path(path), model_bytes, compact, durable)
+    return EditResult(compacted, dropped, offset, size, file_size)
+
+
+def edit_model(path: PathLike, change: Callable[[onnx.ModelProto], Optional[onnx.ModelProto]], *,
+               compact: bool = False, durable: bool = True) -> EditResult:
+    """Changes the model of the archive at `path` in place, as replace_model() does, but reads the
+    archive's own model and writes the changed one under one open and lock of the file, so that
+    no other edit can come in between. `change(model)` gets the onnx.ModelProto as Archive.model
+    shows it (tensors that are entries as references) and changes it, or returns a new model to
+    put in instead. If it raises, nothing is written and the exception propagates; the archive is
+    unchanged. The new model is checked as replace_model() checks it.
+
+        onnxzip.edit_model("model.onnxz", lambda m: setattr(m, "doc_string", "fine-tuned"))
+    """
+    archive_path = _path(path)
+
+    def apply(model_bytes: bytes) -> bytes:
+        model = _parse_stored_model(model_bytes, archive_path)
+        replaced = change(model)
+        return (model if replaced is None else replaced).SerializeToString()
+
+    compacted, dropped, offset, size, file_size = _onnxzip.edit_model(
+        archive_path, apply, compact, durable)
     return EditResult(compacted, dropped, offset, size, file_size)
 
 

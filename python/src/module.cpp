@@ -392,6 +392,35 @@ py::tuple replace_model(const std::filesystem::path& path, const py::handle mode
                         result.file_size);
 }
 
+// edit_model() with `change` a Python callable from the serialized model to the new one
+// serialized: it runs, holding the GIL, while the library holds the archive open and locked.
+// An exception it raises goes back to Python with the archive left as it was.
+py::tuple edit_model(const std::filesystem::path& path, const py::function& change,
+                     const bool compact, const bool durable) {
+  onnxzip::EditOptions options;
+  options.compact = compact;
+  options.durable = durable;
+  onnxzip::EditResult result;
+  {
+    const py::gil_scoped_release unlocked;
+    result = onnxzip::edit_model(
+        path,
+        [&](onnxzip::ModelProto& model) {
+          const onnxzip::OwnedBytes before = onnxzip::serialize_model_to_owned_bytes(model);
+          const py::gil_scoped_acquire locked;
+          const py::object after = change(
+              py::bytes(reinterpret_cast<const char*>(before.span().data()), before.span().size()));
+          const HeldBuffer buffer(after);
+          model = onnxzip::parse_model(buffer.span(), onnxzip::ParseOptions{}, "<edited model>");
+        },
+        options);
+  }
+  py::list dropped;
+  for (const std::string& entry : result.dropped_entries) dropped.append(file_text(entry));
+  return py::make_tuple(result.compacted, dropped, result.model_offset, result.model_size,
+                        result.file_size);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_onnxzip, m) {
@@ -418,6 +447,8 @@ PYBIND11_MODULE(_onnxzip, m) {
   m.def("verify", &verify, py::arg("path"), py::arg("check_crc"));
   m.def("replace_model", &replace_model, py::arg("path"), py::arg("model_bytes"),
         py::arg("compact"), py::arg("durable"));
+  m.def("edit_model", &edit_model, py::arg("path"), py::arg("change"), py::arg("compact"),
+        py::arg("durable"));
   m.def(
       "repack",
       [](const std::filesystem::path& in, const std::filesystem::path& out,

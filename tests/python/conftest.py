@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import onnx.helper as oh
+import onnx.numpy_helper  # noqa: F401 - used below; a test file run alone imports it nowhere else
 import pytest
 
 

@@ -64,3 +64,51 @@ def test_replace_model_checks_sizes(small_archive):
         onnxzip.replace_model(path, model)
     with pytest.raises(onnxzip.NotFoundError):
         onnxzip.replace_model(path.with_name("missing.onnxz"), onnx.ModelProto())
+
+
+def test_edit_model_changes_the_archives_own_model_in_place(small_archive):
+    path, arrays, _ = small_archive
+    before = _payload_bytes(path)
+
+    def rename(model):
+        assert model.graph.initializer[0].data_location == onnx.TensorProto.EXTERNAL
+        model.producer_name = "edit_model"
+        onnx.helper.set_model_props(model, {"license": "MIT"})
+
+    result = onnxzip.edit_model(path, rename)
+    assert not result.compacted and result.file_size == path.stat().st_size
+    assert _payload_bytes(path) == before
+    loaded = onnxzip.load(path)
+    assert loaded.producer_name == "edit_model"
+    assert [(p.key, p.value) for p in loaded.metadata_props] == [("license", "MIT")]
+    # A function may also return a new model instead of changing the one it is given.
+    result = onnxzip.edit_model(path, lambda m: onnx.ModelProto(
+        ir_version=m.ir_version, opset_import=m.opset_import, graph=m.graph, doc_string="new"))
+    loaded = onnxzip.load(path)
+    assert loaded.doc_string == "new" and loaded.producer_name == ""
+    assert onnxzip.verify(path).ok
+
+
+def test_edit_model_leaves_the_archive_alone_when_the_change_fails(small_archive):
+    path, _, _ = small_archive
+    original = path.read_bytes()
+
+    class Refused(Exception):
+        pass
+
+    def fail(model):
+        model.producer_name = "never written"
+        raise Refused("no")
+
+    with pytest.raises(Refused):
+        onnxzip.edit_model(path, fail)
+    assert path.read_bytes() == original
+
+    def drop_a_weight(model):
+        kept = [t for t in model.graph.initializer if t.name != "encoder.bias"]
+        del model.graph.initializer[:]
+        model.graph.initializer.extend(kept)
+
+    with pytest.raises(onnxzip.InvalidArgumentError, match="encoder_bias"):
+        onnxzip.edit_model(path, drop_a_weight)
+    assert path.read_bytes() == original
