@@ -431,6 +431,13 @@ class ZipReader::Parser final {
                            const LocalSizes& sizes) const;
   void locate_entry_data(ZipEntry& e, const ZipEntry* next);
   ByteSpan local_bytes(std::uint64_t offset, std::uint64_t size);
+  // The reader's buffers of local header copies, made on first use.
+  std::vector<std::vector<std::uint8_t>>& header_copies() {
+    if (!r_.local_header_copies_) {
+      r_.local_header_copies_ = std::make_shared<std::vector<std::vector<std::uint8_t>>>();
+    }
+    return *r_.local_header_copies_;
+  }
   // The bytes local_record_of reads first, for every entry at once (see the definition).
   void prefetch_local_headers();
   std::uint64_t first_read_size(const ZipEntry& e, const ZipEntry* next) const {
@@ -1162,12 +1169,9 @@ ByteSpan ZipReader::Parser::local_bytes(std::uint64_t offset, std::uint64_t size
   const ByteSpan mapped =
       file_.subspan(static_cast<std::size_t>(offset), static_cast<std::size_t>(size));
   if (local_fd_ < 0 || local_copied_ + size > kMaxLocalHeaderCopies) return mapped;
-  if (!r_.local_header_copies_) {
-    r_.local_header_copies_ = std::make_shared<std::vector<std::vector<std::uint8_t>>>();
-  }
   // Copies are packed into chunks that never grow past their reserved capacity, so a span into
   // one stays valid, and a thousand headers cost a few allocations rather than a thousand.
-  std::vector<std::vector<std::uint8_t>>& chunks = *r_.local_header_copies_;
+  std::vector<std::vector<std::uint8_t>>& chunks = header_copies();
   const std::size_t wanted = static_cast<std::size_t>(size);
   if (chunks.empty() || chunks.back().capacity() - chunks.back().size() < wanted) {
     chunks.emplace_back().reserve(std::max(wanted, kLocalHeaderChunk));
@@ -1208,10 +1212,7 @@ void ZipReader::Parser::prefetch_local_headers() {
     reads[i] = {e.local_header_offset, static_cast<std::size_t>(size), total};
     total += static_cast<std::size_t>(size);
   }
-  if (!r_.local_header_copies_) {
-    r_.local_header_copies_ = std::make_shared<std::vector<std::vector<std::uint8_t>>>();
-  }
-  std::vector<std::uint8_t>& buffer = r_.local_header_copies_->emplace_back(total);
+  std::vector<std::uint8_t>& buffer = header_copies().emplace_back(total);
   std::vector<std::uint8_t> complete(reads.size(), 0);  // Bytes, not bits: two threads write.
   const auto fetch = [&](std::size_t begin, std::size_t end) noexcept {
     for (std::size_t k = begin; k < end; ++k) {
