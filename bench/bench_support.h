@@ -131,10 +131,6 @@ inline bool run_program(const std::vector<std::string>& args, const char* stdout
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-// The real cp binary, as a user would copy the bytes (process start included). coreutils 9
-// copies with copy_file_range, inside the kernel: its bytes never pass through user memory, and
-// on file systems that share extents (btrfs, XFS with reflink) it copies no byte at all. On ext4
-// it is an in-kernel page-cache-to-page-cache copy.
 // `cp FROM TO`, or with ONNXZIP_BENCH_CP_NO_REFLINK=1 `cp --reflink=never FROM TO`: on XFS or
 // btrfs a plain cp shares the source's extents and copies no byte, which no conversion that
 // moves payloads to new offsets can match; --reflink=never makes the yardstick a copy of bytes.
@@ -145,6 +141,10 @@ inline std::vector<std::string> cp_command(const fs::path& from, const fs::path&
   return {"cp", from.string(), to.string()};
 }
 
+// The real cp binary, as a user would copy the bytes (process start included). coreutils 9
+// copies with copy_file_range, inside the kernel: its bytes never pass through user memory, and
+// on file systems that share extents (btrfs, XFS with reflink) it copies no byte at all. On ext4
+// it is an in-kernel page-cache-to-page-cache copy.
 inline bool run_cp(const fs::path& from, const fs::path& to) {
   return run_program(cp_command(from, to));
 }

@@ -76,46 +76,22 @@ fs::path cli_path() {
   return self.parent_path().parent_path() / "src" / "cli" / "onnxzip";
 }
 
-// How cp copies here: the system calls it makes for a small file, when strace is installed.
-std::string how_cp_copies(const ScratchFolder& folder) {
-  const fs::path from = folder / "cp_probe.bin";
-  const fs::path trace = folder / "cp_probe.trace";
-  {
-    std::vector<std::uint8_t> bytes(1 << 20, 7);
-    std::FILE* f = std::fopen(from.c_str(), "wb");
-    if (f == nullptr) return "unknown";
-    std::fwrite(bytes.data(), 1, bytes.size(), f);
-    std::fclose(f);
-  }
-  std::vector<std::string> traced_cp = {
-      "strace", "-f", "-o", trace.string(), "-e", "trace=copy_file_range,read,write,ioctl"};
-  for (std::string& word : cp_command(from, folder / "cp_probe.out"))
-    traced_cp.push_back(std::move(word));
-  if (!run_program(traced_cp)) {
-    return "unknown (strace is not installed)";
-  }
-  std::string text;
-  {
-    std::FILE* f = std::fopen(trace.c_str(), "rb");
-    char buffer[4096];
-    for (std::size_t n; f != nullptr && (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) {
-      text.append(buffer, n);
-    }
-    if (f != nullptr) std::fclose(f);
-  }
-  if (text.find("FICLONE") != std::string::npos && text.find("= 0") != std::string::npos &&
-      text.find("copy_file_range") == std::string::npos) {
-    return "reflink (FICLONE)";
-  }
-  return text.find("copy_file_range(") != std::string::npos ? "copy_file_range (in the kernel)"
-                                                            : "read/write";
-}
-
 void run(int rounds) {
   ScratchFolder folder("edit_bench");
   const fs::path cli = cli_path();
   const bool have_cli = fs::exists(cli);
-  std::printf("cp copies with: %s\n", how_cp_copies(folder).c_str());
+  {
+    // A 1 MiB probe file: cp_copy_method traces how cp copies it in this folder.
+    const fs::path probe = folder / "cp_probe.bin";
+    const std::vector<std::uint8_t> bytes(kMiB, 7);
+    std::FILE* f = std::fopen(probe.c_str(), "wb");
+    if (f != nullptr) {
+      std::fwrite(bytes.data(), 1, bytes.size(), f);
+      std::fclose(f);
+    }
+    std::printf("cp copies with: %s\n", cp_copy_method(probe, folder.path()).c_str());
+    fs::remove(probe);
+  }
   if (!have_cli) std::printf("(no onnxzip tool at %s: library calls only)\n", cli.c_str());
   std::printf("%-8s %10s %12s %14s %12s %12s %9s %9s\n", "archive", "cp", "edit (CLI)",
               "edit --no-sync", "library", "lib no-sync", "CLI / cp", "best/cp");

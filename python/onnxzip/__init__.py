@@ -606,9 +606,7 @@ def replace_model(path: PathLike, model: ModelLike, *, compact: bool = False,
         onnxzip.replace_model("model.onnxz", model)
     """
     model_bytes = model if _is_buffer(model) else model.SerializeToString()
-    compacted, dropped, offset, size, file_size = _onnxzip.replace_model(
-        _path(path), model_bytes, compact, durable)
-    return EditResult(compacted, dropped, offset, size, file_size)
+    return EditResult(*_onnxzip.replace_model(_path(path), model_bytes, compact, durable))
 
 
 def edit_model(path: PathLike, change: Callable[[onnx.ModelProto], Optional[onnx.ModelProto]], *,
@@ -629,9 +627,7 @@ def edit_model(path: PathLike, change: Callable[[onnx.ModelProto], Optional[onnx
         replaced = change(model)
         return (model if replaced is None else replaced).SerializeToString()
 
-    compacted, dropped, offset, size, file_size = _onnxzip.edit_model(
-        archive_path, apply, compact, durable)
-    return EditResult(compacted, dropped, offset, size, file_size)
+    return EditResult(*_onnxzip.edit_model(archive_path, apply, compact, durable))
 
 
 def write_view_model(archive_path: PathLike, view_path: Optional[PathLike] = None) -> str:

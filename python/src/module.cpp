@@ -375,6 +375,14 @@ py::list verify(const std::filesystem::path& path, const bool check_crc) {
 }
 
 // (compacted, dropped_entries, model_offset, model_size, file_size)
+// An EditResult as the fields of onnxzip.EditResult, in order.
+py::tuple edit_result(const onnxzip::EditResult& result) {
+  py::list dropped;
+  for (const std::string& entry : result.dropped_entries) dropped.append(file_text(entry));
+  return py::make_tuple(result.compacted, dropped, result.model_offset, result.model_size,
+                        result.file_size);
+}
+
 py::tuple replace_model(const std::filesystem::path& path, const py::handle model_bytes,
                         const bool compact, const bool durable) {
   onnxzip::EditOptions options;
@@ -386,10 +394,7 @@ py::tuple replace_model(const std::filesystem::path& path, const py::handle mode
     const py::gil_scoped_release unlocked;
     result = onnxzip::replace_model(path, parse_borrowed(buffer.span()), options);
   }
-  py::list dropped;
-  for (const std::string& entry : result.dropped_entries) dropped.append(file_text(entry));
-  return py::make_tuple(result.compacted, dropped, result.model_offset, result.model_size,
-                        result.file_size);
+  return edit_result(result);
 }
 
 // edit_model() with `change` a Python callable from the serialized model to the new one
@@ -415,10 +420,7 @@ py::tuple edit_model(const std::filesystem::path& path, const py::function& chan
         },
         options);
   }
-  py::list dropped;
-  for (const std::string& entry : result.dropped_entries) dropped.append(file_text(entry));
-  return py::make_tuple(result.compacted, dropped, result.model_offset, result.model_size,
-                        result.file_size);
+  return edit_result(result);
 }
 
 }  // namespace
