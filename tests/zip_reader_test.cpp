@@ -235,6 +235,64 @@ TEST(ZipReader, LocalHeadersReadAheadAgreeWithTheMappingAndReportTheirFaults) {
   fs::remove(path);
 }
 
+// LocalHeaderScope::kTail (what an in-place edit opens with) reads the last two entries' local
+// headers only: those two agree with a full open and can be read; the others keep their central
+// records, refuse to be read, and a fault in their local headers goes unseen -- but not in the
+// two it reads.
+TEST(ZipReader, TailScopeReadsOnlyTheLastTwoLocalHeaders) {
+  std::vector<TestEntry> entries;
+  for (int i = 0; i < 5; ++i) {
+    entries.push_back(stored("entry_" + std::to_string(i), pattern(100 + 10 * i, i)));
+  }
+  const BuiltZip z = build_zip(entries);
+  const fs::path path = temp_file("tail_scope.zip");
+  write_file(path, z.span());
+  const ZipReaderOptions tail{.local_headers = LocalHeaderScope::kTail};
+  for (const bool from_file : {true, false}) {
+    const ZipReader full =
+        from_file ? ZipReader::open(path) : ZipReader::from_bytes(z.span(), kNoOwner);
+    const ZipReader r =
+        from_file ? ZipReader::open(path, tail) : ZipReader::from_bytes(z.span(), kNoOwner, tail);
+    ASSERT_EQ(r.entries().size(), 5u);
+    for (std::size_t i = 0; i < 5; ++i) {
+      const ZipEntry& e = r.entries()[i];
+      EXPECT_EQ(e.name, full.entries()[i].name);
+      EXPECT_EQ(e.size, full.entries()[i].size);
+      EXPECT_EQ(e.local_header_offset, full.entries()[i].local_header_offset);
+      EXPECT_TRUE(full.entries()[i].local_header_read);
+      if (i >= 3) {
+        EXPECT_TRUE(e.local_header_read) << e.name;
+        EXPECT_EQ(e.data_offset, full.entries()[i].data_offset);
+        EXPECT_EQ(e.end_offset, full.entries()[i].end_offset);
+        EXPECT_TRUE(equal_bytes(r.data(e).view(), entries[i].data)) << e.name;
+        EXPECT_NO_THROW(r.verify(e));
+      } else {
+        EXPECT_FALSE(e.local_header_read) << e.name;
+        EXPECT_EQ(e.data_offset, 0u);
+        expect_error([&] { (void)r.data(e); }, ErrorCode::kBadState,
+                     {e.name, "local header was not read", "LocalHeaderScope::kTail"});
+        expect_error([&] { (void)r.stored_data(e); }, ErrorCode::kBadState, {e.name});
+        expect_error([&] { r.verify(e); }, ErrorCode::kBadState, {e.name});
+      }
+    }
+  }
+  // A broken local header: unseen in entry 0, reported in entry 3 (the one before the last).
+  for (const std::size_t broken_entry : {std::size_t{0}, std::size_t{3}}) {
+    Bytes broken = z.bytes;
+    broken[z.entries[broken_entry].local_header_offset] ^= 0xFF;
+    write_file(path, ByteSpan(broken.data(), broken.size()));
+    expect_error([&] { (void)ZipReader::open(path); }, ErrorCode::kCorrupt,
+                 {entries[broken_entry].name, "bad signature"});
+    if (broken_entry == 0) {
+      EXPECT_EQ(ZipReader::open(path, tail).entries().size(), 5u);
+    } else {
+      expect_error([&] { (void)ZipReader::open(path, tail); }, ErrorCode::kCorrupt,
+                   {entries[broken_entry].name, "bad signature"});
+    }
+  }
+  fs::remove(path);
+}
+
 // A file replaced after it was opened and checked: the reader reads the file it was given (its
 // mapping, and its local headers through its descriptor), never what the path names by then.
 TEST(ZipReader, OpenReadsTheFileItIsGivenNotWhatItsPathNamesNow) {

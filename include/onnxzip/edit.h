@@ -42,7 +42,7 @@ struct EditOptions {
   bool durable = true;
   // Called as the model entry (and, when compacting, the payloads) reach the file (progress.h).
   ProgressCallback progress = nullptr;
-  // Limits for reading the archive.
+  // Limits for reading the archive (its local_headers is not used: see replace_model).
   ZipReaderOptions zip{};
 };
 
@@ -67,6 +67,11 @@ struct EditResult {
 // writes it, aligned to the alignment the archive's 0xD935 records declare (64 when none does).
 // The old model need not parse: an edit can replace a broken one. An archive an edit left
 // interrupted is edited like any other (the interrupted edit's bytes go).
+//
+// The edit reads the end records, the central directory and the local headers of the last two
+// entries (LocalHeaderScope::kTail), not those of the entries it leaves alone: its cost stays
+// that of the tail, and a fault in another entry's local header, which the edit neither causes
+// nor hides, is left to readers and verify() to report (compact reads and checks them all).
 //
 // Errors (the archive is then unchanged): the ZipReader's for a broken ZIP; Error(kCorrupt) when
 // `__MODEL_PROTO` is missing or not last (spec §9.4 item 1); Error(kInvalidArgument) naming the

@@ -6,7 +6,8 @@
 // whole structure -- end records, central directory, every local header against its central
 // record, data descriptors, and that no entry's bytes overlap another's or the central directory --
 // without reading any payload, so its cost grows with the number of entries, not their size.
-// Payload CRCs are checked on demand (verify).
+// Payload CRCs are checked on demand (verify). An in-place edit, which rewrites only the last
+// entry, opens with LocalHeaderScope::kTail and reads two local headers instead of all of them.
 //
 // What is refused (Error), and what is accepted but reported (ZipFinding), follows the format
 // decisions of .onnxz version 1: structural contradictions are kCorrupt, encryption,
@@ -71,6 +72,18 @@ namespace onnxzip {
 // runs of zeros (biases, masks, padding) compress far better than 100:1 and cost nothing.
 inline constexpr std::uint64_t kCompressionRatioGraceSize = std::uint64_t{1} << 20;
 
+// Which local headers ZipReader::open reads and checks against their central records.
+enum class LocalHeaderScope {
+  kAll,  // Every entry's: the whole structure is checked, and every entry can be read.
+  // Only the last two entries' (in file order): the last one can be read, and where the one
+  // before it ends is known -- what rewriting the last entry in place needs (replace_model).
+  // Every other entry is known from its central record alone: its data_offset and end_offset
+  // are 0, its local_extra is empty, the findings say nothing of its local header, and data(),
+  // stored_data(), verified_data(), stream() and verify() refuse it (Error(kBadState)). Opening
+  // then costs the central directory, whatever the number of entries.
+  kTail,
+};
+
 struct ZipReaderOptions {
   // More central directory records than this is Error(kLimitExceeded).
   std::uint64_t max_entries = 10'000'000;
@@ -88,6 +101,7 @@ struct ZipReaderOptions {
   // last TensorBytes borrowing from them, even if the process is killed. Empty: $TMPDIR, or /tmp
   // when that is unset. On a tmpfs the spilled bytes live in memory (shared, not anonymous).
   std::filesystem::path spill_directory{};
+  LocalHeaderScope local_headers = LocalHeaderScope::kAll;
 };
 
 struct ZipEntry {
@@ -111,6 +125,8 @@ struct ZipEntry {
   std::uint32_t external_attributes = 0;
   bool zip64 = false;                // A zip64 extra field is in the local or central header.
   bool has_data_descriptor = false;  // Flag bit 3.
+  // Its local header was read and checked (always, unless LocalHeaderScope::kTail left it out).
+  bool local_header_read = false;
   // The extra fields of both headers and the entry comment, for layers that check conformance
   // beyond ZIP. Borrowed from the archive bytes (valid while the reader's bytes are), except
   // local_extra after ZipReader::open, which is a copy shared by the reader and its copies.

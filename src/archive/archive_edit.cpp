@@ -172,7 +172,12 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
                         const ModelFor& model_for) {
   const std::string source = archive.string();
   const ArchiveFile file(archive);
-  const ZipReader zip = ZipReader::open(file.map(), options.zip);
+  // An in-place edit rewrites the model entry, which starts where the entry before it ends, and
+  // keeps every other entry's bytes as they are: it needs their central records, not their local
+  // headers, whose reading would be most of its cost (one read per entry).
+  ZipReaderOptions tail_only = options.zip;
+  tail_only.local_headers = LocalHeaderScope::kTail;
+  const ZipReader zip = ZipReader::open(file.map(), tail_only);
   const ZipEntry* const model_entry =
       archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
   const ModelProto& model = model_for(zip, *model_entry);
@@ -196,8 +201,12 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   }
   const OwnedBytes bytes = serialize(model, checked.substitutions);
   if (!unreferenced.empty()) {
-    EditResult result =
-        compact(archive, zip, *model_entry, checked.referenced, bytes.span(), options);
+    // Compacting copies every entry it keeps, so it reads them all, checked as any reader does.
+    ZipReaderOptions every_header = options.zip;
+    every_header.local_headers = LocalHeaderScope::kAll;
+    const ZipReader whole = ZipReader::open(file.map(), every_header);
+    EditResult result = compact(archive, whole, whole.entries()[model_entry->index],
+                                checked.referenced, bytes.span(), options);
     result.file_size = std::filesystem::file_size(archive);
     return result;
   }

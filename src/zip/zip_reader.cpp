@@ -989,7 +989,12 @@ void ZipReader::Parser::read_local_headers() {
                 std::to_string(entries.front().local_header_offset) +
                     " bytes before the first local header belong to no entry");
   }
-  prefetch_local_headers();
+  // The entries before `first` keep what their central records say (LocalHeaderScope::kTail).
+  const std::size_t first =
+      r_.options_.local_headers == LocalHeaderScope::kTail && entries.size() > 2
+          ? entries.size() - 2
+          : 0;
+  if (first == 0) prefetch_local_headers();
   for (std::size_t i = 0; i < entries.size(); ++i) {
     ZipEntry& e = entries[i];
     const ZipEntry* const next = i + 1 < entries.size() ? &entries[i + 1] : nullptr;
@@ -997,7 +1002,7 @@ void ZipReader::Parser::read_local_headers() {
       fail(ErrorCode::kCorrupt, local_place(e),
            "shares its local header with entry " + quote(next->name) + " (overlapping entries)");
     }
-    read_local_header(e, next);
+    if (i >= first) read_local_header(e, next);
   }
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto& unknown = unknown_extras_[entries[i].central_index];
@@ -1029,6 +1034,7 @@ void ZipReader::Parser::read_local_header(ZipEntry& e, const ZipEntry* next) {
   }
   e.data_offset = e.local_header_offset + record.bytes.size();
   locate_entry_data(e, next);
+  e.local_header_read = true;
 }
 
 ZipReader::Parser::LocalRecord ZipReader::Parser::local_record_of(const ZipEntry& e,
@@ -1339,7 +1345,14 @@ const ZipEntry& ZipReader::own_entry(const ZipEntry& entry, const char* operatio
                                                  quote(entry.name) +
                                                  " does not belong to this archive");
   }
-  return entries_[entry.index];
+  const ZipEntry& own = entries_[entry.index];
+  if (!own.local_header_read) {
+    throw Error(ErrorCode::kBadState,
+                entry_place(own) + ": " + operation +
+                    ": its local header was not read (the archive was opened with "
+                    "LocalHeaderScope::kTail, which reads only the last two entries')");
+  }
+  return own;
 }
 
 std::string ZipReader::entry_place(const ZipEntry& e) const {
