@@ -497,6 +497,105 @@ TEST_F(ArchiveEdit, ACrashAfterEachStepLeavesTheOldOrTheNewModel) {
   }
 }
 
+// The record an edit writes before it knows the new model (zip::TailEdit) leaves room for a tail
+// three times the old one and a mebibyte more. A larger new tail gets a second record past it
+// before it is written; a failure or crash after that record still leaves the old model.
+TEST_F(ArchiveEdit, ANewTailLargerThanTheRoomBeforeTheRecordGetsARecordPastIt) {
+  const auto grown = [](const fs::path& path) {
+    ModelProto model = archive_model(path);
+    model.producer_name = "new";
+    model.doc_string = std::string(std::size_t{5} << 20, 'y');
+    return model;
+  };
+  {
+    ScratchDir dir("edit_grown");
+    const fs::path path = dir / "m.onnxz";
+    save(sample_model(), path);
+    const std::uint64_t old_size = fs::file_size(path);
+    const ModelProto model = grown(path);
+    std::vector<std::uint64_t> marked_sizes;  // The file's size after each record.
+    zip::set_tail_step_hook([&](TailStep step, bool synced) {
+      if (step == TailStep::kMark && synced) marked_sizes.push_back(fs::file_size(path));
+    });
+    const EditResult result = replace_model(path, model);
+    zip::set_tail_step_hook(nullptr);
+    ASSERT_EQ(marked_sizes.size(), 2u);
+    EXPECT_GT(marked_sizes[0], old_size);
+    EXPECT_GT(marked_sizes[1], marked_sizes[0] + model.doc_string->size());
+    EXPECT_EQ(result.file_size, fs::file_size(path));
+    EXPECT_LT(result.file_size, old_size + model.doc_string->size() + 4096);
+    EXPECT_TRUE(verify(path).ok());
+    EXPECT_EQ(producer_of(path), "new");
+  }
+  for (const bool crash : {false, true}) {
+    SCOPED_TRACE(crash ? "crash" : "failure");
+    ScratchDir dir("edit_grown_fail");
+    const fs::path path = dir / "m.onnxz";
+    save(sample_model(), path);
+    const Bytes before = read_file_bytes(path);
+    const ModelProto model = grown(path);
+    int marks = 0;
+    const auto at_second_record = [&](TailStep step, bool synced) {
+      return step == TailStep::kMark && synced && ++marks == 2;
+    };
+    if (crash) {
+      const pid_t pid = ::fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        zip::set_tail_step_hook([&](TailStep step, bool synced) {
+          if (at_second_record(step, synced)) ::_exit(0);
+        });
+        try {
+          replace_model(path, model);
+        } catch (...) {
+          ::_exit(2);
+        }
+        ::_exit(3);
+      }
+      int status = 0;
+      ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+      ASSERT_TRUE(WIFEXITED(status));
+      ASSERT_EQ(WEXITSTATUS(status), 0);
+      const VerifyReport report = verify(path);
+      ASSERT_FALSE(report.findings.empty());
+      EXPECT_CONTAINS(report.findings[0].message, "interrupted_edit");
+    } else {
+      zip::set_tail_step_hook([&](TailStep step, bool synced) {
+        if (at_second_record(step, synced)) throw Error(ErrorCode::kIo, "injected failure");
+      });
+      EXPECT_THROW(replace_model(path, model), Error);
+      zip::set_tail_step_hook(nullptr);
+      EXPECT_EQ(read_file_bytes(path), before);  // The records taken back.
+    }
+    expect_readable(path, false, crash ? "crash" : "failure");
+  }
+}
+
+// A model the archive refuses, or a change that throws, comes after the edit has written its
+// record (on another thread): the record is taken back and the file is byte for byte the same.
+TEST_F(ArchiveEdit, ARefusedModelTakesBackTheRecordWrittenBesideIt) {
+  ScratchDir dir("edit_refused");
+  const fs::path path = dir / "m.onnxz";
+  save(sample_model(), path);
+  const Bytes before = read_file_bytes(path);
+  bool marked = false;
+  zip::set_tail_step_hook([&](TailStep step, bool synced) {
+    if (step == TailStep::kMark && synced) marked = true;
+  });
+  ModelProto model = archive_model(path);
+  model.graph->initializer.clear();  // Refers to no entry any more.
+  EXPECT_THROW(replace_model(path, model), Error);
+  EXPECT_TRUE(marked);
+  EXPECT_EQ(read_file_bytes(path), before);
+  marked = false;
+  EXPECT_THROW(
+      edit_model(path, [](ModelProto&) { throw Error(ErrorCode::kInvalidArgument, "no"); }), Error);
+  EXPECT_TRUE(marked);
+  zip::set_tail_step_hook(nullptr);
+  EXPECT_EQ(read_file_bytes(path), before);
+  EXPECT_TRUE(verify(path).ok());
+}
+
 // A killed process leaves any prefix of each write: every such state of both writes reads.
 TEST_F(ArchiveEdit, ACrashInTheMiddleOfAWriteLeavesTheOldOrTheNewModel) {
   ScratchDir dir("edit_partial");

@@ -7,7 +7,10 @@
 // with the new one. A process killed at any point leaves one of the two; with
 // EditOptions::durable (the default) a power loss does too. What an interrupted edit can leave is
 // still an archive: load() and verify() read it (verify warns), and the next edit or repack
-// tidies it.
+// tidies it. The edit writes that protocol's first record as soon as it has read the archive, on
+// a second thread when durable, so that its flush overlaps the work on the new model: from then
+// on until the switch, a reader of the file reads the old model and notes an edit in progress
+// (an edit_model whose `change` takes long keeps it so as long).
 //
 // Other processes that have the archive mapped keep valid payloads (none of their bytes change)
 // but see the bytes of `__MODEL_PROTO` change under them, and pages past the new end of a file

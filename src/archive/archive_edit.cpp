@@ -180,6 +180,10 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   const ZipReader zip = ZipReader::open(file.map(), tail_only);
   const ZipEntry* const model_entry =
       archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
+  // The first steps of the in-place rewrite begin now, beside the work on the model: with
+  // durable, the flush of the interrupted edit record (spec §9.6) runs on a second thread. Any
+  // error before the switch takes them back.
+  zip::TailEdit tail_edit(zip, file.fd(), file.size(), options.durable);
   const ModelProto& model = model_for(zip, *model_entry);
 
   CheckedModel checked = check_model(model, zip, *model_entry, source);
@@ -201,6 +205,7 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   }
   const OwnedBytes bytes = serialize(model, checked.substitutions);
   if (!unreferenced.empty()) {
+    tail_edit.cancel();
     // Compacting copies every entry it keeps, so it reads them all, checked as any reader does.
     ZipReaderOptions every_header = options.zip;
     every_header.local_headers = LocalHeaderScope::kAll;
@@ -213,8 +218,7 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
 
   detail::ProgressMeter meter(options.progress, bytes.size());
   const zip::TailReplacement replaced =
-      zip::replace_last_entry(zip, bytes.span(), crc32(bytes.span()), zip::declared_alignment(zip),
-                              file.fd(), file.size(), options.durable);
+      tail_edit.finish(bytes.span(), crc32(bytes.span()), zip::declared_alignment(zip));
   meter.advance(bytes.size());
   meter.finish();
   EditResult result;

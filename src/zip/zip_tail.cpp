@@ -20,6 +20,9 @@ namespace {
 
 constexpr std::uint32_t kDefaultAlignment = 64;
 constexpr std::uint32_t kMaxAlignment = 65536;
+constexpr std::uint64_t kRecordSize = InterruptedEditRecord::kSize;
+// Room an edit leaves before its record beyond three times the old tail (TailEdit).
+constexpr std::uint64_t kReserveSlack = std::uint64_t{1} << 20;
 // The largest file offset the OS accepts (off_t).
 constexpr std::uint64_t kMaxFileSize = std::numeric_limits<std::int64_t>::max();
 
@@ -62,6 +65,47 @@ Tail build_tail(const ZipReader& zip, const ZipEntry& last, std::uint64_t positi
   tail.rest.insert(tail.rest.end(), zip.comment().begin(), zip.comment().end());
   return tail;
 }
+
+// Where the new last entry starts, once the archive is found fit for the edit: the last entry
+// in the file is the last in the central directory, and the file holds the archive read.
+std::uint64_t new_entry_start(const ZipReader& zip, std::uint64_t file_size) {
+  const std::vector<ZipEntry>& entries = zip.entries();
+  if (entries.empty() || entries.back().central_index + 1 != entries.size()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                zip.source_name() +
+                    ": the last entry in the file is not the last one in the central directory");
+  }
+  const ZipEntry& last = entries.back();
+  if (file_size < zip.bytes().size()) {
+    throw Error(ErrorCode::kBadState, zip.source_name() + ": the file has " +
+                                          std::to_string(file_size) +
+                                          " bytes, fewer than the archive read from it");
+  }
+  // The new entry starts where the entry before it ends: a gap an interrupted edit left there
+  // goes too.
+  return last.index > 0 ? entries[last.index - 1].end_offset : last.local_header_offset;
+}
+
+// More than the new tail, written twice, can take: the entry and the central directory, each
+// with headers and padding, and the end records and comment.
+std::uint64_t largest_tails(const ZipReader& zip, ByteSpan data) {
+  if (data.size() > kMaxFileSize / 4) return std::numeric_limits<std::uint64_t>::max();
+  return 2 * (data.size() + zip.central_directory_size() + kMaxAlignment) +
+         (std::uint64_t{1} << 20);
+}
+
+// Checked before anything is written, so that no offset of the edit can overflow: the archive,
+// `extra` bytes after it, and the record stay within the system's largest file size.
+void check_room(const ZipReader& zip, std::uint64_t extra, const std::string& what) {
+  const std::uint64_t archive_end = zip.bytes().size();
+  if (extra > kMaxFileSize / 2 || archive_end > kMaxFileSize - extra - kRecordSize) {
+    throw Error(ErrorCode::kInvalidArgument,
+                zip.source_name() + ": " + what +
+                    " would take the file past the largest size the system allows");
+  }
+}
+
+}  // namespace
 
 class TailWriter final {
  public:
@@ -110,62 +154,6 @@ class TailWriter final {
   std::string aftermath_ = "the archive is unchanged";
 };
 
-// Where the new last entry starts, once the archive is found fit for the edit: the last entry
-// in the file is the last in the central directory, the file holds the archive read, and the
-// file stays within the system's largest size.
-std::uint64_t new_entry_start(const ZipReader& zip, ByteSpan data, std::uint64_t file_size) {
-  const std::vector<ZipEntry>& entries = zip.entries();
-  if (entries.empty() || entries.back().central_index + 1 != entries.size()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                zip.source_name() +
-                    ": the last entry in the file is not the last one in the central directory");
-  }
-  const ZipEntry& last = entries.back();
-  const std::uint64_t archive_end = zip.bytes().size();
-  if (file_size < archive_end) {
-    throw Error(ErrorCode::kBadState, zip.source_name() + ": the file has " +
-                                          std::to_string(file_size) +
-                                          " bytes, fewer than the archive read from it");
-  }
-  // Checked before anything is written, so no offset below can overflow.
-  const std::uint64_t most =
-      2 * (data.size() + zip.central_directory_size() + kMaxAlignment) + (std::uint64_t{1} << 20);
-  if (data.size() > kMaxFileSize / 4 || archive_end > kMaxFileSize - most) {
-    throw Error(ErrorCode::kInvalidArgument,
-                zip.source_name() + ": an entry of " + std::to_string(data.size()) +
-                    " bytes would take the file past the largest size the system allows");
-  }
-  // The new entry starts where the entry before it ends: a gap an interrupted edit left there
-  // goes too.
-  return last.index > 0 ? entries[last.index - 1].end_offset : last.local_header_offset;
-}
-
-// Steps 1 to 3: the interrupted edit record, then the new tail after the archive, then the
-// record cut off, which makes the new tail the live one. Until then a failure takes back what
-// was appended.
-void append_temporary_tail(TailWriter& writer, int fd, const Tail& tail, std::uint64_t offset,
-                           std::uint64_t archive_end) {
-  const std::uint64_t tail_end = offset + tail.size();
-  try {
-    InterruptedEditRecord record;
-    record.archive_end = archive_end;
-    record.record_offset = tail_end;
-    std::uint8_t record_bytes[InterruptedEditRecord::kSize];
-    record.encode(record_bytes);
-    writer.write(tail_end, record_bytes, "cannot write the interrupted edit record");
-    writer.step(TailStep::kMark);
-    writer.write(tail, offset, "cannot write the new entry after the archive");
-    writer.step(TailStep::kAppend);
-    writer.truncate(tail_end, "cannot truncate the interrupted edit record");
-  } catch (...) {
-    // Before the switch the old archive is the live one.
-    static_cast<void>(::ftruncate(fd, static_cast<off_t>(archive_end)));
-    throw;
-  }
-}
-
-}  // namespace
-
 std::uint32_t declared_alignment(const ZipReader& zip) {
   for (const ZipEntry& entry : zip.entries()) {
     for (const ExtraRecord& record : split_extra_field(entry.local_extra, 0, entry.name)) {
@@ -179,34 +167,131 @@ std::uint32_t declared_alignment(const ZipReader& zip) {
   return kDefaultAlignment;
 }
 
-TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
-                                   std::uint32_t alignment, int fd, std::uint64_t file_size,
-                                   bool durable) {
-  const std::uint64_t start = new_entry_start(zip, data, file_size);
-  const ZipEntry& last = zip.entries().back();
-  const std::uint64_t archive_end = zip.bytes().size();
-  TailWriter writer(zip, fd, durable);
-  if (file_size > archive_end) {
-    writer.truncate(archive_end, "cannot drop the bytes of an earlier interrupted edit");
-    writer.step(TailStep::kDropStale);
+TailEdit::TailEdit(const ZipReader& zip, int fd, std::uint64_t file_size, bool durable)
+    : zip_(zip),
+      fd_(fd),
+      file_size_(file_size),
+      archive_end_(zip.bytes().size()),
+      start_(new_entry_start(zip, file_size)),
+      writer_(std::make_unique<TailWriter>(zip, fd, durable)) {
+  // Room for a new tail up to twice as large as the old one and half a mebibyte more, which goes
+  // after the archive and after the place of the final tail, as large as it: only the record is
+  // written, the rest stays a hole.
+  const std::uint64_t old_tail = archive_end_ - start_;
+  const std::uint64_t room = old_tail <= kMaxFileSize / 8
+                                 ? 3 * old_tail + kReserveSlack
+                                 : std::numeric_limits<std::uint64_t>::max();
+  check_room(zip, room + kRecordSize, "editing its last entry");
+  record_offset_ = archive_end_ + room;
+  if (durable) {
+    try {
+      marker_ = std::thread([this] { mark(); });
+      return;
+    } catch (const std::system_error&) {  // No second thread to be had: on this one.
+    }
   }
-  const Tail final_tail = build_tail(zip, last, start, data, crc, alignment);
+  mark();
+  wait_for_mark();  // Its errors at once.
+}
+
+TailEdit::~TailEdit() { cancel(); }
+
+// Steps 0 and 1: the bytes of an earlier interrupted edit go, then the record is written.
+void TailEdit::mark() noexcept {
+  try {
+    if (file_size_ > archive_end_) {
+      writer_->truncate(archive_end_, "cannot drop the bytes of an earlier interrupted edit");
+      writer_->step(TailStep::kDropStale);
+    }
+    marked_ = true;
+    write_record(record_offset_);
+  } catch (...) {
+    mark_error_ = std::current_exception();
+  }
+}
+
+void TailEdit::write_record(std::uint64_t offset) {
+  InterruptedEditRecord record;
+  record.archive_end = archive_end_;
+  record.record_offset = offset;
+  std::uint8_t bytes[InterruptedEditRecord::kSize];
+  record.encode(bytes);
+  writer_->write(offset, bytes, "cannot write the interrupted edit record");
+  writer_->step(TailStep::kMark);
+}
+
+void TailEdit::wait_for_mark() {
+  if (marker_.joinable()) marker_.join();
+  if (mark_error_) {
+    cancel();
+    std::rethrow_exception(mark_error_);
+  }
+}
+
+void TailEdit::cancel() noexcept {
+  if (marker_.joinable()) marker_.join();
+  if (marked_ && !finished_) {
+    // Before the switch the old archive is the live one: what was appended goes.
+    static_cast<void>(::ftruncate(fd_, static_cast<off_t>(archive_end_)));
+  }
+  marked_ = false;
+}
+
+TailReplacement TailEdit::finish(ByteSpan data, std::uint32_t crc, std::uint32_t alignment) {
+  wait_for_mark();
+  if (finished_ || !marked_) {
+    throw Error(ErrorCode::kBadState,
+                zip_.source_name() + ": editing in place: the edit was finished or cancelled");
+  }
+  try {
+    check_room(zip_, largest_tails(zip_, data),
+               "an entry of " + std::to_string(data.size()) + " bytes");
+  } catch (...) {
+    cancel();
+    throw;
+  }
+  const ZipEntry& last = zip_.entries().back();
+  TailWriter& writer = *writer_;
+  const Tail final_tail = build_tail(zip_, last, start_, data, crc, alignment);
   // The new tail goes after the archive and after the final tail's place, so that neither the
   // old archive nor step 4 overwrites it while it is the live one.
-  const std::uint64_t temporary_offset = std::max(archive_end, start + final_tail.size());
-  const Tail temporary_tail = build_tail(zip, last, temporary_offset, data, crc, alignment);
-  append_temporary_tail(writer, fd, temporary_tail, temporary_offset, archive_end);
+  const std::uint64_t temporary_offset = std::max(archive_end_, start_ + final_tail.size());
+  const Tail temporary_tail = build_tail(zip_, last, temporary_offset, data, crc, alignment);
+  const std::uint64_t tail_end = temporary_offset + temporary_tail.size();
+  try {
+    if (tail_end > record_offset_) {
+      // The new tail outgrew the room before the record: a record past it (step 1 again), and
+      // past the first one, which the new tail may then overwrite.
+      record_offset_ = std::max(tail_end, record_offset_ + kRecordSize);
+      write_record(record_offset_);
+    }
+    writer.write(temporary_tail, temporary_offset, "cannot write the new entry after the archive");
+    writer.step(TailStep::kAppend);
+    // Step 3: the record and the hole before it go; the new tail ends the file.
+    writer.truncate(tail_end, "cannot truncate the interrupted edit record");
+  } catch (...) {
+    cancel();
+    throw;
+  }
+  finished_ = true;
   writer.set_aftermath(
       "the archive holds the new entry, after a gap of the bytes the edit left before it; "
       "editing it again or repacking it removes them");
   writer.step(TailStep::kSwitch);
-  writer.write(final_tail, start, "cannot write the new entry in its place");
+  writer.write(final_tail, start_, "cannot write the new entry in its place");
   writer.step(TailStep::kMove);
-  writer.truncate(start + final_tail.size(), "cannot truncate the file after the new entry");
+  writer.truncate(start_ + final_tail.size(), "cannot truncate the file after the new entry");
   // No barrier: the new entry is on disk already, and a truncation lost to a power loss leaves
   // the state of step 3, which reads the new entry too.
   writer.step(TailStep::kTruncate, false);
-  return {final_tail.local_header_offset, final_tail.data_offset, start + final_tail.size()};
+  return {final_tail.local_header_offset, final_tail.data_offset, start_ + final_tail.size()};
+}
+
+TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
+                                   std::uint32_t alignment, int fd, std::uint64_t file_size,
+                                   bool durable) {
+  TailEdit edit(zip, fd, file_size, durable);
+  return edit.finish(data, crc, alignment);
 }
 
 void set_tail_step_hook(TailStepHook hook) { step_hook() = std::move(hook); }

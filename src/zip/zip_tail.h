@@ -6,7 +6,10 @@
 #define ONNXZIP_SRC_ZIP_TAIL_H_
 
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <memory>
+#include <thread>
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/zip_reader.h"
@@ -44,6 +47,46 @@ struct TailReplacement {
 TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
                                    std::uint32_t alignment, int fd, std::uint64_t file_size,
                                    bool durable);
+
+class TailWriter;
+
+// replace_last_entry in two halves, for a caller that has work to do before it knows the new
+// entry (parse, change, check and serialize a model): the constructor begins steps 0 and 1 --
+// with `durable` on a second thread, so that the flush of the record, a few milliseconds on some
+// disks, overlaps that work -- and finish() does the rest. The record goes far enough past the
+// archive to leave room for a new tail three times the old one's size and a mebibyte more; a
+// new tail that outgrows that gets a record past it (step 1 again) before it is written. Until
+// finish() reaches step 3, the destructor (or cancel()) takes the record back: the file is then
+// the archive it was. Errors: as replace_last_entry's, from the constructor (the archive unfit
+// for the edit) or from finish() (those of the first steps too); finish() after finish() or
+// cancel() is Error(kBadState). Not thread-safe.
+class TailEdit final {
+ public:
+  TailEdit(const ZipReader& zip, int fd, std::uint64_t file_size, bool durable);
+  TailEdit(const TailEdit&) = delete;
+  TailEdit& operator=(const TailEdit&) = delete;
+  ~TailEdit();
+
+  TailReplacement finish(ByteSpan data, std::uint32_t crc, std::uint32_t alignment);
+  void cancel() noexcept;
+
+ private:
+  void mark() noexcept;
+  void write_record(std::uint64_t offset);
+  void wait_for_mark();
+
+  const ZipReader& zip_;
+  const int fd_;
+  const std::uint64_t file_size_;
+  const std::uint64_t archive_end_;
+  const std::uint64_t start_;  // Where the new entry goes: the end of the entry before it.
+  std::unique_ptr<TailWriter> writer_;
+  std::uint64_t record_offset_ = 0;
+  std::thread marker_;  // Runs mark() when durable.
+  std::exception_ptr mark_error_;
+  bool marked_ = false;    // Steps 0 and 1 have begun to change the file.
+  bool finished_ = false;  // finish() reached step 3: the new tail is live.
+};
 
 // The alignment A the archive declares (spec §3.6): the value of the first 0xD935 record of a
 // local header, when it is a power of two in [64, 65536]; else 64.
