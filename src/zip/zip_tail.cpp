@@ -21,7 +21,7 @@ namespace {
 constexpr std::uint32_t kDefaultAlignment = 64;
 constexpr std::uint32_t kMaxAlignment = 65536;
 constexpr std::uint64_t kRecordSize = InterruptedEditRecord::kSize;
-// Room an edit leaves before its record beyond three times the old tail (TailEdit).
+// Room an edit leaves before its record, past three times the old tail (TailEdit).
 constexpr std::uint64_t kReserveSlack = std::uint64_t{1} << 20;
 // The largest file offset the OS accepts (off_t).
 constexpr std::uint64_t kMaxFileSize = std::numeric_limits<std::int64_t>::max();
@@ -178,9 +178,9 @@ TailEdit::TailEdit(const ZipReader& zip, int fd, std::uint64_t file_size, bool d
   // after the archive and after the place of the final tail, as large as it: only the record is
   // written, the rest stays a hole.
   const std::uint64_t old_tail = archive_end_ - start_;
-  const std::uint64_t room = old_tail <= kMaxFileSize / 8
-                                 ? 3 * old_tail + kReserveSlack
-                                 : std::numeric_limits<std::uint64_t>::max();
+  // (kMaxFileSize, too much for check_room, when three times the old tail could overflow.)
+  const std::uint64_t room =
+      old_tail <= kMaxFileSize / 8 ? 3 * old_tail + kReserveSlack : kMaxFileSize;
   check_room(zip, room + kRecordSize, "editing its last entry");
   record_offset_ = archive_end_ + room;
   if (durable) {
@@ -285,13 +285,6 @@ TailReplacement TailEdit::finish(ByteSpan data, std::uint32_t crc, std::uint32_t
   // the state of step 3, which reads the new entry too.
   writer.step(TailStep::kTruncate, false);
   return {final_tail.local_header_offset, final_tail.data_offset, start_ + final_tail.size()};
-}
-
-TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
-                                   std::uint32_t alignment, int fd, std::uint64_t file_size,
-                                   bool durable) {
-  TailEdit edit(zip, fd, file_size, durable);
-  return edit.finish(data, crc, alignment);
 }
 
 void set_tail_step_hook(TailStepHook hook) { step_hook() = std::move(hook); }

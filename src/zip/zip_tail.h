@@ -23,6 +23,8 @@ struct TailReplacement {
   std::uint64_t file_size = 0;  // The file's size afterwards.
 };
 
+class TailWriter;
+
 // Replaces the last entry of the archive `zip` has read -- it must be last in file and in central
 // directory order, else Error(kInvalidArgument) -- by a stored entry of the same name holding
 // `data` (whose CRC-32 is `crc`), laid out as ZipWriter lays out entries (zip_layout.h) right
@@ -35,31 +37,26 @@ struct TailReplacement {
 // At every instant the file reads as the old archive or the new one (spec §9.6): (1) an
 // interrupted edit record is written past the end of the file, pointing at the old archive;
 // (2) the new tail -- entry, central directory, end records -- is written before that record;
-// (3) truncating the record away makes the new tail the archive; (4) the tail is written again,
+// (3) truncating the file after the new tail makes it the archive; (4) the tail is written again,
 // laid out for its final place, over the old entry; (5) the file is truncated after it. With
 // `durable`, an fdatasync follows each step but the last (whose loss leaves the state of step 3,
 // the new entry too), so a power loss too leaves the old or the new archive, and the new one once
-// this returns; without, a killed process does, and the page cache reaches the disk in any order.
+// finish() returns; without, a killed process does, and the page cache reaches the disk in any
+// order.
 //
-// Errors: Error(kIo) naming the file, the step, and what the file holds afterwards (the old
-// archive when the failure came before step 3; the new one, with the bytes of the interrupted
-// edit in a gap before the entry, after it).
-TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
-                                   std::uint32_t alignment, int fd, std::uint64_t file_size,
-                                   bool durable);
-
-class TailWriter;
-
-// replace_last_entry in two halves, for a caller that has work to do before it knows the new
-// entry (parse, change, check and serialize a model): the constructor begins steps 0 and 1 --
-// with `durable` on a second thread, so that the flush of the record, a few milliseconds on some
-// disks, overlaps that work -- and finish() does the rest. The record goes far enough past the
-// archive to leave room for a new tail three times the old one's size and a mebibyte more; a
-// new tail that outgrows that gets a record past it (step 1 again) before it is written. Until
-// finish() reaches step 3, the destructor (or cancel()) takes the record back: the file is then
-// the archive it was. Errors: as replace_last_entry's, from the constructor (the archive unfit
-// for the edit) or from finish() (those of the first steps too); finish() after finish() or
-// cancel() is Error(kBadState). Not thread-safe.
+// In two halves, for a caller that has work to do before it knows the new entry (parse, change,
+// check and serialize a model): the constructor begins steps 0 and 1 -- with `durable` on a
+// second thread, so that the flush of the record, a few milliseconds on some disks, overlaps
+// that work -- and finish() does the rest. The record goes far enough past the archive to leave
+// room for a new tail twice the old one's size and half a mebibyte more; a new tail that outgrows
+// that gets a record past it (step 1 again) before it is written. Until finish() reaches step 3,
+// the destructor (or cancel()) takes the record back: the file is then the archive it was.
+//
+// Errors: from the constructor, an archive unfit for the edit (nothing is written then); from
+// finish(), Error(kIo) naming the file, the step, and what the file holds afterwards (the old
+// archive when the failure came before step 3, the first steps' failures included; the new one,
+// with the bytes of the interrupted edit in a gap before the entry, after it), and
+// Error(kBadState) after finish() or cancel(). Not thread-safe.
 class TailEdit final {
  public:
   TailEdit(const ZipReader& zip, int fd, std::uint64_t file_size, bool durable);
@@ -94,7 +91,7 @@ std::uint32_t declared_alignment(const ZipReader& zip);
 
 // --- Test seam (tests only; nothing in the library sets it) ---
 
-// The steps of replace_last_entry, in order.
+// The steps of a TailEdit, in order.
 enum class TailStep {
   kDropStale,  // Truncated the bytes an earlier interrupted edit left (only when there are some).
   kMark,       // Wrote the interrupted edit record.
