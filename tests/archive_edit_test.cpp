@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -569,6 +570,40 @@ TEST_F(ArchiveEdit, ANewTailLargerThanTheRoomBeforeTheRecordGetsARecordPastIt) {
     }
     expect_readable(path, false, crash ? "crash" : "failure");
   }
+}
+
+// Step 3 rewrites the record's archive end in place, which a power loss cannot tear only within
+// one 512-byte sector (spec §9.6): wherever the archive ends, the record never crosses a multiple
+// of 512. Archives of 128 sizes, a byte apart, put the record's natural place at every offset.
+TEST_F(ArchiveEdit, TheRecordNeverCrossesASectorBoundary) {
+  ScratchDir dir("edit_sector");
+  const fs::path path = dir / "m.onnxz";
+  std::vector<std::uint64_t> records;
+  zip::set_tail_step_hook([&](TailStep step, bool synced) {
+    if (step == TailStep::kMark && synced) {
+      records.push_back(fs::file_size(path) - zip::InterruptedEditRecord::kSize);
+    }
+  });
+  for (std::size_t pad = 0; pad < 128; ++pad) {
+    ModelProto model;
+    model.ir_version = 8;
+    model.producer_name = "old";
+    model.doc_string = std::string(pad, 'z');
+    model.graph.emplace().initializer.push_back(raw_tensor("w", TensorProto::kFloat, {256}, 1));
+    save(model, path);
+    model = archive_model(path);
+    model.producer_name = "new";
+    replace_model(path, model);
+  }
+  zip::set_tail_step_hook(nullptr);
+  ASSERT_EQ(records.size(), 128u);
+  std::set<std::uint64_t> places;
+  for (const std::uint64_t offset : records) {
+    EXPECT_LE(offset % 512 + zip::InterruptedEditRecord::kSize, 512u) << offset;
+    places.insert(offset % 512);
+  }
+  EXPECT_GT(places.size(), 64u);  // The archives did move the record about.
+  EXPECT_TRUE(verify(path).ok());
 }
 
 // A model the archive refuses, or a change that throws, comes after the edit has written its

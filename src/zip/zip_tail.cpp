@@ -21,8 +21,13 @@ namespace {
 constexpr std::uint32_t kDefaultAlignment = 64;
 constexpr std::uint32_t kMaxAlignment = 65536;
 constexpr std::uint64_t kRecordSize = InterruptedEditRecord::kSize;
+// Where the record holds its archive end (spec §9.6).
+constexpr std::size_t kArchiveEndField = 8;
 // Room an edit leaves before its record, past three times the old tail (TailEdit).
 constexpr std::uint64_t kReserveSlack = std::uint64_t{1} << 20;
+// The record never crosses a multiple of this: step 3 rewrites part of it in place, and storage
+// writes a sector whole or not at all (spec §9.6).
+constexpr std::uint64_t kSectorSize = 512;
 // The largest file offset the OS accepts (off_t).
 constexpr std::uint64_t kMaxFileSize = std::numeric_limits<std::int64_t>::max();
 
@@ -92,6 +97,11 @@ std::uint64_t largest_tails(const ZipReader& zip, ByteSpan data) {
   if (data.size() > kMaxFileSize / 4) return std::numeric_limits<std::uint64_t>::max();
   return 2 * (data.size() + zip.central_directory_size() + kMaxAlignment) +
          (std::uint64_t{1} << 20);
+}
+
+// The first offset from `at` on where the record lies within one sector.
+std::uint64_t record_place(std::uint64_t at) {
+  return at % kSectorSize + kRecordSize <= kSectorSize ? at : at + kSectorSize - at % kSectorSize;
 }
 
 // Checked before anything is written, so that no offset of the edit can overflow: the archive,
@@ -181,8 +191,8 @@ TailEdit::TailEdit(const ZipReader& zip, int fd, std::uint64_t file_size, bool d
   // (kMaxFileSize, too much for check_room, when three times the old tail could overflow.)
   const std::uint64_t room =
       old_tail <= kMaxFileSize / 8 ? 3 * old_tail + kReserveSlack : kMaxFileSize;
-  check_room(zip, room + kRecordSize, "editing its last entry");
-  record_offset_ = archive_end_ + room;
+  check_room(zip, room + kSectorSize + kRecordSize, "editing its last entry");
+  record_offset_ = record_place(archive_end_ + room);
   if (durable) {
     try {
       marker_ = std::thread([this] { mark(); });
@@ -262,13 +272,21 @@ TailReplacement TailEdit::finish(ByteSpan data, std::uint32_t crc, std::uint32_t
     if (tail_end > record_offset_) {
       // The new tail outgrew the room before the record: a record past it (step 1 again), and
       // past the first one, which the new tail may then overwrite.
-      record_offset_ = std::max(tail_end, record_offset_ + kRecordSize);
+      record_offset_ = record_place(std::max(tail_end, record_offset_ + kRecordSize));
       write_record(record_offset_);
     }
     writer.write(temporary_tail, temporary_offset, "cannot write the new entry after the archive");
     writer.step(TailStep::kAppend);
-    // Step 3: the record and the hole before it go; the new tail ends the file.
-    writer.truncate(tail_end, "cannot truncate the interrupted edit record");
+    // Step 3: the record's archive end moves to the new tail's end, which makes the new tail the
+    // archive. 8 bytes rewritten in place within one sector: an overwrite, which a file system
+    // flushes without a journal commit, where truncating the record away needed one.
+    InterruptedEditRecord record;
+    record.archive_end = tail_end;
+    record.record_offset = record_offset_;
+    std::uint8_t bytes[kRecordSize];
+    record.encode(bytes);
+    writer.write(record_offset_ + kArchiveEndField, ByteSpan(bytes).subspan(kArchiveEndField, 8),
+                 "cannot point the interrupted edit record at the new entry");
   } catch (...) {
     cancel();
     throw;
@@ -280,6 +298,7 @@ TailReplacement TailEdit::finish(ByteSpan data, std::uint32_t crc, std::uint32_t
   writer.step(TailStep::kSwitch);
   writer.write(final_tail, start_, "cannot write the new entry in its place");
   writer.step(TailStep::kMove);
+  // Step 5: the temporary tail and the record go.
   writer.truncate(start_ + final_tail.size(), "cannot truncate the file after the new entry");
   // No barrier: the new entry is on disk already, and a truncation lost to a power loss leaves
   // the state of step 3, which reads the new entry too.

@@ -37,12 +37,12 @@ class TailWriter;
 // At every instant the file reads as the old archive or the new one (spec §9.6): (1) an
 // interrupted edit record is written past the end of the file, pointing at the old archive;
 // (2) the new tail -- entry, central directory, end records -- is written before that record;
-// (3) truncating the file after the new tail makes it the archive; (4) the tail is written again,
-// laid out for its final place, over the old entry; (5) the file is truncated after it. With
-// `durable`, an fdatasync follows each step but the last (whose loss leaves the state of step 3,
-// the new entry too), so a power loss too leaves the old or the new archive, and the new one once
-// finish() returns; without, a killed process does, and the page cache reaches the disk in any
-// order.
+// (3) the record's archive end is moved to the new tail's end (8 bytes rewritten in place, in one
+// sector), which makes the new tail the archive; (4) the tail is written again, laid out for its
+// final place, over the old entry; (5) the file is truncated after it. With `durable`, an
+// fdatasync follows each step but the last (whose loss leaves the state of step 3, the new entry
+// too), so a power loss too leaves the old or the new archive, and the new one once finish()
+// returns; without, a killed process does, and the page cache reaches the disk in any order.
 //
 // In two halves, for a caller that has work to do before it knows the new entry (parse, change,
 // check and serialize a model): the constructor begins steps 0 and 1 -- with `durable` on a
@@ -96,9 +96,9 @@ enum class TailStep {
   kDropStale,  // Truncated the bytes an earlier interrupted edit left (only when there are some).
   kMark,       // Wrote the interrupted edit record.
   kAppend,     // Wrote the new tail before it.
-  kSwitch,     // Truncated the record away: the new tail is the archive.
+  kSwitch,     // Pointed the record at the new tail's end: the new tail is the archive.
   kMove,       // Wrote the tail in its final place.
-  kTruncate,   // Truncated the file after it.
+  kTruncate,   // Truncated the file after it: the record goes.
 };
 // Called after each step (synced = false) and, when durable, after its fdatasync (synced =
 // true; kTruncate has none). A hook that throws fails the edit there, as a failing system call
