@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -97,6 +98,16 @@ std::uint64_t largest_tails(const ZipReader& zip, ByteSpan data) {
   if (data.size() > kMaxFileSize / 4) return std::numeric_limits<std::uint64_t>::max();
   return 2 * (data.size() + zip.central_directory_size() + kMaxAlignment) +
          (std::uint64_t{1} << 20);
+}
+
+std::array<std::uint8_t, kRecordSize> record_bytes(std::uint64_t archive_end,
+                                                   std::uint64_t record_offset) {
+  InterruptedEditRecord record;
+  record.archive_end = archive_end;
+  record.record_offset = record_offset;
+  std::array<std::uint8_t, kRecordSize> bytes{};
+  record.encode(bytes);
+  return bytes;
 }
 
 // The first offset from `at` on where the record lies within one sector.
@@ -221,12 +232,8 @@ void TailEdit::mark() noexcept {
 }
 
 void TailEdit::write_record(std::uint64_t offset) {
-  InterruptedEditRecord record;
-  record.archive_end = archive_end_;
-  record.record_offset = offset;
-  std::uint8_t bytes[InterruptedEditRecord::kSize];
-  record.encode(bytes);
-  writer_->write(offset, bytes, "cannot write the interrupted edit record");
+  writer_->write(offset, record_bytes(archive_end_, offset),
+                 "cannot write the interrupted edit record");
   writer_->step(TailStep::kMark);
 }
 
@@ -280,12 +287,9 @@ TailReplacement TailEdit::finish(ByteSpan data, std::uint32_t crc, std::uint32_t
     // Step 3: the record's archive end moves to the new tail's end, which makes the new tail the
     // archive. 8 bytes rewritten in place within one sector: an overwrite, which a file system
     // flushes without a journal commit, where truncating the record away needed one.
-    InterruptedEditRecord record;
-    record.archive_end = tail_end;
-    record.record_offset = record_offset_;
-    std::uint8_t bytes[kRecordSize];
-    record.encode(bytes);
-    writer.write(record_offset_ + kArchiveEndField, ByteSpan(bytes).subspan(kArchiveEndField, 8),
+    const auto record = record_bytes(tail_end, record_offset_);
+    writer.write(record_offset_ + kArchiveEndField,
+                 ByteSpan(record).subspan(kArchiveEndField, sizeof(std::uint64_t)),
                  "cannot point the interrupted edit record at the new entry");
   } catch (...) {
     cancel();
