@@ -499,7 +499,7 @@ TEST_F(ArchiveEdit, ACrashAfterEachStepLeavesTheOldOrTheNewModel) {
 }
 
 // The record an edit writes before it knows the new model (zip::TailEdit) leaves room for a tail
-// twice the old one and half a mebibyte more. A larger new tail gets a second record past it
+// the old one's size and half a mebibyte more. A larger new tail gets a second record past it
 // before it is written; a failure or crash after that record still leaves the old model.
 TEST_F(ArchiveEdit, ANewTailLargerThanTheRoomBeforeTheRecordGetsARecordPastIt) {
   const auto grown = [](const fs::path& path) {

@@ -24,7 +24,7 @@ constexpr std::uint32_t kMaxAlignment = 65536;
 constexpr std::uint64_t kRecordSize = InterruptedEditRecord::kSize;
 // Where the record holds its archive end (spec §9.6).
 constexpr std::size_t kArchiveEndField = 8;
-// Room an edit leaves before its record, past three times the old tail (TailEdit).
+// Room an edit leaves before its record, past the size of the old tail (TailEdit).
 constexpr std::uint64_t kReserveSlack = std::uint64_t{1} << 20;
 // The record never crosses a multiple of this: step 3 rewrites part of it in place, and storage
 // writes a sector whole or not at all (spec §9.6).
@@ -195,13 +195,13 @@ TailEdit::TailEdit(const ZipReader& zip, int fd, std::uint64_t file_size, bool d
       archive_end_(zip.bytes().size()),
       start_(new_entry_start(zip, file_size)),
       writer_(std::make_unique<TailWriter>(zip, fd, durable)) {
-  // Room for a new tail up to twice as large as the old one and half a mebibyte more, which goes
-  // after the archive and after the place of the final tail, as large as it: only the record is
-  // written, the rest stays a hole.
+  // Room for a new tail as large as the old one and half a mebibyte more, which goes after the
+  // archive and after the place of the final tail, as large as it. Only the record is written;
+  // the rest is a hole, which a file system without sparse files fills with zeros, so the room
+  // stays near the old tail's size: an edit that grows the model more takes a second record.
   const std::uint64_t old_tail = archive_end_ - start_;
-  // (kMaxFileSize, too much for check_room, when three times the old tail could overflow.)
-  const std::uint64_t room =
-      old_tail <= kMaxFileSize / 8 ? 3 * old_tail + kReserveSlack : kMaxFileSize;
+  // (kMaxFileSize, too much for check_room, when the sum could overflow.)
+  const std::uint64_t room = old_tail <= kMaxFileSize / 2 ? old_tail + kReserveSlack : kMaxFileSize;
   check_room(zip, room + kSectorSize + kRecordSize, "editing its last entry");
   record_offset_ = record_place(archive_end_ + room);
   if (durable) {

@@ -48,7 +48,7 @@ class TailWriter;
 // check and serialize a model): the constructor begins steps 0 and 1 -- with `durable` on a
 // second thread, so that the flush of the record, a few milliseconds on some disks, overlaps
 // that work -- and finish() does the rest. The record goes far enough past the archive to leave
-// room for a new tail twice the old one's size and half a mebibyte more; a new tail that outgrows
+// room for a new tail the old one's size and half a mebibyte more; a new tail that outgrows
 // that gets a record past it (step 1 again) before it is written. Until finish() reaches step 3,
 // the destructor (or cancel()) takes the record back: the file is then the archive it was.
 //
