@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <set>
 #include <string>
@@ -460,13 +461,14 @@ TEST_F(ArchiveEdit, AFailureAfterEachStepLeavesTheOldOrTheNewModel) {
   }
 }
 
-// Runs the edit in a child process that dies (as if killed) right after `point`.
-void edit_and_die_at(const fs::path& path, const ModelProto& model, const StepPoint& point) {
+// Runs the edit in a child process that dies (as if killed) right after the step `when` picks.
+void edit_and_die_when(const fs::path& path, const ModelProto& model,
+                       const std::function<bool(TailStep, bool)>& when) {
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     zip::set_tail_step_hook([&](TailStep step, bool synced) {
-      if (step == point.step && synced == point.synced) ::_exit(0);
+      if (when(step, synced)) ::_exit(0);
     });
     try {
       replace_model(path, model);
@@ -479,6 +481,12 @@ void edit_and_die_at(const fs::path& path, const ModelProto& model, const StepPo
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
   ASSERT_EQ(WEXITSTATUS(status), 0);
+}
+
+void edit_and_die_at(const fs::path& path, const ModelProto& model, const StepPoint& point) {
+  edit_and_die_when(path, model, [&](TailStep step, bool synced) {
+    return step == point.step && synced == point.synced;
+  });
 }
 
 TEST_F(ArchiveEdit, ACrashAfterEachStepLeavesTheOldOrTheNewModel) {
@@ -540,23 +548,7 @@ TEST_F(ArchiveEdit, ANewTailLargerThanTheRoomBeforeTheRecordGetsARecordPastIt) {
       return step == TailStep::kMark && synced && ++marks == 2;
     };
     if (crash) {
-      const pid_t pid = ::fork();
-      ASSERT_GE(pid, 0);
-      if (pid == 0) {
-        zip::set_tail_step_hook([&](TailStep step, bool synced) {
-          if (at_second_record(step, synced)) ::_exit(0);
-        });
-        try {
-          replace_model(path, model);
-        } catch (...) {
-          ::_exit(2);
-        }
-        ::_exit(3);
-      }
-      int status = 0;
-      ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-      ASSERT_TRUE(WIFEXITED(status));
-      ASSERT_EQ(WEXITSTATUS(status), 0);
+      edit_and_die_when(path, model, at_second_record);
       const VerifyReport report = verify(path);
       ASSERT_FALSE(report.findings.empty());
       EXPECT_CONTAINS(report.findings[0].message, "interrupted_edit");
