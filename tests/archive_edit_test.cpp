@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -25,6 +26,8 @@
 #include "onnxzip/convert.h"
 #include "onnxzip/error.h"
 #include "onnxzip/onnx_codec.h"
+#include "onnxzip/protobuf_wire.h"
+#include "onnxzip/zip_writer.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
 #include "zip_records.h"
@@ -285,6 +288,231 @@ TEST_F(ArchiveEdit, UnreferencedEntriesAreRefusedUnlessCompacting) {
   EXPECT_EQ(zip.entries()[0].name, "w0");
   EXPECT_EQ(zip.entries()[1].data_offset % 4096, 0u);  // The archive's alignment is kept.
   EXPECT_EQ(result.file_size, fs::file_size(path));
+}
+
+// --- edit_model_properties: the graph kept as bytes ---
+
+// A change of properties only, as the CLI's metadata flags make.
+void change_properties(ModelProto& model) {
+  model.producer_name = "edited";
+  model.doc_string = std::string(700, 'd');
+  StringStringEntryProto& entry = model.metadata_props.emplace_back();
+  entry.key = "license";
+  entry.value = "MIT";
+}
+
+// The archive at `from` written again to `to` with `model_bytes` as its __MODEL_PROTO: a model
+// encoded as another writer may encode it.
+void rewrite_with_model_bytes(const fs::path& from, const fs::path& to, const Bytes& model_bytes) {
+  const ZipReader zip = ZipReader::open(from);
+  ZipWriter writer(to);
+  for (const ZipEntry& entry : zip.entries()) {
+    if (entry.name != kModelEntryName) writer.add(entry.name, zip.data(entry).view());
+  }
+  writer.add(kModelEntryName, model_bytes);
+  writer.finish();
+}
+
+// A field of `number` holding `payload`, as the protobuf wire writes it.
+Bytes wire_field(std::uint32_t number, const Bytes& payload) {
+  Bytes out(wire::kMaxFieldHeaderSize);
+  std::uint8_t* p =
+      wire::encode_varint(wire::make_tag(number, wire::WireType::kLengthDelimited), out.data());
+  p = wire::encode_varint(payload.size(), p);
+  out.resize(static_cast<std::size_t>(p - out.data()));
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+Bytes stored_model_bytes(const fs::path& path) {
+  const Archive archive = Archive::open(path);
+  const ByteSpan bytes = archive.model_bytes();
+  return Bytes(bytes.begin(), bytes.end());
+}
+
+// What edit_model does to a copy of the archive: the reference for edit_model_properties.
+struct Twin {
+  fs::path path;
+  std::optional<EditResult> result;
+  std::string error;
+};
+
+Twin edit_twin(const fs::path& path, const fs::path& twin) {
+  fs::copy_file(path, twin, fs::copy_options::overwrite_existing);
+  Twin out{twin, std::nullopt, ""};
+  try {
+    out.result = edit_model(twin, change_properties);
+  } catch (const Error& e) {
+    out.error = e.what();
+  }
+  return out;
+}
+
+// On archives of our own writing, the properties path writes byte for byte what edit_model
+// writes: same graph bytes (ours), same properties, same places.
+TEST_F(ArchiveEdit, PropertyEditsWriteWhatEditModelWrites) {
+  ScratchDir dir("edit_properties");
+  const std::vector<std::pair<std::string, ModelProto>> models = {
+      {"sample", sample_model()},
+      {"everywhere", test_support::model_with_tensors_everywhere()},
+  };
+  for (const auto& [name, model] : models) {
+    SCOPED_TRACE(name);
+    const fs::path path = dir / (name + ".onnxz");
+    save(model, path);
+    const Twin twin = edit_twin(path, dir / (name + "_twin.onnxz"));
+    ASSERT_TRUE(twin.result) << twin.error;
+    const std::uint64_t old_offset = model_offset(path);
+    const EditResult result = edit_model_properties(path, change_properties);
+    EXPECT_EQ(read_file_bytes(path), read_file_bytes(twin.path));
+    EXPECT_EQ(result.model_offset, old_offset);
+    EXPECT_EQ(result.model_size, twin.result->model_size);
+    EXPECT_EQ(result.file_size, fs::file_size(path));
+    EXPECT_EQ(producer_of(path), "edited");
+    EXPECT_TRUE(verify(path).ok());
+  }
+}
+
+TEST_F(ArchiveEdit, PropertyEditsKeepTheGraphAsAnotherWriterEncodedIt) {
+  ScratchDir dir("edit_properties_kept");
+  const fs::path saved = dir / "saved.onnxz";
+  save(sample_model(), saved);
+  // The graph's name after its initializers, and the graph after every other field of the model:
+  // valid protobuf that our serializer, which writes fields in number order, would reorder.
+  ModelProto properties = archive_model(saved);
+  GraphProto graph = std::move(*properties.graph);
+  properties.graph.reset();
+  GraphProto name_only;
+  name_only.name = graph.name;
+  graph.name.reset();
+  Bytes graph_bytes = serialize_message(graph);
+  const Bytes name_bytes = serialize_message(name_only);
+  graph_bytes.insert(graph_bytes.end(), name_bytes.begin(), name_bytes.end());
+  const Bytes graph_field = wire_field(7, graph_bytes);
+  Bytes model_bytes = serialize_model(properties);
+  model_bytes.insert(model_bytes.end(), graph_field.begin(), graph_field.end());
+  const fs::path path = dir / "m.onnxz";
+  rewrite_with_model_bytes(saved, path, model_bytes);
+  const Twin twin = edit_twin(path, dir / "twin.onnxz");
+  ASSERT_TRUE(twin.result) << twin.error;
+
+  edit_model_properties(path, change_properties);
+  const Bytes after = stored_model_bytes(path);
+  EXPECT_NE(std::search(after.begin(), after.end(), graph_field.begin(), graph_field.end()),
+            after.end());
+  // edit_model, which parses and writes the whole model, writes the graph in its own order; both
+  // hold the same model.
+  const Bytes by_edit_model = stored_model_bytes(twin.path);
+  EXPECT_EQ(std::search(by_edit_model.begin(), by_edit_model.end(), graph_field.begin(),
+                        graph_field.end()),
+            by_edit_model.end());
+  EXPECT_EQ(parse_model(after), parse_model(by_edit_model));
+  EXPECT_EQ(producer_of(path), "edited");
+  EXPECT_EQ(payloads(path), payloads(saved));
+  EXPECT_TRUE(verify(path).ok());
+}
+
+// Whatever the walk of the graph's bytes cannot vouch for has the edit parse the model whole: the
+// result, or the error, is edit_model's.
+TEST_F(ArchiveEdit, PropertyEditsTakeTheWholeModelWhenTheWalkCannotVouch) {
+  ScratchDir dir("edit_properties_whole");
+  const fs::path saved = dir / "saved.onnxz";
+  save(sample_model(), saved);
+  const ModelProto model = archive_model(saved);
+  struct Case {
+    const char* what;
+    Bytes model_bytes;
+    bool refused;
+  };
+  std::vector<Case> cases;
+  {
+    // A reference not in canonical form (keys swapped): written anew in canonical form.
+    ModelProto swapped = model;
+    TensorProto& w0 = swapped.graph->initializer[0];
+    std::swap(w0.external_data[0], w0.external_data[1]);
+    cases.push_back({"non-canonical reference", serialize_model(swapped), false});
+  }
+  {
+    // The graph in two fields, which protobuf merges.
+    ModelProto properties = model;
+    properties.graph.reset();
+    GraphProto first = *model.graph;
+    GraphProto second;
+    second.initializer.assign(first.initializer.begin() + 2, first.initializer.end());
+    first.initializer.resize(2);
+    Bytes bytes = serialize_model(properties);
+    for (const GraphProto* part : {&first, &second}) {
+      const Bytes field = wire_field(7, serialize_message(*part));
+      bytes.insert(bytes.end(), field.begin(), field.end());
+    }
+    cases.push_back({"graph given twice", bytes, false});
+  }
+  {
+    ModelProto wrong = model;
+    wrong.graph->initializer[1].external_data[1].value = "12";
+    cases.push_back({"wrong length", serialize_model(wrong), true});
+  }
+  {
+    ModelProto missing = model;
+    missing.graph->initializer[2].external_data[0].value = "nope";
+    cases.push_back({"missing entry", serialize_model(missing), true});
+  }
+  {
+    ModelProto unreferenced = model;
+    unreferenced.graph->initializer.erase(unreferenced.graph->initializer.begin() + 1);
+    cases.push_back({"unreferenced entry", serialize_model(unreferenced), true});
+  }
+  {
+    Bytes cut = serialize_model(model);
+    cut.resize(cut.size() - 5);
+    cases.push_back({"truncated model", cut, true});
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const fs::path path = dir / "m.onnxz";
+    rewrite_with_model_bytes(saved, path, c.model_bytes);
+    const Bytes before = read_file_bytes(path);
+    const Twin twin = edit_twin(path, dir / "twin.onnxz");
+    EXPECT_EQ(!twin.result, c.refused) << twin.error;
+    try {
+      edit_model_properties(path, change_properties);
+      EXPECT_FALSE(c.refused) << "no error";
+      EXPECT_EQ(read_file_bytes(path), read_file_bytes(twin.path));
+      EXPECT_TRUE(verify(path).ok());
+    } catch (const Error& e) {
+      EXPECT_TRUE(c.refused) << e.what();
+      std::string expected = twin.error;
+      const std::size_t at = expected.find(twin.path.string());
+      ASSERT_NE(at, std::string::npos) << expected;
+      expected.replace(at, twin.path.string().size(), path.string());
+      EXPECT_EQ(std::string(e.what()), expected);
+      EXPECT_EQ(read_file_bytes(path), before);
+    }
+  }
+}
+
+TEST_F(ArchiveEdit, PropertyEditsLeaveTheGraphToEditModel) {
+  ScratchDir dir("edit_properties_graph");
+  const fs::path path = dir / "m.onnxz";
+  save(sample_model(), path);
+  const Bytes before = read_file_bytes(path);
+  bool saw_graph = true;
+  try {
+    edit_model_properties(path, [&](ModelProto& model) {
+      saw_graph = model.graph.has_value() || !model.functions.empty();
+      model.graph.ensure().name = "mine";
+    });
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_CONTAINS(e.what(),
+                    path.string() + ": an edit of the model's properties gave it a graph");
+  }
+  EXPECT_FALSE(saw_graph);
+  EXPECT_THROW(edit_model_properties(
+                   path, [](ModelProto&) { throw Error(ErrorCode::kInvalidArgument, "refused"); }),
+               Error);
+  EXPECT_EQ(read_file_bytes(path), before);
 }
 
 TEST_F(ArchiveEdit, ErrorsForFilesThatCannotBeEdited) {

@@ -94,6 +94,22 @@ EditResult edit_model(const std::filesystem::path& archive,
                       const std::function<void(ModelProto&)>& change,
                       const EditOptions& options = {});
 
+// Changes the model's properties -- every field but graph, training_info and functions:
+// metadata_props, producer_name and producer_version, doc_string, domain, model_version,
+// ir_version, opset_import, configuration -- as edit_model does, without building or rewriting
+// the graph. `change` receives the model without those three fields and must not give it any
+// (Error(kInvalidArgument) otherwise: edit_model changes them). They are kept byte for byte, as
+// another writer encoded them; their tensors are found by a walk of their bytes and checked as
+// replace_model checks a model, and whatever the walk cannot vouch for -- a fault in a
+// reference, a reference to rewrite in canonical form, bytes it does not take -- has the edit
+// parse the model whole and go on as edit_model (the error is then the same, and the whole model
+// is written anew). The bytes the walk passes over (node names, types, shapes...) are not
+// checked: a property edit keeps them as they were, and verify() checks them. Costs
+// O(central directory + properties + tensors), not O(model): the metadata edits of the CLI.
+EditResult edit_model_properties(const std::filesystem::path& archive,
+                                 const std::function<void(ModelProto&)>& change,
+                                 const EditOptions& options = {});
+
 }  // namespace onnxzip
 
 #endif  // ONNXZIP_EDIT_H_

@@ -610,7 +610,8 @@ def replace_model(path: PathLike, model: ModelLike, *, compact: bool = False,
 
 
 def edit_model(path: PathLike, change: Callable[[onnx.ModelProto], Optional[onnx.ModelProto]], *,
-               compact: bool = False, durable: bool = True) -> EditResult:
+               compact: bool = False, durable: bool = True,
+               properties_only: bool = False) -> EditResult:
     """Changes the model of the archive at `path` in place, as replace_model() does, but reads the
     archive's own model and writes the changed one under one open and lock of the file, so that
     no other edit can come in between. `change(model)` gets the onnx.ModelProto as Archive.model
@@ -618,7 +619,14 @@ def edit_model(path: PathLike, change: Callable[[onnx.ModelProto], Optional[onnx
     put in instead. If it raises, nothing is written and the exception propagates; the archive is
     unchanged. The new model is checked as replace_model() checks it.
 
-        onnxzip.edit_model("model.onnxz", lambda m: setattr(m, "doc_string", "fine-tuned"))
+    With `properties_only`, `change` gets the model without its graph, training_info and
+    functions, and may change everything else (metadata_props, producer_name, doc_string,
+    opset_import...): those three are kept byte for byte, neither parsed nor rewritten, so the
+    edit costs the central directory and the properties, not the graph. Giving the model one of
+    them raises InvalidArgumentError.
+
+        onnxzip.edit_model("model.onnxz", lambda m: setattr(m, "doc_string", "fine-tuned"),
+                           properties_only=True)
     """
     archive_path = _path(path)
 
@@ -627,7 +635,8 @@ def edit_model(path: PathLike, change: Callable[[onnx.ModelProto], Optional[onnx
         replaced = change(model)
         return (model if replaced is None else replaced).SerializeToString()
 
-    return EditResult(*_onnxzip.edit_model(archive_path, apply, compact, durable))
+    return EditResult(*_onnxzip.edit_model(archive_path, apply, compact, durable,
+                                           properties_only))
 
 
 def write_view_model(archive_path: PathLike, view_path: Optional[PathLike] = None) -> str:

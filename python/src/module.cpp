@@ -399,26 +399,27 @@ py::tuple replace_model(const std::filesystem::path& path, const py::handle mode
 
 // edit_model() with `change` a Python callable from the serialized model to the new one
 // serialized: it runs, holding the GIL, while the library holds the archive open and locked.
-// An exception it raises goes back to Python with the archive left as it was.
+// An exception it raises goes back to Python with the archive left as it was. With
+// `properties_only`, edit_model_properties(): `change` gets and gives the model without its
+// graph, training_info and functions, which the library keeps as they are.
 py::tuple edit_model(const std::filesystem::path& path, const py::function& change,
-                     const bool compact, const bool durable) {
+                     const bool compact, const bool durable, const bool properties_only) {
   onnxzip::EditOptions options;
   options.compact = compact;
   options.durable = durable;
+  const auto apply = [&](onnxzip::ModelProto& model) {
+    const onnxzip::OwnedBytes before = onnxzip::serialize_model_to_owned_bytes(model);
+    const py::gil_scoped_acquire locked;
+    const py::object after = change(
+        py::bytes(reinterpret_cast<const char*>(before.span().data()), before.span().size()));
+    const HeldBuffer buffer(after);
+    model = onnxzip::parse_model(buffer.span(), onnxzip::ParseOptions{}, "<edited model>");
+  };
   onnxzip::EditResult result;
   {
     const py::gil_scoped_release unlocked;
-    result = onnxzip::edit_model(
-        path,
-        [&](onnxzip::ModelProto& model) {
-          const onnxzip::OwnedBytes before = onnxzip::serialize_model_to_owned_bytes(model);
-          const py::gil_scoped_acquire locked;
-          const py::object after = change(
-              py::bytes(reinterpret_cast<const char*>(before.span().data()), before.span().size()));
-          const HeldBuffer buffer(after);
-          model = onnxzip::parse_model(buffer.span(), onnxzip::ParseOptions{}, "<edited model>");
-        },
-        options);
+    result = properties_only ? onnxzip::edit_model_properties(path, apply, options)
+                             : onnxzip::edit_model(path, apply, options);
   }
   return edit_result(result);
 }
@@ -450,7 +451,7 @@ PYBIND11_MODULE(_onnxzip, m) {
   m.def("replace_model", &replace_model, py::arg("path"), py::arg("model_bytes"),
         py::arg("compact"), py::arg("durable"));
   m.def("edit_model", &edit_model, py::arg("path"), py::arg("change"), py::arg("compact"),
-        py::arg("durable"));
+        py::arg("durable"), py::arg("properties_only"));
   m.def(
       "repack",
       [](const std::filesystem::path& in, const std::filesystem::path& out,

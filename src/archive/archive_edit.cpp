@@ -11,9 +11,12 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "archive_internal.h"
+#include "model_parts.h"
 #include "onnxzip/crc32.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
@@ -86,46 +89,80 @@ std::string name_list(const std::vector<std::string>& names) {
   return text;
 }
 
-// The model checked against the archive's payload entries, ready to serialize.
-struct CheckedModel {
-  TensorSubstitutions substitutions;  // The references not yet in their canonical form.
-  std::vector<bool> referenced;       // Per zip entry index.
-};
-
-CheckedModel check_model(const ModelProto& model, const ZipReader& zip, const ZipEntry& model_entry,
-                         const std::string& source) {
-  // Payload entries: every entry but the model and the reserved names of later versions
-  // (spec §6.2, §7.2).
+// The archive's payload entries, for the reference rule: every entry but the model and the
+// reserved names of later versions (spec §6.2, §7.2).
+struct Payloads {
   archive_detail::PayloadIndex index;
   std::vector<std::size_t> entry_of;  // Payload index -> zip entry index.
-  for (const ZipEntry& entry : zip.entries()) {
-    if (entry.index == model_entry.index || entry.name.starts_with("__")) continue;
-    index.add(entry.name, entry.size);
-    entry_of.push_back(entry.index);
+
+  Payloads(const ZipReader& zip, const ZipEntry& model_entry) {
+    for (const ZipEntry& entry : zip.entries()) {
+      if (entry.index == model_entry.index || entry.name.starts_with("__")) continue;
+      index.add(entry.name, entry.size);
+      entry_of.push_back(entry.index);
+    }
   }
+};
+
+// The new model's bytes, checked against the archive's payload entries.
+struct CheckedModel {
+  OwnedBytes bytes;
+  std::vector<bool> referenced;  // Per zip entry index.
+};
+
+CheckedModel check_and_serialize(const ModelProto& model, const ZipReader& zip,
+                                 const ZipEntry& model_entry, const std::string& source) {
+  const Payloads payloads(zip, model_entry);
   CheckedModel checked;
   checked.referenced.assign(zip.entries().size(), false);
+  TensorSubstitutions substitutions;  // The references not yet in their canonical form.
   for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (tensor.data_location != TensorProto::kExternal) return;
     const std::size_t found = archive_detail::check_writer_reference(
-        tensor, site.path, index, source, "which is not a payload entry of the archive");
-    const archive_detail::PayloadIndex::Entry& entry = index.entries()[found];
-    checked.referenced[entry_of[found]] = true;
+        tensor, site.path, payloads.index, source, "which is not a payload entry of the archive");
+    const archive_detail::PayloadIndex::Entry& entry = payloads.index.entries()[found];
+    checked.referenced[payloads.entry_of[found]] = true;
     if (!archive_detail::is_canonical_reference(tensor, entry.location, entry.size)) {
-      checked.substitutions.insert_or_assign(
+      substitutions.insert_or_assign(
           &tensor, archive_detail::make_reference(tensor, entry.location, entry.size));
     }
   });
-  return checked;
-}
-
-OwnedBytes serialize(const ModelProto& model, const TensorSubstitutions& substitutions) {
   SerializeOptions options;
   options.substitutions = &substitutions;
   const MessageSerializer<ModelProto> serializer(model, options);
-  OwnedBytes bytes(static_cast<std::size_t>(serializer.size()));
-  serializer.write(bytes.mutable_span());
-  return bytes;
+  checked.bytes = OwnedBytes(static_cast<std::size_t>(serializer.size()));
+  serializer.write(checked.bytes.mutable_span());
+  return checked;
+}
+
+// The references inside the graph, functions and training_info bytes of a split model, checked
+// by the rule check_and_serialize applies, tensor by tensor, without building the graph: the
+// referenced entries, or nothing when the bytes need what only the whole model gives (a fault to
+// report with its place, a reference to rewrite in canonical form, bytes the walk does not take).
+std::optional<std::vector<bool>> check_kept_references(const detail::SplitModel& split,
+                                                       const ZipReader& zip,
+                                                       const ZipEntry& model_entry,
+                                                       const std::string& source) {
+  const Payloads payloads(zip, model_entry);
+  std::vector<bool> referenced(zip.entries().size(), false);
+  bool plain = true;
+  const bool walked =
+      detail::walk_kept_tensors(split.kept, ParseOptions{}.max_depth, [&](ByteSpan bytes) {
+        if (!plain) return;
+        try {
+          const TensorProto tensor = parse_message<TensorProto>(bytes, ParseOptions{}, source);
+          if (tensor.data_location != TensorProto::kExternal) return;
+          const std::size_t found = archive_detail::check_writer_reference(
+              tensor, {}, payloads.index, source, "which is not a payload entry of the archive");
+          const archive_detail::PayloadIndex::Entry& entry = payloads.index.entries()[found];
+          referenced[payloads.entry_of[found]] = true;
+          plain = archive_detail::is_canonical_reference(tensor, entry.location, entry.size);
+        } catch (const Error&) {
+          plain = false;
+        }
+      });
+  if (!walked || !plain) return std::nullopt;
+  return referenced;
 }
 
 // Writes the archive anew at its path without the entries no tensor refers to.
@@ -164,12 +201,12 @@ EditResult compact(const std::filesystem::path& path, const ZipReader& zip,
   return result;
 }
 
-// Opens and locks the archive, reads its ZIP once, and puts in the model `model_for` gives (the
-// caller's, or the stored one changed): replace_model and edit_model differ only there.
-using ModelFor = std::function<const ModelProto&(const ZipReader&, const ZipEntry& model_entry)>;
+// Opens and locks the archive, reads its ZIP once, and puts in the model `prepare` makes from it
+// (the caller's, or the stored one changed), checked: the three edits differ only there.
+using PrepareModel = std::function<CheckedModel(const ZipReader&, const ZipEntry& model_entry)>;
 
 EditResult edit_archive(const std::filesystem::path& archive, const EditOptions& options,
-                        const ModelFor& model_for) {
+                        const PrepareModel& prepare) {
   const std::string source = archive.string();
   const ArchiveFile file(archive);
   // An in-place edit rewrites the model entry, which starts where the entry before it ends, and
@@ -184,9 +221,8 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   // durable, the flush of the interrupted edit record (spec §9.6) runs on a second thread. Any
   // error before the switch takes them back.
   zip::TailEdit tail_edit(zip, file.fd(), file.size(), options.durable);
-  const ModelProto& model = model_for(zip, *model_entry);
+  const CheckedModel checked = prepare(zip, *model_entry);
 
-  CheckedModel checked = check_model(model, zip, *model_entry, source);
   std::vector<std::string> unreferenced;
   for (const ZipEntry& entry : zip.entries()) {
     if (entry.index != model_entry->index && !entry.name.starts_with("__") &&
@@ -203,7 +239,7 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
                     ", or compact the archive to drop " +
                     (unreferenced.size() == 1 ? "it" : "them"));
   }
-  const OwnedBytes bytes = serialize(model, checked.substitutions);
+  const OwnedBytes& bytes = checked.bytes;
   if (!unreferenced.empty()) {
     tail_edit.cancel();
     // Compacting copies every entry it keeps, so it reads them all, checked as any reader does.
@@ -228,26 +264,96 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   return result;
 }
 
+// The archive's own model, parsed whole into owned memory (ParseOptions{} copies): the edit
+// rewrites the bytes it came from.
+ModelProto parse_stored_model(const ZipReader& zip, const ZipEntry& model_entry,
+                              const std::string& source) {
+  return parse_model(zip.data(model_entry).view(), ParseOptions{}, source);
+}
+
+// What edit_model_properties keeps out of the change's reach.
+struct GraphParts {
+  Box<GraphProto> graph;
+  std::vector<TrainingInfoProto> training_info;
+  std::vector<FunctionProto> functions;
+};
+
+GraphParts take_graph_parts(ModelProto& model) {
+  GraphParts parts{std::move(model.graph), std::move(model.training_info),
+                   std::move(model.functions)};
+  model.graph.reset();
+  model.training_info.clear();
+  model.functions.clear();
+  return parts;
+}
+
+void put_graph_parts(ModelProto& model, GraphParts parts) {
+  model.graph = std::move(parts.graph);
+  model.training_info = std::move(parts.training_info);
+  model.functions = std::move(parts.functions);
+}
+
+void require_no_graph_parts(const ModelProto& properties, const std::string& source) {
+  if (properties.graph || !properties.training_info.empty() || !properties.functions.empty()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                source +
+                    ": an edit of the model's properties gave it a graph, training_info or "
+                    "functions: those are edited with edit_model");
+  }
+}
+
 }  // namespace
 
 EditResult replace_model(const std::filesystem::path& archive, const ModelProto& model,
                          const EditOptions& options) {
-  return edit_archive(
-      archive, options,
-      [&](const ZipReader&, const ZipEntry&) -> const ModelProto& { return model; });
+  return edit_archive(archive, options, [&](const ZipReader& zip, const ZipEntry& model_entry) {
+    return check_and_serialize(model, zip, model_entry, archive.string());
+  });
 }
 
 EditResult edit_model(const std::filesystem::path& archive,
                       const std::function<void(ModelProto&)>& change, const EditOptions& options) {
-  ModelProto model;
-  return edit_archive(archive, options,
-                      [&](const ZipReader& zip, const ZipEntry& model_entry) -> const ModelProto& {
-                        // Owned (ParseOptions{} copies): the edit rewrites the bytes it came from.
-                        model = parse_model(zip.data(model_entry).view(), ParseOptions{},
-                                            archive.string());
-                        change(model);
-                        return model;
-                      });
+  return edit_archive(archive, options, [&](const ZipReader& zip, const ZipEntry& model_entry) {
+    ModelProto model = parse_stored_model(zip, model_entry, archive.string());
+    change(model);
+    return check_and_serialize(model, zip, model_entry, archive.string());
+  });
+}
+
+EditResult edit_model_properties(const std::filesystem::path& archive,
+                                 const std::function<void(ModelProto&)>& change,
+                                 const EditOptions& options) {
+  const std::string source = archive.string();
+  return edit_archive(archive, options, [&](const ZipReader& zip, const ZipEntry& model_entry) {
+    const TensorBytes stored = zip.data(model_entry);
+    std::optional<detail::SplitModel> split;
+    try {
+      split = detail::split_model(stored.view(), ParseOptions{}, source);
+    } catch (const Error&) {
+      // Bytes the split does not take: the whole parse reports them as edit_model does, offsets
+      // and all (or takes them).
+    }
+    if (!split) {
+      ModelProto model = parse_stored_model(zip, model_entry, source);
+      GraphParts parts = take_graph_parts(model);
+      change(model);
+      require_no_graph_parts(model, source);
+      put_graph_parts(model, std::move(parts));
+      return check_and_serialize(model, zip, model_entry, source);
+    }
+    ModelProto& properties = split->properties;
+    change(properties);
+    require_no_graph_parts(properties, source);
+    if (std::optional<std::vector<bool>> referenced =
+            check_kept_references(*split, zip, model_entry, source)) {
+      return CheckedModel{detail::join_model(properties, split->kept), std::move(*referenced)};
+    }
+    // The walk cannot vouch for the references: the model is parsed whole and checked as
+    // edit_model checks it, with the changed properties.
+    ModelProto model = parse_stored_model(zip, model_entry, source);
+    put_graph_parts(properties, take_graph_parts(model));
+    return check_and_serialize(properties, zip, model_entry, source);
+  });
 }
 
 }  // namespace onnxzip

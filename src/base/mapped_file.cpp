@@ -13,6 +13,7 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -36,8 +37,13 @@ using detail::Fd;
 // with after copying, and discards the copy when it changed). Writers serialize on a mutex.
 
 constexpr std::size_t kNameCapacity = 1024;
+// Block b holds slots_in_block(b) slots: 4, 8, 16... up to 256, so that a process with a few
+// mappings zeroes a few KiB of slots, not 256 KiB (a tool run pays for every page it touches).
 constexpr std::size_t kSlotsPerBlock = 256;
-constexpr std::size_t kMaxBlocks = 256;  // 65536 live mappings; past that, mappings go unnamed.
+constexpr std::size_t kMaxBlocks = 256;  // About 64,000 live mappings; past that, they go unnamed.
+constexpr std::size_t slots_in_block(std::size_t b) noexcept {
+  return b < 6 ? std::size_t{4} << b : kSlotsPerBlock;
+}
 
 struct Slot {
   std::atomic<std::uint32_t> version{0};
@@ -52,7 +58,9 @@ static_assert(std::atomic<char>::is_always_lock_free);
 static_assert(std::atomic<int>::is_always_lock_free);
 
 struct Block {
-  std::array<Slot, kSlotsPerBlock> slots;
+  explicit Block(std::size_t slot_count) : count(slot_count), slots(new Slot[slot_count]) {}
+  const std::size_t count;
+  const std::unique_ptr<Slot[]> slots;
 };
 
 // Constant-initialized, so usable by a handler before and after any constructor runs.
@@ -88,9 +96,9 @@ Slot* register_mapping(const void* begin, std::size_t size, const std::string& n
   const std::lock_guard<std::mutex> lock(w.mutex);
   if (w.free_slots.empty()) {
     if (w.blocks == kMaxBlocks) return nullptr;
-    w.free_slots.reserve((w.blocks + 1) * kSlotsPerBlock);
-    Block* const block = new Block;  // Never freed (see above).
-    for (std::size_t i = kSlotsPerBlock; i-- > 0;) w.free_slots.push_back(&block->slots[i]);
+    Block* const block = new Block(slots_in_block(w.blocks));  // Never freed (see above).
+    w.free_slots.reserve(w.free_slots.capacity() + block->count);
+    for (std::size_t i = block->count; i-- > 0;) w.free_slots.push_back(&block->slots[i]);
     g_blocks[w.blocks++].store(block, std::memory_order_release);
   }
   Slot* const slot = w.free_slots.back();
@@ -250,8 +258,8 @@ bool MappedFile::describe_address(const void* address, char* name, std::size_t c
   for (const std::atomic<Block*>& published : g_blocks) {
     const Block* const block = published.load(std::memory_order_acquire);
     if (block == nullptr) break;
-    for (const Slot& slot : block->slots) {
-      if (read_slot(slot, wanted, name, capacity)) return true;
+    for (std::size_t i = 0; i < block->count; ++i) {
+      if (read_slot(block->slots[i], wanted, name, capacity)) return true;
     }
   }
   name[0] = '\0';
@@ -266,7 +274,8 @@ std::optional<detail::FileExtent> detail::file_extent_of(ByteSpan bytes) {
   const std::lock_guard<std::mutex> lock(w.mutex);
   for (std::size_t b = 0; b < w.blocks; ++b) {
     const Block* const block = g_blocks[b].load(std::memory_order_acquire);
-    for (const Slot& slot : block->slots) {
+    for (std::size_t i = 0; i < block->count; ++i) {
+      const Slot& slot = block->slots[i];
       const std::uintptr_t begin = slot.begin.load(std::memory_order_relaxed);
       const std::uintptr_t end = slot.end.load(std::memory_order_relaxed);
       if (end == 0 || first < begin || first >= end || bytes.size() > end - first) continue;

@@ -144,10 +144,12 @@ int run_edit(const EditArgs& args, const CLI::Option& producer_option,
   {
     ProgressBar bar("editing", global.quiet);
     options.progress = bar.callback();
-    // The archive's own model is read, changed and replaced under one open of the file.
+    // The archive's own model is read, changed and replaced under one open of the file; the
+    // flags other than --model change its properties only, so its graph is neither parsed nor
+    // rewritten.
     result = replacement
                  ? replace_model(args.archive, *replacement, options)
-                 : edit_model(
+                 : edit_model_properties(
                        args.archive,
                        [&](ModelProto& model) { apply_edit(model, plan, args.archive); }, options);
   }

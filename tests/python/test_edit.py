@@ -112,3 +112,36 @@ def test_edit_model_leaves_the_archive_alone_when_the_change_fails(small_archive
     with pytest.raises(onnxzip.InvalidArgumentError, match="encoder_bias"):
         onnxzip.edit_model(path, drop_a_weight)
     assert path.read_bytes() == original
+
+
+def test_edit_model_properties_only_keeps_the_graph_as_it_is(small_archive, tmp_path):
+    path, _, _ = small_archive
+    before = _payload_bytes(path)
+    twin = tmp_path / "twin.onnxz"
+    twin.write_bytes(path.read_bytes())
+    seen = {}
+
+    def describe(model):
+        seen["graph"] = model.HasField("graph")
+        seen["functions"] = len(model.functions)
+        model.producer_name = "properties"
+        onnx.helper.set_model_props(model, {"license": "MIT"})
+
+    result = onnxzip.edit_model(path, describe, properties_only=True)
+    assert seen == {"graph": False, "functions": 0}
+    assert not result.compacted and result.file_size == path.stat().st_size
+    assert _payload_bytes(path) == before
+    loaded = onnxzip.load(path)
+    assert loaded.producer_name == "properties" and len(loaded.graph.initializer) == 3
+    assert onnxzip.verify(path).ok
+    # The same archive as the whole model's edit gives, byte for byte.
+    onnxzip.edit_model(twin, describe)
+    assert twin.read_bytes() == path.read_bytes()
+
+    def add_a_node(model):
+        model.graph.node.add(op_type="Relu")
+
+    original = path.read_bytes()
+    with pytest.raises(onnxzip.InvalidArgumentError, match="gave it a graph"):
+        onnxzip.edit_model(path, add_a_node, properties_only=True)
+    assert path.read_bytes() == original
