@@ -24,6 +24,7 @@
 
 #include "onnxzip/archive.h"
 #include "onnxzip/convert.h"
+#include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/protobuf_wire.h"
@@ -628,15 +629,21 @@ using zip::TailStep;
 struct StepPoint {
   TailStep step;
   bool synced;
-  bool new_model_live;  // What the file must hold after a failure or crash here.
+  // What the file must hold after a failure here (the edit takes back what it wrote until the
+  // new tail is whole and flushed) and after a crash here (the new tail is the archive as soon
+  // as it is whole).
+  bool new_after_failure;
+  bool new_after_crash;
 };
 const std::vector<StepPoint> kPoints = {
-    {TailStep::kMark, false, false},    {TailStep::kMark, true, false},
-    {TailStep::kAppend, false, false},  {TailStep::kAppend, true, false},
-    {TailStep::kSwitch, false, true},   {TailStep::kSwitch, true, true},
-    {TailStep::kMove, false, true},     {TailStep::kMove, true, true},
-    {TailStep::kTruncate, false, true},
+    {TailStep::kMark, false, false, false}, {TailStep::kAppend, false, false, true},
+    {TailStep::kAppend, true, false, true}, {TailStep::kMove, false, true, true},
+    {TailStep::kMove, true, true, true},    {TailStep::kTruncate, false, true, true},
 };
+
+std::string label_of(const StepPoint& point) {
+  return std::to_string(static_cast<int>(point.step)) + (point.synced ? " synced" : "");
+}
 
 // The edit used by the crash tests: a new producer and a model tail bigger than the old one, so
 // that the new tail lies past the end of the archive with a gap before it.
@@ -668,11 +675,11 @@ void expect_readable(const fs::path& path, bool new_model_live, const std::strin
 
 TEST_F(ArchiveEdit, AFailureAfterEachStepLeavesTheOldOrTheNewModel) {
   for (const StepPoint& point : kPoints) {
-    const std::string label =
-        std::to_string(static_cast<int>(point.step)) + (point.synced ? " synced" : "");
+    const std::string label = label_of(point);
     ScratchDir dir("edit_fail");
     const fs::path path = dir / "m.onnxz";
     save(sample_model(), path);
+    const Bytes before = read_file_bytes(path);
     const ModelProto model = edited(path);
     zip::set_tail_step_hook([&](TailStep step, bool synced) {
       if (step == point.step && synced == point.synced) {
@@ -681,11 +688,11 @@ TEST_F(ArchiveEdit, AFailureAfterEachStepLeavesTheOldOrTheNewModel) {
     });
     EXPECT_THROW(replace_model(path, model), Error) << label;
     zip::set_tail_step_hook(nullptr);
-    if (!point.new_model_live) {
-      // Nothing left behind: the edit took back what it appended.
-      EXPECT_TRUE(verify(path).ok()) << label;
+    if (!point.new_after_failure) {
+      // Nothing left behind: the edit took back what it wrote.
+      EXPECT_EQ(read_file_bytes(path), before) << label;
     }
-    expect_readable(path, point.new_model_live, label);
+    expect_readable(path, point.new_after_failure, label);
   }
 }
 
@@ -719,88 +726,72 @@ void edit_and_die_at(const fs::path& path, const ModelProto& model, const StepPo
 
 TEST_F(ArchiveEdit, ACrashAfterEachStepLeavesTheOldOrTheNewModel) {
   for (const StepPoint& point : kPoints) {
-    const std::string label =
-        std::to_string(static_cast<int>(point.step)) + (point.synced ? " synced" : "");
+    const std::string label = label_of(point);
     ScratchDir dir("edit_crash");
     const fs::path path = dir / "m.onnxz";
     save(sample_model(), path);
     edit_and_die_at(path, edited(path), point);
-    if (point.step == TailStep::kMark || point.step == TailStep::kAppend) {
+    if (point.step != TailStep::kTruncate) {
       const VerifyReport report = verify(path);
       ASSERT_FALSE(report.findings.empty()) << label;
       EXPECT_CONTAINS(report.findings[0].message, "interrupted_edit: an interrupted edit left");
+      EXPECT_CONTAINS(report.findings[0].message,
+                      point.new_after_crash ? "the archive is the edit's new one, written whole"
+                                            : "the archive is the one the edit began from");
     }
-    expect_readable(path, point.new_model_live, label);
+    expect_readable(path, point.new_after_crash, label);
   }
 }
 
-// The record an edit writes before it knows the new model (zip::TailEdit) leaves room for a tail
-// the old one's size and half a mebibyte more. A larger new tail gets a second record past it
-// before it is written; a failure or crash after that record still leaves the old model.
-TEST_F(ArchiveEdit, ANewTailLargerThanTheRoomBeforeTheRecordGetsARecordPastIt) {
-  const auto grown = [](const fs::path& path) {
-    ModelProto model = archive_model(path);
-    model.producer_name = "new";
-    model.doc_string = std::string(std::size_t{5} << 20, 'y');
-    return model;
-  };
-  {
-    ScratchDir dir("edit_grown");
+// An edit that follows an interrupted one whose record lies far past the archive (its tail was
+// large) puts its own record past that one, so that the file ends with the record of the edit
+// under way: killed once its new tail is whole, the file reads as its new model; failing, it
+// leaves the archive it read, without the bytes of either edit.
+TEST_F(ArchiveEdit, AnEditAfterAnInterruptedOneEndsTheFileWithItsOwnRecord) {
+  for (const bool crash : {true, false}) {
+    SCOPED_TRACE(crash ? "crash" : "failure");
+    ScratchDir dir("edit_after_interrupted");
     const fs::path path = dir / "m.onnxz";
     save(sample_model(), path);
     const std::uint64_t old_size = fs::file_size(path);
-    const ModelProto model = grown(path);
-    std::vector<std::uint64_t> marked_sizes;  // The file's size after each record.
-    zip::set_tail_step_hook([&](TailStep step, bool synced) {
-      if (step == TailStep::kMark && synced) marked_sizes.push_back(fs::file_size(path));
-    });
-    const EditResult result = replace_model(path, model);
-    zip::set_tail_step_hook(nullptr);
-    ASSERT_EQ(marked_sizes.size(), 2u);
-    EXPECT_GT(marked_sizes[0], old_size);
-    EXPECT_GT(marked_sizes[1], marked_sizes[0] + model.doc_string->size());
-    EXPECT_EQ(result.file_size, fs::file_size(path));
-    EXPECT_LT(result.file_size, old_size + model.doc_string->size() + 4096);
-    EXPECT_TRUE(verify(path).ok());
-    EXPECT_EQ(producer_of(path), "new");
-  }
-  for (const bool crash : {false, true}) {
-    SCOPED_TRACE(crash ? "crash" : "failure");
-    ScratchDir dir("edit_grown_fail");
-    const fs::path path = dir / "m.onnxz";
-    save(sample_model(), path);
-    const Bytes before = read_file_bytes(path);
-    const ModelProto model = grown(path);
-    int marks = 0;
-    const auto at_second_record = [&](TailStep step, bool synced) {
-      return step == TailStep::kMark && synced && ++marks == 2;
-    };
+    ModelProto large = archive_model(path);
+    large.producer_name = "large";
+    large.doc_string = std::string(std::size_t{5} << 20, 'y');
+    edit_and_die_at(path, large, {TailStep::kMark, false, false, false});
+    const std::uint64_t interrupted_size = fs::file_size(path);
+    ASSERT_GT(interrupted_size, old_size + large.doc_string->size());
+    EXPECT_EQ(producer_of(path), "old");
+
+    ModelProto small = archive_model(path);
+    small.producer_name = "small";
     if (crash) {
-      edit_and_die_when(path, model, at_second_record);
-      const VerifyReport report = verify(path);
-      ASSERT_FALSE(report.findings.empty());
-      EXPECT_CONTAINS(report.findings[0].message, "interrupted_edit");
-    } else {
-      zip::set_tail_step_hook([&](TailStep step, bool synced) {
-        if (at_second_record(step, synced)) throw Error(ErrorCode::kIo, "injected failure");
-      });
-      EXPECT_THROW(replace_model(path, model), Error);
-      zip::set_tail_step_hook(nullptr);
-      EXPECT_EQ(read_file_bytes(path), before);  // The records taken back.
+      edit_and_die_at(path, small, {TailStep::kAppend, false, false, true});
+      EXPECT_GT(fs::file_size(path), interrupted_size);
+      EXPECT_EQ(producer_of(path), "small");
+      EXPECT_TRUE(verify(path).loadable());
+      continue;
     }
-    expect_readable(path, false, crash ? "crash" : "failure");
+    zip::set_tail_step_hook([](TailStep step, bool) {
+      if (step == TailStep::kAppend) throw Error(ErrorCode::kIo, "injected failure");
+    });
+    EXPECT_THROW(replace_model(path, small), Error);
+    zip::set_tail_step_hook(nullptr);
+    EXPECT_EQ(fs::file_size(path), old_size);
+    EXPECT_TRUE(verify(path).ok());
+    EXPECT_EQ(producer_of(path), "old");
   }
 }
 
-// Step 3 rewrites the record's archive end in place, which a power loss cannot tear only within
-// one 512-byte sector (spec §9.6): wherever the archive ends, the record never crosses a multiple
-// of 512. Archives of 128 sizes, a byte apart, put the record's natural place at every offset.
+// Storage writes a 512-byte sector whole or not at all, so a power loss cannot leave half a record
+// (spec §9.6) only when the record lies within one sector: wherever the archive ends, the record
+// never crosses a multiple of 512. Archives of 128 sizes, a byte apart, put the record's natural
+// place at every offset.
 TEST_F(ArchiveEdit, TheRecordNeverCrossesASectorBoundary) {
   ScratchDir dir("edit_sector");
   const fs::path path = dir / "m.onnxz";
   std::vector<std::uint64_t> records;
-  zip::set_tail_step_hook([&](TailStep step, bool synced) {
-    if (step == TailStep::kMark && synced) {
+  zip::set_tail_step_hook([&](TailStep step, bool) {
+    if (step == TailStep::kMark) {
       records.push_back(fs::file_size(path) - zip::InterruptedEditRecord::kSize);
     }
   });
@@ -826,27 +817,22 @@ TEST_F(ArchiveEdit, TheRecordNeverCrossesASectorBoundary) {
   EXPECT_TRUE(verify(path).ok());
 }
 
-// A model the archive refuses, or a change that throws, comes after the edit has written its
-// record (on another thread): the record is taken back and the file is byte for byte the same.
-TEST_F(ArchiveEdit, ARefusedModelTakesBackTheRecordWrittenBesideIt) {
+// A model the archive refuses, or a change that throws, comes before the edit writes anything:
+// the file is byte for byte the same.
+TEST_F(ArchiveEdit, ARefusedModelLeavesTheFileAsItWas) {
   ScratchDir dir("edit_refused");
   const fs::path path = dir / "m.onnxz";
   save(sample_model(), path);
   const Bytes before = read_file_bytes(path);
-  bool marked = false;
-  zip::set_tail_step_hook([&](TailStep step, bool synced) {
-    if (step == TailStep::kMark && synced) marked = true;
-  });
+  bool written = false;
+  zip::set_tail_step_hook([&](TailStep, bool) { written = true; });
   ModelProto model = archive_model(path);
   model.graph->initializer.clear();  // Refers to no entry any more.
   EXPECT_THROW(replace_model(path, model), Error);
-  EXPECT_TRUE(marked);
-  EXPECT_EQ(read_file_bytes(path), before);
-  marked = false;
   EXPECT_THROW(
       edit_model(path, [](ModelProto&) { throw Error(ErrorCode::kInvalidArgument, "no"); }), Error);
-  EXPECT_TRUE(marked);
   zip::set_tail_step_hook(nullptr);
+  EXPECT_FALSE(written);
   EXPECT_EQ(read_file_bytes(path), before);
   EXPECT_TRUE(verify(path).ok());
 }
@@ -860,23 +846,22 @@ TEST_F(ArchiveEdit, ACrashInTheMiddleOfAWriteLeavesTheOldOrTheNewModel) {
   const auto state_after = [&](TailStep step) {
     const fs::path path = dir / "state.onnxz";
     fs::copy_file(original, path, fs::copy_options::overwrite_existing);
-    edit_and_die_at(path, model, {step, false, false});
+    edit_and_die_at(path, model, {step, false, false, false});
     Bytes bytes = read_file_bytes(path);
     fs::remove(path);
     return bytes;
   };
-  // (before, after, which model) for the two writes: the new tail past the archive, then the
-  // tail in its place.
+  // (before, after, which model) for the two writes of a tail: the new tail past the archive,
+  // which is the archive once whole, then the tail in its place.
   const Bytes marked = state_after(TailStep::kMark);
   const Bytes appended = state_after(TailStep::kAppend);
-  const Bytes switched = state_after(TailStep::kSwitch);
   const Bytes moved = state_after(TailStep::kMove);
   struct Write {
     const Bytes* before;
     const Bytes* after;
-    const char* producer;
+    const char* partial;  // The model of every prefix but the whole write.
   };
-  for (const Write& write : {Write{&marked, &appended, "old"}, Write{&switched, &moved, "new"}}) {
+  for (const Write& write : {Write{&marked, &appended, "old"}, Write{&appended, &moved, "new"}}) {
     ASSERT_EQ(write.before->size(), write.after->size());
     const auto first =
         std::mismatch(write.before->begin(), write.before->end(), write.after->begin());
@@ -897,7 +882,8 @@ TEST_F(ArchiveEdit, ACrashInTheMiddleOfAWriteLeavesTheOldOrTheNewModel) {
                 write.after->begin() + static_cast<std::ptrdiff_t>(from + n),
                 state.begin() + static_cast<std::ptrdiff_t>(from));
       const ModelProto loaded = load(ByteSpan(state), kNoOwner, {}, "state");
-      ASSERT_EQ(loaded.producer_name.value_or(""), write.producer) << "prefix " << n;
+      ASSERT_EQ(loaded.producer_name.value_or(""), n == to - from ? "new" : write.partial)
+          << "prefix " << n;
     }
   }
 }
@@ -938,30 +924,48 @@ TEST_F(ArchiveEdit, ARecordOfAnInterruptedEditMustPointAtAnArchive) {
   const fs::path path = dir / "m.onnxz";
   save(sample_model(), path);
   const Bytes archive = read_file_bytes(path);
-  const auto with_record = [&](std::uint64_t archive_end, std::uint64_t gap,
-                               std::int64_t offset_error) {
+  const std::uint64_t size = archive.size();
+  // The archive, `gap` zero bytes, and a record of `fields` (its own offset moved by
+  // `offset_error`).
+  const auto with_record = [&](zip::InterruptedEditRecord fields, std::uint64_t gap,
+                               std::int64_t offset_error = 0) {
     Bytes bytes = archive;
     bytes.resize(bytes.size() + gap, 0);
-    zip::InterruptedEditRecord record;
-    record.archive_end = archive_end;
-    record.record_offset = bytes.size() + static_cast<std::uint64_t>(offset_error);
+    fields.record_offset = bytes.size() + static_cast<std::uint64_t>(offset_error);
     bytes.resize(bytes.size() + zip::InterruptedEditRecord::kSize);
-    record.encode(MutableByteSpan(bytes).last(zip::InterruptedEditRecord::kSize));
+    fields.encode(MutableByteSpan(bytes).last(zip::InterruptedEditRecord::kSize));
     return bytes;
   };
-  // Good: the archive, whatever follows it.
-  const Bytes good = with_record(archive.size(), 5000, 0);
-  const ZipReader zip = ZipReader::from_bytes(good, kNoOwner);
-  EXPECT_EQ(zip.bytes().size(), archive.size());
+  const auto record = [](std::uint64_t old_end, std::uint64_t new_start, std::uint64_t new_end,
+                         std::uint32_t crc) {
+    zip::InterruptedEditRecord r;
+    r.old_end = old_end;
+    r.new_start = new_start;
+    r.new_end = new_end;
+    r.new_crc32 = crc;
+    return r;
+  };
+  // Good, the new tail not whole (its bytes, zeros here, lack its CRC-32): the old archive,
+  // whatever follows it.
+  const Bytes old_live = with_record(record(size, size, size + 5000, 1), 5000);
+  const ZipReader zip = ZipReader::from_bytes(old_live, kNoOwner);
+  EXPECT_EQ(zip.bytes().size(), size);
   ASSERT_FALSE(zip.findings().empty());
   EXPECT_EQ(zip.findings()[0].kind, ZipFindingKind::kInterruptedEdit);
   EXPECT_EQ(zip.findings()[0].message,
-            "an interrupted edit left 5024 bytes after the archive's end at offset " +
-                std::to_string(archive.size()) + " (up to its record at offset " +
-                std::to_string(archive.size() + 5000) +
-                "); editing the archive again or repacking it removes them (spec §9.6)");
-  EXPECT_EQ(load(ByteSpan(good), kNoOwner).producer_name.value_or(""), "old");
-  // Bad: a record that is not where it says, or points where no archive ends.
+            "an interrupted edit left 5048 bytes after the archive's end at offset " +
+                std::to_string(size) + " (up to its record at offset " +
+                std::to_string(size + 5000) +
+                "); the archive is the one the edit began from; editing the archive again or "
+                "repacking it removes them (spec §9.6)");
+  EXPECT_EQ(load(ByteSpan(old_live), kNoOwner).producer_name.value_or(""), "old");
+  // Good, the new tail whole: here the whole archive is the "new tail", after an empty old one.
+  const Bytes new_live = with_record(record(0, 0, size, crc32(archive)), 100);
+  const ZipReader switched = ZipReader::from_bytes(new_live, kNoOwner);
+  EXPECT_EQ(switched.bytes().size(), size);
+  EXPECT_CONTAINS(switched.findings().at(0).message, "the archive is the edit's new one");
+  // Bad: a record that is not where it says, names its parts out of order, or points where no
+  // archive ends.
   const auto expect_corrupt = [](const Bytes& bytes, const std::string& fragment) {
     try {
       ZipReader::from_bytes(bytes, kNoOwner, {}, "x.onnxz");
@@ -971,17 +975,23 @@ TEST_F(ArchiveEdit, ARecordOfAnInterruptedEditMustPointAtAnArchive) {
       EXPECT_CONTAINS(e.what(), fragment);
     }
   };
-  expect_corrupt(with_record(archive.size(), 100, 8),
-                 "x.onnxz: interrupted edit record at offset " +
-                     std::to_string(archive.size() + 100) + ": says it is at offset " +
-                     std::to_string(archive.size() + 108));
-  expect_corrupt(with_record(archive.size() + 200, 100, 0),
-                 "and the archive ends at offset " + std::to_string(archive.size() + 200));
-  expect_corrupt(
-      with_record(archive.size() - 1, 100, 0),
-      "x.onnxz: interrupted edit record at offset " + std::to_string(archive.size() + 100) +
-          ": the archive it points to ends at offset " + std::to_string(archive.size() - 1) +
-          ", but no end of central directory record ends there");
+  expect_corrupt(with_record(record(size, size, size, 0), 100, 8),
+                 "x.onnxz: interrupted edit record at offset " + std::to_string(size + 100) +
+                     ": says it is at offset " + std::to_string(size + 108));
+  expect_corrupt(with_record(record(size + 200, size + 200, size + 200, 0), 100),
+                 "the old archive ends at offset " + std::to_string(size + 200));
+  expect_corrupt(with_record(record(size, size - 1, size + 50, 0), 100),
+                 "the new tail spans offsets " + std::to_string(size - 1) + " to " +
+                     std::to_string(size + 50));
+  expect_corrupt(with_record(record(size, size + 60, size + 50, 0), 100),
+                 "cannot hold that in that order (spec §9.6)");
+  expect_corrupt(with_record(record(0, 0, size, crc32(archive) ^ 1), 100),
+                 "x.onnxz: interrupted edit record at offset " + std::to_string(size + 100) +
+                     ": the archive it points to ends at offset 0, but no end of central "
+                     "directory record ends there");
+  expect_corrupt(with_record(record(size - 1, size, size + 50, 0), 100),
+                 "the archive it points to ends at offset " + std::to_string(size - 1) +
+                     ", but no end of central directory record ends there");
 }
 
 }  // namespace

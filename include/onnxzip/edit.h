@@ -7,10 +7,8 @@
 // with the new one. A process killed at any point leaves one of the two; with
 // EditOptions::durable (the default) a power loss does too. What an interrupted edit can leave is
 // still an archive: load() and verify() read it (verify warns), and the next edit or repack
-// tidies it. The edit writes that protocol's first record as soon as it has read the archive, on
-// a second thread when durable, so that its flush overlaps the work on the new model: from then
-// on until the switch, a reader of the file reads the old model and notes an edit in progress
-// (an edit_model whose `change` takes long keeps it so as long).
+// tidies it. The edit writes nothing until the new model is ready and checked: an edit_model
+// whose `change` takes long leaves the file as it was meanwhile.
 //
 // Other processes that have the archive mapped keep valid payloads (none of their bytes change)
 // but see the bytes of `__MODEL_PROTO` change under them, and pages past the new end of a file
@@ -38,10 +36,11 @@ struct EditOptions {
   // over the archive, the payloads copied, O(archive)). An archive whose every payload entry is
   // still referred to is edited in place either way.
   bool compact = false;
-  // fdatasync after each step of the edit (four flushes of a few pages each), so that a power
-  // loss, not only a crash, leaves the old or the new model, and the new one once replace_model
-  // returns. Without, a power loss can leave neither: the file system may write the truncation
-  // before the bytes it keeps. false saves the flushes when the archive can be rebuilt anyway.
+  // fdatasync after the two writes of the edit that must reach the disk before the next (two
+  // flushes of a few pages each, spec §9.6), so that a power loss, not only a crash, leaves the
+  // old or the new model, and the new one once replace_model returns. Without, a power loss can
+  // leave neither: the file system may write the truncation before the bytes it keeps. false
+  // saves the flushes when the archive can be rebuilt anyway.
   bool durable = true;
   // Called as the model entry (and, when compacting, the payloads) reach the file (progress.h).
   ProgressCallback progress = nullptr;

@@ -19,10 +19,11 @@
 //   the end of the file; when several do (an archive comment may itself hold a ZIP), the one
 //   farthest from the end wins, because every later candidate lies inside its comment. Bytes
 //   after the comment (trailing garbage, a truncated comment) are refused as kCorrupt, with one
-//   exception: a file that ends with the 24-byte record an interrupted in-place edit leaves
-//   (spec §9.6) is read as the archive that record points to -- its first bytes, up to an end
-//   record that must end exactly there -- with a kInterruptedEdit finding; bytes() is then that
-//   archive, shorter than the file.
+//   exception: a file that ends with the 48-byte record an interrupted in-place edit leaves
+//   (spec §9.6) is read as the archive that record points to -- the file's first bytes up to the
+//   end of the new tail the record names when that tail has the CRC-32 the record gives, else up
+//   to the old archive's end, where an end record must end exactly -- with a kInterruptedEdit
+//   finding; bytes() is then that archive, shorter than the file.
 // - The central directory, the zip64 end record, its locator and the end record must follow each
 //   other with no byte between them (this also refuses archives with bytes prepended without
 //   fixing the offsets). Gaps between entries and before the central directory are allowed.

@@ -217,9 +217,8 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   const ZipReader zip = ZipReader::open(file.map(), tail_only);
   const ZipEntry* const model_entry =
       archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
-  // The first steps of the in-place rewrite begin now, beside the work on the model: with
-  // durable, the flush of the interrupted edit record (spec §9.6) runs on a second thread. Any
-  // error before the switch takes them back.
+  // Checks that the last entry can be replaced in place before any work on the model; writes
+  // nothing until finish().
   zip::TailEdit tail_edit(zip, file.fd(), file.size(), options.durable);
   const CheckedModel checked = prepare(zip, *model_entry);
 

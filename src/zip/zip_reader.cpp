@@ -556,20 +556,32 @@ bool ZipReader::Parser::skip_interrupted_edit() {
   }
   const std::uint64_t record_offset = size - Record::kSize;
   const Record record = Record::decode(file_, record_offset);
-  // Strict: the record says where it is, and the archive it points to lies before it.
-  if (record.record_offset != record_offset || record.archive_end > record_offset) {
+  // Strict: the record says where it is, and both archives it names lie before it, the new tail
+  // past the old archive.
+  if (record.record_offset != record_offset || record.old_end > record.new_start ||
+      record.new_start > record.new_end || record.new_end > record_offset) {
     fail_at(ErrorCode::kCorrupt, "interrupted edit record", record_offset,
             "says it is at offset " + std::to_string(record.record_offset) +
-                " and the archive ends at offset " + std::to_string(record.archive_end) +
-                "; a file of " + std::to_string(size) + " bytes cannot hold that (spec §9.6)");
+                ", the old archive ends at offset " + std::to_string(record.old_end) +
+                " and the new tail spans offsets " + std::to_string(record.new_start) + " to " +
+                std::to_string(record.new_end) + "; a file of " + std::to_string(size) +
+                " bytes cannot hold that in that order (spec §9.6)");
   }
-  file_ = file_.first(static_cast<std::size_t>(record.archive_end));
+  // The new tail is the archive's once it was written whole; until then the old archive is.
+  const ByteSpan new_tail =
+      file_.subspan(static_cast<std::size_t>(record.new_start),
+                    static_cast<std::size_t>(record.new_end - record.new_start));
+  const bool switched = crc32(new_tail) == record.new_crc32;
+  const std::uint64_t archive_end = switched ? record.new_end : record.old_end;
+  file_ = file_.first(static_cast<std::size_t>(archive_end));
   r_.bytes_ = file_;
   add_finding(ZipFindingKind::kInterruptedEdit, "", record_offset,
-              "an interrupted edit left " + std::to_string(size - record.archive_end) +
-                  " bytes after the archive's end at offset " + std::to_string(record.archive_end) +
+              "an interrupted edit left " + std::to_string(size - archive_end) +
+                  " bytes after the archive's end at offset " + std::to_string(archive_end) +
                   " (up to its record at offset " + std::to_string(record_offset) +
-                  "); editing the archive again or repacking it removes them (spec §9.6)");
+                  "); the archive is " +
+                  (switched ? "the edit's new one, written whole" : "the one the edit began from") +
+                  "; editing the archive again or repacking it removes them (spec §9.6)");
   return true;
 }
 

@@ -194,8 +194,12 @@ void InterruptedEditRecord::encode(MutableByteSpan out) const {
   check_output(out, kSize);
   std::uint8_t* p = out.data();
   store_le64(p, kSignature);
-  store_le64(p + 8, archive_end);
+  store_le64(p + 8, old_end);
   store_le64(p + 16, record_offset);
+  store_le64(p + 24, new_start);
+  store_le64(p + 32, new_end);
+  store_le32(p + 40, new_crc32);
+  store_le32(p + 44, 0);
 }
 
 InterruptedEditRecord InterruptedEditRecord::decode(ByteSpan file, std::uint64_t offset) {
@@ -206,8 +210,11 @@ InterruptedEditRecord InterruptedEditRecord::decode(ByteSpan file, std::uint64_t
                 std::string(name) + " at offset " + std::to_string(offset) + ": bad signature");
   }
   InterruptedEditRecord r;
-  r.archive_end = load_le64(bytes.data() + 8);
+  r.old_end = load_le64(bytes.data() + 8);
   r.record_offset = load_le64(bytes.data() + 16);
+  r.new_start = load_le64(bytes.data() + 24);
+  r.new_end = load_le64(bytes.data() + 32);
+  r.new_crc32 = load_le32(bytes.data() + 40);
   return r;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "little_endian.h"
+#include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "zip_layout.h"
 #include "zip_records.h"
@@ -22,12 +23,8 @@ namespace {
 constexpr std::uint32_t kDefaultAlignment = 64;
 constexpr std::uint32_t kMaxAlignment = 65536;
 constexpr std::uint64_t kRecordSize = InterruptedEditRecord::kSize;
-// Where the record holds its archive end (spec §9.6).
-constexpr std::size_t kArchiveEndField = 8;
-// Room an edit leaves before its record, past the size of the old tail (TailEdit).
-constexpr std::uint64_t kReserveSlack = std::uint64_t{1} << 20;
-// The record never crosses a multiple of this: step 3 rewrites part of it in place, and storage
-// writes a sector whole or not at all (spec §9.6).
+// The record never crosses a multiple of this: storage writes a sector whole or not at all, so a
+// power loss cannot leave half a record (spec §9.6).
 constexpr std::uint64_t kSectorSize = 512;
 // The largest file offset the OS accepts (off_t).
 constexpr std::uint64_t kMaxFileSize = std::numeric_limits<std::int64_t>::max();
@@ -100,26 +97,16 @@ std::uint64_t largest_tails(const ZipReader& zip, ByteSpan data) {
          (std::uint64_t{1} << 20);
 }
 
-std::array<std::uint8_t, kRecordSize> record_bytes(std::uint64_t archive_end,
-                                                   std::uint64_t record_offset) {
-  InterruptedEditRecord record;
-  record.archive_end = archive_end;
-  record.record_offset = record_offset;
-  std::array<std::uint8_t, kRecordSize> bytes{};
-  record.encode(bytes);
-  return bytes;
-}
-
 // The first offset from `at` on where the record lies within one sector.
 std::uint64_t record_place(std::uint64_t at) {
   return at % kSectorSize + kRecordSize <= kSectorSize ? at : at + kSectorSize - at % kSectorSize;
 }
 
-// Checked before anything is written, so that no offset of the edit can overflow: the archive,
+// Checked before anything is written, so that no offset of the edit can overflow: the file,
 // `extra` bytes after it, and the record stay within the system's largest file size.
-void check_room(const ZipReader& zip, std::uint64_t extra, const std::string& what) {
-  const std::uint64_t archive_end = zip.bytes().size();
-  if (extra > kMaxFileSize / 2 || archive_end > kMaxFileSize - extra - kRecordSize) {
+void check_room(const ZipReader& zip, std::uint64_t file_size, std::uint64_t extra,
+                const std::string& what) {
+  if (extra > kMaxFileSize / 2 || file_size > kMaxFileSize - extra - kSectorSize - kRecordSize) {
     throw Error(ErrorCode::kInvalidArgument,
                 zip.source_name() + ": " + what +
                     " would take the file past the largest size the system allows");
@@ -194,103 +181,53 @@ TailEdit::TailEdit(const ZipReader& zip, int fd, std::uint64_t file_size, bool d
       file_size_(file_size),
       archive_end_(zip.bytes().size()),
       start_(new_entry_start(zip, file_size)),
-      writer_(std::make_unique<TailWriter>(zip, fd, durable)) {
-  // Room for a new tail as large as the old one and half a mebibyte more, which goes after the
-  // archive and after the place of the final tail, as large as it. Only the record is written;
-  // the rest is a hole, which a file system without sparse files fills with zeros, so the room
-  // stays near the old tail's size: an edit that grows the model more takes a second record.
-  const std::uint64_t old_tail = archive_end_ - start_;
-  // (kMaxFileSize, too much for check_room, when the sum could overflow.)
-  const std::uint64_t room = old_tail <= kMaxFileSize / 2 ? old_tail + kReserveSlack : kMaxFileSize;
-  check_room(zip, room + kSectorSize + kRecordSize, "editing its last entry");
-  record_offset_ = record_place(archive_end_ + room);
-  if (durable) {
-    try {
-      marker_ = std::thread([this] { mark(); });
-      return;
-    } catch (const std::system_error&) {  // No second thread to be had: on this one.
-    }
-  }
-  mark();
-  wait_for_mark();  // Its errors at once.
-}
+      writer_(std::make_unique<TailWriter>(zip, fd, durable)) {}
 
 TailEdit::~TailEdit() { cancel(); }
 
-// Steps 0 and 1: the bytes of an earlier interrupted edit go, then the record is written.
-void TailEdit::mark() noexcept {
-  try {
-    if (file_size_ > archive_end_) {
-      writer_->truncate(archive_end_, "cannot drop the bytes of an earlier interrupted edit");
-      writer_->step(TailStep::kDropStale);
-    }
-    marked_ = true;
-    write_record(record_offset_);
-  } catch (...) {
-    mark_error_ = std::current_exception();
-  }
-}
-
-void TailEdit::write_record(std::uint64_t offset) {
-  writer_->write(offset, record_bytes(archive_end_, offset),
-                 "cannot write the interrupted edit record");
-  writer_->step(TailStep::kMark);
-}
-
-void TailEdit::wait_for_mark() {
-  if (marker_.joinable()) marker_.join();
-  if (mark_error_) {
-    cancel();
-    std::rethrow_exception(mark_error_);
-  }
-}
-
 void TailEdit::cancel() noexcept {
-  if (marker_.joinable()) marker_.join();
-  if (marked_ && !finished_) {
-    // Before the switch the old archive is the live one: what was appended goes.
+  if (written_ && !finished_) {
+    // Before the switch the archive read is the live one: what the edit appended goes, and with
+    // it whatever an earlier interrupted edit left after that archive.
     static_cast<void>(::ftruncate(fd_, static_cast<off_t>(archive_end_)));
   }
-  marked_ = false;
+  cancelled_ = !finished_;
 }
 
 TailReplacement TailEdit::finish(ByteSpan data, std::uint32_t crc, std::uint32_t alignment) {
-  wait_for_mark();
-  if (finished_ || !marked_) {
+  if (finished_ || cancelled_) {
     throw Error(ErrorCode::kBadState,
                 zip_.source_name() + ": editing in place: the edit was finished or cancelled");
   }
-  try {
-    check_room(zip_, largest_tails(zip_, data),
-               "an entry of " + std::to_string(data.size()) + " bytes");
-  } catch (...) {
-    cancel();
-    throw;
-  }
+  check_room(zip_, std::max(file_size_, archive_end_), largest_tails(zip_, data),
+             "an entry of " + std::to_string(data.size()) + " bytes");
   const ZipEntry& last = zip_.entries().back();
   TailWriter& writer = *writer_;
   const Tail final_tail = build_tail(zip_, last, start_, data, crc, alignment);
   // The new tail goes after the archive and after the final tail's place, so that neither the
-  // old archive nor step 4 overwrites it while it is the live one.
+  // old archive nor step 3 overwrites it while it is the live one.
   const std::uint64_t temporary_offset = std::max(archive_end_, start_ + final_tail.size());
   const Tail temporary_tail = build_tail(zip_, last, temporary_offset, data, crc, alignment);
-  const std::uint64_t tail_end = temporary_offset + temporary_tail.size();
+  InterruptedEditRecord record;
+  record.old_end = archive_end_;
+  record.new_start = temporary_offset;
+  record.new_end = temporary_offset + temporary_tail.size();
+  record.new_crc32 =
+      crc32(temporary_tail.rest, crc32(temporary_tail.data, crc32(temporary_tail.head)));
+  // Past the new tail, and past anything the file holds after the archive (an earlier
+  // interrupted edit's record among it), so that the file ends with this record.
+  record.record_offset = record_place(std::max(record.new_end, file_size_));
+  std::array<std::uint8_t, kRecordSize> record_bytes{};
+  record.encode(record_bytes);
   try {
-    if (tail_end > record_offset_) {
-      // The new tail outgrew the room before the record: a record past it (step 1 again), and
-      // past the first one, which the new tail may then overwrite.
-      record_offset_ = record_place(std::max(tail_end, record_offset_ + kRecordSize));
-      write_record(record_offset_);
-    }
+    // Step 1: the record, first, so that the file ends with it while the new tail is written
+    // before it; the old archive stays the live one until the tail is whole.
+    written_ = true;
+    writer.write(record.record_offset, record_bytes, "cannot write the interrupted edit record");
+    writer.step(TailStep::kMark, false);
+    // Step 2: the new tail. Once whole it has the record's CRC-32: it is the archive.
     writer.write(temporary_tail, temporary_offset, "cannot write the new entry after the archive");
     writer.step(TailStep::kAppend);
-    // Step 3: the record's archive end moves to the new tail's end, which makes the new tail the
-    // archive. 8 bytes rewritten in place within one sector: an overwrite, which a file system
-    // flushes without a journal commit, where truncating the record away needed one.
-    const auto record = record_bytes(tail_end, record_offset_);
-    writer.write(record_offset_ + kArchiveEndField,
-                 ByteSpan(record).subspan(kArchiveEndField, sizeof(std::uint64_t)),
-                 "cannot point the interrupted edit record at the new entry");
   } catch (...) {
     cancel();
     throw;
@@ -299,13 +236,13 @@ TailReplacement TailEdit::finish(ByteSpan data, std::uint32_t crc, std::uint32_t
   writer.set_aftermath(
       "the archive holds the new entry, after a gap of the bytes the edit left before it; "
       "editing it again or repacking it removes them");
-  writer.step(TailStep::kSwitch);
+  // Step 3: the tail again, in its final place over the old entry.
   writer.write(final_tail, start_, "cannot write the new entry in its place");
   writer.step(TailStep::kMove);
-  // Step 5: the temporary tail and the record go.
+  // Step 4: the temporary tail and the record go.
   writer.truncate(start_ + final_tail.size(), "cannot truncate the file after the new entry");
   // No barrier: the new entry is on disk already, and a truncation lost to a power loss leaves
-  // the state of step 3, which reads the new entry too.
+  // the state of step 2, which reads the new entry too.
   writer.step(TailStep::kTruncate, false);
   return {final_tail.local_header_offset, final_tail.data_offset, start_ + final_tail.size()};
 }

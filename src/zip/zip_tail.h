@@ -6,10 +6,8 @@
 #define ONNXZIP_SRC_ZIP_TAIL_H_
 
 #include <cstdint>
-#include <exception>
 #include <functional>
 #include <memory>
-#include <thread>
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/zip_reader.h"
@@ -32,31 +30,28 @@ class TailWriter;
 // header, data and central directory record byte for byte, and the archive keeps its comment.
 // `fd` is the archive file, open for reading and writing, whose first zip.bytes().size() bytes
 // are the archive and whose size is `file_size` (larger after an interrupted edit, spec §9.6:
-// those bytes are dropped first). Cost: the new entry and central directory, written twice.
+// those bytes go with this edit). Cost: the new entry and central directory, written twice.
 //
 // At every instant the file reads as the old archive or the new one (spec §9.6): (1) an
-// interrupted edit record is written past the end of the file, pointing at the old archive;
-// (2) the new tail -- entry, central directory, end records -- is written before that record;
-// (3) the record's archive end is moved to the new tail's end (8 bytes rewritten in place, in one
-// sector), which makes the new tail the archive; (4) the tail is written again, laid out for its
-// final place, over the old entry; (5) the file is truncated after it. With `durable`, an
-// fdatasync follows each step but the last (whose loss leaves the state of step 3, the new entry
-// too), so a power loss too leaves the old or the new archive, and the new one once finish()
-// returns; without, a killed process does, and the page cache reaches the disk in any order.
+// interrupted edit record is written past the end of the file, naming the old archive and the
+// place and CRC-32 of the new tail; (2) the new tail -- entry, central directory, end records --
+// is written before that record: a reader takes it for the archive once its bytes have that
+// CRC-32, and the old archive until then; (3) the tail is written again, laid out for its final
+// place, over the old entry; (4) the file is truncated after it. With `durable`, an fdatasync
+// follows steps 2 and 3 (the first makes the record and the new tail durable together, the
+// second the final tail before the truncation can remove the record), so a power loss too leaves
+// the old or the new archive, and the new one once finish() returns; without, a killed process
+// does, and the page cache reaches the disk in any order.
 //
-// In two halves, for a caller that has work to do before it knows the new entry (parse, change,
-// check and serialize a model): the constructor begins steps 0 and 1 -- with `durable` on a
-// second thread, so that the flush of the record, a few milliseconds on some disks, overlaps
-// that work -- and finish() does the rest. The record goes far enough past the archive to leave
-// room for a new tail the old one's size and half a mebibyte more; a new tail that outgrows
-// that gets a record past it (step 1 again) before it is written. Until finish() reaches step 3,
-// the destructor (or cancel()) takes the record back: the file is then the archive it was.
+// The constructor checks the archive and writes nothing; finish() does the steps, for a caller
+// that has work to do between (parse, change, check and serialize a model). Until finish()
+// completes step 2, a failure (or cancel(), or the destructor) takes back what it wrote: the file
+// is then the archive read, and bytes an earlier interrupted edit left after it are gone.
 //
-// Errors: from the constructor, an archive unfit for the edit (nothing is written then); from
-// finish(), Error(kIo) naming the file, the step, and what the file holds afterwards (the old
-// archive when the failure came before step 3, the first steps' failures included; the new one,
-// with the bytes of the interrupted edit in a gap before the entry, after it), and
-// Error(kBadState) after finish() or cancel(). Not thread-safe.
+// Errors: from the constructor, an archive unfit for the edit; from finish(), Error(kIo) naming
+// the file, the step, and what the file holds afterwards (the old archive when the failure came
+// before the end of step 2; the new one, with the bytes of the interrupted edit in a gap before
+// the entry, after it), and Error(kBadState) after finish() or cancel(). Not thread-safe.
 class TailEdit final {
  public:
   TailEdit(const ZipReader& zip, int fd, std::uint64_t file_size, bool durable);
@@ -68,21 +63,15 @@ class TailEdit final {
   void cancel() noexcept;
 
  private:
-  void mark() noexcept;
-  void write_record(std::uint64_t offset);
-  void wait_for_mark();
-
   const ZipReader& zip_;
   const int fd_;
   const std::uint64_t file_size_;
   const std::uint64_t archive_end_;
   const std::uint64_t start_;  // Where the new entry goes: the end of the entry before it.
   std::unique_ptr<TailWriter> writer_;
-  std::uint64_t record_offset_ = 0;
-  std::thread marker_;  // Runs mark() when durable.
-  std::exception_ptr mark_error_;
-  bool marked_ = false;    // Steps 0 and 1 have begun to change the file.
-  bool finished_ = false;  // finish() reached step 3: the new tail is live.
+  bool written_ = false;    // finish() has begun to change the file.
+  bool finished_ = false;   // finish() completed step 2: the new tail is live.
+  bool cancelled_ = false;  // cancel() came first.
 };
 
 // The alignment A the archive declares (spec §3.6): the value of the first 0xD935 record of a
@@ -93,16 +82,14 @@ std::uint32_t declared_alignment(const ZipReader& zip);
 
 // The steps of a TailEdit, in order.
 enum class TailStep {
-  kDropStale,  // Truncated the bytes an earlier interrupted edit left (only when there are some).
-  kMark,       // Wrote the interrupted edit record.
-  kAppend,     // Wrote the new tail before it.
-  kSwitch,     // Pointed the record at the new tail's end: the new tail is the archive.
-  kMove,       // Wrote the tail in its final place.
-  kTruncate,   // Truncated the file after it: the record goes.
+  kMark,      // Wrote the interrupted edit record (never flushed alone).
+  kAppend,    // Wrote the new tail before it: once flushed, the new tail is the archive.
+  kMove,      // Wrote the tail in its final place.
+  kTruncate,  // Truncated the file after it: the record goes.
 };
 // Called after each step (synced = false) and, when durable, after its fdatasync (synced =
-// true; kTruncate has none). A hook that throws fails the edit there, as a failing system call
-// would; one that ends the process leaves the file as a crash at that instant would.
+// true; kMark and kTruncate have none). A hook that throws fails the edit there, as a failing
+// system call would; one that ends the process leaves the file as a crash at that instant would.
 using TailStepHook = std::function<void(TailStep step, bool synced)>;
 void set_tail_step_hook(TailStepHook hook);
 
