@@ -27,7 +27,6 @@
 #include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/onnx_codec.h"
-#include "onnxzip/protobuf_wire.h"
 #include "onnxzip/zip_writer.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
@@ -42,6 +41,7 @@ using Bytes = std::vector<std::uint8_t>;
 using test_support::raw_tensor;
 using test_support::read_file_bytes;
 using test_support::ScratchDir;
+using test_support::wire_field;
 
 #define EXPECT_CONTAINS(text, fragment) \
   EXPECT_NE(std::string(text).find(fragment), std::string::npos) << (text)
@@ -312,17 +312,6 @@ void rewrite_with_model_bytes(const fs::path& from, const fs::path& to, const By
   }
   writer.add(kModelEntryName, model_bytes);
   writer.finish();
-}
-
-// A field of `number` holding `payload`, as the protobuf wire writes it.
-Bytes wire_field(std::uint32_t number, const Bytes& payload) {
-  Bytes out(wire::kMaxFieldHeaderSize);
-  std::uint8_t* p =
-      wire::encode_varint(wire::make_tag(number, wire::WireType::kLengthDelimited), out.data());
-  p = wire::encode_varint(payload.size(), p);
-  out.resize(static_cast<std::size_t>(p - out.data()));
-  out.insert(out.end(), payload.begin(), payload.end());
-  return out;
 }
 
 Bytes stored_model_bytes(const fs::path& path) {

@@ -11,7 +11,6 @@
 
 #include "onnxzip/error.h"
 #include "onnxzip/onnx_codec.h"
-#include "onnxzip/protobuf_wire.h"
 #include "onnxzip/tensor.h"
 #include "support/model_builder.h"
 
@@ -23,15 +22,8 @@ using test_support::raw_tensor;
 
 Bytes bytes_of(ByteSpan span) { return Bytes(span.begin(), span.end()); }
 
-// A field of `number` holding `payload`, as the wire writes it.
 Bytes field(std::uint32_t number, const Bytes& payload) {
-  Bytes out(wire::kMaxFieldHeaderSize);
-  std::uint8_t* p =
-      wire::encode_varint(wire::make_tag(number, wire::WireType::kLengthDelimited), out.data());
-  p = wire::encode_varint(payload.size(), p);
-  out.resize(static_cast<std::size_t>(p - out.data()));
-  out.insert(out.end(), payload.begin(), payload.end());
-  return out;
+  return test_support::wire_field(number, payload);
 }
 
 Bytes concat(std::initializer_list<Bytes> parts) {

@@ -145,12 +145,16 @@ std::optional<std::vector<bool>> check_kept_references(const detail::SplitModel&
                                                        const std::string& source) {
   const Payloads payloads(zip, model_entry);
   std::vector<bool> referenced(zip.entries().size(), false);
+  // Payloads borrowed, not copied: an inline tensor may be large, and only references matter.
+  ParseOptions borrow;
+  borrow.no_copy = true;
+  borrow.raw_data_threshold = 0;
   bool plain = true;
   const bool walked =
       detail::walk_kept_tensors(split.kept, ParseOptions{}.max_depth, [&](ByteSpan bytes) {
         if (!plain) return;
         try {
-          const TensorProto tensor = parse_message<TensorProto>(bytes, ParseOptions{}, source);
+          const TensorProto tensor = parse_message<TensorProto>(bytes, borrow, source);
           if (tensor.data_location != TensorProto::kExternal) return;
           const std::size_t found = archive_detail::check_writer_reference(
               tensor, {}, payloads.index, source, "which is not a payload entry of the archive");

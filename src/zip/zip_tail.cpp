@@ -199,7 +199,7 @@ TailReplacement TailEdit::finish(ByteSpan data, std::uint32_t crc, std::uint32_t
     throw Error(ErrorCode::kBadState,
                 zip_.source_name() + ": editing in place: the edit was finished or cancelled");
   }
-  check_room(zip_, std::max(file_size_, archive_end_), largest_tails(zip_, data),
+  check_room(zip_, file_size_, largest_tails(zip_, data),
              "an entry of " + std::to_string(data.size()) + " bytes");
   const ZipEntry& last = zip_.entries().back();
   TailWriter& writer = *writer_;

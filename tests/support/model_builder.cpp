@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "onnxzip/protobuf_wire.h"
 #include "onnxzip/tensor.h"
 
 namespace onnxzip::test_support {
@@ -30,6 +31,17 @@ std::vector<float> float_values(std::size_t count, std::uint32_t seed) {
 }
 
 }  // namespace
+
+std::vector<std::uint8_t> wire_field(std::uint32_t number,
+                                     const std::vector<std::uint8_t>& payload) {
+  std::vector<std::uint8_t> out(wire::kMaxFieldHeaderSize);
+  std::uint8_t* p =
+      wire::encode_varint(wire::make_tag(number, wire::WireType::kLengthDelimited), out.data());
+  p = wire::encode_varint(payload.size(), p);
+  out.resize(static_cast<std::size_t>(p - out.data()));
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
 
 std::vector<std::uint8_t> pattern_bytes(std::size_t count, std::uint32_t seed) {
   std::vector<std::uint8_t> bytes(count);

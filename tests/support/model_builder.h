@@ -25,6 +25,11 @@ AttributeProto tensor_attribute(const std::string& name, TensorProto tensor);
 AttributeProto graph_attribute(const std::string& name, GraphProto graph);
 NodeProto make_node(const std::string& op_type, std::vector<std::string> inputs,
                     std::vector<std::string> outputs, std::vector<AttributeProto> attributes = {});
+
+// A length-delimited protobuf field of `number` holding `payload`, as the wire writes it: for
+// messages laid out as another writer may lay them out (fields out of order, given twice).
+std::vector<std::uint8_t> wire_field(std::uint32_t number,
+                                     const std::vector<std::uint8_t>& payload);
 ValueInfoProto tensor_value_info(const std::string& name, std::int32_t elem_type,
                                  std::vector<std::int64_t> shape);
 
