@@ -262,7 +262,8 @@ TEST(MappedFileRegistry, KnowsNothingOfReadFilesOrEmptyFiles) {
 
 TEST(MappedFileRegistry, DescribesManyLiveMappingsAndReusesTheirSlots) {
   ScratchDir dir("mapped_file");
-  // More than one block of slots (256 a block), and a second round after all were released.
+  // Several blocks of slots (they grow from 4 to 256 a block), and a second round after all were
+  // released.
   for (int round = 0; round < 2; ++round) {
     std::vector<std::shared_ptr<const MappedFile>> files;
     for (int i = 0; i < 300; ++i) {

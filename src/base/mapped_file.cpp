@@ -96,9 +96,10 @@ Slot* register_mapping(const void* begin, std::size_t size, const std::string& n
   const std::lock_guard<std::mutex> lock(w.mutex);
   if (w.free_slots.empty()) {
     if (w.blocks == kMaxBlocks) return nullptr;
-    Block* const block = new Block(slots_in_block(w.blocks));  // Never freed (see above).
-    w.free_slots.reserve(w.free_slots.capacity() + block->count);
-    for (std::size_t i = block->count; i-- > 0;) w.free_slots.push_back(&block->slots[i]);
+    const std::size_t count = slots_in_block(w.blocks);
+    w.free_slots.reserve(w.free_slots.capacity() + count);
+    Block* const block = new Block(count);  // Never freed (see above).
+    for (std::size_t i = count; i-- > 0;) w.free_slots.push_back(&block->slots[i]);
     g_blocks[w.blocks++].store(block, std::memory_order_release);
   }
   Slot* const slot = w.free_slots.back();
