@@ -269,9 +269,8 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
 
 // The archive's own model, parsed whole into owned memory (ParseOptions{} copies): the edit
 // rewrites the bytes it came from.
-ModelProto parse_stored_model(const ZipReader& zip, const ZipEntry& model_entry,
-                              const std::string& source) {
-  return parse_model(zip.data(model_entry).view(), ParseOptions{}, source);
+ModelProto parse_stored_model(ByteSpan stored, const std::string& source) {
+  return parse_model(stored, ParseOptions{}, source);
 }
 
 // What edit_model_properties keeps out of the change's reach.
@@ -317,7 +316,7 @@ EditResult replace_model(const std::filesystem::path& archive, const ModelProto&
 EditResult edit_model(const std::filesystem::path& archive,
                       const std::function<void(ModelProto&)>& change, const EditOptions& options) {
   return edit_archive(archive, options, [&](const ZipReader& zip, const ZipEntry& model_entry) {
-    ModelProto model = parse_stored_model(zip, model_entry, archive.string());
+    ModelProto model = parse_stored_model(zip.data(model_entry).view(), archive.string());
     change(model);
     return check_and_serialize(model, zip, model_entry, archive.string());
   });
@@ -337,7 +336,7 @@ EditResult edit_model_properties(const std::filesystem::path& archive,
       // and all (or takes them).
     }
     if (!split) {
-      ModelProto model = parse_stored_model(zip, model_entry, source);
+      ModelProto model = parse_stored_model(stored.view(), source);
       GraphParts parts = take_graph_parts(model);
       change(model);
       require_no_graph_parts(model, source);
@@ -353,7 +352,7 @@ EditResult edit_model_properties(const std::filesystem::path& archive,
     }
     // The walk cannot vouch for the references: the model is parsed whole and checked as
     // edit_model checks it, with the changed properties.
-    ModelProto model = parse_stored_model(zip, model_entry, source);
+    ModelProto model = parse_stored_model(stored.view(), source);
     put_graph_parts(properties, take_graph_parts(model));
     return check_and_serialize(properties, zip, model_entry, source);
   });
