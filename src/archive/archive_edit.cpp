@@ -221,9 +221,9 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   const ZipReader zip = ZipReader::open(file.map(), tail_only);
   const ZipEntry* const model_entry =
       archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
-  // Checks that the last entry can be replaced in place before any work on the model; writes
-  // nothing until finish().
-  zip::TailEdit tail_edit(zip, file.fd(), file.size(), options.durable);
+  // Before any work on the model: an archive whose last entry cannot be replaced in place.
+  const std::uint64_t file_size = file.size();
+  zip::check_last_entry_replaceable(zip, file_size);
   const CheckedModel checked = prepare(zip, *model_entry);
 
   std::vector<std::string> unreferenced;
@@ -244,7 +244,6 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   }
   const OwnedBytes& bytes = checked.bytes;
   if (!unreferenced.empty()) {
-    tail_edit.cancel();
     // Compacting copies every entry it keeps, so it reads them all, checked as any reader does.
     ZipReaderOptions every_header = options.zip;
     every_header.local_headers = LocalHeaderScope::kAll;
@@ -257,7 +256,8 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
 
   detail::ProgressMeter meter(options.progress, bytes.size());
   const zip::TailReplacement replaced =
-      tail_edit.finish(bytes.span(), crc32(bytes.span()), zip::declared_alignment(zip));
+      zip::replace_last_entry(zip, bytes.span(), crc32(bytes.span()), zip::declared_alignment(zip),
+                              file.fd(), file_size, options.durable);
   meter.advance(bytes.size());
   meter.finish();
   EditResult result;

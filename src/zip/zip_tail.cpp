@@ -113,8 +113,6 @@ void check_room(const ZipReader& zip, std::uint64_t file_size, std::uint64_t ext
   }
 }
 
-}  // namespace
-
 class TailWriter final {
  public:
   TailWriter(const ZipReader& zip, int fd, bool durable)
@@ -162,6 +160,8 @@ class TailWriter final {
   std::string aftermath_ = "the archive is unchanged";
 };
 
+}  // namespace
+
 std::uint32_t declared_alignment(const ZipReader& zip) {
   for (const ZipEntry& entry : zip.entries()) {
     for (const ExtraRecord& record : split_extra_field(entry.local_extra, 0, entry.name)) {
@@ -175,76 +175,61 @@ std::uint32_t declared_alignment(const ZipReader& zip) {
   return kDefaultAlignment;
 }
 
-TailEdit::TailEdit(const ZipReader& zip, int fd, std::uint64_t file_size, bool durable)
-    : zip_(zip),
-      fd_(fd),
-      file_size_(file_size),
-      archive_end_(zip.bytes().size()),
-      start_(new_entry_start(zip, file_size)),
-      writer_(std::make_unique<TailWriter>(zip, fd, durable)) {}
-
-TailEdit::~TailEdit() { cancel(); }
-
-void TailEdit::cancel() noexcept {
-  if (written_ && !finished_) {
-    // Before the switch the archive read is the live one: what the edit appended goes, and with
-    // it whatever an earlier interrupted edit left after that archive.
-    static_cast<void>(::ftruncate(fd_, static_cast<off_t>(archive_end_)));
-  }
-  cancelled_ = !finished_;
+void check_last_entry_replaceable(const ZipReader& zip, std::uint64_t file_size) {
+  static_cast<void>(new_entry_start(zip, file_size));
 }
 
-TailReplacement TailEdit::finish(ByteSpan data, std::uint32_t crc, std::uint32_t alignment) {
-  if (finished_ || cancelled_) {
-    throw Error(ErrorCode::kBadState,
-                zip_.source_name() + ": editing in place: the edit was finished or cancelled");
-  }
-  check_room(zip_, file_size_, largest_tails(zip_, data),
+TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
+                                   std::uint32_t alignment, int fd, std::uint64_t file_size,
+                                   bool durable) {
+  const std::uint64_t start = new_entry_start(zip, file_size);
+  const std::uint64_t archive_end = zip.bytes().size();
+  check_room(zip, file_size, largest_tails(zip, data),
              "an entry of " + std::to_string(data.size()) + " bytes");
-  const ZipEntry& last = zip_.entries().back();
-  TailWriter& writer = *writer_;
-  const Tail final_tail = build_tail(zip_, last, start_, data, crc, alignment);
+  const ZipEntry& last = zip.entries().back();
+  TailWriter writer(zip, fd, durable);
+  const Tail final_tail = build_tail(zip, last, start, data, crc, alignment);
   // The new tail goes after the archive and after the final tail's place, so that neither the
   // old archive nor step 3 overwrites it while it is the live one.
-  const std::uint64_t temporary_offset = std::max(archive_end_, start_ + final_tail.size());
-  const Tail temporary_tail = build_tail(zip_, last, temporary_offset, data, crc, alignment);
+  const std::uint64_t temporary_offset = std::max(archive_end, start + final_tail.size());
+  const Tail temporary_tail = build_tail(zip, last, temporary_offset, data, crc, alignment);
   InterruptedEditRecord record;
-  record.old_end = archive_end_;
+  record.old_end = archive_end;
   record.new_start = temporary_offset;
   record.new_end = temporary_offset + temporary_tail.size();
   record.new_crc32 =
       crc32(temporary_tail.rest, crc32(temporary_tail.data, crc32(temporary_tail.head)));
   // Past the new tail, and past anything the file holds after the archive (an earlier
   // interrupted edit's record among it), so that the file ends with this record.
-  record.record_offset = record_place(std::max(record.new_end, file_size_));
+  record.record_offset = record_place(std::max(record.new_end, file_size));
   std::array<std::uint8_t, kRecordSize> record_bytes{};
   record.encode(record_bytes);
   try {
     // Step 1: the record, first, so that the file ends with it while the new tail is written
     // before it; the old archive stays the live one until the tail is whole.
-    written_ = true;
     writer.write(record.record_offset, record_bytes, "cannot write the interrupted edit record");
     writer.step(TailStep::kMark, false);
     // Step 2: the new tail. Once whole it has the record's CRC-32: it is the archive.
     writer.write(temporary_tail, temporary_offset, "cannot write the new entry after the archive");
     writer.step(TailStep::kAppend);
   } catch (...) {
-    cancel();
+    // Before the switch the archive read is the live one: what the edit appended goes, and with
+    // it whatever an earlier interrupted edit left after that archive.
+    static_cast<void>(::ftruncate(fd, static_cast<off_t>(archive_end)));
     throw;
   }
-  finished_ = true;
   writer.set_aftermath(
       "the archive holds the new entry, after a gap of the bytes the edit left before it; "
       "editing it again or repacking it removes them");
   // Step 3: the tail again, in its final place over the old entry.
-  writer.write(final_tail, start_, "cannot write the new entry in its place");
+  writer.write(final_tail, start, "cannot write the new entry in its place");
   writer.step(TailStep::kMove);
   // Step 4: the temporary tail and the record go.
-  writer.truncate(start_ + final_tail.size(), "cannot truncate the file after the new entry");
+  writer.truncate(start + final_tail.size(), "cannot truncate the file after the new entry");
   // No barrier: the new entry is on disk already, and a truncation lost to a power loss leaves
   // the state of step 2, which reads the new entry too.
   writer.step(TailStep::kTruncate, false);
-  return {final_tail.local_header_offset, final_tail.data_offset, start_ + final_tail.size()};
+  return {final_tail.local_header_offset, final_tail.data_offset, start + final_tail.size()};
 }
 
 void set_tail_step_hook(TailStepHook hook) { step_hook() = std::move(hook); }

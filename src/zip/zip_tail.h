@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/zip_reader.h"
@@ -20,8 +19,6 @@ struct TailReplacement {
   std::uint64_t data_offset = 0;
   std::uint64_t file_size = 0;  // The file's size afterwards.
 };
-
-class TailWriter;
 
 // Replaces the last entry of the archive `zip` has read -- it must be last in file and in central
 // directory order, else Error(kInvalidArgument) -- by a stored entry of the same name holding
@@ -40,39 +37,25 @@ class TailWriter;
 // place, over the old entry; (4) the file is truncated after it. With `durable`, an fdatasync
 // follows steps 2 and 3 (the first makes the record and the new tail durable together, the
 // second the final tail before the truncation can remove the record), so a power loss too leaves
-// the old or the new archive, and the new one once finish() returns; without, a killed process
-// does, and the page cache reaches the disk in any order.
+// the old or the new archive, and the new one once this returns; without, a killed process does,
+// and the page cache reaches the disk in any order. A failure before the end of step 2 takes
+// back what was written: the file is then the archive read, without the bytes an earlier
+// interrupted edit left after it.
 //
-// The constructor checks the archive and writes nothing; finish() does the steps, for a caller
-// that has work to do between (parse, change, check and serialize a model). Until finish()
-// completes step 2, a failure (or cancel(), or the destructor) takes back what it wrote: the file
-// is then the archive read, and bytes an earlier interrupted edit left after it are gone.
-//
-// Errors: from the constructor, an archive unfit for the edit; from finish(), Error(kIo) naming
-// the file, the step, and what the file holds afterwards (the old archive when the failure came
-// before the end of step 2; the new one, with the bytes of the interrupted edit in a gap before
-// the entry, after it), and Error(kBadState) after finish() or cancel(). Not thread-safe.
-class TailEdit final {
- public:
-  TailEdit(const ZipReader& zip, int fd, std::uint64_t file_size, bool durable);
-  TailEdit(const TailEdit&) = delete;
-  TailEdit& operator=(const TailEdit&) = delete;
-  ~TailEdit();
+// Errors: those of check_last_entry_replaceable; Error(kInvalidArgument) when the file would
+// outgrow the system's largest size; Error(kIo) naming the file, the step, and what the file
+// holds afterwards (the old archive when the failure came before the end of step 2; the new one,
+// with the bytes of the interrupted edit in a gap before the entry, after it).
+TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
+                                   std::uint32_t alignment, int fd, std::uint64_t file_size,
+                                   bool durable);
 
-  TailReplacement finish(ByteSpan data, std::uint32_t crc, std::uint32_t alignment);
-  void cancel() noexcept;
-
- private:
-  const ZipReader& zip_;
-  const int fd_;
-  const std::uint64_t file_size_;
-  const std::uint64_t archive_end_;
-  const std::uint64_t start_;  // Where the new entry goes: the end of the entry before it.
-  std::unique_ptr<TailWriter> writer_;
-  bool written_ = false;    // finish() has begun to change the file.
-  bool finished_ = false;   // finish() completed step 2: the new tail is live.
-  bool cancelled_ = false;  // cancel() came first.
-};
+// Whether replace_last_entry can replace the archive's last entry in a file of `file_size`
+// bytes: Error(kInvalidArgument) when the last entry in the file is not the last one in the
+// central directory, Error(kBadState) when the file is shorter than the archive read. Writes
+// nothing: for a caller with work to do before it knows the new entry, which should not be done
+// for an archive that cannot take it.
+void check_last_entry_replaceable(const ZipReader& zip, std::uint64_t file_size);
 
 // The alignment A the archive declares (spec §3.6): the value of the first 0xD935 record of a
 // local header, when it is a power of two in [64, 65536]; else 64.
@@ -80,7 +63,7 @@ std::uint32_t declared_alignment(const ZipReader& zip);
 
 // --- Test seam (tests only; nothing in the library sets it) ---
 
-// The steps of a TailEdit, in order.
+// The steps of replace_last_entry, in order.
 enum class TailStep {
   kMark,      // Wrote the interrupted edit record (never flushed alone).
   kAppend,    // Wrote the new tail before it: once flushed, the new tail is the archive.
