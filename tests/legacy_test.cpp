@@ -30,9 +30,6 @@
 namespace onnxzip {
 namespace {
 
-// The line write_legacy_model ends every data file with (legacy.h, kExternalDataIdKey).
-constexpr std::uint64_t kWriteIdLineSize = 64;
-
 namespace fs = std::filesystem;
 using test_support::Digests;
 using test_support::digests_of;
@@ -194,10 +191,10 @@ TEST_F(LegacyModels, WritesExternalDataSplitAndAligned) {
     EXPECT_EQ(refs.size(), 15u);  // 13 initializers, the loop body's and the then branch's.
     for (const auto& [file, end] : file_end) {
       SCOPED_TRACE(file);
-      // Each file ends with its write id line (kExternalDataIdKey), within the limit unless one
-      // tensor larger than it has the file to itself.
-      EXPECT_EQ(fs::file_size(folder / file), end + kWriteIdLineSize);
-      EXPECT_TRUE(end + kWriteIdLineSize <= 8192 || tensors_in_file[file] == 1);
+      // Each file ends with its last payload, within the limit unless one tensor larger than it
+      // has the file to itself.
+      EXPECT_EQ(fs::file_size(folder / file), end);
+      EXPECT_TRUE(end <= 8192 || tensors_in_file[file] == 1);
     }
     EXPECT_GE(file_end.size(), 7u);
     EXPECT_EQ(file_end.count("model.onnx.data.1"), 1u);
@@ -673,38 +670,31 @@ TEST(LegacyWrite, ModelAndDataFilesAppearAsOneSetAfterAFailureOrACrashAtEachRena
   }
 }
 
-TEST(LegacyWrite, AModelNextToAnotherWritesDataIsRefusedNamingTheFile) {
-  ScratchDir dir("legacy_write_id");
-  const ModelProto base = model_with_initializers(2, 5000);
+TEST(LegacyWrite, WritesTheModelAndItsPayloadsAndNothingElse) {
+  ScratchDir dir("legacy_nothing_added");
+  ModelProto model = model_with_initializers(2, 5000);
+  StringStringEntryProto& prop = model.metadata_props.emplace_back();
+  prop.key = "license";
+  prop.value = "MIT";
   LegacyWriteOptions options;
   options.mode = LegacyWriteOptions::Mode::kExternal;
-  fs::create_directories(dir / "a");
-  fs::create_directories(dir / "b");
-  write_legacy_model(with_first_byte(base, 'O'), dir / "a" / "model.onnx", options);
-  write_legacy_model(with_first_byte(base, 'N'), dir / "b" / "model.onnx", options);
+  write_legacy_model(model, dir / "model.onnx", options);
 
-  // Each model is paired with its own data: the write id is checked and not handed on.
-  const ModelProto own = read_legacy_model(dir / "a" / "model.onnx");
-  EXPECT_TRUE(own.metadata_props.empty());
+  // The model as written holds the caller's properties, no more: an earlier build added a
+  // metadata_props entry pairing the model with its data files.
   LegacyReadOptions references_only;
   references_only.load_external_data = false;
-  const ModelProto as_written = read_legacy_model(dir / "a" / "model.onnx", references_only);
-  ASSERT_EQ(as_written.metadata_props.size(), 1u);
-  EXPECT_EQ(as_written.metadata_props[0].key, kExternalDataIdKey);
-  EXPECT_EQ(as_written.metadata_props[0].value->size(), 32u);
-
-  // The old model next to the new data, as a writer that renamed data files first and crashed
-  // before the model would have left it.
-  fs::copy_file(dir / "b" / "model.onnx.data", dir / "a" / "model.onnx.data",
-                fs::copy_options::overwrite_existing);
-  EXPECT_CONTAINS(
-      error_of(ErrorCode::kCorrupt, [&] { read_legacy_model(dir / "a" / "model.onnx"); }),
-      "the external data file 'model.onnx.data' was written with another model");
-
-  // A data file rewritten by another tool (no write id line) proves nothing: it is read.
-  const std::string bytes(16384, 'x');
-  std::ofstream(dir / "a" / "model.onnx.data", std::ios::binary | std::ios::trunc) << bytes;
-  EXPECT_NO_THROW(read_legacy_model(dir / "a" / "model.onnx"));
+  const ModelProto as_written = read_legacy_model(dir / "model.onnx", references_only);
+  EXPECT_EQ(as_written.metadata_props, model.metadata_props);
+  // The data file ends with the last payload (it ended with a 64-byte line of that build).
+  std::uint64_t end = 0;
+  for (const TensorProto& t : as_written.graph->initializer) {
+    ASSERT_EQ(t.external_data.size(), 3u);
+    end = std::max<std::uint64_t>(
+        end, std::stoull(*t.external_data[1].value) + std::stoull(*t.external_data[2].value));
+  }
+  EXPECT_EQ(fs::file_size(dir / "model.onnx.data"), end);
+  EXPECT_EQ(read_legacy_model(dir / "model.onnx"), model);
 }
 
 TEST(LegacyWrite, RefusesBadOptionsAndUnresolvedReferences) {
@@ -856,7 +846,7 @@ TEST(LegacySlow, ExternalDataOver4GiB) {
   EXPECT_EQ(refs.at("graph/initializer[0]").length, kBig);
   const std::uint64_t small_at = (kBig + 4095) / 4096 * 4096;
   EXPECT_EQ(refs.at("graph/initializer[1]").offset, small_at);
-  EXPECT_EQ(fs::file_size(target / "model.onnx.data"), small_at + small.size() + kWriteIdLineSize);
+  EXPECT_EQ(fs::file_size(target / "model.onnx.data"), small_at + small.size());
   {
     const auto data = MappedFile::open(target / "model.onnx.data");
     check_big(data->bytes().first(kBig));

@@ -89,17 +89,11 @@ struct LegacyReadOptions {
 // tensor sits (initializers, sparse initializers, attributes, subgraphs at any depth, functions,
 // training graphs): raw_data = the bytes, borrowed from the data file's mapping (each file is
 // mapped once, whatever the number of tensors and spellings of its location), external_data
-// cleared and data_location made absent. The model keeps the mappings alive. A model written by
-// write_legacy_model whose data file was written with another model is refused (kCorrupt, see
-// kExternalDataIdKey); that metadata entry is removed from the model returned.
+// cleared and data_location made absent. The model keeps the mappings alive.
 ModelProto read_legacy_model(const std::filesystem::path& onnx_path,
                              const LegacyReadOptions& options = {});
 
 // --- Writing ---
-
-// The metadata_props key of the write id that pairs a model with its data files (see
-// write_legacy_model).
-inline constexpr std::string_view kExternalDataIdKey = "onnxzip.external_data_id";
 
 // The largest serialized ModelProto that libprotobuf (hence the reference package and ONNX
 // Runtime) accepts: 2 GiB - 1.
@@ -159,15 +153,9 @@ struct LegacyWriteOptions {
 // that a crash at any instant leaves the old model and data files, the new ones, or no model --
 // never a model next to data files of another write. On failure the old files are restored and
 // nothing new remains. Files of an earlier write that the new one does not replace (a ".3" when
-// this write needs two files) are left alone.
-//
-// Which data files are the model's own: in kExternal mode the written model carries one more
-// metadata_props entry, kExternalDataIdKey = a random write id, and every data file ends with a
-// 64-byte line "onnxzip external data <id> <index>\n" after its last payload (no reference
-// reaches it; it counts towards max_file_size). read_legacy_model refuses a model whose data file
-// ends with another id, and removes the entry from the model it returns. What this cannot tell:
-// data files rewritten by another tool (no line: nothing is checked), or a model whose entry was
-// dropped by another tool.
+// this write needs two files) are left alone. Nothing is added to the user's model or data: the
+// model file holds the model's fields (with the references) and nothing else, each data file its
+// payloads and the zeros between them, ending with the last payload.
 void write_legacy_model(const ModelProto& model, const std::filesystem::path& out,
                         const LegacyWriteOptions& options = {});
 

@@ -17,7 +17,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -391,97 +390,6 @@ std::string data_file_name(const std::string& base, std::size_t index) {
   return index == 0 ? base : base + "." + std::to_string(index);
 }
 
-// --- Write ids: which data files belong to which model ---
-//
-// A model written with external data gets a random write id in its metadata_props
-// (kExternalDataIdKey), and each of its data files ends with a 64-byte line naming the same id
-// after its last payload, where no reference reaches (offset and length are always written):
-//   "onnxzip external data <32 hex digits> <file index, 8 digits>\n"
-// A reader that finds such a line with another id knows the file was written with another model.
-// A file without the line (written or rewritten by another tool) proves nothing either way.
-
-constexpr std::string_view kTrailerPrefix = "onnxzip external data ";
-constexpr std::size_t kTrailerSize = 64;
-constexpr std::size_t kWriteIdDigits = 32;
-
-std::string new_write_id() {
-  std::random_device entropy;
-  std::string id;
-  // Eight digits from each 32-bit draw, without hex()'s "0x".
-  while (id.size() < kWriteIdDigits) id += detail::hex(entropy(), 8).substr(2);
-  id.resize(kWriteIdDigits);
-  return id;
-}
-
-std::string write_id_trailer(const std::string& id, std::size_t file_index) {
-  char index[16];
-  std::snprintf(index, sizeof index, "%08zu", file_index % 100'000'000);
-  std::string line(kTrailerPrefix);
-  line.append(id).append(" ").append(index).append("\n");
-  return line;
-}
-
-// ModelProto field 14 (metadata_props), one StringStringEntryProto {key, id}: wire bytes that,
-// appended to a serialized model, add that entry.
-std::vector<std::uint8_t> write_id_metadata_field(const std::string& id) {
-  static_assert(kExternalDataIdKey.size() + kWriteIdDigits + 4 < 128, "one-byte lengths");
-  std::string field;
-  field += static_cast<char>((14 << 3) | 2);  // metadata_props, length-delimited.
-  field += static_cast<char>(4 + kExternalDataIdKey.size() + id.size());
-  field += static_cast<char>((1 << 3) | 2);  // key
-  field += static_cast<char>(kExternalDataIdKey.size());
-  field += kExternalDataIdKey;
-  field += static_cast<char>((2 << 3) | 2);  // value
-  field += static_cast<char>(id.size());
-  field += id;
-  return {field.begin(), field.end()};
-}
-
-// The write id in the trailer of `file`, or "" when it has none.
-std::string_view trailer_write_id(ByteSpan file) {
-  if (file.size() < kTrailerSize) return {};
-  const std::string_view tail(
-      reinterpret_cast<const char*>(file.data() + file.size() - kTrailerSize), kTrailerSize);
-  if (!tail.starts_with(kTrailerPrefix) || tail.back() != '\n') return {};
-  return tail.substr(kTrailerPrefix.size(), kWriteIdDigits);
-}
-
-// A model that names a write id must not be paired with a data file written with another one
-// (the old model next to new data, after a crash of a writer that did not commit as a set, or
-// files copied together by hand). The id is removed from the model: it describes the files, not
-// the model, and must not travel on into an archive or another write.
-void check_write_id(ModelProto& model, const DataFiles& files, const std::string& source) {
-  std::optional<std::string> id;
-  std::erase_if(model.metadata_props, [&](const StringStringEntryProto& entry) {
-    if (entry.key != kExternalDataIdKey) return false;
-    id = entry.value.value_or("");  // The last one counts, as protobuf's merge rule has it.
-    return true;
-  });
-  if (!id) return;
-  std::map<std::string, std::string_view> mismatched;  // Sorted: messages are reproducible.
-  for (const auto& [location, mapping] : files.files()) {
-    const std::string_view file_id = trailer_write_id(mapping->bytes());
-    if (!file_id.empty() && file_id != *id) mismatched.emplace(location, file_id);
-  }
-  if (mismatched.empty()) return;
-  const auto& [location, file_id] = *mismatched.begin();
-  throw Error(ErrorCode::kCorrupt, source + ": the external data file " + quote(location) +
-                                       " was written with another model (onnxzip write id " +
-                                       std::string(file_id) + "; the model's is " + *id +
-                                       "): the model and its data files do not belong together");
-}
-
-// A model read without resolving its data (load_external_data = false) may still carry the
-// write id of the files it came from: it is reused rather than doubled, so the model keeps one
-// entry of that key.
-std::optional<std::string> carried_write_id(const ModelProto& model) {
-  std::optional<std::string> id;
-  for (const StringStringEntryProto& entry : model.metadata_props) {
-    if (entry.key == kExternalDataIdKey) id = entry.value.value_or("");
-  }
-  return id;
-}
-
 // --- Writing ---
 
 // One write_legacy_model call: the request, checked when constructed, then its steps in order.
@@ -500,9 +408,9 @@ class LegacyWriter final {
   std::optional<std::uint64_t> external_size(const TensorProto& tensor,
                                              const TensorSite& site) const;
   void check_data_file_names(std::size_t file_count) const;
-  // Each data file written in full but unnamed: its payloads at their offsets, then its trailer.
+  // Each data file written in full but unnamed: its payloads at their offsets.
   std::vector<std::unique_ptr<AtomicOutputFile>> write_data_files(
-      const std::vector<Placement>& placements, std::size_t file_count, const std::string& write_id,
+      const std::vector<Placement>& placements, std::size_t file_count,
       detail::ProgressMeter& meter) const;
 
   const ModelProto& model_;
@@ -584,21 +492,15 @@ void LegacyWriter::write() const {
   check_data_file_names(file_count);
 
   // Every file is written in full (unnamed until the end), then they appear as one set
-  // (commit_together): a crash at any instant leaves the old set, the new set or no model. The
-  // write id pairs the model with its data files for readers (see write_id_trailer).
-  const std::optional<std::string> inherited_write_id = carried_write_id(model_);
-  const std::string write_id = inherited_write_id.value_or(new_write_id());
+  // (commit_together): a crash at any instant leaves the old set, the new set or no model.
   std::uint64_t payload_bytes = 0;
   for (const Placement& p : placements) payload_bytes += p.size;
   detail::ProgressMeter meter(options_.progress, payload_bytes);
   const std::vector<std::unique_ptr<AtomicOutputFile>> data_files =
-      write_data_files(placements, file_count, write_id, meter);
+      write_data_files(placements, file_count, meter);
   AtomicOutputFile model_file(out_, model_file_options_);
   FileSink sink(model_file);
   external_model.write(sink);
-  // Appended after the model's fields: a later occurrence of a repeated field is one more
-  // element, so the model gains one metadata_props entry without being copied or changed.
-  if (!inherited_write_id) sink.write(write_id_metadata_field(write_id));
   meter.finish();  // Before the renames: a callback that throws still cancels the write.
   std::vector<AtomicOutputFile*> others;
   for (const auto& file : data_files) others.push_back(file.get());
@@ -641,10 +543,7 @@ std::vector<Placement> LegacyWriter::place_payloads() const {
     if (offset < file_end) {
       throw Error(ErrorCode::kLimitExceeded, target_ + ": data file offset overflows");
     }
-    // Each data file ends with its write id trailer, which counts towards max_file_size.
-    const std::uint64_t room = checked_add(*size, kTrailerSize, target_ + ": data file size");
-    if (options_.max_file_size != 0 && file_used &&
-        (room > options_.max_file_size || offset > options_.max_file_size - room)) {
+    if (options_.max_file_size != 0 && file_used && !fits(offset, *size, options_.max_file_size)) {
       ++file_index;
       offset = 0;
     }
@@ -688,7 +587,7 @@ void LegacyWriter::check_data_file_names(std::size_t file_count) const {
 }
 
 std::vector<std::unique_ptr<AtomicOutputFile>> LegacyWriter::write_data_files(
-    const std::vector<Placement>& placements, std::size_t file_count, const std::string& write_id,
+    const std::vector<Placement>& placements, std::size_t file_count,
     detail::ProgressMeter& meter) const {
   std::vector<std::unique_ptr<AtomicOutputFile>> data_files;
   auto next = placements.begin();
@@ -705,8 +604,6 @@ std::vector<std::unique_ptr<AtomicOutputFile>> LegacyWriter::write_data_files(
       }
       detail::write_with_progress(payload, meter, [&](ByteSpan piece) { file.write(piece); });
     }
-    const std::string trailer = write_id_trailer(write_id, i);
-    file.write(ByteSpan(reinterpret_cast<const std::uint8_t*>(trailer.data()), trailer.size()));
   }
   return data_files;
 }
@@ -751,7 +648,6 @@ ModelProto read_legacy_model(const std::filesystem::path& onnx_path,
   for_each_tensor(model, [&](TensorProto& tensor, const TensorSite& site) {
     if (is_external(tensor)) resolve_external(tensor, site, source, files);
   });
-  check_write_id(model, files, source);
   return model;
 }
 
