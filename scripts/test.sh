@@ -13,8 +13,7 @@ mapfile -t sources < <(git ls-files '*.h' '*.cpp')
 clang-format --dry-run -Werror "${sources[@]}"
 
 echo "== g++ build and tests"
-cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=g++ >/dev/null
-cmake --build build -j "$jobs"
+scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 # The Python package, built and installed the way users install it (README "Python"), into a venv
