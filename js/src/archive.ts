@@ -77,6 +77,8 @@ export interface ResolvedTensor {
 }
 
 const kDefaultTailSize = 1 << 20;
+/** Payload bytes before the model that the tail read keeps after open. */
+const kTailPayloadKept = 64 << 10;
 const kDefaultMaxModelBytes = 2 ** 31 - 1;
 
 /**
@@ -187,6 +189,10 @@ export class Archive {
       findings.push(...layoutFindings(dir));
     }
 
+    // What the tail holds besides the model and the directory is payload bytes, mostly of the
+    // last entries: kept near the model only (small tensors there cost no read), not all of it,
+    // so that a large entry read later is not held twice.
+    if (source.kind !== 'memory') dir.tail.trim(Math.min(model.localHeaderOffset, dir.centralOffset) - kTailPayloadKept);
     const modelBytes = await readEntryData(source, dir, model, limits);
     const records = walkModel(modelBytes, { maxDepth: options.maxModelDepth ?? 100 }, (problem, at) => {
       throw new OnnxzipError('corrupt', modelPlace, `the model does not parse as a ModelProto: ${problem} (byte ${at} of the model)`, {
@@ -263,8 +269,12 @@ export class Archive {
     await this.source.close();
   }
 
-  /** @internal Reads the entries' uncompressed bytes, adjacent ones together. */
-  async readEntries(entries: readonly ZipEntry[]): Promise<Uint8Array[]> {
+  /**
+   * @internal Reads the entries' uncompressed bytes, adjacent ones together. Bytes the tail read
+   * at open holds are copied, unless `tailViews` (for callers that only read them, such as ORT,
+   * which copies them itself).
+   */
+  async readEntries(entries: readonly ZipEntry[], tailViews = false): Promise<Uint8Array[]> {
     this.checkOpen();
     const unique = [...new Set(entries)].sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
     const ranges: ByteRange[] = unique.map((e) =>
@@ -279,6 +289,7 @@ export class Archive {
     let next = 0;
     const buffers = ranges.map((r, i) => {
       if (!fromTail[i]) return read[next++]!;
+      if (tailViews) return tail.slice(r.offset, r.length);
       // A buffer of its own, as every read from a source other than memory gives.
       const copy = allocateFor(r);
       copy.set(tail.slice(r.offset, r.length));

@@ -79,7 +79,7 @@ export async function ortExternalData(archive: Archive, flavor: OrtFlavor, inlin
     // Lazy slices: ORT-web reads each when it needs it. The local headers were checked at open.
     data = entries.map((e) => archive.source.blobSlice!(e.local!.dataOffset, e.compressedSize));
   } else {
-    data = await archive.readEntries(entries);
+    data = await archive.readEntries(entries, true);
   }
   const externalData = entries.map((e, i) => ({ path: e.name, data: data[i]! }));
   const model = inline.length === 0 ? archive.modelBytes : await inlineTensors(archive, inline);
@@ -88,7 +88,7 @@ export async function ortExternalData(archive: Archive, flavor: OrtFlavor, inlin
 
 /** The model bytes with these tensors written inline (raw_data) instead of referring to their entries. */
 export async function inlineTensors(archive: Archive, tensors: readonly ResolvedTensor[]): Promise<Uint8Array> {
-  const payloads = await archive.readEntries(tensors.map((t) => t.entry));
+  const payloads = await archive.readEntries(tensors.map((t) => t.entry), true);
   const edits: SubmessageEdit[] = tensors.map((t, i) => ({
     path: t.record.path,
     payload: rewriteTensor(archive.modelBytes, t.record, (out) => {

@@ -125,6 +125,12 @@ export class TailWindow {
     return this.current;
   }
 
+  /** Drops the bytes before `from` (a copy of the rest replaces the buffer, so that it can be freed). */
+  trim(from: number): void {
+    if (from <= this.current.base || from >= this.current.end) return;
+    this.current = new ByteWindow(this.current.slice(from, this.current.end - from).slice(), from);
+  }
+
   /** Makes the window start at or before `from`. */
   async ensure(from: number): Promise<ByteWindow> {
     const start = Math.max(0, from);

@@ -20,7 +20,7 @@ import { extname, join, normalize } from 'node:path';
 const kTypes = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.map': 'application/json' };
 
 export class RangeServer {
-  /** Every request, in order: { method, path, range, ifRange, status }. */
+  /** Every request, in order: { method, path, range, ifRange, status, bytes (of the body sent) }. */
   log = [];
   #files;
   #faults = [];
@@ -104,10 +104,11 @@ export class RangeServer {
 
   #handle(req, res) {
     const path = new URL(req.url, 'http://x').pathname;
-    const entry = { method: req.method, path, range: req.headers.range, ifRange: req.headers['if-range'], status: 0 };
+    const entry = { method: req.method, path, range: req.headers.range, ifRange: req.headers['if-range'], status: 0, bytes: 0 };
     this.log.push(entry);
     const send = (status, headers, body) => {
       entry.status = status;
+      entry.bytes = body?.length ?? 0;
       if (this.cors) headers['Access-Control-Allow-Origin'] = '*';
       res.writeHead(status, headers);
       res.end(body);
