@@ -291,7 +291,7 @@ export class Archive {
       if (!fromTail[i]) return read[next++]!;
       if (tailViews) return tail.slice(r.offset, r.length);
       // A buffer of its own, as every read from a source other than memory gives.
-      const copy = allocateFor(r);
+      const copy = allocateFor(r, this.sourceName);
       copy.set(tail.slice(r.offset, r.length));
       return copy;
     });

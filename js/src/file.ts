@@ -51,7 +51,7 @@ export class FileSource implements ByteSource {
   }
 
   async read(offset: number, length: number): Promise<Uint8Array> {
-    const out = allocateFor({ offset, length });
+    const out = allocateFor({ offset, length }, this.name);
     await this.fill(out, offset);
     return out;
   }
@@ -59,7 +59,7 @@ export class FileSource implements ByteSource {
   async readRanges(ranges: readonly ByteRange[]): Promise<Uint8Array[]> {
     const out: Uint8Array[] = [];
     for (const r of ranges) {
-      const buffer = allocateFor(r);
+      const buffer = allocateFor(r, this.name);
       await this.fill(buffer, r.offset);
       out.push(buffer);
     }

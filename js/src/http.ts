@@ -95,7 +95,7 @@ export class HttpSource implements ByteSource {
   }
 
   async readRanges(ranges: readonly ByteRange[]): Promise<Uint8Array[]> {
-    const out = ranges.map((r) => allocateFor(r));
+    const out = ranges.map((r) => allocateFor(r, this.name));
     // Runs of ranges close enough to fetch together.
     const runs: number[][] = [];
     ranges.forEach((r, i) => {

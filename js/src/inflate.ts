@@ -27,7 +27,12 @@ export function checkInflateLimits(compressedSize: number, size: number, limits:
 
 /** The inflated bytes of a deflated entry, exactly `size` of them, with CRC-32 `crc`. */
 export async function inflateRaw(compressed: Uint8Array, size: number, crc: number, place: ErrorPlace): Promise<Uint8Array> {
-  const out = new Uint8Array(size);
+  let out: Uint8Array;
+  try {
+    out = new Uint8Array(size);
+  } catch (e) {
+    throw new OnnxzipError('limit_exceeded', place, `cannot allocate ${size} bytes to inflate the entry into: ${String(e)}`, { cause: e });
+  }
   let at = 0;
   const inflater = new DecompressionStream('deflate-raw');
   const writer = inflater.writable.getWriter();

@@ -14,10 +14,15 @@ export interface ByteRange {
   readonly phase?: boolean;
 }
 
-/** A new buffer for `range`, placed as ByteRange.phase asks. */
-export function allocateFor(range: ByteRange): Uint8Array {
+/** A new buffer for `range`, placed as ByteRange.phase asks; limit_exceeded when there is no memory for it. */
+export function allocateFor(range: ByteRange, source = ''): Uint8Array {
   const pad = range.phase === true ? range.offset % 64 : 0;
-  return new Uint8Array(new ArrayBuffer(range.length + pad), pad, range.length);
+  try {
+    return new Uint8Array(new ArrayBuffer(range.length + pad), pad, range.length);
+  } catch (e) {
+    if (!(e instanceof RangeError)) throw e;
+    throw new OnnxzipError('limit_exceeded', { source }, `cannot allocate ${range.length} bytes for offset ${range.offset}: ${e.message}`, { offset: range.offset, cause: e });
+  }
 }
 
 /** What a source has read so far. */

@@ -13,6 +13,7 @@
 //   'wrong-range'  answer 206 with a Content-Range one byte off from the range asked for
 //   'long-body'    answer 206 with a correct Content-Range, then 16 bytes more than it announces
 //   'change'       serve the file as if it were replaced: another ETag, and the first byte flipped
+//   'claim-terabyte'  answer a range with the right bytes but a Content-Range of a 1 TiB file
 import { readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { extname, join, normalize } from 'node:path';
@@ -137,6 +138,11 @@ export class RangeServer {
     let [start, end] = range; // Inclusive.
     let announced = `bytes ${start}-${end}/${size}`;
     if (fault === 'wrong-range') announced = `bytes ${start + 1}-${Math.min(end + 1, size - 1)}/${size}`;
+    if (fault === 'claim-terabyte') {
+      // The file's real tail, as the tail of a 1 TiB file.
+      const huge = 2 ** 40;
+      announced = `bytes ${huge - (end + 1 - start)}-${huge - 1}/${huge}`;
+    }
     const body = bytes.subarray(start, end + 1);
     if (fault === 'long-body') {
       entry.status = 206;

@@ -86,7 +86,7 @@ describe('tensors', () => {
   it('from a Blob: slices', async () => {
     const a = await openArchive(new Blob([readFileSync(fixture('mlp.onnxz'))]));
     assert.equal(a.sourceKind, 'blob');
-    assert.deepEqual(await a.getTensor('b2'), await (await openArchive(fixture('mlp.onnxz'))).getTensor('b2'));
+    assert.deepEqual(await a.getTensor('b2'), await (await openArchive(readFileSync(fixture('mlp.onnxz')))).getTensor('b2'));
   });
 
   it('tensors that share a name are told apart by their TensorInfo', async () => {
@@ -104,8 +104,9 @@ describe('tensors', () => {
   it('a deflated entry is inflated and checked', async () => {
     const a = await openArchive(vector('warn_9_3_1_deflated'));
     const inflated = await a.getTensor('W');
-    const stored = await (await openArchive(vector('valid_minimal'))).getTensor('W');
+    const stored = await (await openArchive(readFileSync(vector('valid_minimal')))).getTensor('W');
     assert.deepEqual(inflated, stored);
+    await a.close();
     assert.ok(a.findings.some((f) => f.kind === 'deflated' && f.entry === 'W'));
   });
 
@@ -147,6 +148,7 @@ describe('limits and bad input', () => {
   it('a deflated entry past maxInflatedSize: limit_exceeded naming the entry', async () => {
     const a = await openArchive(vector('warn_9_3_1_deflated'), { maxInflatedSize: 100 });
     await expectError(a.getTensor('W'), 'limit_exceeded', /entry 'W'.*inflates to 256 bytes, more than the limit of 100/);
+    await a.close();
   });
 
   it('a missing file is not_found; a folder is io', async () => {

@@ -200,6 +200,13 @@ describe('faults', () => {
     await assert.rejects(openArchive(server.url('/missing.onnxz?token=secret')), (e) => !e.message.includes('secret'));
   });
 
+  it('a server claiming a 1 TiB file gets an error, not a 1 TiB read', async () => {
+    server.inject('claim-terabyte');
+    server.clearLog();
+    await expectError(openArchive(mlp()), 'corrupt', /central directory \(offset \d+, \d+ bytes\)|bytes between the end of the central directory/);
+    assert.equal(server.log.length, 1);
+  });
+
   it('an empty file is not a ZIP archive', async () => {
     server.setFile('/empty.onnxz', Buffer.alloc(0));
     await expectError(openArchive(server.url('/empty.onnxz')), 'corrupt', /0 bytes/);
