@@ -538,13 +538,16 @@ function entryFindings(dir: ZipDirectory, resolved: readonly ResolvedTensor[]): 
 /**
  * Opens and verifies the archive at `source` (spec §9.5), then closes it. Never throws for the
  * archive's content: an archive openArchive refuses is a report with that one error finding.
+ * OnnxzipError(not_found, io) when the source cannot be read.
  */
 export async function verify(source: ArchiveSource, options: OpenOptions & VerifyOptions = {}): Promise<VerifyReport> {
   let archive: Archive;
   try {
     archive = await openArchive(source, options);
   } catch (e) {
-    if (!(e instanceof OnnxzipError) || e.code === 'not_found' || e.code === 'invalid_argument') throw e;
+    // As the C++ verify: what cannot be read at all (no such file, a folder, a failed request) is
+    // an error; what was read and is wrong is a finding.
+    if (!(e instanceof OnnxzipError) || e.code === 'not_found' || e.code === 'io' || e.code === 'invalid_argument') throw e;
     const finding: Finding = { severity: 'error', kind: e.code, entry: e.entry ?? '', tensor: e.tensor ?? '', offset: e.offset ?? 0, message: e.message };
     return { findings: [finding], ok: false, loadable: false };
   }
