@@ -177,9 +177,12 @@ async function chromiumSection() {
   table(['form', 'ms', 'x sidecar', 'heap peak', 'x sidecar', 'V8 heap', 'renderer', 'requests', 'MiB'], rows);
   console.log('   ms: in the page, performance.now() around the session creation (fetches included), after a warm-up session');
   console.log('   heap peak: max over CDP Runtime.getHeapUsage samples (every 5 ms, from the driver) of usedSize +');
-  console.log('     backingStorageSize (V8 heap + ArrayBuffer backing stores, where weights and wasm memory live), less');
-  console.log('     its value before the creation, MiB; V8 heap: the same for usedSize alone (page.metrics JSHeapUsedSize)');
-  console.log('   renderer: growth of the renderer process peak RSS (VmHWM, kept by the kernel: exact) over its RSS before');
+  console.log('     backingStorageSize (V8 heap + ArrayBuffer backing stores: the weights fetched into JS), less its');
+  console.log('     value before the creation, MiB. WebAssembly memory, where ORT copies the weights, is not in it');
+  console.log('     (a 64 MiB WebAssembly.Memory adds 0); performance.memory and page.metrics() count neither (V8 heap:');
+  console.log('     usedSize alone, what page.metrics() JSHeapUsedSize reports)');
+  console.log('   renderer: growth of the renderer process peak RSS (VmHWM, kept by the kernel: exact) over its RSS before:');
+  console.log('     JS buffers, wasm memory and all');
   console.log(`   outputs equal in both forms: ${JSON.stringify(outputs.sidecar) === JSON.stringify(outputs.archive)}`);
 }
 
