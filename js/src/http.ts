@@ -1,0 +1,311 @@
+// Archives over HTTP(S): every read is a range request (RFC 9110 §14).
+//
+// Opening costs one suffix request (`Range: bytes=-N`), which also gives the file's size
+// (Content-Range) and its validator (ETag, else Last-Modified). Every later request carries
+// `If-Range` with that validator, so a file replaced between requests answers 200 with the new
+// file instead of a range of it, and the read fails instead of mixing two files. What the server
+// answers is checked before a byte of it is used: a 206 whose Content-Range is not the range asked
+// for (or names another file size), a 200 to a range request, a body longer than its range, are
+// errors. 5xx answers, network errors, bodies cut short and stalls longer than the timeout are
+// retried a bounded number of times, resuming at the byte reached; other statuses fail at once.
+// Messages name the URL without its query and fragment, which may hold credentials (presigned
+// URLs), and never show request headers.
+
+import { OnnxzipError, type ErrorPlace } from './errors.js';
+import { allocateFor, type ByteRange, type ByteSource, type ReadStats, type TailRead } from './source.js';
+
+/** A fetch function (the global one by default). */
+export type FetchFunction = (input: string, init: RequestInit) => Promise<Response>;
+
+export interface HttpOptions {
+  /** Extra request headers, e.g. Authorization for a private hub. Never shown in errors. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Attempts after the first for 5xx answers, network errors, short bodies and stalls. Default 3. */
+  readonly retries?: number;
+  /** Delay before the first retry, doubled for each next one. Default 200 ms. */
+  readonly retryDelayMs?: number;
+  /** A request that receives no byte for this long is aborted (and retried). Default 30,000 ms. */
+  readonly timeoutMs?: number;
+  /** Ranges no farther apart than this are fetched with one request. Default 65,536 bytes. */
+  readonly mergeGap?: number;
+  /** Requests in flight at most when several runs of ranges are read. Default 4. */
+  readonly maxConcurrentRequests?: number;
+  readonly fetch?: FetchFunction;
+}
+
+/** The URL as messages show it: without query and fragment. */
+export function displayUrl(url: URL): string {
+  return `${url.origin}${url.pathname}`;
+}
+
+class Retryable extends Error {}
+
+/** The most a body read takes at once. */
+const kReadPiece = 1 << 18;
+
+export class HttpSource implements ByteSource {
+  readonly kind = 'url';
+  readonly name: string;
+  stats: ReadStats = { requests: 0, bytes: 0 };
+  private size: number | undefined;
+  private etag: string | undefined;
+  private lastModified: string | undefined;
+  private readonly place: ErrorPlace;
+  private readonly fetchImpl: FetchFunction;
+  private readonly retries: number;
+  private readonly retryDelayMs: number;
+  private readonly timeoutMs: number;
+  private readonly mergeGap: number;
+  private readonly concurrency: number;
+
+  constructor(
+    private readonly url: URL,
+    private readonly options: HttpOptions = {},
+  ) {
+    this.name = displayUrl(url);
+    this.place = { source: this.name };
+    const global = globalThis.fetch as FetchFunction | undefined;
+    const f = options.fetch ?? global;
+    if (f === undefined) throw new OnnxzipError('unsupported', this.place, 'no fetch() in this environment: pass options.fetch');
+    this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.retries = options.retries ?? 3;
+    this.retryDelayMs = options.retryDelayMs ?? 200;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.mergeGap = options.mergeGap ?? 65_536;
+    this.concurrency = Math.max(1, options.maxConcurrentRequests ?? 4);
+  }
+
+  async readTail(length: number): Promise<TailRead> {
+    // The size is known from the first response only: the buffer is allocated then.
+    let bytes = new Uint8Array(0);
+    let start = -1;
+    await this.request({ suffix: length }, (piece, at) => {
+      if (start < 0) {
+        start = Math.max(0, (this.size ?? 0) - length);
+        bytes = new Uint8Array((this.size ?? 0) - start);
+      }
+      bytes.set(piece, at - start);
+    });
+    return { size: this.size ?? 0, bytes };
+  }
+
+  async read(offset: number, length: number): Promise<Uint8Array> {
+    const [bytes] = await this.readRanges([{ offset, length }]);
+    return bytes!;
+  }
+
+  async readRanges(ranges: readonly ByteRange[]): Promise<Uint8Array[]> {
+    const out = ranges.map((r) => allocateFor(r, this.name));
+    // Runs of ranges close enough to fetch together.
+    const runs: number[][] = [];
+    ranges.forEach((r, i) => {
+      const run = runs[runs.length - 1];
+      const last = run === undefined ? undefined : ranges[run[run.length - 1]!]!;
+      if (last !== undefined && r.offset >= last.offset + last.length && r.offset - (last.offset + last.length) <= this.mergeGap) run!.push(i);
+      else runs.push([i]);
+    });
+    const fetchRun = async (run: number[]): Promise<void> => {
+      const first = ranges[run[0]!]!;
+      const last = ranges[run[run.length - 1]!]!;
+      const start = first.offset;
+      const end = last.offset + last.length;
+      if (end === start) return;
+      let k = 0;
+      await this.request({ start, end }, (piece, at) => {
+        // Hand each byte of the piece to the range that holds it; skip the gaps between them.
+        let p = 0;
+        while (p < piece.byteLength && k < run.length) {
+          const r = ranges[run[k]!]!;
+          const pos = at + p;
+          if (pos < r.offset) {
+            p += Math.min(piece.byteLength - p, r.offset - pos);
+            continue;
+          }
+          const into = pos - r.offset;
+          const n = Math.min(piece.byteLength - p, r.length - into);
+          if (n > 0) out[run[k]!]!.set(piece.subarray(p, p + n), into);
+          p += Math.max(n, 0);
+          if (into + Math.max(n, 0) >= r.length) ++k;
+        }
+      });
+    };
+    let next = 0;
+    const workers = Array.from({ length: Math.min(this.concurrency, runs.length) }, async () => {
+      while (next < runs.length) await fetchRun(runs[next++]!);
+    });
+    await Promise.all(workers);
+    return out;
+  }
+
+  async stream(offset: number, length: number, consume: (piece: Uint8Array) => void): Promise<void> {
+    if (length === 0) return;
+    await this.request({ start: offset, end: offset + length }, (piece) => consume(piece));
+  }
+
+  async close(): Promise<void> {}
+
+  /**
+   * One range with retries: `sink` gets the body's pieces with the offset of their first byte, in
+   * order, each byte once (a retry resumes where the last attempt stopped).
+   */
+  private async request(what: { suffix: number } | { start: number; end: number }, sink: (piece: Uint8Array, at: number) => void): Promise<void> {
+    // After the first response, a retry asks for the rest of the range that response announced.
+    let rest: { start: number; end: number } | undefined = 'start' in what ? what : undefined;
+    for (let attempt = 0; ; ++attempt) {
+      try {
+        await this.attempt(rest ?? what, sink, (at, end) => {
+          rest = { start: at, end };
+        });
+        return;
+      } catch (e) {
+        if (!(e instanceof Retryable) || attempt >= this.retries) {
+          if (e instanceof OnnxzipError) throw e;
+          throw new OnnxzipError('io', this.place, `${e instanceof Error ? e.message : String(e)}${attempt > 0 ? ` (after ${attempt + 1} attempts)` : ''}`, { cause: e });
+        }
+        await new Promise((resolve) => setTimeout(resolve, this.retryDelayMs * 2 ** attempt));
+      }
+    }
+  }
+
+  private async attempt(
+    what: { suffix: number } | { start: number; end: number },
+    sink: (piece: Uint8Array, at: number) => void,
+    progress: (at: number, end: number) => void,
+  ): Promise<void> {
+    const headers = new Headers(this.options.headers ?? {});
+    const asked = 'suffix' in what ? `bytes=-${what.suffix}` : `bytes=${what.start}-${what.end - 1}`;
+    headers.set('Range', asked);
+    const validator = this.etag ?? this.lastModified;
+    if (validator !== undefined) headers.set('If-Range', validator);
+    const controller = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const arm = (): void => {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = setTimeout(() => controller.abort(), this.timeoutMs);
+    };
+    arm();
+    this.stats = { requests: this.stats.requests + 1, bytes: this.stats.bytes };
+    try {
+      let response: Response;
+      try {
+        response = await this.fetchImpl(this.url.href, { headers, signal: controller.signal, cache: 'no-store' });
+      } catch (e) {
+        throw new Retryable(controller.signal.aborted ? `no response within ${this.timeoutMs} ms (${asked})` : `request failed (${asked}): ${e instanceof Error ? e.message : String(e)}`);
+      }
+      const { start, end } = this.checkResponse(response, what, asked, validator !== undefined);
+      progress(start, end);
+      let at = start;
+      const body = response.body;
+      if (body !== null) {
+        // A byte-stream reader fills one reused buffer: no chunk is allocated per read (a 128 MiB
+        // body read in chunks leaves ~100 MiB of them to the collector). Platforms without one
+        // give chunks.
+        let byob: ReadableStreamBYOBReader | undefined;
+        let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+        try {
+          byob = body.getReader({ mode: 'byob' });
+        } catch {
+          reader = body.getReader();
+        }
+        let scratch: Uint8Array = new Uint8Array(kReadPiece);
+        const read = async (room: number): Promise<ReadableStreamReadResult<Uint8Array>> => {
+          try {
+            if (byob === undefined) return await reader!.read();
+            const result = await byob.read(new Uint8Array(scratch.buffer as ArrayBuffer, 0, Math.max(1, Math.min(room, kReadPiece))));
+            // The read detached the buffer it filled and gives it back with the bytes.
+            if (result.value !== undefined) scratch = new Uint8Array(result.value.buffer, 0, kReadPiece);
+            return result;
+          } catch (e) {
+            throw new Retryable(controller.signal.aborted ? `the body stalled for ${this.timeoutMs} ms at offset ${at} (${asked})` : `the body was cut at offset ${at} (${asked}): ${e instanceof Error ? e.message : String(e)}`);
+          }
+        };
+        try {
+          for (;;) {
+            const { done, value } = await read(end - at > 0 ? end - at : 16);
+            if (done || value === undefined) break;
+            if (value.byteLength === 0) continue;
+            arm();
+            if (value.byteLength > end - at) {
+              throw new OnnxzipError('io', this.place, `the server sent more than the ${end - start} bytes of its Content-Range (${asked})`, { offset: at });
+            }
+            sink(value, at);
+            at += value.byteLength;
+            this.stats = { requests: this.stats.requests, bytes: this.stats.bytes + value.byteLength };
+            progress(at, end);
+          }
+        } finally {
+          await (byob ?? reader)!.cancel().catch(() => undefined);
+        }
+      }
+      if (at < end) throw new Retryable(`the body ended at offset ${at}, before the end of its range at ${end} (${asked})`);
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+    }
+  }
+
+  /** The [start, end) the response carries, after checking it is what was asked for. */
+  private checkResponse(response: Response, what: { suffix: number } | { start: number; end: number }, asked: string, conditional: boolean): { start: number; end: number } {
+    const status = response.status;
+    if (status >= 500) {
+      void response.body?.cancel().catch(() => undefined);
+      throw new Retryable(`HTTP ${status} ${response.statusText} (${asked})`);
+    }
+    if (status === 200) {
+      void response.body?.cancel().catch(() => undefined);
+      if (conditional) this.changed('If-Range was not met (HTTP 200 instead of 206)');
+      throw new OnnxzipError('io', this.place, `the server ignored the Range header (HTTP 200 with the whole file for ${asked}): a server that serves byte ranges is needed`);
+    }
+    if (status === 416 && 'suffix' in what) {
+      // A suffix range of an empty file cannot be satisfied.
+      const total = /^bytes \*\/(\d+)$/.exec(response.headers.get('Content-Range') ?? '');
+      if (total !== null && Number(total[1]) === 0) {
+        void response.body?.cancel().catch(() => undefined);
+        this.size = 0;
+        return { start: 0, end: 0 };
+      }
+    }
+    if (status !== 206) {
+      void response.body?.cancel().catch(() => undefined);
+      throw new OnnxzipError('io', this.place, `HTTP ${status} ${response.statusText} (${asked})`);
+    }
+    const header = response.headers.get('Content-Range');
+    const m = header === null ? null : /^bytes (\d+)-(\d+)\/(\d+)$/.exec(header.trim());
+    if (m === null) this.badRange(response, `Content-Range ${header === null ? 'is missing' : `'${header}' is not 'bytes first-last/size'`}`, asked);
+    const first = Number(m![1]);
+    const last = Number(m![2]);
+    const total = Number(m![3]);
+    if (![first, last, total].every(Number.isSafeInteger) || last < first || last >= total) {
+      this.badRange(response, `Content-Range '${header}' is not a range of the file`, asked);
+    }
+    const etag = response.headers.get('ETag') ?? undefined;
+    const lastModified = response.headers.get('Last-Modified') ?? undefined;
+    if (this.size === undefined) {
+      this.size = total;
+      // If-Range needs a strong validator: a strong ETag, else the date.
+      if (etag !== undefined && !etag.startsWith('W/')) this.etag = etag;
+      else this.lastModified = lastModified;
+    } else {
+      if (total !== this.size) this.changed(`its size was ${this.size} bytes, it is now ${total}`);
+      if (this.etag !== undefined && etag !== undefined && etag !== this.etag) this.changed(`its ETag was ${this.etag}, it is now ${etag}`);
+    }
+    const wantStart = 'suffix' in what ? Math.max(0, total - what.suffix) : what.start;
+    const wantEnd = 'suffix' in what ? total : what.end;
+    if (first !== wantStart || last + 1 !== wantEnd) {
+      this.badRange(response, `Content-Range '${header}' is not the range asked for`, asked);
+    }
+    const length = response.headers.get('Content-Length');
+    if (length !== null && Number(length) !== last + 1 - first) {
+      this.badRange(response, `Content-Length ${length} differs from the ${last + 1 - first} bytes of Content-Range '${header}'`, asked);
+    }
+    return { start: first, end: last + 1 };
+  }
+
+  private badRange(response: Response, problem: string, asked: string): never {
+    void response.body?.cancel().catch(() => undefined);
+    throw new OnnxzipError('io', this.place, `${problem} (${asked})`);
+  }
+
+  private changed(how: string): never {
+    throw new OnnxzipError('io', this.place, `the remote file changed while it was read: ${how}`);
+  }
+}

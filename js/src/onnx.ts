@@ -1,0 +1,545 @@
+// The parts of onnx.proto this package reads: a walk of a serialized ModelProto that finds every
+// TensorProto it can hold (spec §7.5: initializers, sparse initializers, node attributes,
+// subgraphs at any depth, functions and their attribute defaults, training information) and reads
+// of each what the archive layer needs -- name, data type, dims, where its data is -- plus the
+// field spans that let the model be rewritten around it. Nothing else of the model is decoded.
+
+import { decodeText } from './bytes.js';
+import {
+  kWireI32,
+  kWireI64,
+  kWireLen,
+  kWireVarint,
+  WireReader,
+  type FieldSpan,
+  type WireFail,
+} from './protobuf.js';
+
+/** TensorProto.DataType values (onnx.proto). */
+export const DataType = {
+  UNDEFINED: 0,
+  FLOAT: 1,
+  UINT8: 2,
+  INT8: 3,
+  UINT16: 4,
+  INT16: 5,
+  INT32: 6,
+  INT64: 7,
+  STRING: 8,
+  BOOL: 9,
+  FLOAT16: 10,
+  DOUBLE: 11,
+  UINT32: 12,
+  UINT64: 13,
+  COMPLEX64: 14,
+  COMPLEX128: 15,
+  BFLOAT16: 16,
+  FLOAT8E4M3FN: 17,
+  FLOAT8E4M3FNUZ: 18,
+  FLOAT8E5M2: 19,
+  FLOAT8E5M2FNUZ: 20,
+  UINT4: 21,
+  INT4: 22,
+  FLOAT4E2M1: 23,
+  FLOAT8E8M0: 24,
+  UINT2: 25,
+  INT2: 26,
+} as const;
+
+const dataTypeNames: ReadonlyMap<number, string> = new Map(Object.entries(DataType).map(([k, v]) => [v, k]));
+
+/** The data type's name ("FLOAT"), or its number when onnx.proto has no such value. */
+export function dataTypeName(dataType: number): string {
+  return dataTypeNames.get(dataType) ?? String(dataType);
+}
+
+/** Element width in bits of a fixed-size data type (spec §7.3), or undefined (STRING, UNDEFINED, unknown). */
+export function elementBits(dataType: number): number | undefined {
+  switch (dataType) {
+    case DataType.UINT2:
+    case DataType.INT2:
+      return 2;
+    case DataType.UINT4:
+    case DataType.INT4:
+    case DataType.FLOAT4E2M1:
+      return 4;
+    case DataType.UINT8:
+    case DataType.INT8:
+    case DataType.BOOL:
+    case DataType.FLOAT8E4M3FN:
+    case DataType.FLOAT8E4M3FNUZ:
+    case DataType.FLOAT8E5M2:
+    case DataType.FLOAT8E5M2FNUZ:
+    case DataType.FLOAT8E8M0:
+      return 8;
+    case DataType.UINT16:
+    case DataType.INT16:
+    case DataType.FLOAT16:
+    case DataType.BFLOAT16:
+      return 16;
+    case DataType.FLOAT:
+    case DataType.INT32:
+    case DataType.UINT32:
+      return 32;
+    case DataType.INT64:
+    case DataType.DOUBLE:
+    case DataType.UINT64:
+    case DataType.COMPLEX64:
+      return 64;
+    case DataType.COMPLEX128:
+      return 128;
+    default:
+      return undefined;
+  }
+}
+
+const kTwoTo64 = 1n << 64n;
+
+/**
+ * The payload size S of spec §7.3 for these dims, or a problem: a negative dim, or an element count
+ * or size past 2^64 - 1 (the overflow §9.4 item 3 rejects). `bits` from elementBits.
+ */
+export function payloadSize(dims: readonly bigint[], bits: number): bigint | string {
+  let count = 1n;
+  for (const [i, d] of dims.entries()) {
+    if (d < 0n) return `dims[${i}] is negative (${d})`;
+    count *= d;
+    if (count >= kTwoTo64) return `the element count overflows 64 bits at dims[${i}]`;
+  }
+  const size = (count * BigInt(bits) + 7n) / 8n;
+  if (size >= kTwoTo64) return `the size of ${count} elements of ${bits} bits overflows 64 bits`;
+  return size;
+}
+
+/** TensorProto fields (onnx.proto). */
+const T = {
+  dims: 1,
+  dataType: 2,
+  floatData: 4,
+  int32Data: 5,
+  stringData: 6,
+  int64Data: 7,
+  name: 8,
+  rawData: 9,
+  doubleData: 10,
+  uint64Data: 11,
+  externalData: 13,
+  dataLocation: 14,
+} as const;
+
+/** The typed data fields, by field number. */
+export const typedFieldNames: ReadonlyMap<number, string> = new Map([
+  [T.floatData, 'float_data'],
+  [T.int32Data, 'int32_data'],
+  [T.stringData, 'string_data'],
+  [T.int64Data, 'int64_data'],
+  [T.doubleData, 'double_data'],
+  [T.uint64Data, 'uint64_data'],
+]);
+
+export const kTensorFieldExternalData = T.externalData;
+export const kTensorFieldDataLocation = T.dataLocation;
+export const kTensorFieldRawData = T.rawData;
+
+/** One external_data key/value of a TensorProto, in the order they appear. */
+export interface KeyValue {
+  readonly key: string;
+  readonly value: string;
+}
+
+/** Where a TensorProto sits in the model, and what the walk read of it. */
+export interface TensorRecord {
+  /** Its place: "graph/initializer[3]", "graph/node[2]/then_branch/node[0]/value"... */
+  readonly site: string;
+  /** The chain of fields from the ModelProto to this TensorProto (for rewriting it). */
+  readonly path: readonly FieldSpan[];
+  /** In ModelProto.graph itself: not in a subgraph, a function or training information. */
+  readonly inMainGraph: boolean;
+  /** A graph initializer (GraphProto.initializer), of whichever graph. */
+  readonly isInitializer: boolean;
+  /** The `value` attribute (field t) of a Constant node of the default domain. */
+  readonly isConstantValue: boolean;
+  /** values or indices of a SparseTensorProto. */
+  readonly inSparseTensor: boolean;
+  readonly name: string | undefined;
+  readonly dataType: number;
+  readonly dims: readonly bigint[];
+  readonly dataLocation: bigint;
+  readonly externalData: readonly KeyValue[];
+  /** raw_data's length, or undefined when absent. */
+  readonly rawDataLength: number | undefined;
+  /** Element counts of the typed data fields present, by field number. */
+  readonly typedCounts: ReadonlyMap<number, number>;
+}
+
+export interface ModelWalk {
+  readonly tensors: readonly TensorRecord[];
+}
+
+export interface WalkOptions {
+  /** Messages nested deeper than this (the ModelProto counting as 1) are refused. */
+  readonly maxDepth: number;
+}
+
+/** ModelProto fields. */
+const M = { graph: 7, trainingInfo: 20, functions: 25 } as const;
+/** GraphProto fields. */
+const G = { node: 1, initializer: 5, sparseInitializer: 15 } as const;
+/** NodeProto fields. */
+const N = { name: 3, opType: 4, attribute: 5, domain: 7 } as const;
+/** AttributeProto fields. */
+const A = { name: 1, t: 5, g: 6, tensors: 10, graphs: 11, sparseTensor: 22, sparseTensors: 23 } as const;
+/** FunctionProto fields. */
+const F = { name: 1, node: 7, attributeProto: 11 } as const;
+/** SparseTensorProto fields. */
+const S = { values: 1, indices: 2 } as const;
+/** TrainingInfoProto fields. */
+const TI = { initialization: 1, algorithm: 2 } as const;
+
+/**
+ * Walks the ModelProto in `bytes` and returns every TensorProto it holds, in the order they appear.
+ * Every message on the way is checked to be well-formed protobuf (the fields this walk does not
+ * read are skipped, not decoded); `fail` reports the first problem.
+ */
+export function walkModel(bytes: Uint8Array, options: WalkOptions, fail: WireFail): ModelWalk {
+  const tensors: TensorRecord[] = [];
+  const walker = new Walker(bytes, options, fail, tensors);
+  walker.model();
+  return { tensors };
+}
+
+interface Context {
+  readonly path: readonly FieldSpan[];
+  readonly site: string;
+  readonly depth: number;
+  readonly inMainGraph: boolean;
+}
+
+class Walker {
+  constructor(
+    private readonly bytes: Uint8Array,
+    private readonly options: WalkOptions,
+    private readonly fail: WireFail,
+    private readonly tensors: TensorRecord[],
+  ) {}
+
+  model(): void {
+    const r = new WireReader(this.bytes, 0, this.bytes.byteLength, this.fail);
+    const root: Context = { path: [], site: '', depth: 1, inMainGraph: false };
+    let functionIndex = 0;
+    let trainingIndex = 0;
+    while (!r.atEnd()) {
+      const keyStart = r.pos;
+      const { field, wire } = r.tag();
+      if (field === M.graph && wire === kWireLen) {
+        this.graph(this.enter(root, r.lengthDelimited(keyStart), 'graph', true));
+      } else if (field === M.functions && wire === kWireLen) {
+        this.function(this.enter(root, r.lengthDelimited(keyStart), `functions[${functionIndex++}]`, false));
+      } else if (field === M.trainingInfo && wire === kWireLen) {
+        this.trainingInfo(this.enter(root, r.lengthDelimited(keyStart), `training_info[${trainingIndex++}]`, false));
+      } else {
+        r.skip(wire, field);
+      }
+    }
+  }
+
+  private enter(outer: Context, span: FieldSpan, site: string, inMainGraph: boolean): Context & { span: FieldSpan } {
+    const depth = outer.depth + 1;
+    if (depth > this.options.maxDepth) {
+      this.fail(`messages nested more than ${this.options.maxDepth} deep (at ${site})`, span.keyStart);
+    }
+    return {
+      path: [...outer.path, span],
+      site: outer.site === '' ? site : `${outer.site}/${site}`,
+      depth,
+      inMainGraph,
+      span,
+    };
+  }
+
+  private reader(c: { span: FieldSpan }): WireReader {
+    return new WireReader(this.bytes, c.span.start, c.span.end, this.fail);
+  }
+
+  private graph(c: Context & { span: FieldSpan }): void {
+    const r = this.reader(c);
+    let node = 0;
+    let initializer = 0;
+    let sparse = 0;
+    while (!r.atEnd()) {
+      const keyStart = r.pos;
+      const { field, wire } = r.tag();
+      if (field === G.node && wire === kWireLen) {
+        this.node(this.enter(c, r.lengthDelimited(keyStart), `node[${node++}]`, c.inMainGraph));
+      } else if (field === G.initializer && wire === kWireLen) {
+        const t = this.enter(c, r.lengthDelimited(keyStart), `initializer[${initializer++}]`, c.inMainGraph);
+        this.tensor(t, { isInitializer: true, isConstantValue: false, inSparseTensor: false });
+      } else if (field === G.sparseInitializer && wire === kWireLen) {
+        this.sparseTensor(this.enter(c, r.lengthDelimited(keyStart), `sparse_initializer[${sparse++}]`, c.inMainGraph));
+      } else {
+        r.skip(wire, field);
+      }
+    }
+  }
+
+  private function(c: Context & { span: FieldSpan }): void {
+    const r = this.reader(c);
+    let node = 0;
+    let attribute = 0;
+    while (!r.atEnd()) {
+      const keyStart = r.pos;
+      const { field, wire } = r.tag();
+      if (field === F.node && wire === kWireLen) {
+        this.node(this.enter(c, r.lengthDelimited(keyStart), `node[${node++}]`, false));
+      } else if (field === F.attributeProto && wire === kWireLen) {
+        this.attribute(this.enter(c, r.lengthDelimited(keyStart), `attribute_proto[${attribute++}]`, false), false);
+      } else {
+        r.skip(wire, field);
+      }
+    }
+  }
+
+  private trainingInfo(c: Context & { span: FieldSpan }): void {
+    const r = this.reader(c);
+    while (!r.atEnd()) {
+      const keyStart = r.pos;
+      const { field, wire } = r.tag();
+      if (field === TI.initialization && wire === kWireLen) {
+        this.graph(this.enter(c, r.lengthDelimited(keyStart), 'initialization', false));
+      } else if (field === TI.algorithm && wire === kWireLen) {
+        this.graph(this.enter(c, r.lengthDelimited(keyStart), 'algorithm', false));
+      } else {
+        r.skip(wire, field);
+      }
+    }
+  }
+
+  // The op type may follow the attributes, so they are read after the whole node.
+  private node(c: Context & { span: FieldSpan }): void {
+    const r = this.reader(c);
+    let opType = '';
+    let domain = '';
+    const attributes: FieldSpan[] = [];
+    while (!r.atEnd()) {
+      const keyStart = r.pos;
+      const { field, wire } = r.tag();
+      if (field === N.attribute && wire === kWireLen) {
+        attributes.push(r.lengthDelimited(keyStart));
+      } else if (field === N.opType && wire === kWireLen) {
+        const s = r.lengthDelimited(keyStart);
+        opType = decodeText(this.bytes.subarray(s.start, s.end));
+      } else if (field === N.domain && wire === kWireLen) {
+        const s = r.lengthDelimited(keyStart);
+        domain = decodeText(this.bytes.subarray(s.start, s.end));
+      } else {
+        r.skip(wire, field);
+      }
+    }
+    const isConstant = opType === 'Constant' && (domain === '' || domain === 'ai.onnx');
+    attributes.forEach((span, i) => this.attribute(this.enter(c, span, `attribute[${i}]`, c.inMainGraph), isConstant));
+  }
+
+  private attribute(c: Context & { span: FieldSpan }, ofConstant: boolean): void {
+    const r = this.reader(c);
+    let name = '';
+    const found: Array<{ field: number; span: FieldSpan }> = [];
+    while (!r.atEnd()) {
+      const keyStart = r.pos;
+      const { field, wire } = r.tag();
+      if (wire === kWireLen && (field === A.t || field === A.g || field === A.tensors || field === A.graphs || field === A.sparseTensor || field === A.sparseTensors)) {
+        found.push({ field, span: r.lengthDelimited(keyStart) });
+      } else if (field === A.name && wire === kWireLen) {
+        const s = r.lengthDelimited(keyStart);
+        name = decodeText(this.bytes.subarray(s.start, s.end));
+      } else {
+        r.skip(wire, field);
+      }
+    }
+    // Sites name the attribute rather than its index: "node[3]/value", "node[3]/then_branch".
+    const base = c.site.replace(/\/attribute\[\d+\]$/, '');
+    const label = name === '' ? c.site.slice(base.length + 1) : name;
+    const counts = new Map<number, number>();
+    for (const { field, span } of found) {
+      const n = counts.get(field) ?? 0;
+      counts.set(field, n + 1);
+      const path = { path: c.path, depth: c.depth, site: base, inMainGraph: c.inMainGraph };
+      switch (field) {
+        case A.t:
+          this.tensor(this.enter(path, span, label, c.inMainGraph), {
+            isInitializer: false,
+            isConstantValue: ofConstant && name === 'value',
+            inSparseTensor: false,
+          });
+          break;
+        case A.tensors:
+          this.tensor(this.enter(path, span, `${label}[${n}]`, c.inMainGraph), {
+            isInitializer: false,
+            isConstantValue: false,
+            inSparseTensor: false,
+          });
+          break;
+        case A.g:
+          this.graph(this.enter(path, span, label, false));
+          break;
+        case A.graphs:
+          this.graph(this.enter(path, span, `${label}[${n}]`, false));
+          break;
+        case A.sparseTensor:
+          this.sparseTensor(this.enter(path, span, label, c.inMainGraph));
+          break;
+        default:
+          this.sparseTensor(this.enter(path, span, `${label}[${n}]`, c.inMainGraph));
+      }
+    }
+  }
+
+  private sparseTensor(c: Context & { span: FieldSpan }): void {
+    const r = this.reader(c);
+    while (!r.atEnd()) {
+      const keyStart = r.pos;
+      const { field, wire } = r.tag();
+      if ((field === S.values || field === S.indices) && wire === kWireLen) {
+        const t = this.enter(c, r.lengthDelimited(keyStart), field === S.values ? 'values' : 'indices', c.inMainGraph);
+        this.tensor(t, { isInitializer: false, isConstantValue: false, inSparseTensor: true });
+      } else {
+        r.skip(wire, field);
+      }
+    }
+  }
+
+  private tensor(
+    c: Context & { span: FieldSpan },
+    kind: { isInitializer: boolean; isConstantValue: boolean; inSparseTensor: boolean },
+  ): void {
+    const r = this.reader(c);
+    let name: string | undefined;
+    let dataType = 0;
+    let dataLocation = 0n;
+    const dims: bigint[] = [];
+    const externalData: KeyValue[] = [];
+    let rawDataLength: number | undefined;
+    const typedCounts = new Map<number, number>();
+    const addCount = (field: number, n: number): void => {
+      typedCounts.set(field, (typedCounts.get(field) ?? 0) + n);
+    };
+    while (!r.atEnd()) {
+      const keyStart = r.pos;
+      const { field, wire } = r.tag();
+      switch (field) {
+        case T.dims:
+          if (wire === kWireVarint) dims.push(r.int64());
+          else if (wire === kWireLen) this.packedVarints(r.lengthDelimited(keyStart), (v) => dims.push(BigInt.asIntN(64, v)));
+          else this.wrongWire(c, 'dims', keyStart);
+          break;
+        case T.dataType:
+          if (wire !== kWireVarint) this.wrongWire(c, 'data_type', keyStart);
+          dataType = Number(BigInt.asIntN(32, r.varint()));
+          break;
+        case T.dataLocation:
+          if (wire !== kWireVarint) this.wrongWire(c, 'data_location', keyStart);
+          dataLocation = BigInt.asIntN(32, r.varint());
+          break;
+        case T.name: {
+          if (wire !== kWireLen) this.wrongWire(c, 'name', keyStart);
+          const s = r.lengthDelimited(keyStart);
+          name = decodeText(this.bytes.subarray(s.start, s.end));
+          break;
+        }
+        case T.rawData: {
+          if (wire !== kWireLen) this.wrongWire(c, 'raw_data', keyStart);
+          const s = r.lengthDelimited(keyStart);
+          rawDataLength = s.end - s.start;
+          break;
+        }
+        case T.externalData: {
+          if (wire !== kWireLen) this.wrongWire(c, 'external_data', keyStart);
+          externalData.push(this.keyValue(r.lengthDelimited(keyStart)));
+          break;
+        }
+        case T.floatData:
+          addCount(field, this.fixedCount(r, wire, kWireI32, 4, c, 'float_data', keyStart));
+          break;
+        case T.doubleData:
+          addCount(field, this.fixedCount(r, wire, kWireI64, 8, c, 'double_data', keyStart));
+          break;
+        case T.int32Data:
+        case T.int64Data:
+        case T.uint64Data:
+          if (wire === kWireVarint) {
+            r.varint();
+            addCount(field, 1);
+          } else if (wire === kWireLen) {
+            let n = 0;
+            this.packedVarints(r.lengthDelimited(keyStart), () => ++n);
+            addCount(field, n);
+          } else {
+            this.wrongWire(c, typedFieldNames.get(field) ?? String(field), keyStart);
+          }
+          break;
+        case T.stringData:
+          if (wire !== kWireLen) this.wrongWire(c, 'string_data', keyStart);
+          r.lengthDelimited(keyStart);
+          addCount(field, 1);
+          break;
+        default:
+          r.skip(wire, field);
+      }
+    }
+    this.tensors.push({
+      site: c.site,
+      path: c.path,
+      inMainGraph: c.inMainGraph,
+      ...kind,
+      name,
+      dataType,
+      dims,
+      dataLocation,
+      externalData,
+      rawDataLength,
+      typedCounts,
+    });
+  }
+
+  private keyValue(span: FieldSpan): KeyValue {
+    const r = new WireReader(this.bytes, span.start, span.end, this.fail);
+    let key = '';
+    let value = '';
+    while (!r.atEnd()) {
+      const keyStart = r.pos;
+      const { field, wire } = r.tag();
+      if ((field === 1 || field === 2) && wire === kWireLen) {
+        const s = r.lengthDelimited(keyStart);
+        const text = decodeText(this.bytes.subarray(s.start, s.end));
+        if (field === 1) key = text;
+        else value = text;
+      } else if (field === 1 || field === 2) {
+        this.fail(`StringStringEntryProto field ${field} has wire type ${wire}, not 2`, keyStart);
+      } else {
+        r.skip(wire, field);
+      }
+    }
+    return { key, value };
+  }
+
+  private packedVarints(span: FieldSpan, each: (v: bigint) => void): void {
+    const r = new WireReader(this.bytes, span.start, span.end, this.fail);
+    while (!r.atEnd()) each(r.varint());
+  }
+
+  private fixedCount(r: WireReader, wire: number, single: number, width: number, c: Context, what: string, keyStart: number): number {
+    if (wire === single) {
+      r.skip(wire, 0);
+      return 1;
+    }
+    if (wire === kWireLen) {
+      const s = r.lengthDelimited(keyStart);
+      if ((s.end - s.start) % width !== 0) this.fail(`packed ${what} of ${s.end - s.start} bytes at ${c.site} is not a whole number of ${width}-byte values`, keyStart);
+      return (s.end - s.start) / width;
+    }
+    return this.wrongWire(c, what, keyStart);
+  }
+
+  private wrongWire(c: Context, what: string, at: number): never {
+    return this.fail(`TensorProto field ${what} at ${c.site} has the wrong wire type`, at);
+  }
+}

@@ -1,0 +1,81 @@
+// createSession: an ONNX Runtime session from an archive in one call.
+
+import { Archive, openArchive, type OpenOptions } from './archive.js';
+import { OnnxzipError } from './errors.js';
+import type { ArchiveSource } from './open_source.js';
+import { kInlineBelow, ortExternalData, ortFileModel, type OrtFlavor, type OrtModel } from './ort.js';
+
+/** The part of `onnxruntime-node` / `onnxruntime-web` this package calls; pass the module itself. */
+export interface OrtModule<Session, SessionOptions> {
+  readonly InferenceSession: {
+    create(model: Uint8Array, options?: SessionOptions): Promise<Session>;
+  };
+  readonly env?: { readonly versions?: { readonly node?: string | undefined; readonly web?: string | undefined } };
+}
+
+export interface CreateSessionOptions extends OpenOptions {
+  /**
+   * How ORT gets the weights. 'auto' (default): the file route for a file source with ORT-node
+   * (ORT maps the archive itself), else 'externalData'.
+   */
+  readonly route?: 'auto' | 'file' | 'externalData';
+  /** Tensors smaller than this many bytes go to ORT inline (see kInlineBelow, src/ort.ts). Default 1024. */
+  readonly inlineBelow?: number;
+}
+
+/** Which ORT this is: ORT-node says so in env.versions.node. */
+export function ortFlavor(ort: { readonly env?: { readonly versions?: { readonly node?: string | undefined } } }): OrtFlavor {
+  return ort.env?.versions?.node !== undefined ? 'node' : 'web';
+}
+
+/**
+ * The model bytes and options ONNX Runtime needs for this archive, by the route createSession
+ * takes: for the file route the rewritten model and `extraSessionConfig` (to merge into
+ * sessionOptions.extra.session), else the model and `externalData`.
+ */
+export async function ortModelFor(
+  archive: Archive,
+  flavor: OrtFlavor,
+  route: 'auto' | 'file' | 'externalData' = 'auto',
+  inlineBelow = kInlineBelow,
+): Promise<OrtModel & { readonly extraSessionConfig?: Readonly<Record<string, string>> }> {
+  const location = archive.source.fileLocation;
+  const useFile = route === 'file' || (route === 'auto' && flavor === 'node' && location !== undefined);
+  if (useFile) {
+    if (location === undefined || flavor !== 'node') {
+      throw new OnnxzipError('invalid_argument', { source: archive.sourceName }, 'the file route needs a file source (Node) and onnxruntime-node');
+    }
+    const model = await ortFileModel(archive, location.name, inlineBelow);
+    return { ...model, extraSessionConfig: { model_external_initializers_file_folder_path: location.folder } };
+  }
+  return ortExternalData(archive, flavor, inlineBelow);
+}
+
+/**
+ * `ort.InferenceSession.create(model, {...sessionOptions, externalData})` for the archive at
+ * `source` (or an open Archive, which stays open); see ortModelFor for what ORT is given.
+ */
+export async function createSession<Session, SessionOptions extends object>(
+  ort: OrtModule<Session, SessionOptions>,
+  source: ArchiveSource | Archive,
+  sessionOptions?: SessionOptions,
+  options: CreateSessionOptions = {},
+): Promise<Session> {
+  const archive = source instanceof Archive ? source : await openArchive(source, options);
+  try {
+    const prepared = await ortModelFor(archive, ortFlavor(ort), options.route ?? 'auto', options.inlineBelow ?? kInlineBelow);
+    const base = (sessionOptions ?? {}) as Record<string, unknown>;
+    const merged: Record<string, unknown> = { ...base };
+    if (prepared.extraSessionConfig !== undefined) {
+      const extra = (base['extra'] ?? {}) as Record<string, unknown>;
+      const session = (extra['session'] ?? {}) as Record<string, unknown>;
+      merged['extra'] = { ...extra, session: { ...session, ...prepared.extraSessionConfig } };
+    } else {
+      const given = Array.isArray(base['externalData']) ? (base['externalData'] as unknown[]) : [];
+      merged['externalData'] = [...given, ...prepared.externalData];
+    }
+    return await ort.InferenceSession.create(prepared.model, merged as SessionOptions);
+  } finally {
+    if (!(source instanceof Archive)) await archive.close();
+  }
+}

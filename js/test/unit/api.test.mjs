@@ -1,0 +1,210 @@
+// The API over the fixtures: tensors and their typed arrays, views and copies, sources, limits,
+// and the errors' codes and messages.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+
+import { DataType, OnnxzipError, openArchive, verify } from '../../dist/node.js';
+import { crc32 } from '../../dist/crc32.js';
+import { walkModel } from '../../dist/onnx.js';
+import { conformanceDir, fixture } from '../support/fixtures.mjs';
+
+const vector = (name) => join(conformanceDir, 'vectors', `${name}.onnxz`);
+
+async function expectError(promise, code, pattern) {
+  await assert.rejects(promise, (e) => {
+    assert.ok(e instanceof OnnxzipError, String(e));
+    assert.equal(e.code, code, e.message);
+    assert.match(e.message, pattern);
+    return true;
+  });
+}
+
+/** The float32 values of an .onnx initializer, read with the reference onnx package's layout (raw_data). */
+function mlpWeights() {
+  // mlp.onnx holds the same weights inline; the archive's bytes must be those.
+  return readFileSync(fixture('mlp.onnx'));
+}
+
+describe('tensors', () => {
+  it('lists every external tensor with its type, dims, entry and size', async () => {
+    const a = await openArchive(fixture('mlp.onnxz'));
+    assert.deepEqual(a.tensors.map((t) => [t.name, t.site, t.dataTypeName, t.dims, t.entry, t.size]), [
+      ['W1', 'graph/initializer[0]', 'FLOAT', [256, 512], 'W1', 524288],
+      ['b1', 'graph/initializer[1]', 'FLOAT', [512], 'b1', 2048],
+      ['W2', 'graph/initializer[2]', 'FLOAT', [512, 256], 'W2', 524288],
+      ['b2', 'graph/initializer[3]', 'FLOAT', [256], 'b2', 1024],
+    ]);
+    for (const e of a.entries) assert.equal(e.dataOffset % 64, 0, e.name);
+    await a.close();
+  });
+
+  it('getTensor gives the bytes the legacy model holds inline', async () => {
+    const a = await openArchive(fixture('mlp.onnxz'));
+    const onnx = mlpWeights();
+    for (const t of a.tensors) {
+      const data = await a.getTensor(t.name);
+      assert.ok(data instanceof Float32Array);
+      assert.equal(data.length, t.dims.reduce((x, y) => x * y, 1));
+      // The raw bytes appear verbatim in the legacy model's raw_data.
+      assert.ok(onnx.indexOf(Buffer.from(data.buffer, data.byteOffset, data.byteLength)) > 0, t.name);
+    }
+    await a.close();
+  });
+
+  it('from memory: views of the caller bytes, no copy', async () => {
+    const bytes = new Uint8Array(readFileSync(fixture('mlp.onnxz')));
+    const a = await openArchive(bytes);
+    const w = await a.getTensor('W1');
+    assert.equal(w.buffer, bytes.buffer);
+    assert.equal(w.byteOffset, a.entry('W1').dataOffset);
+    assert.equal(a.modelBytes.buffer, bytes.buffer);
+    assert.equal(a.source.stats.requests, 0);
+  });
+
+  it('from memory at an odd byte offset: a copy, since a Float32Array cannot view it', async () => {
+    const file = readFileSync(fixture('mlp.onnxz'));
+    const shifted = new Uint8Array(file.length + 1);
+    shifted.set(file, 1);
+    const a = await openArchive(shifted.subarray(1));
+    const w = await a.getTensor('W1');
+    assert.notEqual(w.buffer, shifted.buffer);
+    assert.deepEqual(w, await (await openArchive(file)).getTensor('W1'));
+  });
+
+  it('a file is read through its handle, never whole', async () => {
+    const size = readFileSync(fixture('mlp.onnxz')).length;
+    const a = await openArchive(fixture('mlp.onnxz'), { tailSize: 65_633 });
+    const atOpen = a.source.stats;
+    assert.ok(atOpen.bytes < 80_000, `${atOpen.bytes} bytes read to open a ${size}-byte archive`);
+    assert.equal(atOpen.requests, 1 + 3); // The tail, then the three local headers outside it.
+    await a.close();
+    await expectError(a.getTensor('W1'), 'bad_state', /the archive is closed/);
+  });
+
+  it('from a Blob: slices', async () => {
+    const a = await openArchive(new Blob([readFileSync(fixture('mlp.onnxz'))]));
+    assert.equal(a.sourceKind, 'blob');
+    assert.deepEqual(await a.getTensor('b2'), await (await openArchive(readFileSync(fixture('mlp.onnxz')))).getTensor('b2'));
+  });
+
+  it('tensors that share a name are told apart by their TensorInfo', async () => {
+    const a = await openArchive(fixture('silero.onnxz'));
+    const basis = a.tensors.filter((t) => t.name === 'stft.forward_basis_buffer');
+    assert.deepEqual(basis.map((t) => t.dims), [[130, 1, 128], [258, 1, 256]]);
+    assert.match(basis[0].site, /^graph\/node\[\d+\]\/(then|else)_branch\//);
+    const [small, large] = await a.getTensors(basis);
+    assert.equal(small.length, 130 * 128);
+    assert.equal(large.length, 258 * 256);
+    assert.equal((await a.getTensor('stft.forward_basis_buffer')).length, small.length); // The first.
+    await a.close();
+  });
+
+  it('a deflated entry is inflated and checked', async () => {
+    const a = await openArchive(vector('warn_9_3_1_deflated'));
+    const inflated = await a.getTensor('W');
+    const stored = await (await openArchive(readFileSync(vector('valid_minimal')))).getTensor('W');
+    assert.deepEqual(inflated, stored);
+    await a.close();
+    assert.ok(a.findings.some((f) => f.kind === 'deflated' && f.entry === 'W'));
+  });
+
+  it('typed arrays by data type', () => {
+    assert.equal(DataType.FLOAT16, 10);
+    assert.equal(DataType.INT4, 22);
+  });
+
+  it('unknown names are not_found', async () => {
+    const a = await openArchive(fixture('mlp.onnxz'));
+    await expectError(a.getTensor('nope'), 'not_found', /no external tensor 'nope'/);
+    await a.close();
+  });
+});
+
+describe('limits and bad input', () => {
+  it('a zip64 offset past 2^53 is refused as unsupported, not rounded', async () => {
+    const bytes = new Uint8Array(readFileSync(vector('warn_5_2_zip64_not_needed')));
+    const view = new DataView(bytes.buffer);
+    // The zip64 end record sits 20 + 56 bytes before the end record; its CD offset at +48.
+    const record = bytes.length - 22 - 20 - 56;
+    assert.equal(view.getUint32(record, true), 0x06064b50);
+    view.setBigUint64(record + 48, 1n << 60n, true);
+    await expectError(openArchive(bytes), 'unsupported', /central directory offset is 1152921504606846976, past 2\^53 - 1/);
+  });
+
+  it('more entries than maxEntries: limit_exceeded before the directory is read', async () => {
+    await expectError(openArchive(fixture('mlp.onnxz'), { maxEntries: 2 }), 'limit_exceeded', /5 entries, more than the limit of 2/);
+  });
+
+  it('a central directory larger than maxDirectoryBytes: limit_exceeded before it is read', async () => {
+    await expectError(openArchive(fixture('mlp.onnxz'), { maxDirectoryBytes: 100 }), 'limit_exceeded', /central directory is \d+ bytes, more than the limit of 100/);
+  });
+
+  it('a model larger than maxModelBytes: limit_exceeded', async () => {
+    await expectError(openArchive(fixture('docmodel.onnxz'), { maxModelBytes: 100_000 }), 'limit_exceeded', /__MODEL_PROTO.*more than the limit of 100000/);
+  });
+
+  it('a deflated entry past maxInflatedSize: limit_exceeded naming the entry', async () => {
+    const a = await openArchive(vector('warn_9_3_1_deflated'), { maxInflatedSize: 100 });
+    await expectError(a.getTensor('W'), 'limit_exceeded', /entry 'W'.*inflates to 256 bytes, more than the limit of 100/);
+    await a.close();
+  });
+
+  it('a missing file is not_found; a folder is io', async () => {
+    await expectError(openArchive('/nonexistent/model.onnxz'), 'not_found', /\/nonexistent\/model\.onnxz: cannot open/);
+    await expectError(openArchive(conformanceDir), 'io', /not a regular file/);
+  });
+
+  it('verify reports a CRC-32 mismatch as an error finding naming the entry and offset', async () => {
+    const bytes = new Uint8Array(readFileSync(fixture('mlp.onnxz')));
+    const a0 = await openArchive(bytes);
+    const b1 = a0.entry('b1');
+    bytes[b1.dataOffset + 5] ^= 1;
+    const report = await verify(bytes);
+    assert.equal(report.loadable, false);
+    const crc = report.findings.filter((f) => f.kind === 'crc32');
+    assert.equal(crc.length, 1);
+    assert.equal(crc[0].entry, 'b1');
+    assert.equal(crc[0].offset, b1.dataOffset);
+    assert.match(crc[0].message, /CRC-32 mismatch: the data has 0x[0-9a-f]{8}, the archive records 0x[0-9a-f]{8}/);
+  });
+});
+
+describe('pieces', () => {
+  it('crc32 is the ZIP CRC-32', () => {
+    assert.equal(crc32(new TextEncoder().encode('123456789')), 0xcbf43926);
+    assert.equal(crc32(new Uint8Array(0)), 0);
+    const bytes = new Uint8Array(100_003).map((_, i) => (i * 7919) & 0xff);
+    // In pieces of any size, as verify feeds it.
+    let c = 0;
+    for (let at = 0; at < bytes.length; at += 4097) c = crc32(bytes.subarray(at, at + 4097), c);
+    assert.equal(c, crc32(bytes));
+  });
+
+  it('the model walk finds every site, and refuses nesting past its limit', async () => {
+    const a = await openArchive(fixture('sites.onnxz'));
+    const walk = walkModel(a.modelBytes, { maxDepth: 100 }, (p) => {
+      throw new Error(p);
+    });
+    const sites = walk.tensors.map((t) => `${t.site}${t.inMainGraph ? ' main' : ''}${t.isConstantValue ? ' constant' : ''}${t.inSparseTensor ? ' sparse' : ''}`);
+    // In the order the bytes hold them: a GraphProto's nodes (field 1) come before its initializers.
+    assert.deepEqual(sites, [
+      'graph/node[0]/value main constant',
+      'graph/node[3]/else_branch/node[0]/value constant',
+      'graph/node[3]/else_branch/initializer[0]',
+      'graph/node[3]/then_branch/node[0]/value constant',
+      'graph/node[3]/then_branch/initializer[0]',
+      'graph/node[7]/value main', // A ConstantOfShape's value: an attribute tensor, not a Constant's.
+      'graph/initializer[0] main',
+      'graph/initializer[1] main',
+      'graph/initializer[2] main',
+      'graph/sparse_initializer[0]/values main sparse',
+      'graph/sparse_initializer[0]/indices main sparse',
+      'functions[0]/node[0]/value constant',
+    ]);
+    assert.throws(() => walkModel(a.modelBytes, { maxDepth: 4 }, (p) => {
+      throw new Error(p);
+    }), /nested more than 4 deep/);
+  });
+});

@@ -1,0 +1,309 @@
+// The conformance vectors of spec/conformance/ (written by spec/conformance/generate.py): every
+// vector through Archive::open, load and verify, each verdict equal to the manifest's. The
+// JavaScript reader (js/test/unit/conformance.test.mjs) runs the same vectors against the same
+// manifest, so the two implementations agree on every one.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "onnxzip/archive.h"
+#include "onnxzip/error.h"
+
+namespace onnxzip {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kConformanceDir = ONNXZIP_CONFORMANCE_DIR;
+
+// A JSON value, as much of JSON as the manifest uses: objects, arrays, strings (ASCII with
+// escapes; the generator writes ensure_ascii), numbers, true, false, null.
+struct Json {
+  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
+  Kind kind = Kind::kNull;
+  std::string text;  // String value, or the number's digits.
+  bool flag = false;
+  std::vector<Json> items;
+  std::map<std::string, Json> members;
+
+  const Json& at(const std::string& key) const {
+    const auto it = members.find(key);
+    if (it == members.end()) throw std::runtime_error("manifest: no member '" + key + "'");
+    return it->second;
+  }
+  std::string string_or(const std::string& key, std::string fallback) const {
+    const auto it = members.find(key);
+    return it == members.end() ? fallback : it->second.text;
+  }
+};
+
+class JsonParser {
+ public:
+  explicit JsonParser(std::string_view text) : text_(text) {}
+
+  Json parse() {
+    Json value = parse_value();
+    skip_space();
+    if (pos_ != text_.size()) fail("text after the value");
+    return value;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::runtime_error("manifest.json: " + what + " at byte " + std::to_string(pos_));
+  }
+  void skip_space() {
+    while (pos_ < text_.size() &&
+           std::string_view(" \t\r\n").find(text_[pos_]) != std::string_view::npos)
+      ++pos_;
+  }
+  char peek() {
+    skip_space();
+    if (pos_ >= text_.size()) fail("unexpected end");
+    return text_[pos_];
+  }
+  void expect(char c) {
+    if (peek() != c) fail(std::string("expected '") + c + "'");
+    ++pos_;
+  }
+  bool take_word(std::string_view word) {
+    if (text_.substr(pos_, word.size()) != word) return false;
+    pos_ += word.size();
+    return true;
+  }
+  Json parse_value() {
+    Json v;
+    const char c = peek();
+    if (c == '{') {
+      v.kind = Json::Kind::kObject;
+      ++pos_;
+      if (peek() == '}') {
+        ++pos_;
+        return v;
+      }
+      for (;;) {
+        const std::string key = parse_string();
+        expect(':');
+        v.members[key] = parse_value();
+        if (peek() == ',') {
+          ++pos_;
+          continue;
+        }
+        expect('}');
+        return v;
+      }
+    }
+    if (c == '[') {
+      v.kind = Json::Kind::kArray;
+      ++pos_;
+      if (peek() == ']') {
+        ++pos_;
+        return v;
+      }
+      for (;;) {
+        v.items.push_back(parse_value());
+        if (peek() == ',') {
+          ++pos_;
+          continue;
+        }
+        expect(']');
+        return v;
+      }
+    }
+    if (c == '"') {
+      v.kind = Json::Kind::kString;
+      v.text = parse_string();
+      return v;
+    }
+    if (take_word("true")) {
+      v.kind = Json::Kind::kBool;
+      v.flag = true;
+      return v;
+    }
+    if (take_word("false")) {
+      v.kind = Json::Kind::kBool;
+      return v;
+    }
+    if (take_word("null")) return v;
+    v.kind = Json::Kind::kNumber;
+    const std::size_t start = pos_;
+    while (pos_ < text_.size() &&
+           std::string_view("+-0123456789.eE").find(text_[pos_]) != std::string_view::npos) {
+      ++pos_;
+    }
+    if (pos_ == start) fail("unexpected character");
+    v.text = std::string(text_.substr(start, pos_ - start));
+    return v;
+  }
+  std::string parse_string() {
+    expect('"');
+    std::string out;
+    while (pos_ < text_.size() && text_[pos_] != '"') {
+      char c = text_[pos_++];
+      if (c == '\\') {
+        if (pos_ >= text_.size()) fail("unterminated escape");
+        const char e = text_[pos_++];
+        switch (e) {
+          case 'n':
+            c = '\n';
+            break;
+          case 't':
+            c = '\t';
+            break;
+          case 'r':
+            c = '\r';
+            break;
+          case 'b':
+            c = '\b';
+            break;
+          case 'f':
+            c = '\f';
+            break;
+          case 'u': {
+            if (pos_ + 4 > text_.size()) fail("short \\u escape");
+            const unsigned code =
+                static_cast<unsigned>(std::stoul(std::string(text_.substr(pos_, 4)), nullptr, 16));
+            pos_ += 4;
+            if (code < 0x80) {
+              c = static_cast<char>(code);
+            } else if (code < 0x800) {
+              out += static_cast<char>(0xC0 | (code >> 6));
+              c = static_cast<char>(0x80 | (code & 0x3F));
+            } else {
+              out += static_cast<char>(0xE0 | (code >> 12));
+              out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+              c = static_cast<char>(0x80 | (code & 0x3F));
+            }
+            break;
+          }
+          default:
+            c = e;  // '"', '\\', '/'
+        }
+      }
+      out += c;
+    }
+    expect('"');
+    return out;
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+};
+
+struct Vector {
+  std::string file;
+  std::string rule;
+  std::string description;
+  std::string open;    // "ok" or an error code name.
+  std::string verify;  // "ok", "warning" or "error".
+  std::string names;   // "" or a word the error or a finding must contain.
+};
+
+// gtest prints parameters in test listings and failures: the file names the vector.
+void PrintTo(const Vector& v, std::ostream* os) { *os << v.file; }
+
+std::vector<Vector> load_manifest() {
+  std::ifstream in(kConformanceDir / "manifest.json");
+  if (!in) return {};
+  std::stringstream text;
+  text << in.rdbuf();
+  const Json manifest = JsonParser(text.str()).parse();
+  std::vector<Vector> out;
+  for (const Json& v : manifest.at("vectors").items) {
+    out.push_back({v.at("file").text, v.at("rule").text, v.at("description").text,
+                   v.at("open").text, v.at("verify").text, v.string_or("names", "")});
+  }
+  return out;
+}
+
+// The error code name of what `f` throws, or "ok"; `message` gets the error's message.
+template <typename F>
+std::string verdict_of(F&& f, std::string& message) {
+  try {
+    std::forward<F>(f)();
+    return "ok";
+  } catch (const Error& error) {
+    message = error.message();
+    return std::string(to_string(error.code()));
+  }
+}
+
+std::string verify_verdict(const VerifyReport& report) {
+  if (report.ok()) return "ok";
+  const bool error = std::any_of(
+      report.findings.begin(), report.findings.end(),
+      [](const VerifyFinding& f) { return f.severity == VerifyFinding::Severity::kError; });
+  return error ? "error" : "warning";
+}
+
+class ConformanceTest : public testing::TestWithParam<Vector> {};
+
+TEST(ConformanceManifest, HoldsVectorsOfEveryVerdict) {
+  const std::vector<Vector> vectors = load_manifest();
+  ASSERT_GE(vectors.size(), 50u) << "spec/conformance/manifest.json is missing or nearly empty";
+  for (const char* verdict : {"ok", "warning", "error"}) {
+    EXPECT_TRUE(std::any_of(vectors.begin(), vectors.end(),
+                            [&](const Vector& v) { return v.verify == verdict; }))
+        << "no vector whose verify verdict is " << verdict;
+  }
+}
+
+TEST_P(ConformanceTest, VerdictsMatchTheManifest) {
+  const Vector& v = GetParam();
+  const fs::path path = kConformanceDir / v.file;
+  SCOPED_TRACE(v.file + " (" + v.rule + "): " + v.description);
+  ASSERT_TRUE(fs::exists(path));
+
+  std::string open_message;
+  const std::string open = verdict_of([&] { (void)Archive::open(path); }, open_message);
+  EXPECT_EQ(open, v.open) << open_message;
+  std::string load_message;
+  const std::string loaded = verdict_of([&] { (void)load(path); }, load_message);
+  EXPECT_EQ(loaded, v.open) << "load() and Archive::open disagree: " << load_message;
+
+  const VerifyReport report = verify(path);
+  std::string findings;
+  for (const VerifyFinding& f : report.findings) {
+    findings += std::string(to_string(f.severity)) + " [" + f.entry + "] " + f.tensor + ": " +
+                f.message + "\n";
+  }
+  EXPECT_EQ(verify_verdict(report), v.verify) << findings;
+
+  if (!v.names.empty()) {
+    if (open != "ok") {
+      EXPECT_NE(open_message.find(v.names), std::string::npos) << open_message;
+    } else {
+      const bool named =
+          std::any_of(report.findings.begin(), report.findings.end(), [&](const VerifyFinding& f) {
+            return (f.entry + " " + f.tensor + " " + f.message).find(v.names) != std::string::npos;
+          });
+      EXPECT_TRUE(named) << "no finding names " << v.names << ":\n" << findings;
+    }
+  }
+}
+
+std::string test_name(const testing::TestParamInfo<Vector>& info) {
+  std::string name = fs::path(info.param.file).stem().string();
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); },
+      '_');
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Vectors, ConformanceTest, testing::ValuesIn(load_manifest()), test_name);
+
+}  // namespace
+}  // namespace onnxzip
