@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, then every test with g++ (Release, -Werror), then the
-# JavaScript package's tests, then the Python package's pytest suite against the installed package,
-# then every C++ test again with clang under AddressSanitizer and UndefinedBehaviorSanitizer. The multi-gigabyte tests
-# (label `slow`) run in the g++ pass only: under the sanitizers they would double CI's time and
-# check no logic the small tests do not.
+# JavaScript package's tests, then the Python package's pytest suite against the installed
+# package, then every C++ test again with clang under AddressSanitizer and
+# UndefinedBehaviorSanitizer. The multi-gigabyte tests (label `slow`) run in the g++ pass only:
+# under the sanitizers they would double CI's time and check no logic the small tests do not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
