@@ -363,11 +363,13 @@ VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options = {},
 
 // Writes `view_path`, a legacy .onnx model for runtimes that know ONNX external data but not
 // .onnxz: the archive's model with every graph initializer (main graph and subgraphs) that is a
-// stored, non-empty payload entry referring to the archive file itself (location = the archive's
-// file name, offset = the payload's file offset, length), so it loads in place with no
-// extraction. Every other external tensor -- node attribute tensors (Constant values), sparse
-// tensors, function and training-info tensors, empty and deflated payloads -- is copied inline,
-// since today's runtimes refuse or skip those as external data. The view must be in the
+// stored payload entry of at least kDefaultExternalThreshold bytes referring to the archive file
+// itself (location = the archive's file name, offset = the payload's file offset, length), so it
+// loads in place with no extraction. Every other external tensor -- node attribute tensors
+// (Constant values), sparse tensors, function and training-info tensors, deflated payloads, and
+// initializers under 1 KiB (ONNX Runtime's shape inference reads small ones, such as a Reshape's
+// shape, and cannot read them from external data) -- is copied inline, since today's runtimes
+// refuse or skip those as external data. The view must be in the
 // archive's folder (external data locations cannot go up a folder): else Error(kInvalidArgument).
 // The archive is validated as by load(), read with `load` (how the file is got at, FileAccess;
 // its ZIP limits, such as the compression ratio of deflated entries, zip_reader.h). The view

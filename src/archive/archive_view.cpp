@@ -76,7 +76,11 @@ void write_view_model(const std::filesystem::path& archive_path,
     const std::string_view entry = *detail::read_external_data(tensor).location;
     const Archive::TensorInfo& info = *archive.find_location(entry);
     // A zero length would make onnx read to the end of the file; deflated data is no byte range.
-    if (loadable.contains(&tensor) && info.zero_copy && !info.data.empty()) {
+    // A small tensor may be one that ONNX Runtime's shape inference reads (a Reshape's shape),
+    // and it reads no external data while it builds the graph: below the threshold the onnx
+    // package itself never externalizes, tensors go inline.
+    if (loadable.contains(&tensor) && info.zero_copy &&
+        info.data.size() >= kDefaultExternalThreshold) {
       tensor.external_data.clear();
       for (const auto& [key, value] :
            {std::pair<std::string_view, std::string>{"location", location},

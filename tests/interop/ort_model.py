@@ -5,7 +5,8 @@ reference onnx package (python3-onnx). tests/archive_ort_test.cpp runs it with /
   ort_model.py make OUT_DIR
       Writes OUT_DIR/model.onnx (every payload inline), and the inputs of two runs:
       OUT_DIR/inputs.json (the run_ort.js input spec) with the raw little-endian input files.
-      The graph: Conv -> Relu -> Conv -> Flatten -> Gemm (about 4.8 MB of random float weights),
+      The graph: Conv -> Relu -> Conv -> Flatten -> Reshape (its shape an initializer) -> Gemm
+      (about 4.8 MB of random float weights),
       plus a Constant node whose value is a 1 KiB tensor attribute, a row of a 4 MiB embedding
       table (Gather: a weight ONNX Runtime uses as it is, without repacking it into memory of its
       own), then an If whose branches each hold an initializer of their own (a subgraph
@@ -42,6 +43,8 @@ def make(out_dir):
         numpy_helper.from_array(rng_floats(5, (flat, hidden), 0.02), "fc.weight"),
         numpy_helper.from_array(rng_floats(6, (hidden,), 0.1), "fc.bias"),
         numpy_helper.from_array(rng_floats(12, (4096, hidden)), "embed.weight"),
+        # 16 bytes that ONNX Runtime's shape inference reads while it builds the graph.
+        numpy_helper.from_array(np.array([1, flat], dtype=np.int64), "flat_shape"),
     ]
     then_graph = helper.make_graph(
         [helper.make_node("Constant", [], ["then_c"],
@@ -58,7 +61,8 @@ def make(out_dir):
         helper.make_node("Conv", ["X", "conv1.weight", "conv1.bias"], ["c1"], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c1"], ["r1"]),
         helper.make_node("Conv", ["r1", "conv2.weight", "conv2.bias"], ["c2"], pads=[1, 1, 1, 1]),
-        helper.make_node("Flatten", ["c2"], ["f"]),
+        helper.make_node("Flatten", ["c2"], ["f0"]),
+        helper.make_node("Reshape", ["f0", "flat_shape"], ["f"]),
         helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["g"]),
         helper.make_node("Constant", [], ["shift"],
                          value=numpy_helper.from_array(rng_floats(10, (hidden,)), "shift_const")),
