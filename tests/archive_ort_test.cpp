@@ -108,8 +108,11 @@ TEST(ArchiveOrt, ViewModelRunsInOnnxRuntimeAsTheOriginalDoes) {
   // Threshold 0 puts every tensor in an entry, the 16-byte shape that ONNX Runtime's shape
   // inference reads among them: the view must still carry such small tensors inline, since the
   // runtime cannot read external data while it builds the graph.
-  for (const auto& [alignment, threshold] :
+  for (const auto& variant :
        {std::pair<std::uint32_t, std::uint64_t>{64, kDefaultExternalThreshold}, {4096, 0}}) {
+    // Named copies, not structured bindings: clang 14 cannot capture a binding in a lambda.
+    const std::uint32_t alignment = variant.first;
+    const std::uint64_t threshold = variant.second;
     const std::string stem =
         "model_a" + std::to_string(alignment) + "_t" + std::to_string(threshold);
     SCOPED_TRACE(stem);
