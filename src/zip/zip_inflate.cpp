@@ -1,5 +1,5 @@
-// Inflating a ZIP archive's deflated entries: whole into owned memory (libdeflate), or in pieces
-// (zlib) into a spill file or straight to a consumer, after the limits that refuse zip bombs.
+#include "zip_inflate.h"
+
 #include <fcntl.h>
 #include <libdeflate.h>
 #include <unistd.h>
@@ -21,9 +21,8 @@
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/zip_reader.h"
 #include "posix_file.h"
-#include "zip_inflate.h"
 
-namespace onnxzip {
+namespace onnxzip::zip {
 namespace {
 
 using detail::quote;
@@ -107,8 +106,6 @@ bool write_all(int fd, ByteSpan bytes) {
 
 }  // namespace
 
-namespace zip {
-
 std::uint32_t inflate_in_pieces(ByteSpan raw, const ZipEntry& e, const std::string& place,
                                 const std::function<void(ByteSpan)>& consumer) {
   // zlib counts in 32-bit unsigned ints.
@@ -154,38 +151,33 @@ std::uint32_t inflate_in_pieces(ByteSpan raw, const ZipEntry& e, const std::stri
   return crc;
 }
 
-}  // namespace zip
-
-ByteSpan ZipReader::deflated_bytes(const ZipEntry& e) const {
+void check_inflate_limits(const ZipEntry& e, const ZipReaderOptions& options,
+                          const std::string& place) {
   const std::string_view tool_hint = " with the onnxzip tool";
-  if (e.size > options_.max_inflated_size || e.size > std::numeric_limits<std::size_t>::max()) {
+  if (e.size > options.max_inflated_size || e.size > std::numeric_limits<std::size_t>::max()) {
     throw Error(ErrorCode::kLimitExceeded,
-                entry_place(e) + ": inflates to " + std::to_string(e.size) +
-                    " bytes, above the limit of " + std::to_string(options_.max_inflated_size) +
+                place + ": inflates to " + std::to_string(e.size) + " bytes, above the limit of " +
+                    std::to_string(options.max_inflated_size) +
                     " (raise ZipReaderOptions::max_inflated_size, or --max-inflated-size" +
                     std::string(tool_hint) + ")");
   }
-  const std::uint64_t ratio = options_.max_compression_ratio;
+  const std::uint64_t ratio = options.max_compression_ratio;
   std::uint64_t allowed = 0;  // ratio x compressed size; past 2^64 it allows any size.
   if (ratio != 0 && e.size > kCompressionRatioGraceSize &&
       !__builtin_mul_overflow(ratio, e.compressed_size, &allowed) && e.size > allowed) {
     // compressed_size > 0 here: the reader refused more than 1032:1 when it opened the archive.
     const std::uint64_t actual = e.size / std::max<std::uint64_t>(e.compressed_size, 1);
     throw Error(ErrorCode::kLimitExceeded,
-                entry_place(e) + ": deflated from " + std::to_string(e.compressed_size) + " to " +
+                place + ": deflated from " + std::to_string(e.compressed_size) + " to " +
                     std::to_string(e.size) + " bytes, a compression ratio of " +
                     std::to_string(actual) + ":1, above the limit of " + std::to_string(ratio) +
                     ":1 that refuses zip bombs (for an archive you trust, raise "
                     "ZipReaderOptions::max_compression_ratio, or --max-ratio" +
                     std::string(tool_hint) + "; 0 means no limit)");
   }
-  return bytes_.subspan(static_cast<std::size_t>(e.data_offset),
-                        static_cast<std::size_t>(e.compressed_size));
 }
 
-TensorBytes ZipReader::inflate_whole(const ZipEntry& e) const {
-  const ByteSpan raw = deflated_bytes(e);
-  const std::string place = entry_place(e);
+TensorBytes inflate_whole(ByteSpan raw, const ZipEntry& e, const std::string& place) {
   // Not a valid deflate stream (RFC 1951 wants one block), but its content is unambiguous and
   // some writers store empty deflated entries this way.
   if (e.size == 0 && raw.empty()) return TensorBytes::owned(OwnedBytes());
@@ -216,10 +208,9 @@ TensorBytes ZipReader::inflate_whole(const ZipEntry& e) const {
   return TensorBytes::owned(std::move(out));
 }
 
-TensorBytes ZipReader::inflate_to_spill_file(const ZipEntry& e) const {
-  const ByteSpan raw = deflated_bytes(e);
-  const std::string place = entry_place(e);
-  std::filesystem::path directory = options_.spill_directory;
+TensorBytes inflate_to_spill_file(ByteSpan raw, const ZipEntry& e, const std::string& place,
+                                  std::filesystem::path directory,
+                                  const std::function<void(std::uint32_t)>& check_crc) {
   if (directory.empty()) {
     const char* tmpdir = std::getenv("TMPDIR");
     directory = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
@@ -232,17 +223,17 @@ TensorBytes ZipReader::inflate_to_spill_file(const ZipEntry& e) const {
     throw Error(ErrorCode::kIo, place + ": cannot inflate " + std::to_string(e.size) +
                                     " bytes into " + spill_text + ": " + reason);
   }
-  const std::uint32_t crc = zip::inflate_in_pieces(raw, e, place, [&](ByteSpan piece) {
+  const std::uint32_t crc = inflate_in_pieces(raw, e, place, [&](ByteSpan piece) {
     if (!write_all(fd.get(), piece)) {
       const std::string reason = std::strerror(errno);
       throw Error(ErrorCode::kIo, place + ": cannot write the " + std::to_string(e.size) +
                                       " inflated bytes to " + spill_text + ": " + reason);
     }
   });
-  check_crc(e, crc);
+  check_crc(crc);
   const std::shared_ptr<const MappedFile> mapping =
       MappedFile::adopt(fd.release(), place + " (inflated into " + spill_text + ")");
   return TensorBytes::borrowed(mapping->bytes(), mapping);
 }
 
-}  // namespace onnxzip
+}  // namespace onnxzip::zip

@@ -4,6 +4,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -11,16 +12,19 @@
 #include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
+#include "zip_central_directory.h"
+#include "zip_end_records.h"
+#include "zip_held_bytes.h"
 #include "zip_inflate.h"
-#include "zip_parser.h"
+#include "zip_local_headers.h"
+#include "zip_parse.h"
 
 namespace onnxzip {
 namespace {
 
 using detail::hex;
 using detail::quote;
-
-constexpr std::uint64_t kMaxAlignment = 65536;
+using zip::kMaxAlignment;
 
 }  // namespace
 
@@ -59,44 +63,70 @@ std::string_view to_string(ZipFindingKind kind) noexcept {
   return "unknown";
 }
 
-ZipReader::ZipReader(ByteSpan bytes, ZipReaderOptions options, OwnerToken owner,
-                     std::string source_name)
-    : bytes_(bytes),
-      options_(options),
-      owner_(std::move(owner)),
-      source_name_(std::move(source_name)) {}
+ZipReader::ZipReader(std::shared_ptr<const ByteSource> source, ZipReaderOptions options)
+    : source_(std::move(source)), options_(std::move(options)) {}
 
 ZipReader ZipReader::open(const std::filesystem::path& path, ZipReaderOptions options,
                           FileAccess access) {
-  return open(MappedFile::open(path, access), options);
+  return open(ByteSource::open(path, access), std::move(options));
 }
 
 ZipReader ZipReader::open(std::shared_ptr<const MappedFile> file, ZipReaderOptions options) {
   if (file == nullptr) throw Error(ErrorCode::kInvalidArgument, "ZipReader::open: no file");
-  const ByteSpan bytes = file->bytes();
-  // Local headers are read with pread from the very file that is mapped (Parser::local_bytes);
-  // read into memory (kRead), they are already there.
-  const int local_fd = file->access() == FileAccess::kMap ? file->descriptor() : -1;
-  std::string source_name = file->path().string();
-  ZipReader reader(bytes, options, std::move(file), std::move(source_name));
-  reader.parse(local_fd);
-  return reader;
+  return open(ByteSource::of_file(std::move(file)), std::move(options));
 }
 
 ZipReader ZipReader::from_bytes(ByteSpan bytes, OwnerToken owner, ZipReaderOptions options,
                                 std::string source_name) {
-  ZipReader reader(bytes, options, std::move(owner), std::move(source_name));
-  reader.parse(-1);
+  return open(ByteSource::of_bytes(bytes, std::move(owner), std::move(source_name)),
+              std::move(options));
+}
+
+ZipReader ZipReader::open(std::shared_ptr<const ByteSource> source, ZipReaderOptions options) {
+  if (source == nullptr) throw Error(ErrorCode::kInvalidArgument, "ZipReader::open: no source");
+  ZipReader reader(std::move(source), std::move(options));
+  reader.parse();
   return reader;
 }
 
-void ZipReader::parse(int local_fd) {
+void ZipReader::parse() {
   try {
-    Parser(*this, local_fd).run();
+    const auto held = std::make_shared<zip::HeldBytes>(source_);
+    const zip::ZipPlaces places(source_->name());
+    const std::uint64_t file_size = source_->size();
+    held->hold_from(file_size - std::min(file_size, std::max(options_.tail_read_size,
+                                                             zip::kMaxEndRecordSearch)));
+    zip::ArchiveEnd end = zip::read_archive_end(*held, places);
+    zip::CentralDirectory directory = zip::read_central_directory(*held, end, places, options_);
+    size_ = end.size;
+    end_record_offset_ = end.end_record_offset;
+    tail_offset_ = end.tail_offset;
+    zip64_end_record_ = end.zip64;
+    comment_ = end.comment;
+    central_directory_offset_ = end.directory_offset;
+    central_directory_size_ = end.directory_size;
+    findings_ = std::move(end.findings);
+    findings_.insert(findings_.end(), std::make_move_iterator(directory.findings.begin()),
+                     std::make_move_iterator(directory.findings.end()));
+    entries_ = std::move(directory.entries);
+    by_name_ = std::move(directory.by_name);
+    local_header_copies_ = std::make_shared<zip::LocalHeaderCopies>();
+    zip::read_local_headers(entries_, central_directory_offset_, options_.local_headers, *held,
+                            places, directory.unknown_extras, findings_, *local_header_copies_);
+    if (!comment_.empty()) {
+      findings_.push_back({ZipFindingKind::kArchiveComment, "", end_record_offset_,
+                           "archive comment of " + std::to_string(comment_.size()) + " bytes"});
+    }
+    held_ = held;
   } catch (const std::bad_alloc&) {
     throw Error(ErrorCode::kLimitExceeded,
-                source_name_ + ": out of memory while indexing the archive");
+                source_->name() + ": out of memory while indexing the archive");
   }
+}
+
+ByteSpan ZipReader::bytes() const noexcept {
+  return source_->access() == ByteSource::Access::kRanges ? ByteSpan()
+                                                          : source_->bytes().first(size_);
 }
 
 const ZipEntry* ZipReader::find(std::string_view name) const noexcept {
@@ -107,7 +137,7 @@ const ZipEntry* ZipReader::find(std::string_view name) const noexcept {
 const ZipEntry& ZipReader::at(std::string_view name) const {
   const ZipEntry* e = find(name);
   if (e == nullptr) {
-    throw Error(ErrorCode::kNotFound, source_name_ + ": no entry named " + quote(name));
+    throw Error(ErrorCode::kNotFound, source_->name() + ": no entry named " + quote(name));
   }
   return *e;
 }
@@ -117,12 +147,12 @@ const ZipEntry& ZipReader::own_entry(const ZipEntry& entry, const char* operatio
   if (entry.index >= entries_.size() ||
       entries_[entry.index].local_header_offset != entry.local_header_offset ||
       entries_[entry.index].central_header_offset != entry.central_header_offset) {
-    throw Error(ErrorCode::kInvalidArgument, source_name_ + ": " + operation + ": entry " +
+    throw Error(ErrorCode::kInvalidArgument, source_->name() + ": " + operation + ": entry " +
                                                  quote(entry.name) +
                                                  " does not belong to this archive");
   }
   const ZipEntry& own = entries_[entry.index];
-  if (!own.local_header_read) {
+  if (!own.local_header_read && options_.local_headers != LocalHeaderScope::kOnRead) {
     throw Error(ErrorCode::kBadState,
                 entry_place(own) + ": " + operation +
                     ": its local header was not read (the archive was opened with "
@@ -132,8 +162,45 @@ const ZipEntry& ZipReader::own_entry(const ZipEntry& entry, const char* operatio
 }
 
 std::string ZipReader::entry_place(const ZipEntry& e) const {
-  return source_name_ + ": entry " + quote(e.name) + " at offset " +
+  return source_->name() + ": entry " + quote(e.name) + " at offset " +
          std::to_string(e.local_header_offset);
+}
+
+// The local header, data and data descriptor of an entry whose local header the open left to
+// the read (kOnRead) are read in one read -- in an .onnxz, up to the next entry's local header --
+// and checked as the open checks them; `located` is then the entry with its data located.
+TensorBytes ZipReader::compressed_data(const ZipEntry& e, std::optional<ZipEntry>& located) const {
+  if (e.local_header_read) return held_->read(e.data_offset, e.compressed_size);
+  const ZipEntry* const next = e.index + 1 < entries_.size() ? &entries_[e.index + 1] : nullptr;
+  const zip::ZipPlaces places(source_->name());
+  TensorBytes read;
+  const zip::LocalHeaderReader reader(
+      places, central_directory_offset_,
+      [&](std::uint64_t offset, std::uint64_t size) {
+        return read.view().subspan(static_cast<std::size_t>(offset - e.local_header_offset),
+                                   static_cast<std::size_t>(size));
+      },
+      nullptr, nullptr);
+  read = held_->read(e.local_header_offset, reader.reach(e, next) - e.local_header_offset);
+  located = e;
+  reader.read(*located, next);
+  return TensorBytes::borrowed(
+      read.view().subspan(static_cast<std::size_t>(located->data_offset - e.local_header_offset),
+                          static_cast<std::size_t>(e.compressed_size)),
+      read.owner());
+}
+
+// A deflated entry inflated: whole, or above spill_threshold into a spill file whose CRC-32 is
+// checked on the way.
+TensorBytes ZipReader::inflated_data(const ZipEntry& e) const {
+  const std::string place = entry_place(e);
+  zip::check_inflate_limits(e, options_, place);
+  std::optional<ZipEntry> located;
+  const TensorBytes raw = compressed_data(e, located);
+  const ZipEntry& at = located ? *located : e;
+  if (e.size <= options_.spill_threshold) return zip::inflate_whole(raw.view(), at, place);
+  return zip::inflate_to_spill_file(raw.view(), at, place, options_.spill_directory,
+                                    [&](std::uint32_t crc) { check_crc(e, crc); });
 }
 
 ByteSpan ZipReader::stored_data(const ZipEntry& entry) const {
@@ -142,25 +209,28 @@ ByteSpan ZipReader::stored_data(const ZipEntry& entry) const {
     throw Error(ErrorCode::kUnsupported,
                 entry_place(e) + ": deflated, so there are no stored bytes to borrow (use data())");
   }
-  return bytes_.subspan(static_cast<std::size_t>(e.data_offset),
-                        static_cast<std::size_t>(e.compressed_size));
+  if (source_->access() == ByteSource::Access::kRanges) {
+    throw Error(ErrorCode::kUnsupported,
+                entry_place(e) +
+                    ": the archive is read in ranges, so there are no stored bytes "
+                    "to borrow (use data())");
+  }
+  // Borrowed from the source's bytes, which live as long as the reader.
+  std::optional<ZipEntry> located;
+  return compressed_data(e, located).view();
 }
 
 TensorBytes ZipReader::data(const ZipEntry& entry) const {
   const ZipEntry& e = own_entry(entry, "data");
-  if (e.is_stored()) {
-    // Offsets and sizes were checked against the file when the archive was opened.
-    return TensorBytes::borrowed(bytes_.subspan(static_cast<std::size_t>(e.data_offset),
-                                                static_cast<std::size_t>(e.compressed_size)),
-                                 owner_);
-  }
-  return e.size > options_.spill_threshold ? inflate_to_spill_file(e) : inflate_whole(e);
+  std::optional<ZipEntry> located;
+  // Offsets and sizes were checked against the file when the archive was opened.
+  return e.is_stored() ? compressed_data(e, located) : inflated_data(e);
 }
 
 TensorBytes ZipReader::verified_data(const ZipEntry& entry) const {
   const ZipEntry& e = own_entry(entry, "verify");
   // A spill file's CRC-32 is checked while it is written.
-  if (e.is_deflated() && e.size > options_.spill_threshold) return inflate_to_spill_file(e);
+  if (e.is_deflated() && e.size > options_.spill_threshold) return inflated_data(e);
   TensorBytes bytes = data(e);
   check_crc(e, onnxzip::crc32(bytes.view()));
   return bytes;
@@ -169,7 +239,11 @@ TensorBytes ZipReader::verified_data(const ZipEntry& entry) const {
 void ZipReader::stream(const ZipEntry& entry, const std::function<void(ByteSpan)>& consumer) const {
   const ZipEntry& e = own_entry(entry, "stream");
   if (e.is_deflated() && e.size > options_.spill_threshold) {
-    check_crc(e, zip::inflate_in_pieces(deflated_bytes(e), e, entry_place(e), consumer));
+    const std::string place = entry_place(e);
+    zip::check_inflate_limits(e, options_, place);
+    std::optional<ZipEntry> located;
+    const TensorBytes raw = compressed_data(e, located);
+    check_crc(e, zip::inflate_in_pieces(raw.view(), located ? *located : e, place, consumer));
     return;
   }
   // Stored, or small enough to inflate whole: handed on in pieces all the same, each one's
