@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -114,20 +115,24 @@ std::string archive_name() {
 
 // `bytes` (kept alive by the caller) read as an archive through `source`: in place, or from a
 // file holding them, which goes once it is open (the mapping, the descriptor keep it).
-ZipReader open_over(Source source, ByteSpan bytes, const ZipReaderOptions& options = {}) {
+ZipReader open_over(Source source, ByteSpan bytes, const ZipReaderOptions& options = {},
+                    const ZipTrailerResolver& trailer = {}) {
   const std::string name = archive_name();
-  if (source == Source::kMemory) return ZipReader::from_bytes(bytes, kNoOwner, options, name);
+  if (source == Source::kMemory) {
+    return ZipReader::open(ByteSource::of_bytes(bytes, kNoOwner, name), options, trailer);
+  }
   write_file(name, bytes);
   const std::shared_ptr<const ByteSource> file =
       source == Source::kMapped ? ByteSource::open(name) : ByteSource::open_ranges(name);
   fs::remove(name);
-  return ZipReader::open(file, options);
+  return ZipReader::open(file, options, trailer);
 }
 
 class OverSources : public ::testing::TestWithParam<Source> {
  protected:
-  ZipReader open(ByteSpan bytes, const ZipReaderOptions& options = {}) const {
-    return open_over(GetParam(), bytes, options);
+  ZipReader open(ByteSpan bytes, const ZipReaderOptions& options = {},
+                 const ZipTrailerResolver& trailer = {}) const {
+    return open_over(GetParam(), bytes, options, trailer);
   }
   bool ranges() const { return GetParam() == Source::kRanges; }
 };
@@ -896,6 +901,59 @@ INSTANTIATE_TEST_SUITE_P(ZipReader, OverSources, kSources,
                          [](const ::testing::TestParamInfo<Source>& param) {
                            return to_string(param.param);
                          });
+
+// A layer above ZIP may know what follows its archives (ZipTrailerResolver; for .onnxz files the
+// interrupted edit record of spec §9.6, tested with the archive layer): the archive is then the
+// source's first bytes, up to where the resolver says. It is asked only when no end record ends
+// the source; saying nothing leaves the error as it was; pointing where no end record ends is an
+// error naming its record.
+TEST_P(OverSources, ATrailerResolverSaysWhereTheArchiveEnds) {
+  const BuiltZip z = build_zip({stored("a", pattern(100, 1)), deflated("b", text_lines(20))});
+  const auto with_trailer = [&](std::uint64_t archive_end) {
+    Bytes bytes = z.bytes;
+    const std::string magic = "TRAILER!";
+    bytes.insert(bytes.end(), magic.begin(), magic.end());
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<std::uint8_t>(archive_end >> (8 * i)));
+    return bytes;
+  };
+  int asked = 0;
+  const ZipTrailerResolver resolver = [&](const ByteSource& source) -> std::optional<ZipTrailer> {
+    ++asked;
+    const TensorBytes tail = source.read(source.size() - 16, 16);
+    if (std::string(tail.data(), tail.data() + 8) != "TRAILER!") return std::nullopt;
+    std::uint64_t archive_end = 0;
+    for (int i = 7; i >= 0; --i) archive_end = (archive_end << 8) | tail.data()[8 + i];
+    return ZipTrailer{archive_end, source.size() - 16, "test trailer", "a trailer"};
+  };
+  const Bytes trailed = with_trailer(z.bytes.size());
+  const ZipReader r = open(trailed, {}, resolver);
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(r.size(), z.bytes.size());
+  ASSERT_TRUE(r.trailer().has_value());
+  EXPECT_EQ(r.trailer()->finding, "a trailer");
+  EXPECT_EQ(r.trailer()->offset, z.bytes.size());
+  ASSERT_EQ(r.entries().size(), 2u);
+  EXPECT_TRUE(equal_bytes(r.verified_data(r.at("b")).view(), text_lines(20)));
+  if (!ranges()) {
+    EXPECT_EQ(r.bytes().size(), z.bytes.size());
+  }
+
+  const ZipReader plain = open(z.span(), {}, resolver);
+  EXPECT_EQ(asked, 1);  // Not asked: the end record ends the source.
+  EXPECT_FALSE(plain.trailer().has_value());
+
+  const std::vector<std::string> trailing = {archive_name(), "end of central directory record",
+                                             "bytes after the archive"};
+  expect_error([&] { (void)open(trailed); }, ErrorCode::kCorrupt, trailing);
+  Bytes garbage = z.bytes;
+  garbage.insert(garbage.end(), 16, 'x');
+  expect_error([&] { (void)open(garbage, {}, resolver); }, ErrorCode::kCorrupt, trailing);
+  expect_error([&] { (void)open(with_trailer(z.bytes.size() - 1), {}, resolver); },
+               ErrorCode::kCorrupt,
+               {archive_name() + ": test trailer at offset " + std::to_string(z.bytes.size()) +
+                ": the archive it points to ends at offset " + std::to_string(z.bytes.size() - 1) +
+                ", but no end of central directory record ends there"});
+}
 
 // ---------------------------------------------------------------------------------------------
 // The byte-source seam: what an open reads, and local headers read with their data (kOnRead).

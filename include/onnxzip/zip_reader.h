@@ -21,12 +21,11 @@
 // - The end record is the one, among the last 22 + 65535 bytes, whose comment reaches exactly to
 //   the end of the file; when several do (an archive comment may itself hold a ZIP), the one
 //   farthest from the end wins, because every later candidate lies inside its comment. Bytes
-//   after the comment (trailing garbage, a truncated comment) are refused as kCorrupt, with one
-//   exception: a file that ends with the 48-byte record an interrupted in-place edit leaves
-//   (spec §9.6) is read as the archive that record points to -- the file's first bytes up to the
-//   end of the new tail the record names when that tail has the CRC-32 the record gives, else up
-//   to the old archive's end, where an end record must end exactly -- with a kInterruptedEdit
-//   finding; size() is then that archive's, less than the file's.
+//   after the comment (trailing garbage, a truncated comment) are refused as kCorrupt, unless a
+//   ZipTrailerResolver the caller passes knows them: a layer above ZIP may define what follows
+//   its archives (.onnxz: the record an interrupted in-place edit leaves, spec §9.6), and the
+//   archive is then the source's first bytes up to where the resolver says, where an end record
+//   must end exactly; size() is that archive's, less than the source's.
 // - The central directory, the zip64 end record, its locator and the end record must follow each
 //   other with no byte between them (this also refuses archives with bytes prepended without
 //   fixing the offsets). Gaps between entries and before the central directory are allowed.
@@ -148,7 +147,8 @@ struct ZipEntry {
   std::uint32_t external_attributes = 0;
   bool zip64 = false;                // A zip64 extra field is in the local or central header.
   bool has_data_descriptor = false;  // Flag bit 3.
-  // Its local header was read and checked (always, unless LocalHeaderScope::kTail left it out).
+  // Its local header was read and checked (always, unless LocalHeaderScope kTail or kOnRead left
+  // it for later).
   bool local_header_read = false;
   // The extra fields of both headers and the entry comment, for layers that check conformance
   // beyond ZIP. Borrowed from the bytes the reader holds of the archive: valid while the reader,
@@ -179,7 +179,6 @@ enum class ZipFindingKind {
   kCaseOnlyDuplicate,  // Two names equal when ASCII-lower-cased.
   kGap,                // Bytes that belong to no entry (before, between or after entries).
   kHeaderMismatch,     // Local and central headers differ in a field that does not affect data.
-  kInterruptedEdit,    // The file ends with what an interrupted in-place edit left (spec §9.6).
 };
 
 std::string_view to_string(ZipFindingKind kind) noexcept;
@@ -190,6 +189,21 @@ struct ZipFinding {
   std::uint64_t offset = 0;
   std::string message;
 };
+
+// Bytes after an archive that a layer above ZIP knows (an .onnxz file's interrupted edit record,
+// spec §9.6), as its ZipTrailerResolver reports them.
+struct ZipTrailer {
+  std::uint64_t archive_end = 0;  // The archive is the source's first archive_end bytes.
+  std::uint64_t offset = 0;       // Where the trailer's record starts, for messages.
+  std::string name;               // What the record is, for messages ("interrupted edit record").
+  std::string finding;            // What the layer that knows it reports of it.
+};
+
+// Asked by ZipReader::open when no end record's comment reaches exactly the end of the source:
+// the trailer the source ends with (its archive_end at most the source's size), or nullopt for
+// none, and the open fails as it would without a resolver. It reads through `source`, and throws
+// Error for a trailer that contradicts itself.
+using ZipTrailerResolver = std::function<std::optional<ZipTrailer>(const ByteSource& source)>;
 
 class ZipReader final {
  public:
@@ -208,8 +222,11 @@ class ZipReader final {
   static ZipReader from_bytes(ByteSpan bytes, OwnerToken owner, ZipReaderOptions options = {},
                               std::string source_name = "<memory>");
   // Reads the archive `source` holds; the owner token of its borrowed reads (the mapping, the
-  // caller's token) is that of stored entries' data. Error(kInvalidArgument) when it is null.
-  static ZipReader open(std::shared_ptr<const ByteSource> source, ZipReaderOptions options = {});
+  // caller's token) is that of stored entries' data. `trailer`, when given, is asked what
+  // follows an archive whose end record does not end the source (ZipTrailerResolver).
+  // Error(kInvalidArgument) when `source` is null.
+  static ZipReader open(std::shared_ptr<const ByteSource> source, ZipReaderOptions options = {},
+                        const ZipTrailerResolver& trailer = {});
 
   // Every entry, in file order (ascending local header offset).
   const std::vector<ZipEntry>& entries() const noexcept { return entries_; }
@@ -247,9 +264,11 @@ class ZipReader final {
   void check_crc(const ZipEntry& entry, std::uint32_t actual) const;
 
   const std::vector<ZipFinding>& findings() const noexcept { return findings_; }
+  // The trailer the ZipTrailerResolver found after the archive, if any.
+  const std::optional<ZipTrailer>& trailer() const noexcept { return trailer_; }
 
   const ByteSource& source() const noexcept { return *source_; }
-  // The archive's size: the source's, or less when an interrupted edit's bytes follow it.
+  // The archive's size: the source's, or less when a trailer follows it.
   std::uint64_t size() const noexcept { return size_; }
   // The archive's size() bytes when the source has them in memory or mapped; empty when it
   // reads ranges.
@@ -268,7 +287,7 @@ class ZipReader final {
 
  private:
   ZipReader(std::shared_ptr<const ByteSource> source, ZipReaderOptions options);
-  void parse();
+  void parse(const ZipTrailerResolver& trailer);
 
   const ZipEntry& own_entry(const ZipEntry& entry, const char* operation) const;
   std::string entry_place(const ZipEntry& entry) const;
@@ -286,6 +305,7 @@ class ZipReader final {
   std::vector<ZipEntry> entries_;
   std::unordered_map<std::string_view, std::size_t> by_name_;
   std::vector<ZipFinding> findings_;
+  std::optional<ZipTrailer> trailer_;
   std::uint64_t central_directory_offset_ = 0;
   std::uint64_t central_directory_size_ = 0;
   std::uint64_t end_record_offset_ = 0;

@@ -3,26 +3,22 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "little_endian.h"
-#include "onnxzip/crc32.h"
 
 namespace onnxzip::zip {
 namespace {
 
 using detail::load_le16;
 using detail::load_le32;
-using detail::load_le64;
 using End = EndOfCentralDirectory;
 using End64 = Zip64EndOfCentralDirectory;
 
-// The new tail of an interrupted edit is read for its CRC-32 in pieces of this size.
-constexpr std::uint64_t kCrcPiece = std::uint64_t{16} << 20;
-
 class EndRecordReader final {
  public:
-  EndRecordReader(HeldBytes& held, const ZipPlaces& places)
-      : held_(held), places_(places), size_(held.source().size()) {}
+  EndRecordReader(HeldBytes& held, const ZipPlaces& places, const ZipTrailerResolver& trailer)
+      : held_(held), places_(places), trailer_(trailer), size_(held.source().size()) {}
 
   ArchiveEnd read();
 
@@ -31,9 +27,9 @@ class EndRecordReader final {
   // does), and the candidate nearest to the end that does not, for the message.
   std::optional<std::uint64_t> find_end_record(std::optional<std::uint64_t>& nearest_mismatch);
   [[noreturn]] void fail_without_end_record(std::optional<std::uint64_t> nearest_mismatch) const;
-  // spec §9.6: when the file ends with an interrupted edit record, shrinks the archive to the
-  // one it points to, notes the finding, and returns true.
-  bool skip_interrupted_edit(ArchiveEnd& out);
+  // When the resolver knows a trailer the source ends with, shrinks the archive to the one it
+  // points to and returns true.
+  bool resolve_trailer(ArchiveEnd& out);
   void read_zip64_end_records(const End& end, ArchiveEnd& out);
   // Where the zip64 locator at `locator_offset` says the zip64 end record is.
   std::uint64_t zip64_end_record_offset(std::uint64_t locator_offset) const;
@@ -44,7 +40,8 @@ class EndRecordReader final {
 
   HeldBytes& held_;
   const ZipPlaces& places_;
-  std::uint64_t size_;  // Of the archive: the source's, or less after an interrupted edit.
+  const ZipTrailerResolver& trailer_;
+  std::uint64_t size_;  // Of the archive: the source's, or less before a trailer.
 };
 
 ArchiveEnd EndRecordReader::read() {
@@ -56,10 +53,10 @@ ArchiveEnd EndRecordReader::read() {
   ArchiveEnd out;
   std::optional<std::uint64_t> nearest_mismatch;
   std::optional<std::uint64_t> chosen = find_end_record(nearest_mismatch);
-  if (!chosen && skip_interrupted_edit(out)) {
+  if (!chosen && resolve_trailer(out)) {
     chosen = find_end_record(nearest_mismatch);
     if (!chosen) {
-      places_.fail_at(ErrorCode::kCorrupt, "interrupted edit record", out.findings.back().offset,
+      places_.fail_at(ErrorCode::kCorrupt, out.trailer->name.c_str(), out.trailer->offset,
                       "the archive it points to ends at offset " + std::to_string(size_) +
                           ", but no end of central directory record ends there");
     }
@@ -138,42 +135,19 @@ void EndRecordReader::fail_without_end_record(std::optional<std::uint64_t> neare
                    std::to_string(std::min(size_, kMaxEndRecordSearch)) + " bytes");
 }
 
-bool EndRecordReader::skip_interrupted_edit(ArchiveEnd& out) {
-  using Record = InterruptedEditRecord;
-  const std::uint64_t size = size_;
-  if (size < Record::kSize) return false;
-  const std::uint64_t record_offset = size - Record::kSize;
-  held_.hold_from(record_offset);
-  if (load_le64(held_.at(record_offset, 8).data()) != Record::kSignature) return false;
-  const Record record = Record::decode(held_.up_to(size), record_offset);
-  // Strict: the record says where it is, and both archives it names lie before it, the new tail
-  // past the old archive.
-  if (record.record_offset != record_offset || record.old_end > record.new_start ||
-      record.new_start > record.new_end || record.new_end > record_offset) {
-    places_.fail_at(ErrorCode::kCorrupt, "interrupted edit record", record_offset,
-                    "says it is at offset " + std::to_string(record.record_offset) +
-                        ", the old archive ends at offset " + std::to_string(record.old_end) +
-                        " and the new tail spans offsets " + std::to_string(record.new_start) +
-                        " to " + std::to_string(record.new_end) + "; a file of " +
-                        std::to_string(size) + " bytes cannot hold that in that order (spec §9.6)");
+// The archive a trailer the resolver knows says: the source's first bytes, up to where it says.
+bool EndRecordReader::resolve_trailer(ArchiveEnd& out) {
+  if (!trailer_) return false;
+  std::optional<ZipTrailer> trailer = trailer_(held_.source());
+  if (!trailer) return false;
+  if (trailer->archive_end > size_) {
+    throw Error(ErrorCode::kInvalidArgument,
+                places_.source() + ": " + trailer->name + " at offset " +
+                    std::to_string(trailer->offset) + ": the archive cannot end at offset " +
+                    std::to_string(trailer->archive_end) + ", past the end of the file");
   }
-  // The new tail is the archive's once it was written whole; until then the old archive is.
-  std::uint32_t crc = 0;
-  for (std::uint64_t at = record.new_start; at < record.new_end;) {
-    const std::uint64_t piece = std::min(kCrcPiece, record.new_end - at);
-    crc = crc32(held_.read(at, piece).view(), crc);
-    at += piece;
-  }
-  const bool switched = crc == record.new_crc32;
-  const std::uint64_t archive_end = switched ? record.new_end : record.old_end;
-  size_ = archive_end;
-  out.findings.push_back(
-      {ZipFindingKind::kInterruptedEdit, "", record_offset,
-       "an interrupted edit left " + std::to_string(size - archive_end) +
-           " bytes after the archive's end at offset " + std::to_string(archive_end) +
-           " (up to its record at offset " + std::to_string(record_offset) + "); the archive is " +
-           (switched ? "the edit's new one, written whole" : "the one the edit began from") +
-           "; editing the archive again or repacking it removes them (spec §9.6)"});
+  size_ = trailer->archive_end;
+  out.trailer = std::move(trailer);
   return true;
 }
 
@@ -269,8 +243,9 @@ void EndRecordReader::check_end_agrees(const End& end, std::uint64_t end_offset,
 
 }  // namespace
 
-ArchiveEnd read_archive_end(HeldBytes& held, const ZipPlaces& places) {
-  return EndRecordReader(held, places).read();
+ArchiveEnd read_archive_end(HeldBytes& held, const ZipPlaces& places,
+                            const ZipTrailerResolver& trailer) {
+  return EndRecordReader(held, places, trailer).read();
 }
 
 }  // namespace onnxzip::zip

@@ -5,7 +5,7 @@
 #define ONNXZIP_SRC_ZIP_END_RECORDS_H_
 
 #include <cstdint>
-#include <vector>
+#include <optional>
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/zip_reader.h"
@@ -26,12 +26,14 @@ struct ArchiveEnd {
   std::uint64_t entries = 0;
   std::uint64_t directory_size = 0;
   std::uint64_t directory_offset = 0;
-  std::vector<ZipFinding> findings;
+  std::optional<ZipTrailer> trailer;  // What `trailer` found after the archive.
 };
 
 // Finds and checks the end records of the archive `held` holds the bytes of (holding what it
-// reads), against each other, not yet against the central directory. Errors name `places`.
-ArchiveEnd read_archive_end(HeldBytes& held, const ZipPlaces& places);
+// reads), against each other, not yet against the central directory; `trailer`, when given, is
+// asked what follows an archive whose end record does not end the source. Errors name `places`.
+ArchiveEnd read_archive_end(HeldBytes& held, const ZipPlaces& places,
+                            const ZipTrailerResolver& trailer);
 
 }  // namespace onnxzip::zip
 

@@ -57,8 +57,6 @@ std::string_view to_string(ZipFindingKind kind) noexcept {
       return "gap";
     case ZipFindingKind::kHeaderMismatch:
       return "header_mismatch";
-    case ZipFindingKind::kInterruptedEdit:
-      return "interrupted_edit";
   }
   return "unknown";
 }
@@ -82,21 +80,22 @@ ZipReader ZipReader::from_bytes(ByteSpan bytes, OwnerToken owner, ZipReaderOptio
               std::move(options));
 }
 
-ZipReader ZipReader::open(std::shared_ptr<const ByteSource> source, ZipReaderOptions options) {
+ZipReader ZipReader::open(std::shared_ptr<const ByteSource> source, ZipReaderOptions options,
+                          const ZipTrailerResolver& trailer) {
   if (source == nullptr) throw Error(ErrorCode::kInvalidArgument, "ZipReader::open: no source");
   ZipReader reader(std::move(source), std::move(options));
-  reader.parse();
+  reader.parse(trailer);
   return reader;
 }
 
-void ZipReader::parse() {
+void ZipReader::parse(const ZipTrailerResolver& trailer) {
   try {
     const auto held = std::make_shared<zip::HeldBytes>(source_);
     const zip::ZipPlaces places(source_->name());
     const std::uint64_t file_size = source_->size();
     held->hold_from(file_size - std::min(file_size, std::max(options_.tail_read_size,
                                                              zip::kMaxEndRecordSearch)));
-    zip::ArchiveEnd end = zip::read_archive_end(*held, places);
+    zip::ArchiveEnd end = zip::read_archive_end(*held, places, trailer);
     zip::CentralDirectory directory = zip::read_central_directory(*held, end, places, options_);
     size_ = end.size;
     end_record_offset_ = end.end_record_offset;
@@ -105,9 +104,8 @@ void ZipReader::parse() {
     comment_ = end.comment;
     central_directory_offset_ = end.directory_offset;
     central_directory_size_ = end.directory_size;
-    findings_ = std::move(end.findings);
-    findings_.insert(findings_.end(), std::make_move_iterator(directory.findings.begin()),
-                     std::make_move_iterator(directory.findings.end()));
+    trailer_ = std::move(end.trailer);
+    findings_ = std::move(directory.findings);
     entries_ = std::move(directory.entries);
     by_name_ = std::move(directory.by_name);
     local_header_copies_ = std::make_shared<zip::LocalHeaderCopies>();

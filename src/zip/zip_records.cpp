@@ -203,34 +203,6 @@ Zip64EndLocator Zip64EndLocator::decode(FileBytes file, std::uint64_t offset) {
   return r;
 }
 
-void InterruptedEditRecord::encode(MutableByteSpan out) const {
-  check_output(out, kSize);
-  std::uint8_t* p = out.data();
-  store_le64(p, kSignature);
-  store_le64(p + 8, old_end);
-  store_le64(p + 16, record_offset);
-  store_le64(p + 24, new_start);
-  store_le64(p + 32, new_end);
-  store_le32(p + 40, new_crc32);
-  store_le32(p + 44, 0);
-}
-
-InterruptedEditRecord InterruptedEditRecord::decode(FileBytes file, std::uint64_t offset) {
-  const char* const name = "interrupted edit record";
-  const ByteSpan bytes = file_subspan(file, offset, kSize, name);
-  if (load_le64(bytes.data()) != kSignature) {
-    throw Error(ErrorCode::kCorrupt,
-                std::string(name) + " at offset " + std::to_string(offset) + ": bad signature");
-  }
-  InterruptedEditRecord r;
-  r.old_end = load_le64(bytes.data() + 8);
-  r.record_offset = load_le64(bytes.data() + 16);
-  r.new_start = load_le64(bytes.data() + 24);
-  r.new_end = load_le64(bytes.data() + 32);
-  r.new_crc32 = load_le32(bytes.data() + 40);
-  return r;
-}
-
 std::vector<ExtraRecord> split_extra_field(ByteSpan extra, std::uint64_t offset,
                                            std::string_view what) {
   std::vector<ExtraRecord> records;

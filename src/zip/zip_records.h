@@ -147,24 +147,6 @@ struct Zip64EndLocator {
   static Zip64EndLocator decode(FileBytes file, std::uint64_t offset);
 };
 
-// The record an in-place edit of an archive's last entry puts at the end of the file with the new
-// tail it writes past the archive (spec §9.6): the archive is the file's first `new_end` bytes
-// when the bytes from `new_start` to `new_end` have the CRC-32 `new_crc32` (the new tail was
-// written whole), else its first `old_end` bytes. Not a ZIP record (APPNOTE knows nothing of it);
-// its signature is ASCII.
-struct InterruptedEditRecord {
-  static constexpr std::uint64_t kSignature = 0x5444455A584E4E4Full;  // "ONNXZEDT"
-  static constexpr std::size_t kSize = 48;
-  std::uint64_t old_end = 0;
-  std::uint64_t record_offset = 0;  // Where the record itself starts.
-  std::uint64_t new_start = 0;
-  std::uint64_t new_end = 0;
-  std::uint32_t new_crc32 = 0;
-
-  void encode(MutableByteSpan out) const;
-  static InterruptedEditRecord decode(FileBytes file, std::uint64_t offset);
-};
-
 // The optional record after an entry's data when flag bit 3 is set (APPNOTE 4.3.9). Its
 // signature is optional in the wild, and its sizes are 8 bytes wide for zip64 entries.
 struct DataDescriptor {
