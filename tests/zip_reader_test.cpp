@@ -732,7 +732,8 @@ TEST_P(OverSources, BadDeflateStreamsAreCorruptOnRead) {
       options.max_inflated_size = payload.size() - 1;
       expect_read_error(build_zip({deflated("d", payload)}), ErrorCode::kLimitExceeded,
                         {"'d'", "inflates to " + std::to_string(payload.size()) + " bytes",
-                         "max_inflated_size", "--max-inflated-size"});
+                         "(ZipReaderOptions::max_inflated_size: raise it for an archive you "
+                         "trust)"});
     }
   }
 }
@@ -856,13 +857,19 @@ TEST_P(OverSources, CompressionRatioLimitRefusesBombs) {
   const ZipEntry& bomb = r.at("bomb");
   ASSERT_GT(bomb.size / bomb.compressed_size, 100u);  // What makes it a bomb.
   const std::vector<std::string> fragments = {
-      "'bomb'",
-      "deflated from " + std::to_string(bomb.compressed_size) + " to 2097152 bytes",
+      "'bomb'", "deflated from " + std::to_string(bomb.compressed_size) + " to 2097152 bytes",
       "compression ratio of " + std::to_string(bomb.size / bomb.compressed_size) + ":1",
       "above the limit of 100:1",
-      "ZipReaderOptions::max_compression_ratio",
-      "--max-ratio"};
+      "(ZipReaderOptions::max_compression_ratio: raise it for an archive you trust, 0 for no "
+      "limit)"};
   bool consumed = false;
+  // The library names its option, not a flag of the onnxzip tool (which says that itself).
+  try {
+    (void)r.data(bomb);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message().find("--"), std::string::npos) << e.message();
+    EXPECT_EQ(e.message().find("onnxzip"), std::string::npos) << e.message();
+  }
   expect_error([&] { (void)r.data(bomb); }, ErrorCode::kLimitExceeded, fragments);
   expect_error([&] { (void)r.verified_data(bomb); }, ErrorCode::kLimitExceeded, fragments);
   expect_error([&] { r.verify(bomb); }, ErrorCode::kLimitExceeded, fragments);

@@ -49,11 +49,12 @@
 // the central directory records (the stream is never allowed to produce more than those):
 // max_compression_ratio (100:1 by default, the limit of Apache POI's ZipSecureFile) for entries
 // above kCompressionRatioGraceSize, and max_inflated_size (4 GiB, POI's too) for any entry. Both
-// are Error(kLimitExceeded) naming the entry, its sizes and ratio, and the option. Real archives
+// are Error(kLimitExceeded) naming the entry, its sizes and ratio, and the option as
+// "ZipReaderOptions::<field>" (a tool that sets it by a flag names the flag). Real archives
 // this refuses: long runs of one byte deflate past 1000:1, so a tensor of zeros (or one mostly
 // zero, such as a padded embedding table) larger than 1 MiB, zipped by `zip` or Python's zipfile
 // -- `zip` deflates 256 MiB of zeros to 260,516 bytes, 1030:1. An archive you trust gets past it
-// with a higher max_compression_ratio (0: no limit), or `--max-ratio 0` with the onnxzip tool.
+// with a higher max_compression_ratio (0: no limit).
 #ifndef ONNXZIP_ZIP_READER_H_
 #define ONNXZIP_ZIP_READER_H_
 
