@@ -137,29 +137,6 @@ def gap_archive():
     return out + central + end_record(2, len(central), len(out))
 
 
-def edit_record(old_end, new_start, new_end, crc, record_offset):
-    """The 48-byte interrupted edit record of spec §9.6."""
-    return b"ONNXZEDT" + struct.pack("<QQQQII", old_end, record_offset, new_start, new_end, crc, 0)
-
-
-def interrupted_edit_archive():
-    """An archive, then what an edit interrupted before its new tail was whole leaves (spec §9.6):
-    zero bytes, the start of a new tail, and the record naming the old archive and the new tail,
-    whose bytes lack the record's CRC-32: the old archive is the live one."""
-    archive = gap_archive()
-    tail = local_header(b"__MODEL_PROTO", 0, 0, 100, 100) + b"__MODEL_PROTO"[:5]
-    body = archive + bytes(40) + tail
-    return body + edit_record(len(archive), len(archive) + 40, len(body), 0, len(body))
-
-
-def interrupted_edit_switched_archive():
-    """The record of an edit whose new tail was written whole: the CRC-32 of the bytes it names
-    matches, and they are the archive (here all of it, after an empty old one)."""
-    archive = gap_archive()
-    body = archive + bytes(24)
-    return body + edit_record(0, 0, len(archive), zlib.crc32(archive), len(body))
-
-
 SEEDS = {
     "empty.zip": end_record(0, 0, 0),
     "stored.zip": python_zip([("a.bin", bytes(range(64)), zipfile.ZIP_STORED),
@@ -180,8 +157,6 @@ SEEDS = {
     "gap.zip": gap_archive(),
     "bomb.zip": zeros_archive("zeros", 2 << 20),
     "high_ratio.zip": zeros_archive("zeros", 512 << 10),
-    "interrupted_edit.zip": interrupted_edit_archive(),
-    "interrupted_edit_switched.zip": interrupted_edit_switched_archive(),
 }
 
 

@@ -1,7 +1,7 @@
-// replace_model() (src/archive_edit.cpp) and the in-place tail rewrite under it
-// (src/zip_tail.cpp): the promise that only the model changes, the writers' reference rule, and
-// crash safety -- after a failure or a crash at every step, and in the middle of every write, the
-// archive reads with the old model or the new one.
+// replace_model() (src/archive/archive_edit.cpp) and the in-place tail rewrite under it
+// (src/archive/tail_edit.cpp): the promise that only the model changes, the writers' reference
+// rule, and crash safety -- after a failure or a crash at every step, and in the middle of every
+// write, the archive reads with the old model or the new one.
 #include "onnxzip/edit.h"
 
 #include <gtest/gtest.h>
@@ -22,16 +22,18 @@
 #include <thread>
 #include <vector>
 
+#include "interrupted_edit.h"
 #include "onnxzip/archive.h"
+#include "onnxzip/byte_source.h"
 #include "onnxzip/convert.h"
 #include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/zip_writer.h"
+#include "support/byte_sources.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
-#include "zip_records.h"
-#include "zip_tail.h"
+#include "tail_edit.h"
 
 namespace onnxzip {
 namespace {
@@ -86,7 +88,7 @@ std::vector<std::pair<std::string, Bytes>> payloads(const fs::path& path) {
 
 class ArchiveEdit : public ::testing::Test {
  protected:
-  void TearDown() override { zip::set_tail_step_hook(nullptr); }
+  void TearDown() override { archive_detail::set_tail_step_hook(nullptr); }
 };
 
 TEST_F(ArchiveEdit, OnlyTheModelChangesAtEveryAlignment) {
@@ -614,7 +616,7 @@ TEST(ArchiveEditSlow, ArchivesWithZip64EndRecords) {
 
 // --- Crash safety ---
 
-using zip::TailStep;
+using archive_detail::TailStep;
 struct StepPoint {
   TailStep step;
   bool synced;
@@ -670,13 +672,13 @@ TEST_F(ArchiveEdit, AFailureAfterEachStepLeavesTheOldOrTheNewModel) {
     save(sample_model(), path);
     const Bytes before = read_file_bytes(path);
     const ModelProto model = edited(path);
-    zip::set_tail_step_hook([&](TailStep step, bool synced) {
+    archive_detail::set_tail_step_hook([&](TailStep step, bool synced) {
       if (step == point.step && synced == point.synced) {
         throw Error(ErrorCode::kIo, "injected failure");
       }
     });
     EXPECT_THROW(replace_model(path, model), Error) << label;
-    zip::set_tail_step_hook(nullptr);
+    archive_detail::set_tail_step_hook(nullptr);
     if (!point.new_after_failure) {
       // Nothing left behind: the edit took back what it wrote.
       EXPECT_EQ(read_file_bytes(path), before) << label;
@@ -691,7 +693,7 @@ void edit_and_die_when(const fs::path& path, const ModelProto& model,
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    zip::set_tail_step_hook([&](TailStep step, bool synced) {
+    archive_detail::set_tail_step_hook([&](TailStep step, bool synced) {
       if (when(step, synced)) ::_exit(0);
     });
     try {
@@ -760,11 +762,11 @@ TEST_F(ArchiveEdit, AnEditAfterAnInterruptedOneEndsTheFileWithItsOwnRecord) {
       EXPECT_TRUE(verify(path).loadable());
       continue;
     }
-    zip::set_tail_step_hook([](TailStep step, bool) {
+    archive_detail::set_tail_step_hook([](TailStep step, bool) {
       if (step == TailStep::kAppend) throw Error(ErrorCode::kIo, "injected failure");
     });
     EXPECT_THROW(replace_model(path, small), Error);
-    zip::set_tail_step_hook(nullptr);
+    archive_detail::set_tail_step_hook(nullptr);
     EXPECT_EQ(fs::file_size(path), old_size);
     EXPECT_TRUE(verify(path).ok());
     EXPECT_EQ(producer_of(path), "old");
@@ -779,9 +781,9 @@ TEST_F(ArchiveEdit, TheRecordNeverCrossesASectorBoundary) {
   ScratchDir dir("edit_sector");
   const fs::path path = dir / "m.onnxz";
   std::vector<std::uint64_t> records;
-  zip::set_tail_step_hook([&](TailStep step, bool) {
+  archive_detail::set_tail_step_hook([&](TailStep step, bool) {
     if (step == TailStep::kMark) {
-      records.push_back(fs::file_size(path) - zip::InterruptedEditRecord::kSize);
+      records.push_back(fs::file_size(path) - archive_detail::InterruptedEditRecord::kSize);
     }
   });
   for (std::size_t pad = 0; pad < 128; ++pad) {
@@ -795,11 +797,11 @@ TEST_F(ArchiveEdit, TheRecordNeverCrossesASectorBoundary) {
     model.producer_name = "new";
     replace_model(path, model);
   }
-  zip::set_tail_step_hook(nullptr);
+  archive_detail::set_tail_step_hook(nullptr);
   ASSERT_EQ(records.size(), 128u);
   std::set<std::uint64_t> places;
   for (const std::uint64_t offset : records) {
-    EXPECT_LE(offset % 512 + zip::InterruptedEditRecord::kSize, 512u) << offset;
+    EXPECT_LE(offset % 512 + archive_detail::InterruptedEditRecord::kSize, 512u) << offset;
     places.insert(offset % 512);
   }
   EXPECT_GT(places.size(), 64u);  // The archives did move the record about.
@@ -814,13 +816,13 @@ TEST_F(ArchiveEdit, ARefusedModelLeavesTheFileAsItWas) {
   save(sample_model(), path);
   const Bytes before = read_file_bytes(path);
   bool written = false;
-  zip::set_tail_step_hook([&](TailStep, bool) { written = true; });
+  archive_detail::set_tail_step_hook([&](TailStep, bool) { written = true; });
   ModelProto model = archive_model(path);
   model.graph->initializer.clear();  // Refers to no entry any more.
   EXPECT_THROW(replace_model(path, model), Error);
   EXPECT_THROW(
       edit_model(path, [](ModelProto&) { throw Error(ErrorCode::kInvalidArgument, "no"); }), Error);
-  zip::set_tail_step_hook(nullptr);
+  archive_detail::set_tail_step_hook(nullptr);
   EXPECT_FALSE(written);
   EXPECT_EQ(read_file_bytes(path), before);
   EXPECT_TRUE(verify(path).ok());
@@ -916,32 +918,36 @@ TEST_F(ArchiveEdit, ARecordOfAnInterruptedEditMustPointAtAnArchive) {
   const std::uint64_t size = archive.size();
   // The archive, `gap` zero bytes, and a record of `fields` (its own offset moved by
   // `offset_error`).
-  const auto with_record = [&](zip::InterruptedEditRecord fields, std::uint64_t gap,
+  const auto with_record = [&](archive_detail::InterruptedEditRecord fields, std::uint64_t gap,
                                std::int64_t offset_error = 0) {
     Bytes bytes = archive;
     bytes.resize(bytes.size() + gap, 0);
     fields.record_offset = bytes.size() + static_cast<std::uint64_t>(offset_error);
-    bytes.resize(bytes.size() + zip::InterruptedEditRecord::kSize);
-    fields.encode(MutableByteSpan(bytes).last(zip::InterruptedEditRecord::kSize));
+    bytes.resize(bytes.size() + archive_detail::InterruptedEditRecord::kSize);
+    fields.encode(MutableByteSpan(bytes).last(archive_detail::InterruptedEditRecord::kSize));
     return bytes;
   };
   const auto record = [](std::uint64_t old_end, std::uint64_t new_start, std::uint64_t new_end,
                          std::uint32_t crc) {
-    zip::InterruptedEditRecord r;
+    archive_detail::InterruptedEditRecord r;
     r.old_end = old_end;
     r.new_start = new_start;
     r.new_end = new_end;
     r.new_crc32 = crc;
     return r;
   };
+  const auto open_zip = [](const Bytes& bytes, const char* name = "<memory>") {
+    return archive_detail::open_zip(ByteSource::of_bytes(bytes, kNoOwner, name), {});
+  };
   // Good, the new tail not whole (its bytes, zeros here, lack its CRC-32): the old archive,
-  // whatever follows it.
+  // whatever follows it; through a source that reads ranges too.
   const Bytes old_live = with_record(record(size, size, size + 5000, 1), 5000);
-  const ZipReader zip = ZipReader::from_bytes(old_live, kNoOwner);
-  EXPECT_EQ(zip.bytes().size(), size);
-  ASSERT_FALSE(zip.findings().empty());
-  EXPECT_EQ(zip.findings()[0].kind, ZipFindingKind::kInterruptedEdit);
-  EXPECT_EQ(zip.findings()[0].message,
+  const ZipReader zip = open_zip(old_live);
+  EXPECT_EQ(zip.size(), size);
+  EXPECT_EQ(archive_detail::open_zip(test_support::ranges_of(old_live), {}).size(), size);
+  ASSERT_TRUE(zip.trailer().has_value());
+  EXPECT_EQ(zip.trailer()->offset, size + 5000);
+  EXPECT_EQ(zip.trailer()->finding,
             "an interrupted edit left 5048 bytes after the archive's end at offset " +
                 std::to_string(size) + " (up to its record at offset " +
                 std::to_string(size + 5000) +
@@ -950,14 +956,22 @@ TEST_F(ArchiveEdit, ARecordOfAnInterruptedEditMustPointAtAnArchive) {
   EXPECT_EQ(load(ByteSpan(old_live), kNoOwner).producer_name.value_or(""), "old");
   // Good, the new tail whole: here the whole archive is the "new tail", after an empty old one.
   const Bytes new_live = with_record(record(0, 0, size, crc32(archive)), 100);
-  const ZipReader switched = ZipReader::from_bytes(new_live, kNoOwner);
-  EXPECT_EQ(switched.bytes().size(), size);
-  EXPECT_CONTAINS(switched.findings().at(0).message, "the archive is the edit's new one");
+  const ZipReader switched = open_zip(new_live);
+  EXPECT_EQ(switched.size(), size);
+  EXPECT_CONTAINS(switched.trailer()->finding, "the archive is the edit's new one");
+  // A ZIP reader knows no record: to it the bytes after the archive are what they are.
+  try {
+    (void)ZipReader::from_bytes(new_live, kNoOwner);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCorrupt);
+    EXPECT_CONTAINS(e.what(), "bytes after the archive");
+  }
   // Bad: a record that is not where it says, names its parts out of order, or points where no
   // archive ends.
-  const auto expect_corrupt = [](const Bytes& bytes, const std::string& fragment) {
+  const auto expect_corrupt = [&](const Bytes& bytes, const std::string& fragment) {
     try {
-      ZipReader::from_bytes(bytes, kNoOwner, {}, "x.onnxz");
+      (void)open_zip(bytes, "x.onnxz");
       ADD_FAILURE() << "no error";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kCorrupt);

@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "interrupted_edit.h"
 #include "onnxzip/archive.h"
+#include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/tensor.h"
 #include "support/external_tool.h"
@@ -212,6 +214,55 @@ void write_deflated_by_python(const ModelProto& model, const SaveOptions& option
       test_support::shell_quote(source.string()) + " " +
       test_support::shell_quote(committed.string()) + " 2>&1");
   ASSERT_EQ(result.exit_code, 0) << result.output;
+}
+
+// What an interrupted edit leaves (spec §9.6), as seeds of the record's reading: threshold_default
+// followed by the start of a new tail that is not whole and the record (the old archive reads),
+// and by a gap and the record of a tail written whole (here all of the archive, after an empty
+// old one: it reads). Made from the committed archive, as an edit makes it from the file.
+TEST(ArchiveFuzzSeeds, InterruptedEditsOfASavedArchive) {
+  using Bytes = std::vector<std::uint8_t>;
+  const Bytes archive = read_file_bytes(kCorpus / "threshold_default.onnxz");
+  const auto with_record = [&](Bytes bytes, std::uint64_t old_end, std::uint64_t new_start,
+                               std::uint64_t new_end, std::uint32_t crc) {
+    archive_detail::InterruptedEditRecord record;
+    record.old_end = old_end;
+    record.new_start = new_start;
+    record.new_end = new_end;
+    record.new_crc32 = crc;
+    record.record_offset = bytes.size();
+    bytes.resize(bytes.size() + archive_detail::InterruptedEditRecord::kSize);
+    record.encode(MutableByteSpan(bytes).last(archive_detail::InterruptedEditRecord::kSize));
+    return bytes;
+  };
+  Bytes unfinished = archive;
+  unfinished.insert(unfinished.end(), 40, 0);
+  unfinished.insert(unfinished.end(), archive.begin(), archive.begin() + 45);  // A local header.
+  Bytes whole = archive;
+  whole.insert(whole.end(), 24, 0);
+  const struct {
+    const char* name;
+    Bytes bytes;
+  } seeds[] = {
+      {"interrupted_edit_old",
+       with_record(unfinished, archive.size(), archive.size() + 40, unfinished.size(), 0)},
+      {"interrupted_edit_new", with_record(whole, 0, 0, archive.size(), crc32(archive))},
+  };
+  for (const auto& seed : seeds) {
+    SCOPED_TRACE(seed.name);
+    const fs::path committed = kCorpus / (std::string(seed.name) + ".onnxz");
+    if (updating()) {
+      test_support::write_file_bytes(committed, std::string(seed.bytes.begin(), seed.bytes.end()));
+    }
+    ASSERT_TRUE(fs::exists(committed)) << "run with ONNXZIP_UPDATE_FUZZ_SEEDS=1 to write it";
+    EXPECT_EQ(read_file_bytes(committed), seed.bytes);
+    EXPECT_EQ(load(seed.bytes, kNoOwner), load(archive, kNoOwner));
+    const VerifyReport report = verify(seed.bytes);
+    EXPECT_TRUE(report.loadable());
+    ASSERT_FALSE(report.findings.empty());
+    EXPECT_NE(report.findings[0].message.find("interrupted_edit: an interrupted edit left"),
+              std::string::npos);
+  }
 }
 
 // An archive of another tool: tiny_t0_a64 rewritten by Python's zipfile with every entry

@@ -1,13 +1,16 @@
-// A strict, memory-mapped ZIP reader.
+// A strict ZIP reader over a byte source: a mapped file, bytes in memory, or a file read in ranges.
 //
 // ZipReader owns the index of one ZIP archive (PKWARE APPNOTE 6.3.x, single disk, stored and
-// deflated entries, zip64) and borrows the archive's bytes: from a file it maps itself
-// (ZipReader::open), or from a caller's buffer (ZipReader::from_bytes). Opening validates the
-// whole structure -- end records, central directory, every local header against its central
-// record, data descriptors, and that no entry's bytes overlap another's or the central directory --
-// without reading any payload, so its cost grows with the number of entries, not their size.
-// Payload CRCs are checked on demand (verify). An in-place edit, which rewrites only the last
-// entry, opens with LocalHeaderScope::kTail and reads two local headers instead of all of them.
+// deflated entries, zip64) and reads the archive's bytes through a ByteSource (byte_source.h):
+// a file it maps itself (ZipReader::open), a caller's buffer (ZipReader::from_bytes), or any
+// source. Opening validates the whole structure -- end records, central directory, every local
+// header against its central record, data descriptors, and that no entry's bytes overlap
+// another's or the central directory -- without reading any payload, so its cost grows with the
+// number of entries, not their size. Payload CRCs are checked on demand (verify). An in-place
+// edit, which rewrites only the last entry, opens with LocalHeaderScope::kTail and reads two
+// local headers instead of all of them; a source that reads ranges (a remote file) opens with
+// LocalHeaderScope::kOnRead, reading the archive's tail in one or two reads
+// (ZipReaderOptions::tail_read_size) and each entry's local header with its data.
 //
 // What is refused (Error), and what is accepted but reported (ZipFinding), follows the format
 // decisions of .onnxz version 1: structural contradictions are kCorrupt, encryption,
@@ -18,22 +21,22 @@
 // - The end record is the one, among the last 22 + 65535 bytes, whose comment reaches exactly to
 //   the end of the file; when several do (an archive comment may itself hold a ZIP), the one
 //   farthest from the end wins, because every later candidate lies inside its comment. Bytes
-//   after the comment (trailing garbage, a truncated comment) are refused as kCorrupt, with one
-//   exception: a file that ends with the 48-byte record an interrupted in-place edit leaves
-//   (spec §9.6) is read as the archive that record points to -- the file's first bytes up to the
-//   end of the new tail the record names when that tail has the CRC-32 the record gives, else up
-//   to the old archive's end, where an end record must end exactly -- with a kInterruptedEdit
-//   finding; bytes() is then that archive, shorter than the file.
+//   after the comment (trailing garbage, a truncated comment) are refused as kCorrupt, unless a
+//   ZipTrailerResolver the caller passes knows them: a layer above ZIP may define what follows
+//   its archives (.onnxz: the record an interrupted in-place edit leaves, spec §9.6), and the
+//   archive is then the source's first bytes up to where the resolver says, where an end record
+//   must end exactly; size() is that archive's, less than the source's.
 // - The central directory, the zip64 end record, its locator and the end record must follow each
 //   other with no byte between them (this also refuses archives with bytes prepended without
 //   fixing the offsets). Gaps between entries and before the central directory are allowed.
 // - Ambiguity is refused: two zip64 extra fields in one header, two entries sharing a local
 //   header, byte-identical names.
 //
-// Entries are indexed in file order (by local header offset). A stored entry's data is a
-// borrowed span into the archive (zero copy); a deflated entry is inflated by data(). ZipReader
-// is immutable after construction, so const calls may run concurrently. zip knows nothing of
-// ONNX; the archive layer builds on this header.
+// Entries are indexed in file order (by local header offset). A stored entry's data is borrowed
+// from the source (zero copy from a mapping or memory; a buffer of its own from a source that
+// reads ranges); a deflated entry is inflated by data(). ZipReader is immutable after
+// construction, so const calls may run concurrently. zip knows nothing of ONNX; the archive
+// layer builds on this header.
 //
 // Deflated entries and memory. Nothing is inflated until asked for, and then in bounded
 // anonymous memory: an entry of up to ZipReaderOptions::spill_threshold bytes is inflated whole
@@ -46,11 +49,12 @@
 // the central directory records (the stream is never allowed to produce more than those):
 // max_compression_ratio (100:1 by default, the limit of Apache POI's ZipSecureFile) for entries
 // above kCompressionRatioGraceSize, and max_inflated_size (4 GiB, POI's too) for any entry. Both
-// are Error(kLimitExceeded) naming the entry, its sizes and ratio, and the option. Real archives
+// are Error(kLimitExceeded) naming the entry, its sizes and ratio, and the option as
+// "ZipReaderOptions::<field>" (a tool that sets it by a flag names the flag). Real archives
 // this refuses: long runs of one byte deflate past 1000:1, so a tensor of zeros (or one mostly
 // zero, such as a padded embedding table) larger than 1 MiB, zipped by `zip` or Python's zipfile
 // -- `zip` deflates 256 MiB of zeros to 260,516 bytes, 1030:1. An archive you trust gets past it
-// with a higher max_compression_ratio (0: no limit), or `--max-ratio 0` with the onnxzip tool.
+// with a higher max_compression_ratio (0: no limit).
 #ifndef ONNXZIP_ZIP_READER_H_
 #define ONNXZIP_ZIP_READER_H_
 
@@ -59,15 +63,21 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "onnxzip/byte_source.h"
 #include "onnxzip/bytes.h"
 #include "onnxzip/mapped_file.h"
 
 namespace onnxzip {
+
+namespace zip {
+class HeldBytes;
+}  // namespace zip
 
 // Deflated entries of at most this many bytes pass whatever their compression ratio: small
 // runs of zeros (biases, masks, padding) compress far better than 100:1 and cost nothing.
@@ -83,6 +93,12 @@ enum class LocalHeaderScope {
   // stored_data(), verified_data(), stream() and verify() refuse it (Error(kBadState)). Opening
   // then costs the central directory, whatever the number of entries.
   kTail,
+  // Only the last entry's at open; every other entry's is read and checked with its data, by
+  // data(), verified_data(), stream(), verify() and stored_data(), in one read from its local
+  // header to the end of its data, and the same Errors as kAll. Until then such an entry is as
+  // kTail leaves it, and the findings say nothing of its local header (nor do they after). What
+  // a source that reads ranges needs so that opening costs the tail's read(s) only.
+  kOnRead,
 };
 
 struct ZipReaderOptions {
@@ -103,6 +119,12 @@ struct ZipReaderOptions {
   // when that is unset. On a tmpfs the spilled bytes live in memory (shared, not anonymous).
   std::filesystem::path spill_directory{};
   LocalHeaderScope local_headers = LocalHeaderScope::kAll;
+  // For a source that reads ranges (ByteSource::Access::kRanges): the bytes the open reads first
+  // from the end of the archive (at least the 22 + 65535 an end record is searched in). When the
+  // end records, the central directory and the last entry (in an .onnxz, the model) fit, that
+  // one read is all the open reads (with kOnRead); else one more read brings the rest, the last
+  // entry when it is at most 64 MiB (a larger one is read when asked for).
+  std::uint64_t tail_read_size = std::uint64_t{1} << 20;
 };
 
 struct ZipEntry {
@@ -126,11 +148,12 @@ struct ZipEntry {
   std::uint32_t external_attributes = 0;
   bool zip64 = false;                // A zip64 extra field is in the local or central header.
   bool has_data_descriptor = false;  // Flag bit 3.
-  // Its local header was read and checked (always, unless LocalHeaderScope::kTail left it out).
+  // Its local header was read and checked (always, unless LocalHeaderScope kTail or kOnRead left
+  // it for later).
   bool local_header_read = false;
   // The extra fields of both headers and the entry comment, for layers that check conformance
-  // beyond ZIP. Borrowed from the archive bytes (valid while the reader's bytes are), except
-  // local_extra after ZipReader::open, which is a copy shared by the reader and its copies.
+  // beyond ZIP. Borrowed from the bytes the reader holds of the archive: valid while the reader,
+  // or a copy of it, lives (and the source's bytes, for a source in memory or mapped).
   ByteSpan local_extra;
   ByteSpan central_extra;
   ByteSpan comment;
@@ -157,7 +180,6 @@ enum class ZipFindingKind {
   kCaseOnlyDuplicate,  // Two names equal when ASCII-lower-cased.
   kGap,                // Bytes that belong to no entry (before, between or after entries).
   kHeaderMismatch,     // Local and central headers differ in a field that does not affect data.
-  kInterruptedEdit,    // The file ends with what an interrupted in-place edit left (spec §9.6).
 };
 
 std::string_view to_string(ZipFindingKind kind) noexcept;
@@ -168,6 +190,21 @@ struct ZipFinding {
   std::uint64_t offset = 0;
   std::string message;
 };
+
+// Bytes after an archive that a layer above ZIP knows (an .onnxz file's interrupted edit record,
+// spec §9.6), as its ZipTrailerResolver reports them.
+struct ZipTrailer {
+  std::uint64_t archive_end = 0;  // The archive is the source's first archive_end bytes.
+  std::uint64_t offset = 0;       // Where the trailer's record starts, for messages.
+  std::string name;               // What the record is, for messages ("interrupted edit record").
+  std::string finding;            // What the layer that knows it reports of it.
+};
+
+// Asked by ZipReader::open when no end record's comment reaches exactly the end of the source:
+// the trailer the source ends with (its archive_end at most the source's size), or nullopt for
+// none, and the open fails as it would without a resolver. It reads through `source`, and throws
+// Error for a trailer that contradicts itself.
+using ZipTrailerResolver = std::function<std::optional<ZipTrailer>(const ByteSource& source)>;
 
 class ZipReader final {
  public:
@@ -185,6 +222,12 @@ class ZipReader final {
   // `owner` is kNoOwner, every TensorBytes it returns; `owner` is handed to those.
   static ZipReader from_bytes(ByteSpan bytes, OwnerToken owner, ZipReaderOptions options = {},
                               std::string source_name = "<memory>");
+  // Reads the archive `source` holds; the owner token of its borrowed reads (the mapping, the
+  // caller's token) is that of stored entries' data. `trailer`, when given, is asked what
+  // follows an archive whose end record does not end the source (ZipTrailerResolver).
+  // Error(kInvalidArgument) when `source` is null.
+  static ZipReader open(std::shared_ptr<const ByteSource> source, ZipReaderOptions options = {},
+                        const ZipTrailerResolver& trailer = {});
 
   // Every entry, in file order (ascending local header offset).
   const std::vector<ZipEntry>& entries() const noexcept { return entries_; }
@@ -193,14 +236,17 @@ class ZipReader final {
   // The entry with exactly this name, or Error(kNotFound) naming it and the source.
   const ZipEntry& at(std::string_view name) const;
 
-  // A stored entry's bytes, borrowed from the archive. Error(kUnsupported) for a deflated one.
+  // A stored entry's bytes, borrowed from the archive in memory or mapped. Error(kUnsupported)
+  // for a deflated one, and for a source that reads ranges (which has no bytes to lend: data()).
   ByteSpan stored_data(const ZipEntry& entry) const;
   // The entry's uncompressed bytes: for a stored entry borrowed with the owner token (no copy,
-  // no read); for a deflated one inflated into owned memory, or above spill_threshold into a
-  // spill file borrowed with its mapping as owner token (the CRC-32 is then checked on the way).
-  // Errors: kCorrupt when the stream is bad or its length differs from the recorded sizes;
-  // kLimitExceeded above max_inflated_size or max_compression_ratio; kIo when the spill file
-  // cannot be created or written. Does not check the CRC-32 otherwise.
+  // no read; from a source that reads ranges, one read into a buffer of its own, its first byte
+  // 64-byte aligned when the entry's data is in the file); for a deflated one inflated into owned
+  // memory, or above spill_threshold into a spill file borrowed with its mapping as owner token
+  // (the CRC-32 is then checked on the way). Errors: kCorrupt when the stream is bad or its length
+  // differs from the recorded sizes; kLimitExceeded above max_inflated_size or
+  // max_compression_ratio; kIo when the spill file cannot be created or written. Does not check the
+  // CRC-32 otherwise.
   TensorBytes data(const ZipEntry& entry) const;
   // data() and its CRC-32 check in one pass (one inflation for a deflated entry).
   TensorBytes verified_data(const ZipEntry& entry) const;
@@ -219,10 +265,19 @@ class ZipReader final {
   void check_crc(const ZipEntry& entry, std::uint32_t actual) const;
 
   const std::vector<ZipFinding>& findings() const noexcept { return findings_; }
+  // The trailer the ZipTrailerResolver found after the archive, if any.
+  const std::optional<ZipTrailer>& trailer() const noexcept { return trailer_; }
 
-  ByteSpan bytes() const noexcept { return bytes_; }
-  const OwnerToken& owner() const noexcept { return owner_; }
-  const std::string& source_name() const noexcept { return source_name_; }
+  const ByteSource& source() const noexcept { return *source_; }
+  // The archive's size: the source's, or less when a trailer follows it.
+  std::uint64_t size() const noexcept { return size_; }
+  // The archive's size() bytes when the source has them in memory or mapped; empty when it
+  // reads ranges.
+  ByteSpan bytes() const noexcept;
+  // What keeps bytes() alive (the mapping, the caller's token); empty for a source that reads
+  // ranges, whose reads own their buffers.
+  const OwnerToken& owner() const noexcept { return source_->owner(); }
+  const std::string& source_name() const noexcept { return source_->name(); }
   std::uint64_t central_directory_offset() const noexcept { return central_directory_offset_; }
   std::uint64_t central_directory_size() const noexcept { return central_directory_size_; }
   std::uint64_t end_record_offset() const noexcept { return end_record_offset_; }
@@ -232,36 +287,35 @@ class ZipReader final {
   ByteSpan comment() const noexcept { return comment_; }
 
  private:
-  ZipReader(ByteSpan bytes, ZipReaderOptions options, OwnerToken owner, std::string source_name);
-  class Parser;
-  // Reads the structure; local headers from `local_fd` when it is not -1 (the file of bytes_).
-  void parse(int local_fd);
+  ZipReader(std::shared_ptr<const ByteSource> source, ZipReaderOptions options);
+  void parse(const ZipTrailerResolver& trailer);
 
   const ZipEntry& own_entry(const ZipEntry& entry, const char* operation) const;
   std::string entry_place(const ZipEntry& entry) const;
-  // The deflated entry's compressed bytes, after the limits of ZipReaderOptions.
-  ByteSpan deflated_bytes(const ZipEntry& e) const;
-  TensorBytes inflate_whole(const ZipEntry& e) const;
-  TensorBytes inflate_to_spill_file(const ZipEntry& e) const;
+  // The entry's compressed bytes, its local header read and checked first when the open left
+  // that to the read (kOnRead): `located` is then the entry with its data located.
+  TensorBytes compressed_data(const ZipEntry& e, std::optional<ZipEntry>& located) const;
+  TensorBytes inflated_data(const ZipEntry& e) const;
 
-  ByteSpan bytes_;
+  std::shared_ptr<const ByteSource> source_;
   ZipReaderOptions options_;
-  OwnerToken owner_;
-  std::string source_name_;
+  std::uint64_t size_ = 0;
+  // What the reader holds of the archive's bytes (zip_held_bytes.h): the spans of ZipEntry and
+  // the keys of by_name_ point into it. Shared with the reader's copies.
+  std::shared_ptr<const zip::HeldBytes> held_;
   std::vector<ZipEntry> entries_;
-  // Keys view the name bytes inside bytes_, which outlive the reader's use of them.
   std::unordered_map<std::string_view, std::size_t> by_name_;
   std::vector<ZipFinding> findings_;
+  std::optional<ZipTrailer> trailer_;
   std::uint64_t central_directory_offset_ = 0;
   std::uint64_t central_directory_size_ = 0;
   std::uint64_t end_record_offset_ = 0;
   std::uint64_t tail_offset_ = 0;
   bool zip64_end_record_ = false;
   ByteSpan comment_;
-  // open() reads the local headers with pread() rather than through the mapping (see
-  // ZipReader::Parser::local_bytes); their bytes live here, for ZipEntry::local_extra, shared
-  // with copies of the reader, packed into buffers that are filled up to their reserved capacity
-  // and no further, so each keeps its address.
+  // Local headers copied at open, for ZipEntry::local_extra, shared with copies of the reader,
+  // packed into buffers that are filled up to their reserved capacity and no further, so each
+  // keeps its address.
   std::shared_ptr<std::vector<std::vector<std::uint8_t>>> local_header_copies_;
 };
 

@@ -1,6 +1,6 @@
 // replace_model(): a new `__MODEL_PROTO` for an existing archive, checked against its entries by
-// the writers' rule (archive_references.cpp) and put in place by the zip layer's crash-safe tail
-// rewrite (zip_tail.cpp); or, to drop entries no tensor refers to any more, a rewrite.
+// the writers' rule (archive_references.cpp) and put in place by the crash-safe tail rewrite of
+// spec §9.6 (tail_edit.cpp); or, to drop entries no tensor refers to any more, a rewrite.
 #include "onnxzip/edit.h"
 
 #include <fcntl.h>
@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "archive_internal.h"
+#include "interrupted_edit.h"
 #include "model_parts.h"
+#include "onnxzip/byte_source.h"
 #include "onnxzip/crc32.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
@@ -24,6 +26,7 @@
 #include "onnxzip/zip_writer.h"
 #include "posix_file.h"
 #include "progress_meter.h"
+#include "tail_edit.h"
 #include "zip_tail.h"
 
 namespace onnxzip {
@@ -218,7 +221,7 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   // headers, whose reading would be most of its cost (one read per entry).
   ZipReaderOptions tail_only = options.zip;
   tail_only.local_headers = LocalHeaderScope::kTail;
-  const ZipReader zip = ZipReader::open(file.map(), tail_only);
+  const ZipReader zip = archive_detail::open_zip(ByteSource::of_file(file.map()), tail_only);
   const ZipEntry* const model_entry =
       archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
   // Before any work on the model: an archive whose last entry cannot be replaced in place.
@@ -247,7 +250,7 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
     // Compacting copies every entry it keeps, so it reads them all, checked as any reader does.
     ZipReaderOptions every_header = options.zip;
     every_header.local_headers = LocalHeaderScope::kAll;
-    const ZipReader whole = ZipReader::open(file.map(), every_header);
+    const ZipReader whole = archive_detail::open_zip(ByteSource::of_file(file.map()), every_header);
     EditResult result = compact(archive, whole, whole.entries()[model_entry->index],
                                 checked.referenced, bytes.span(), options);
     result.file_size = std::filesystem::file_size(archive);
@@ -255,9 +258,9 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   }
 
   detail::ProgressMeter meter(options.progress, bytes.size());
-  const zip::TailReplacement replaced =
-      zip::replace_last_entry(zip, bytes.span(), crc32(bytes.span()), zip::declared_alignment(zip),
-                              file.fd(), file_size, options.durable);
+  const archive_detail::TailReplacement replaced = archive_detail::replace_last_entry(
+      zip, bytes.span(), crc32(bytes.span()), zip::declared_alignment(zip), file.fd(), file_size,
+      options.durable);
   meter.advance(bytes.size());
   meter.finish();
   EditResult result;

@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "archive_internal.h"
+#include "interrupted_edit.h"
+#include "onnxzip/byte_source.h"
 #include "onnxzip/tensor.h"
 
 namespace onnxzip {
@@ -90,7 +92,13 @@ std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOption
 }
 
 ZipReader open_zip(const std::filesystem::path& path, const LoadOptions& options) {
-  return ZipReader::open(path, options.zip, options.access);
+  return archive_detail::open_zip(path, options.zip, options.access);
+}
+
+ZipReader open_zip(ByteSpan bytes, OwnerToken owner, const LoadOptions& options,
+                   std::string source_name) {
+  return archive_detail::open_zip(
+      ByteSource::of_bytes(bytes, std::move(owner), std::move(source_name)), options.zip);
 }
 
 }  // namespace
@@ -106,9 +114,8 @@ Archive Archive::open(const std::filesystem::path& path, const LoadOptions& opti
 
 Archive Archive::from_bytes(ByteSpan bytes, OwnerToken owner, const LoadOptions& options,
                             std::string source_name) {
-  return Archive(open_state(
-      ZipReader::from_bytes(bytes, std::move(owner), options.zip, std::move(source_name)),
-      options));
+  return Archive(
+      open_state(open_zip(bytes, std::move(owner), options, std::move(source_name)), options));
 }
 
 ByteSpan Archive::model_bytes() const noexcept { return state_->model_bytes.view(); }
@@ -165,10 +172,8 @@ ModelProto load(const std::filesystem::path& path, const LoadOptions& options) {
 ModelProto load(ByteSpan archive_bytes, OwnerToken owner, const LoadOptions& options,
                 std::string_view source_name) {
   const LoadOptions resolving = inflating(options);
-  const std::unique_ptr<detail::ArchiveState> state =
-      open_state(ZipReader::from_bytes(archive_bytes, std::move(owner), resolving.zip,
-                                       std::string(source_name)),
-                 resolving);
+  const std::unique_ptr<detail::ArchiveState> state = open_state(
+      open_zip(archive_bytes, std::move(owner), resolving, std::string(source_name)), resolving);
   return resolve(*state, resolving);
 }
 

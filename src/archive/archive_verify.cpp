@@ -13,7 +13,9 @@
 #include <utility>
 
 #include "archive_internal.h"
+#include "interrupted_edit.h"
 #include "little_endian.h"
+#include "onnxzip/byte_source.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/tensor.h"
 #include "progress_meter.h"
@@ -92,6 +94,10 @@ void Verifier::run(const ZipReader& zip) {
   meter_ = &meter;
   // The declared alignment first, so every entry and gap is judged by it.
   for (const ZipEntry& e : zip.entries()) check_extra_fields(e);
+  if (const std::optional<ZipTrailer>& edit = zip.trailer()) {  // spec §9.6 item 3.
+    add(Severity::kWarning, "", "", edit->offset,
+        zip.source_name() + ": interrupted_edit: " + edit->finding + " (spec §9.3)");
+  }
   for (const ZipFinding& finding : zip.findings()) {
     if (finding.kind == ZipFindingKind::kGap && is_required_gap(finding)) continue;
     add(Severity::kWarning, finding.entry, "", finding.offset,
@@ -360,8 +366,8 @@ VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options,
   VerifyReport report;
   std::optional<ZipReader> zip;
   try {
-    zip.emplace(
-        ZipReader::from_bytes(archive_bytes, kNoOwner, options.zip, std::string(source_name)));
+    zip.emplace(archive_detail::open_zip(
+        ByteSource::of_bytes(archive_bytes, kNoOwner, std::string(source_name)), options.zip));
   } catch (const Error& error) {
     report.findings.push_back({Severity::kError, "", "", 0, error.message()});
     return report;

@@ -178,6 +178,20 @@ std::string human_bytes(std::uint64_t bytes) {
   return text.data();
 }
 
+std::string in_tool_terms(std::string message) {
+  static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
+      {"ZipReaderOptions::max_compression_ratio", "--max-ratio N"},
+      {"ZipReaderOptions::max_inflated_size", "--max-inflated-size SIZE"},
+  };
+  for (const auto& [option, flag] : kFlags) {
+    for (std::size_t at = message.find(option); at != std::string::npos;
+         at = message.find(option, at + flag.size())) {
+      message.replace(at, option.size(), flag);
+    }
+  }
+  return message;
+}
+
 std::string with_file(const std::filesystem::path& file, std::string_view message) {
   const std::string name = file.string();
   if (message.starts_with(name + ": ")) return std::string(message);

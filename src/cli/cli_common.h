@@ -102,6 +102,10 @@ std::string printable(std::string_view text);
 // "12.3 MiB" (or "123 bytes").
 std::string human_bytes(std::uint64_t bytes);
 
+// A library message in the tool's terms: the ZipReaderOptions it names (zip_reader.h promises the
+// form "ZipReaderOptions::<field>") become the flags that set them, as --max-ratio N.
+std::string in_tool_terms(std::string message);
+
 // "FILE: message" unless the message already starts with "FILE: " (library errors and verify
 // findings name the file themselves; IR problems do not). Give an onnxzip::Error's message(),
 // never its what(), which starts with the code.

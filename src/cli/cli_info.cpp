@@ -192,7 +192,7 @@ InfoReport gather_archive(const InfoArgs& args, FileAccess access) {
     ++contents.inline_count;
     contents.inline_bytes += inline_bytes(tensor);
   });
-  const std::uint64_t size = contents.archive.zip().bytes().size();
+  const std::uint64_t size = contents.archive.zip().size();
   return {args.file, size, std::move(contents)};
 }
 

@@ -99,7 +99,9 @@ int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
     } catch (const Error& e) {  // Missing, unreadable: a problem of this file, then the next.
       lines.push_back(with_file(file, e.message()));
     }
-    for (const std::string& line : lines) std::printf("%s\n", printable(line).c_str());
+    for (const std::string& line : lines) {
+      std::printf("%s\n", printable(in_tool_terms(line)).c_str());
+    }
     if (!lines.empty()) {
       status = kExitFailure;
     } else if (!global.quiet) {

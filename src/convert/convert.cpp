@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "external_data.h"
+#include "interrupted_edit.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/onnx_codec.h"
@@ -124,7 +125,10 @@ class Repacker final {
  public:
   Repacker(const fs::path& in, const fs::path& out, const SaveOptions& options,
            const ZipReaderOptions& zip_options, FileAccess access)
-      : in_(in), out_(out), options_(options), zip_(ZipReader::open(in, zip_options, access)) {}
+      : in_(in),
+        out_(out),
+        options_(options),
+        zip_(archive_detail::open_zip(in, zip_options, access)) {}
 
   RepackResult run();
 

@@ -1,8 +1,8 @@
 // Where an entry of the .onnxz ZIP profile goes and the bytes of its headers: alignment padding
 // (spec §4.2, §4.4), zip64 only where a value needs it (spec §5), the fixed field values of spec
 // §3.1, and the end records. Private to the zip layer: ZipWriter writes whole archives with it,
-// zip_tail.cpp rewrites the last entry of an archive in place with it, so both lay out bytes by
-// the same rules.
+// zip_tail.cpp lays out the new last entry of an archive edited in place with it, so both lay
+// out bytes by the same rules.
 #ifndef ONNXZIP_SRC_ZIP_LAYOUT_H_
 #define ONNXZIP_SRC_ZIP_LAYOUT_H_
 

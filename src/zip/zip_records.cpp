@@ -16,10 +16,22 @@ using detail::store_le16;
 using detail::store_le32;
 using detail::store_le64;
 
+// [offset, offset + size) of `file`, or Error(kCorrupt) naming `what`, in file offsets.
+ByteSpan file_subspan(FileBytes file, std::uint64_t offset, std::size_t size, const char* what) {
+  const std::uint64_t end = file.start + file.bytes.size();
+  if (offset < file.start || !fits(offset, size, end)) {
+    throw Error(ErrorCode::kCorrupt, std::string(what) + ": range at offset " +
+                                         std::to_string(offset) + " of length " +
+                                         std::to_string(size) + " exceeds the " +
+                                         std::to_string(end) + " bytes available");
+  }
+  return file.bytes.subspan(static_cast<std::size_t>(offset - file.start), size);
+}
+
 // Bounds-checks [offset, offset + size) of `file` and the signature at its start.
-const std::uint8_t* record_at(ByteSpan file, std::uint64_t offset, std::size_t size,
+const std::uint8_t* record_at(FileBytes file, std::uint64_t offset, std::size_t size,
                               std::uint32_t signature, const char* record_name) {
-  const ByteSpan bytes = checked_subspan(file, offset, size, record_name);
+  const ByteSpan bytes = file_subspan(file, offset, size, record_name);
   if (load_le32(bytes.data()) != signature) {
     char found[16];
     std::snprintf(found, sizeof found, "0x%08x", load_le32(bytes.data()));
@@ -53,7 +65,7 @@ void LocalFileHeader::encode(MutableByteSpan out) const {
   store_le16(p + 28, extra_length);
 }
 
-LocalFileHeader LocalFileHeader::decode(ByteSpan file, std::uint64_t offset) {
+LocalFileHeader LocalFileHeader::decode(FileBytes file, std::uint64_t offset) {
   const std::uint8_t* p = record_at(file, offset, kSize, kSignature, "local file header");
   LocalFileHeader h;
   h.version_needed = load_le16(p + 4);
@@ -91,7 +103,7 @@ void CentralDirectoryHeader::encode(MutableByteSpan out) const {
   store_le32(p + 42, local_header_offset);
 }
 
-CentralDirectoryHeader CentralDirectoryHeader::decode(ByteSpan file, std::uint64_t offset) {
+CentralDirectoryHeader CentralDirectoryHeader::decode(FileBytes file, std::uint64_t offset) {
   const std::uint8_t* p = record_at(file, offset, kSize, kSignature, "central directory header");
   CentralDirectoryHeader h;
   h.version_made_by = load_le16(p + 4);
@@ -126,7 +138,7 @@ void EndOfCentralDirectory::encode(MutableByteSpan out) const {
   store_le16(p + 20, comment_length);
 }
 
-EndOfCentralDirectory EndOfCentralDirectory::decode(ByteSpan file, std::uint64_t offset) {
+EndOfCentralDirectory EndOfCentralDirectory::decode(FileBytes file, std::uint64_t offset) {
   const std::uint8_t* p =
       record_at(file, offset, kSize, kSignature, "end of central directory record");
   EndOfCentralDirectory r;
@@ -155,7 +167,8 @@ void Zip64EndOfCentralDirectory::encode(MutableByteSpan out) const {
   store_le64(p + 48, central_directory_offset);
 }
 
-Zip64EndOfCentralDirectory Zip64EndOfCentralDirectory::decode(ByteSpan file, std::uint64_t offset) {
+Zip64EndOfCentralDirectory Zip64EndOfCentralDirectory::decode(FileBytes file,
+                                                              std::uint64_t offset) {
   const std::uint8_t* p =
       record_at(file, offset, kSize, kSignature, "zip64 end of central directory record");
   Zip64EndOfCentralDirectory r;
@@ -180,41 +193,13 @@ void Zip64EndLocator::encode(MutableByteSpan out) const {
   store_le32(p + 16, total_disks);
 }
 
-Zip64EndLocator Zip64EndLocator::decode(ByteSpan file, std::uint64_t offset) {
+Zip64EndLocator Zip64EndLocator::decode(FileBytes file, std::uint64_t offset) {
   const std::uint8_t* p =
       record_at(file, offset, kSize, kSignature, "zip64 end of central directory locator");
   Zip64EndLocator r;
   r.zip64_end_disk = load_le32(p + 4);
   r.zip64_end_offset = load_le64(p + 8);
   r.total_disks = load_le32(p + 16);
-  return r;
-}
-
-void InterruptedEditRecord::encode(MutableByteSpan out) const {
-  check_output(out, kSize);
-  std::uint8_t* p = out.data();
-  store_le64(p, kSignature);
-  store_le64(p + 8, old_end);
-  store_le64(p + 16, record_offset);
-  store_le64(p + 24, new_start);
-  store_le64(p + 32, new_end);
-  store_le32(p + 40, new_crc32);
-  store_le32(p + 44, 0);
-}
-
-InterruptedEditRecord InterruptedEditRecord::decode(ByteSpan file, std::uint64_t offset) {
-  const char* const name = "interrupted edit record";
-  const ByteSpan bytes = checked_subspan(file, offset, kSize, name);
-  if (load_le64(bytes.data()) != kSignature) {
-    throw Error(ErrorCode::kCorrupt,
-                std::string(name) + " at offset " + std::to_string(offset) + ": bad signature");
-  }
-  InterruptedEditRecord r;
-  r.old_end = load_le64(bytes.data() + 8);
-  r.record_offset = load_le64(bytes.data() + 16);
-  r.new_start = load_le64(bytes.data() + 24);
-  r.new_end = load_le64(bytes.data() + 32);
-  r.new_crc32 = load_le32(bytes.data() + 40);
   return r;
 }
 

@@ -2,12 +2,14 @@
 // struct each, with one encode and one decode function. Private to the library: the zip reader
 // and writer build on it; nothing here knows ONNX.
 //
-// decode() takes the whole file (or a caller's buffer) and an offset, checks the bounds with
-// checked_subspan and the signature, and throws Error(kCorrupt) naming the record and offset.
+// decode() takes the file's bytes (all of them, or those from some offset on: FileBytes) and an
+// offset, checks the bounds and the signature, and throws Error(kCorrupt) naming the record and
+// offset.
 // encode() writes exactly kSize bytes (the fixed part; names and extra fields follow it).
 #ifndef ONNXZIP_SRC_ZIP_RECORDS_H_
 #define ONNXZIP_SRC_ZIP_RECORDS_H_
 
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -45,6 +47,19 @@ inline constexpr std::uint16_t kExtraAlignment = 0xD935;   // onnxz and Android 
 inline constexpr std::size_t kExtraHeaderSize = 4;         // id u16 + data size u16.
 inline constexpr std::size_t kMinAlignmentRecordSize = 6;  // header + u16 alignment.
 
+// Bytes of a file from file offset `start` on, which decode() reads a record from: its messages
+// name offsets in the file. Bytes of the whole file (a span, a vector) convert to it (start 0).
+struct FileBytes {
+  FileBytes(ByteSpan file_bytes, std::uint64_t file_start) noexcept
+      : bytes(file_bytes), start(file_start) {}
+  template <typename Bytes>
+  requires std::convertible_to<const Bytes&, ByteSpan> FileBytes(const Bytes& whole_file)
+  noexcept  // NOLINT: implicit on purpose.
+      : bytes(whole_file), start(0) {}
+  ByteSpan bytes;
+  std::uint64_t start;
+};
+
 struct LocalFileHeader {
   static constexpr std::uint32_t kSignature = 0x04034b50;
   static constexpr std::size_t kSize = 30;
@@ -60,7 +75,7 @@ struct LocalFileHeader {
   std::uint16_t extra_length = 0;
 
   void encode(MutableByteSpan out) const;
-  static LocalFileHeader decode(ByteSpan file, std::uint64_t offset);
+  static LocalFileHeader decode(FileBytes file, std::uint64_t offset);
 };
 
 struct CentralDirectoryHeader {
@@ -84,7 +99,7 @@ struct CentralDirectoryHeader {
   std::uint32_t local_header_offset = 0;
 
   void encode(MutableByteSpan out) const;
-  static CentralDirectoryHeader decode(ByteSpan file, std::uint64_t offset);
+  static CentralDirectoryHeader decode(FileBytes file, std::uint64_t offset);
 };
 
 struct EndOfCentralDirectory {
@@ -99,7 +114,7 @@ struct EndOfCentralDirectory {
   std::uint16_t comment_length = 0;
 
   void encode(MutableByteSpan out) const;
-  static EndOfCentralDirectory decode(ByteSpan file, std::uint64_t offset);
+  static EndOfCentralDirectory decode(FileBytes file, std::uint64_t offset);
 };
 
 struct Zip64EndOfCentralDirectory {
@@ -118,7 +133,7 @@ struct Zip64EndOfCentralDirectory {
   std::uint64_t central_directory_offset = 0;
 
   void encode(MutableByteSpan out) const;
-  static Zip64EndOfCentralDirectory decode(ByteSpan file, std::uint64_t offset);
+  static Zip64EndOfCentralDirectory decode(FileBytes file, std::uint64_t offset);
 };
 
 struct Zip64EndLocator {
@@ -129,25 +144,7 @@ struct Zip64EndLocator {
   std::uint32_t total_disks = 1;
 
   void encode(MutableByteSpan out) const;
-  static Zip64EndLocator decode(ByteSpan file, std::uint64_t offset);
-};
-
-// The record an in-place edit of an archive's last entry puts at the end of the file with the new
-// tail it writes past the archive (spec §9.6): the archive is the file's first `new_end` bytes
-// when the bytes from `new_start` to `new_end` have the CRC-32 `new_crc32` (the new tail was
-// written whole), else its first `old_end` bytes. Not a ZIP record (APPNOTE knows nothing of it);
-// its signature is ASCII.
-struct InterruptedEditRecord {
-  static constexpr std::uint64_t kSignature = 0x5444455A584E4E4Full;  // "ONNXZEDT"
-  static constexpr std::size_t kSize = 48;
-  std::uint64_t old_end = 0;
-  std::uint64_t record_offset = 0;  // Where the record itself starts.
-  std::uint64_t new_start = 0;
-  std::uint64_t new_end = 0;
-  std::uint32_t new_crc32 = 0;
-
-  void encode(MutableByteSpan out) const;
-  static InterruptedEditRecord decode(ByteSpan file, std::uint64_t offset);
+  static Zip64EndLocator decode(FileBytes file, std::uint64_t offset);
 };
 
 // The optional record after an entry's data when flag bit 3 is set (APPNOTE 4.3.9). Its

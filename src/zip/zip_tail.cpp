@@ -1,18 +1,8 @@
 #include "zip_tail.h"
 
-#include <unistd.h>
-
-#include <algorithm>
-#include <array>
-#include <cerrno>
-#include <cstring>
-#include <limits>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "little_endian.h"
-#include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "zip_layout.h"
 #include "zip_records.h"
@@ -22,33 +12,34 @@ namespace {
 
 constexpr std::uint32_t kDefaultAlignment = 64;
 constexpr std::uint32_t kMaxAlignment = 65536;
-constexpr std::uint64_t kRecordSize = InterruptedEditRecord::kSize;
-// The record never crosses a multiple of this: storage writes a sector whole or not at all, so a
-// power loss cannot leave half a record (spec §9.6).
-constexpr std::uint64_t kSectorSize = 512;
-// The largest file offset the OS accepts (off_t).
-constexpr std::uint64_t kMaxFileSize = std::numeric_limits<std::int64_t>::max();
 
-TailStepHook& step_hook() {
-  static TailStepHook hook;
-  return hook;
+}  // namespace
+
+std::uint64_t last_entry_start(const ZipReader& zip, std::uint64_t file_size) {
+  const std::vector<ZipEntry>& entries = zip.entries();
+  if (entries.empty() || entries.back().central_index + 1 != entries.size()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                zip.source_name() +
+                    ": the last entry in the file is not the last one in the central directory");
+  }
+  const ZipEntry& last = entries.back();
+  if (file_size < zip.size()) {
+    throw Error(ErrorCode::kBadState, zip.source_name() + ": the file has " +
+                                          std::to_string(file_size) +
+                                          " bytes, fewer than the archive read from it");
+  }
+  return last.index > 0 ? entries[last.index - 1].end_offset : last.local_header_offset;
 }
 
-// The new entry and everything after it, laid out for one position of the file.
-struct Tail {
-  std::vector<std::uint8_t> head;  // The gap (if any), the local header.
-  ByteSpan data;
-  std::vector<std::uint8_t> rest;  // Central directory, end records, archive comment.
-  std::uint64_t local_header_offset = 0;
-  std::uint64_t data_offset = 0;
+void check_last_entry_replaceable(const ZipReader& zip, std::uint64_t file_size) {
+  static_cast<void>(last_entry_start(zip, file_size));
+}
 
-  std::uint64_t size() const noexcept { return head.size() + data.size() + rest.size(); }
-};
-
-Tail build_tail(const ZipReader& zip, const ZipEntry& last, std::uint64_t position, ByteSpan data,
-                std::uint32_t crc, std::uint32_t alignment) {
+EntryTail lay_out_tail(const ZipReader& zip, std::uint64_t position, ByteSpan data,
+                       std::uint32_t crc, std::uint32_t alignment) {
+  const ZipEntry& last = zip.entries().back();
   const EntryLayout layout = plan_entry(position, last.name.size(), data.size(), alignment);
-  Tail tail;
+  EntryTail tail;
   tail.local_header_offset = layout.local_header_offset;
   tail.data_offset = layout.data_offset;
   tail.head.assign(static_cast<std::size_t>(layout.gap), 0);
@@ -57,10 +48,9 @@ Tail build_tail(const ZipReader& zip, const ZipEntry& last, std::uint64_t positi
   tail.data = data;
   // Every other central record as it is: the last one is the entry's, so they are the bytes
   // before it.
-  const ByteSpan others = zip.bytes().subspan(
-      static_cast<std::size_t>(zip.central_directory_offset()),
-      static_cast<std::size_t>(last.central_header_offset - zip.central_directory_offset()));
-  tail.rest.assign(others.begin(), others.end());
+  const TensorBytes others = zip.source().read(
+      zip.central_directory_offset(), last.central_header_offset - zip.central_directory_offset());
+  tail.rest.assign(others.view().begin(), others.view().end());
   append_central_record(tail.rest, written_entry(layout, last.name, crc));
   const std::uint64_t central_offset = layout.data_offset + data.size();
   append_end_records(tail.rest, zip.entries().size(), central_offset, tail.rest.size(),
@@ -68,99 +58,6 @@ Tail build_tail(const ZipReader& zip, const ZipEntry& last, std::uint64_t positi
   tail.rest.insert(tail.rest.end(), zip.comment().begin(), zip.comment().end());
   return tail;
 }
-
-// Where the new last entry starts, once the archive is found fit for the edit: the last entry
-// in the file is the last in the central directory, and the file holds the archive read.
-std::uint64_t new_entry_start(const ZipReader& zip, std::uint64_t file_size) {
-  const std::vector<ZipEntry>& entries = zip.entries();
-  if (entries.empty() || entries.back().central_index + 1 != entries.size()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                zip.source_name() +
-                    ": the last entry in the file is not the last one in the central directory");
-  }
-  const ZipEntry& last = entries.back();
-  if (file_size < zip.bytes().size()) {
-    throw Error(ErrorCode::kBadState, zip.source_name() + ": the file has " +
-                                          std::to_string(file_size) +
-                                          " bytes, fewer than the archive read from it");
-  }
-  // The new entry starts where the entry before it ends: a gap an interrupted edit left there
-  // goes too.
-  return last.index > 0 ? entries[last.index - 1].end_offset : last.local_header_offset;
-}
-
-// More than the new tail, written twice, can take: the entry and the central directory, each
-// with headers and padding, and the end records and comment.
-std::uint64_t largest_tails(const ZipReader& zip, ByteSpan data) {
-  if (data.size() > kMaxFileSize / 4) return std::numeric_limits<std::uint64_t>::max();
-  return 2 * (data.size() + zip.central_directory_size() + kMaxAlignment) +
-         (std::uint64_t{1} << 20);
-}
-
-// The first offset from `at` on where the record lies within one sector.
-std::uint64_t record_place(std::uint64_t at) {
-  return at % kSectorSize + kRecordSize <= kSectorSize ? at : at + kSectorSize - at % kSectorSize;
-}
-
-// Checked before anything is written, so that no offset of the edit can overflow: the file,
-// `extra` bytes after it, and the record stay within the system's largest file size.
-void check_room(const ZipReader& zip, std::uint64_t file_size, std::uint64_t extra,
-                const std::string& what) {
-  if (extra > kMaxFileSize / 2 || file_size > kMaxFileSize - extra - kSectorSize - kRecordSize) {
-    throw Error(ErrorCode::kInvalidArgument,
-                zip.source_name() + ": " + what +
-                    " would take the file past the largest size the system allows");
-  }
-}
-
-class TailWriter final {
- public:
-  TailWriter(const ZipReader& zip, int fd, bool durable)
-      : source_(zip.source_name()), fd_(fd), durable_(durable) {}
-
-  // What the file holds should the next step fail, for the error message.
-  void set_aftermath(std::string text) { aftermath_ = std::move(text); }
-
-  void write(std::uint64_t offset, ByteSpan bytes, const char* what) {
-    while (!bytes.empty()) {
-      const ssize_t n = ::pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(offset));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) fail(what, n < 0 ? errno : ENOSPC);
-      bytes = bytes.subspan(static_cast<std::size_t>(n));
-      offset += static_cast<std::uint64_t>(n);
-    }
-  }
-  void write(const Tail& tail, std::uint64_t offset, const char* what) {
-    write(offset, tail.head, what);
-    write(offset + tail.head.size(), tail.data, what);
-    write(offset + tail.head.size() + tail.data.size(), tail.rest, what);
-  }
-  void truncate(std::uint64_t size, const char* what) {
-    while (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
-      if (errno != EINTR) fail(what, errno);
-    }
-  }
-  // The end of a step: the test hook, and with durable the barrier before the next one.
-  void step(TailStep done, bool barrier = true) {
-    if (step_hook()) step_hook()(done, false);
-    if (!durable_ || !barrier) return;
-    if (::fdatasync(fd_) != 0) fail("cannot flush the file to disk", errno);
-    if (step_hook()) step_hook()(done, true);
-  }
-
- private:
-  [[noreturn]] void fail(const char* what, int error) const {
-    throw Error(ErrorCode::kIo, source_ + ": editing in place: " + what + ": " +
-                                    std::strerror(error) + "; " + aftermath_);
-  }
-
-  const std::string& source_;
-  const int fd_;
-  const bool durable_;
-  std::string aftermath_ = "the archive is unchanged";
-};
-
-}  // namespace
 
 std::uint32_t declared_alignment(const ZipReader& zip) {
   for (const ZipEntry& entry : zip.entries()) {
@@ -174,64 +71,5 @@ std::uint32_t declared_alignment(const ZipReader& zip) {
   }
   return kDefaultAlignment;
 }
-
-void check_last_entry_replaceable(const ZipReader& zip, std::uint64_t file_size) {
-  static_cast<void>(new_entry_start(zip, file_size));
-}
-
-TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
-                                   std::uint32_t alignment, int fd, std::uint64_t file_size,
-                                   bool durable) {
-  const std::uint64_t start = new_entry_start(zip, file_size);
-  const std::uint64_t archive_end = zip.bytes().size();
-  check_room(zip, file_size, largest_tails(zip, data),
-             "an entry of " + std::to_string(data.size()) + " bytes");
-  const ZipEntry& last = zip.entries().back();
-  TailWriter writer(zip, fd, durable);
-  const Tail final_tail = build_tail(zip, last, start, data, crc, alignment);
-  // The new tail goes after the archive and after the final tail's place, so that neither the
-  // old archive nor step 3 overwrites it while it is the live one.
-  const std::uint64_t temporary_offset = std::max(archive_end, start + final_tail.size());
-  const Tail temporary_tail = build_tail(zip, last, temporary_offset, data, crc, alignment);
-  InterruptedEditRecord record;
-  record.old_end = archive_end;
-  record.new_start = temporary_offset;
-  record.new_end = temporary_offset + temporary_tail.size();
-  record.new_crc32 =
-      crc32(temporary_tail.rest, crc32(temporary_tail.data, crc32(temporary_tail.head)));
-  // Past the new tail, and past anything the file holds after the archive (an earlier
-  // interrupted edit's record among it), so that the file ends with this record.
-  record.record_offset = record_place(std::max(record.new_end, file_size));
-  std::array<std::uint8_t, kRecordSize> record_bytes{};
-  record.encode(record_bytes);
-  try {
-    // Step 1: the record, first, so that the file ends with it while the new tail is written
-    // before it; the old archive stays the live one until the tail is whole.
-    writer.write(record.record_offset, record_bytes, "cannot write the interrupted edit record");
-    writer.step(TailStep::kMark, false);
-    // Step 2: the new tail. Once whole it has the record's CRC-32: it is the archive.
-    writer.write(temporary_tail, temporary_offset, "cannot write the new entry after the archive");
-    writer.step(TailStep::kAppend);
-  } catch (...) {
-    // Before the switch the archive read is the live one: what the edit appended goes, and with
-    // it whatever an earlier interrupted edit left after that archive.
-    static_cast<void>(::ftruncate(fd, static_cast<off_t>(archive_end)));
-    throw;
-  }
-  writer.set_aftermath(
-      "the archive holds the new entry, after a gap of the bytes the edit left before it; "
-      "editing it again or repacking it removes them");
-  // Step 3: the tail again, in its final place over the old entry.
-  writer.write(final_tail, start, "cannot write the new entry in its place");
-  writer.step(TailStep::kMove);
-  // Step 4: the temporary tail and the record go.
-  writer.truncate(start + final_tail.size(), "cannot truncate the file after the new entry");
-  // No barrier: the new entry is on disk already, and a truncation lost to a power loss leaves
-  // the state of step 2, which reads the new entry too.
-  writer.step(TailStep::kTruncate, false);
-  return {final_tail.local_header_offset, final_tail.data_offset, start + final_tail.size()};
-}
-
-void set_tail_step_hook(TailStepHook hook) { step_hook() = std::move(hook); }
 
 }  // namespace onnxzip::zip

@@ -1,80 +1,51 @@
-// Replacing the last entry of a ZIP file in place: the zip-level half of editing an .onnxz
-// archive's model (spec §2.4: the model entry is last, so that it can change without moving a
-// payload byte), crash-safe by the protocol of spec §9.6. Private to the library; the archive
-// layer (src/archive_edit.cpp) decides what the new entry holds. Knows nothing of ONNX.
+// Replacing the last entry of a ZIP file in place, the ZIP half: where the new entry starts, and
+// the bytes of the new tail -- the entry, the central directory with every other record as it
+// is, the end records and the archive comment -- laid out for a position of the file. The model
+// entry of an .onnxz archive is last (spec §2.4) so that it can change without moving a payload
+// byte; how the tail is written so that the file holds the old archive or the new one at every
+// instant is the archive layer's (src/archive/tail_edit.h, spec §9.6). Private to the library.
 #ifndef ONNXZIP_SRC_ZIP_TAIL_H_
 #define ONNXZIP_SRC_ZIP_TAIL_H_
 
 #include <cstdint>
-#include <functional>
+#include <vector>
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/zip_reader.h"
 
 namespace onnxzip::zip {
 
-// Where the new last entry went.
-struct TailReplacement {
+// The new last entry and everything after it, laid out for one position of the file.
+struct EntryTail {
+  std::vector<std::uint8_t> head;  // The gap (if any), the local header.
+  ByteSpan data;
+  std::vector<std::uint8_t> rest;  // Central directory, end records, archive comment.
   std::uint64_t local_header_offset = 0;
   std::uint64_t data_offset = 0;
-  std::uint64_t file_size = 0;  // The file's size afterwards.
+
+  std::uint64_t size() const noexcept { return head.size() + data.size() + rest.size(); }
 };
 
-// Replaces the last entry of the archive `zip` has read -- it must be last in file and in central
-// directory order, else Error(kInvalidArgument) -- by a stored entry of the same name holding
-// `data` (whose CRC-32 is `crc`), laid out as ZipWriter lays out entries (zip_layout.h) right
-// after the entry before it, its data aligned to `alignment`. Every other entry keeps its local
-// header, data and central directory record byte for byte, and the archive keeps its comment.
-// `fd` is the archive file, open for reading and writing, whose first zip.bytes().size() bytes
-// are the archive and whose size is `file_size` (larger after an interrupted edit, spec §9.6:
-// those bytes go with this edit). Cost: the new entry and central directory, written twice.
-//
-// At every instant the file reads as the old archive or the new one (spec §9.6): (1) an
-// interrupted edit record is written past the end of the file, naming the old archive and the
-// place and CRC-32 of the new tail; (2) the new tail -- entry, central directory, end records --
-// is written before that record: a reader takes it for the archive once its bytes have that
-// CRC-32, and the old archive until then; (3) the tail is written again, laid out for its final
-// place, over the old entry; (4) the file is truncated after it. With `durable`, an fdatasync
-// follows steps 2 and 3 (the first makes the record and the new tail durable together, the
-// second the final tail before the truncation can remove the record), so a power loss too leaves
-// the old or the new archive, and the new one once this returns; without, a killed process does,
-// and the page cache reaches the disk in any order. A failure before the end of step 2 takes
-// back what was written: the file is then the archive read, without the bytes an earlier
-// interrupted edit left after it.
-//
-// Errors: those of check_last_entry_replaceable; Error(kInvalidArgument) when the file would
-// outgrow the system's largest size; Error(kIo) naming the file, the step, and what the file
-// holds afterwards (the old archive when the failure came before the end of step 2; the new one,
-// with the bytes of the interrupted edit in a gap before the entry, after it).
-TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
-                                   std::uint32_t alignment, int fd, std::uint64_t file_size,
-                                   bool durable);
-
-// Whether replace_last_entry can replace the archive's last entry in a file of `file_size`
-// bytes: Error(kInvalidArgument) when the last entry in the file is not the last one in the
-// central directory, Error(kBadState) when the file is shorter than the archive read. Writes
-// nothing: for a caller with work to do before it knows the new entry, which should not be done
-// for an archive that cannot take it.
+// Where the new last entry starts -- where the entry before it ends (a gap an interrupted edit
+// left there goes too) -- once the archive `zip` read from a file of `file_size` bytes is found
+// fit for replacing its last entry: Error(kInvalidArgument) when the last entry in the file is
+// not the last one in the central directory, Error(kBadState) when the file is shorter than the
+// archive read. Writes nothing: a caller with work to do before it knows the new entry calls it
+// first, not to do that work for an archive that cannot take it.
+std::uint64_t last_entry_start(const ZipReader& zip, std::uint64_t file_size);
+// The same checks alone.
 void check_last_entry_replaceable(const ZipReader& zip, std::uint64_t file_size);
+
+// The archive's last entry replaced by a stored entry of the same name holding `data` (whose
+// CRC-32 is `crc`), laid out as ZipWriter lays out entries (zip_layout.h) from `position` on, its
+// data aligned to `alignment`. Every other entry keeps its central record byte for byte, and the
+// archive keeps its comment. `data` is borrowed by the result.
+EntryTail lay_out_tail(const ZipReader& zip, std::uint64_t position, ByteSpan data,
+                       std::uint32_t crc, std::uint32_t alignment);
 
 // The alignment A the archive declares (spec §3.6): the value of the first 0xD935 record of a
 // local header, when it is a power of two in [64, 65536]; else 64.
 std::uint32_t declared_alignment(const ZipReader& zip);
-
-// --- Test seam (tests only; nothing in the library sets it) ---
-
-// The steps of replace_last_entry, in order.
-enum class TailStep {
-  kMark,      // Wrote the interrupted edit record (never flushed alone).
-  kAppend,    // Wrote the new tail before it: once flushed, the new tail is the archive.
-  kMove,      // Wrote the tail in its final place.
-  kTruncate,  // Truncated the file after it: the record goes.
-};
-// Called after each step (synced = false) and, when durable, after its fdatasync (synced =
-// true; kMark and kTruncate have none). A hook that throws fails the edit there, as a failing
-// system call would; one that ends the process leaves the file as a crash at that instant would.
-using TailStepHook = std::function<void(TailStep step, bool synced)>;
-void set_tail_step_hook(TailStepHook hook);
 
 }  // namespace onnxzip::zip
 
