@@ -12,9 +12,8 @@
 namespace onnxzip::detail {
 namespace {
 
-using wire::decode_varint;
-using wire::DecodedVarint;
-using wire::VarintStatus;
+using wire::ScannedField;
+using wire::ScanStatus;
 using wire::WireType;
 
 // ModelProto's field numbers (onnx.proto) of the parts split_model keeps.
@@ -26,58 +25,15 @@ bool is_kept(std::uint32_t number) noexcept {
   return number == kGraphField || number == kTrainingInfoField || number == kFunctionsField;
 }
 
-// One top-level field as the bytes give it: its number, wire type, where it ends and, when it is
-// length-delimited, its payload.
-struct WireField {
-  std::uint32_t number = 0;
-  std::uint8_t type = 0;
-  ByteSpan payload;
-  const std::uint8_t* end = nullptr;
-};
-
-// Reads the field at `p`; false when the bytes there are not a whole field of wire type 0, 1, 2
-// or 5 (groups are rare enough in ONNX to leave to the full parser).
-bool read_field(const std::uint8_t* p, const std::uint8_t* end, WireField& field) noexcept {
-  const DecodedVarint tag = decode_varint(p, end);
-  if (tag.status != VarintStatus::kOk) return false;
-  const std::uint64_t number = tag.value >> 3;
-  if (number == 0 || number > wire::kMaxFieldNumber) return false;
-  field.number = static_cast<std::uint32_t>(number);
-  field.type = static_cast<std::uint8_t>(tag.value & 7);
-  field.payload = {};
-  p = tag.next;
-  switch (static_cast<WireType>(field.type)) {
-    case WireType::kVarint: {
-      const DecodedVarint value = decode_varint(p, end);
-      if (value.status != VarintStatus::kOk) return false;
-      field.end = value.next;
-      return true;
-    }
-    case WireType::kFixed64:
-      if (end - p < 8) return false;
-      field.end = p + 8;
-      return true;
-    case WireType::kFixed32:
-      if (end - p < 4) return false;
-      field.end = p + 4;
-      return true;
-    case WireType::kLengthDelimited: {
-      const DecodedVarint length = decode_varint(p, end);
-      if (length.status != VarintStatus::kOk ||
-          length.value > static_cast<std::uint64_t>(end - length.next)) {
-        return false;
-      }
-      field.payload = ByteSpan(length.next, static_cast<std::size_t>(length.value));
-      field.end = length.next + length.value;
-      return true;
-    }
-    default:
-      return false;
-  }
+// A whole field of wire type 0, 1, 2 or 5 (groups are rare enough in ONNX to
+// leave to the full parser).
+bool whole_field(const ScannedField& field) noexcept {
+  return field.value.status == ScanStatus::kOk;
 }
 
-// The messages on the way from a model's kept fields to its tensors, and where each leads
-// (onnx.proto field numbers; the TensorWalker of tensor.cpp follows the same fields).
+// The messages on the way from a model's kept fields to its tensors, and where
+// each leads (onnx.proto field numbers; the TensorWalker of tensor.cpp follows
+// the same fields).
 enum class Kind : std::uint8_t {
   kGraph,
   kNode,
@@ -148,8 +104,8 @@ class TensorFinder final {
   TensorFinder(std::uint32_t max_depth, const std::function<void(ByteSpan)>& visit)
       : max_depth_(max_depth), visit_(visit) {}
 
-  // Walks one message of `kind` at `depth`; false on anything split_model's contract leaves to
-  // the full parser.
+  // Walks one message of `kind` at `depth`; false on anything split_model's
+  // contract leaves to the full parser.
   bool message(ByteSpan bytes, Kind kind, std::uint32_t depth) {
     if (depth > max_depth_) return false;
     const std::span<const Child> children = children_of(kind);
@@ -157,21 +113,21 @@ class TensorFinder final {
     const std::uint8_t* p = bytes.data();
     const std::uint8_t* const end = p + bytes.size();
     while (p < end) {
-      WireField field;
-      if (!read_field(p, end, field)) return false;
-      p = field.end;
+      const ScannedField field = wire::scan_field(p, end);
+      if (!whole_field(field)) return false;
+      p = field.value.next;
       for (std::size_t i = 0; i < children.size(); ++i) {
         const Child& child = children[i];
-        if (child.number != field.number) continue;
-        if (field.type != static_cast<std::uint8_t>(WireType::kLengthDelimited)) return false;
+        if (child.number != field.tag.number) continue;
+        if (field.tag.type != WireType::kLengthDelimited) return false;
         if (child.singular) {
           if ((singular_seen & (1U << i)) != 0) return false;
           singular_seen |= 1U << i;
         }
         if (child.kind == Kind::kTensor) {
           if (depth + 1 > max_depth_) return false;
-          visit_(field.payload);
-        } else if (!message(field.payload, child.kind, depth + 1)) {
+          visit_(field.value.payload());
+        } else if (!message(field.value.payload(), child.kind, depth + 1)) {
           return false;
         }
         break;
@@ -193,20 +149,20 @@ SplitModel split_model(ByteSpan bytes, const ParseOptions& options, std::string_
   const std::uint8_t* p = bytes.data();
   const std::uint8_t* const end = p + bytes.size();
   while (p < end) {
-    WireField field;
-    if (!read_field(p, end, field)) {
+    const ScannedField field = wire::scan_field(p, end);
+    if (!whole_field(field)) {
       throw Error(ErrorCode::kCorrupt, std::string(source) +
                                            ": ModelProto: a malformed field at byte " +
                                            std::to_string(p - bytes.data()));
     }
-    if (is_kept(field.number) &&
-        field.type == static_cast<std::uint8_t>(WireType::kLengthDelimited)) {
-      split.kept.push_back(
-          {field.number, ByteSpan(p, static_cast<std::size_t>(field.end - p)), field.payload});
+    const std::uint8_t* const field_end = field.value.next;
+    if (is_kept(field.tag.number) && field.tag.type == WireType::kLengthDelimited) {
+      split.kept.push_back({field.tag.number, ByteSpan(p, static_cast<std::size_t>(field_end - p)),
+                            field.value.payload()});
     } else {
-      rest.insert(rest.end(), p, field.end);
+      rest.insert(rest.end(), p, field_end);
     }
-    p = field.end;
+    p = field_end;
   }
   split.properties = parse_model(ByteSpan(rest), options, source);
   return split;
@@ -215,7 +171,8 @@ SplitModel split_model(ByteSpan bytes, const ParseOptions& options, std::string_
 OwnedBytes join_model(const ModelProto& properties, const std::vector<KeptField>& kept) {
   if (properties.graph || !properties.training_info.empty() || !properties.functions.empty()) {
     throw Error(ErrorCode::kInvalidArgument,
-                "join_model: the properties hold a graph, training_info or functions of their "
+                "join_model: the properties hold a graph, training_info or "
+                "functions of their "
                 "own");
   }
   const std::vector<std::uint8_t> head = serialize_model(properties);
@@ -238,13 +195,14 @@ OwnedBytes join_model(const ModelProto& properties, const std::vector<KeptField>
   const std::uint8_t* p = head.data();
   const std::uint8_t* const end = p + head.size();
   while (p < end) {
-    WireField field;
-    // Our own serialization: whole fields. Were it not, the rest goes out as it is.
-    const bool whole = read_field(p, end, field);
-    for (; whole && next != order.end() && (*next)->number < field.number; ++next) {
+    const ScannedField field = wire::scan_field(p, end);
+    // Our own serialization: whole fields. Were it not, the rest goes out as it
+    // is.
+    const bool whole = whole_field(field);
+    for (; whole && next != order.end() && (*next)->number < field.tag.number; ++next) {
       put((*next)->field.data(), (*next)->field.size());
     }
-    const std::uint8_t* const field_end = whole ? field.end : end;
+    const std::uint8_t* const field_end = whole ? field.value.next : end;
     put(p, static_cast<std::size_t>(field_end - p));
     p = field_end;
   }
