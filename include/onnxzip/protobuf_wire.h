@@ -314,10 +314,12 @@ class WireReader final {
 
   // A varint length and that many bytes: the payload of a length-delimited field.
   ByteSpan read_length_delimited(const WireContext& where) {
-    const ScannedValue value = scan_value(WireType::kLengthDelimited, p_, end_);
-    if (value.status != ScanStatus::kOk) fail_scan(value, WireType::kLengthDelimited, where);
-    p_ = value.next;
-    return value.payload();
+    const std::uint8_t* const start = p_;
+    const std::uint64_t length = read_varint(where);
+    if (length > remaining()) fail_length(start, length, remaining(), where);
+    const ByteSpan bytes(p_, static_cast<std::size_t>(length));
+    p_ += length;
+    return bytes;
   }
 
   // A reader over `payload`, which must lie inside this reader's range (from read_bytes or
@@ -341,6 +343,8 @@ class WireReader final {
   void skip_group(FieldTag tag, const WireContext& where, std::uint32_t max_group_depth);
   [[noreturn]] void fail_varint(VarintStatus status, const WireContext& where) const;
   [[noreturn]] void fail_short(std::uint64_t wanted, const WireContext& where) const;
+  [[noreturn]] void fail_length(const std::uint8_t* length_at, std::uint64_t length,
+                                std::uint64_t remaining, const WireContext& where) const;
   // Why scan_value refused the value of `type` at the reader's position.
   [[noreturn]] void fail_scan(const ScannedValue& value, WireType type,
                               const WireContext& where) const;

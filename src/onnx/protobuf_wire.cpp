@@ -71,6 +71,13 @@ void WireReader::fail_short(std::uint64_t wanted, const WireContext& where) cons
            " remain");
 }
 
+void WireReader::fail_length(const std::uint8_t* length_at, std::uint64_t length,
+                             std::uint64_t remaining, const WireContext& where) const {
+  fail(ErrorCode::kCorrupt, offset_of(length_at), where,
+       "length " + std::to_string(length) + " exceeds the " + std::to_string(remaining) +
+           " bytes remaining");
+}
+
 void WireReader::fail_scan(const ScannedValue& value, WireType type,
                            const WireContext& where) const {
   switch (value.status) {
@@ -79,9 +86,7 @@ void WireReader::fail_scan(const ScannedValue& value, WireType type,
     case ScanStatus::kShort:
       fail_short(type == WireType::kFixed64 ? 8 : 4, where);
     case ScanStatus::kLengthPastEnd:
-      fail(ErrorCode::kCorrupt, offset(), where,
-           "length " + std::to_string(value.length) + " exceeds the " +
-               std::to_string(end_ - value.next) + " bytes remaining");
+      fail_length(p_, value.length, static_cast<std::uint64_t>(end_ - value.next), where);
     case ScanStatus::kOk:
     case ScanStatus::kBadTag:
     case ScanStatus::kGroup:
