@@ -6,6 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +18,7 @@
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
 #include "support/model_builder.h"
+#include "support/onnx_samples.h"
 
 namespace onnxzip::detail {
 namespace {
@@ -180,6 +186,110 @@ TEST(ModelParts, TheWalkDeclinesWhatOnlyAWholeParseSettles) {
   // Deeper than the limit: graph (2) -> node (3) -> attribute (4) -> tensor (5).
   EXPECT_FALSE(walk(once, 4).complete);
   EXPECT_TRUE(walk(once, 5).complete);
+}
+
+// One tensor as a walker reports it: where it sits and its serialized bytes.
+struct SiteAndTensor {
+  TensorPlace place;
+  std::string path;
+  Bytes tensor;
+  friend bool operator==(const SiteAndTensor&, const SiteAndTensor&) = default;
+};
+
+std::vector<SiteAndTensor> visited_sites(const ModelProto& model) {
+  std::vector<SiteAndTensor> out;
+  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
+    out.push_back({site.place, std::string(site.path), serialize_message(tensor)});
+  });
+  return out;
+}
+
+// The walk over `bytes`, a serialized model, or nothing when it declines them.
+std::optional<std::vector<SiteAndTensor>> walked_sites(ByteSpan bytes) {
+  const SplitModel split = split_model(bytes, ParseOptions{}, "m.onnx");
+  std::vector<SiteAndTensor> out;
+  const bool complete = walk_kept_tensors(
+      split.kept, ParseOptions{}.max_depth, [&](ByteSpan tensor, const TensorSite& site) {
+        out.push_back({site.place, std::string(site.path), bytes_of(tensor)});
+      });
+  if (!complete) return std::nullopt;
+  return out;
+}
+
+// for_each_tensor and walk_kept_tensors both follow the table of tensor sites: on the same
+// model they report the same tensors at the same sites, in the same order.
+TEST(ModelParts, TheWalkAndTheVisitorAgreeOnEveryTestdataModel) {
+  const std::vector<std::filesystem::path> models = test_support::onnx_testdata_models();
+  ASSERT_GT(models.size(), test_support::kMinTestdataModels)
+      << "libonnx-testdata missing or incomplete";
+  std::size_t with_tensors = 0;
+  std::size_t sites = 0;
+  for (const std::filesystem::path& path : models) {
+    SCOPED_TRACE(path.string());
+    std::ifstream in(path, std::ios::binary);
+    const Bytes bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    // The visitor's tensors are serialized anew: the testdata round-trips byte for byte
+    // (OnnxConformance), so they are the bytes the walk finds.
+    const ModelProto model = parse_model(bytes);
+    const std::optional<std::vector<SiteAndTensor>> walked = walked_sites(bytes);
+    ASSERT_TRUE(walked.has_value());
+    const std::vector<SiteAndTensor> visited = visited_sites(model);
+    EXPECT_EQ(*walked, visited);
+    with_tensors += !visited.empty();
+    sites += visited.size();
+  }
+  // Some 170 models hold initializers or Constant nodes (381 tensors in all).
+  EXPECT_GT(with_tensors, 100u);
+  EXPECT_GT(sites, with_tensors);
+}
+
+TEST(ModelParts, TheWalkAndTheVisitorAgreeOnTensorsEverywhere) {
+  const ModelProto model = test_support::model_with_tensors_everywhere();
+  const std::optional<std::vector<SiteAndTensor>> walked = walked_sites(serialize_model(model));
+  ASSERT_TRUE(walked.has_value());
+  const std::vector<SiteAndTensor> visited = visited_sites(model);
+  EXPECT_EQ(*walked, visited);
+  // Sparse parts and attribute lists too, in functions and training graphs as well.
+  std::set<TensorPlace> places;
+  std::set<std::string> roots;
+  for (const SiteAndTensor& site : visited) {
+    places.insert(site.place);
+    roots.insert(site.path.substr(0, site.path.find_first_of("/[")));
+  }
+  for (const TensorPlace place :
+       {TensorPlace::kInitializer, TensorPlace::kSparseInitializerIndices,
+        TensorPlace::kAttributeTensor, TensorPlace::kAttributeTensors,
+        TensorPlace::kAttributeSparseTensorValues, TensorPlace::kAttributeSparseTensorIndices}) {
+    EXPECT_EQ(places.count(place), 1u) << static_cast<int>(place);
+  }
+  EXPECT_EQ(roots, (std::set<std::string>{"graph", "training_info", "functions"}));
+}
+
+// Where the bytes give fields in an order of their own, the walk follows the bytes and still
+// names each tensor by its index among its field's occurrences, as a parse would.
+TEST(ModelParts, TheWalkNamesInterleavedFieldsByTheirIndex) {
+  const Bytes first = serialize_message(raw_tensor("a", TensorProto::kFloat, {2}, 1));
+  const Bytes second = serialize_message(raw_tensor("b", TensorProto::kFloat, {2}, 2));
+  NodeProto node;
+  node.attribute.push_back(
+      test_support::tensor_attribute("value", raw_tensor("c", TensorProto::kFloat, {2}, 3)));
+  const Bytes graph =
+      concat({field(5, first), field(1, serialize_message(node)), field(5, second)});
+  const Bytes bytes = field(7, graph);
+  const std::optional<std::vector<SiteAndTensor>> walked = walked_sites(bytes);
+  ASSERT_TRUE(walked.has_value());
+  std::vector<std::string> paths;
+  for (const SiteAndTensor& site : *walked) paths.push_back(site.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"graph/initializer[0]", "graph/node[0]/attribute[0]/t",
+                                             "graph/initializer[1]"}));
+  // The parsed model has the same tensors at the same sites, in field order.
+  std::vector<std::string> visited;
+  for_each_tensor(parse_model(bytes), [&](const TensorProto&, const TensorSite& site) {
+    visited.emplace_back(site.path);
+  });
+  std::sort(paths.begin(), paths.end());
+  std::sort(visited.begin(), visited.end());
+  EXPECT_EQ(paths, visited);
 }
 
 }  // namespace

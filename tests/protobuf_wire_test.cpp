@@ -276,6 +276,106 @@ TEST(WireReader, RejectsBrokenGroups) {
             std::string::npos);
 }
 
+// skip_value reports a malformed value exactly as reading it would: the same message at the
+// same offset (both go through scan_value).
+TEST(WireReader, SkippingAMalformedValueFailsAsReadingItDoes) {
+  struct Case {
+    WireType type;
+    Bytes value;
+  };
+  const std::vector<Case> cases = {
+      {WireType::kVarint, {0x80, 0x80}},     // Truncated.
+      {WireType::kVarint, Bytes(11, 0x80)},  // Eleven bytes.
+      {WireType::kVarint, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02}},
+      {WireType::kFixed64, {1, 2, 3, 4, 5, 6, 7}},     // One byte short.
+      {WireType::kFixed32, {1, 2, 3}},                 // One byte short.
+      {WireType::kLengthDelimited, {0x05, 'a', 'b'}},  // Length past the end.
+      {WireType::kLengthDelimited, {0x80}},            // Truncated length.
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(to_string(c.type)) + ", " + std::to_string(c.value.size()) + " bytes");
+    Bytes input = {static_cast<std::uint8_t>(make_tag(3, c.type))};
+    input.insert(input.end(), c.value.begin(), c.value.end());
+    WireReader skipping(input, "in.pb", 100);
+    const FieldTag tag = skipping.read_tag("M");
+    const std::string skipped = error_of(ErrorCode::kCorrupt, [&] {
+      skipping.skip_value(tag, {"M", "f"});
+    });
+    WireReader reading(input, "in.pb", 100);
+    reading.read_tag("M");
+    const std::string read = error_of(ErrorCode::kCorrupt, [&] {
+      const WireContext where("M", "f");
+      switch (c.type) {
+        case WireType::kVarint:
+          reading.read_varint(where);
+          break;
+        case WireType::kFixed64:
+          reading.read_fixed64(where);
+          break;
+        case WireType::kFixed32:
+          reading.read_fixed32(where);
+          break;
+        default:
+          reading.read_length_delimited(where);
+          break;
+      }
+    });
+    EXPECT_EQ(skipped, read);
+    EXPECT_NE(skipped.find("in.pb: offset 101: M.f: "), std::string::npos) << skipped;
+  }
+}
+
+TEST(ScanField, FindsTheEndOfEveryWireTypeWithoutThrowing) {
+  // field 1 varint 150, field 2 fixed64, field 3 "abc", field 4 fixed32.
+  const Bytes input = {0x08, 0x96, 0x01, 0x11, 1,   2,   3,    4, 5, 6, 7,
+                       8,    0x1a, 0x03, 'a',  'b', 'c', 0x25, 9, 8, 7, 6};
+  const std::uint8_t* p = input.data();
+  const std::uint8_t* const end = p + input.size();
+  std::vector<std::size_t> ends;
+  std::vector<std::uint32_t> numbers;
+  while (p < end) {
+    const ScannedField field = scan_field(p, end);
+    ASSERT_EQ(field.value.status, ScanStatus::kOk);
+    numbers.push_back(field.tag.number);
+    if (field.tag.type == WireType::kLengthDelimited) {
+      EXPECT_EQ(std::string(field.value.payload().begin(), field.value.payload().end()), "abc");
+    }
+    p = field.value.next;
+    ends.push_back(static_cast<std::size_t>(p - input.data()));
+  }
+  EXPECT_EQ(numbers, (std::vector<std::uint32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(ends, (std::vector<std::size_t>{3, 12, 17, 22}));
+}
+
+TEST(ScanField, SaysWhatIsWrongWhereItStarts) {
+  struct Case {
+    Bytes field;
+    ScanStatus status;
+    VarintStatus varint;
+  };
+  const std::vector<Case> cases = {
+      {{0x80}, ScanStatus::kBadVarint, VarintStatus::kTruncated},          // The tag.
+      {{0x00, 0x01}, ScanStatus::kBadTag, VarintStatus::kOk},              // Field 0.
+      {{0x0e, 0x01}, ScanStatus::kBadTag, VarintStatus::kOk},              // Wire type 6.
+      {{0x08, 0xff}, ScanStatus::kBadVarint, VarintStatus::kTruncated},    // The value.
+      {{0x11, 1, 2}, ScanStatus::kShort, VarintStatus::kOk},               // fixed64.
+      {{0x15, 1, 2}, ScanStatus::kShort, VarintStatus::kOk},               // fixed32.
+      {{0x0a, 0x03, 'a'}, ScanStatus::kLengthPastEnd, VarintStatus::kOk},  // Length 3 of 1.
+      {{0x0b, 0x0c}, ScanStatus::kGroup, VarintStatus::kOk},               // Start-group.
+      {{0x0c}, ScanStatus::kGroup, VarintStatus::kOk},                     // End-group.
+  };
+  for (const Case& c : cases) {
+    const ScannedField field = scan_field(c.field.data(), c.field.data() + c.field.size());
+    EXPECT_EQ(field.value.status, c.status) << c.field.size() << " bytes from " << int{c.field[0]};
+    EXPECT_EQ(field.value.varint, c.varint) << int{c.field[0]};
+  }
+  // A length past the end is told with the length and where the payload would start.
+  const Bytes past = {0x0a, 0x03, 'a'};
+  const ScannedField field = scan_field(past.data(), past.data() + past.size());
+  EXPECT_EQ(field.value.length, 3u);
+  EXPECT_EQ(field.value.next, past.data() + 2);
+}
+
 // Records each write separately so tests can see which bytes bypassed the buffer.
 class RecordingSink final : public ByteSink {
  public:

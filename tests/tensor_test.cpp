@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -702,6 +704,70 @@ TEST(ForEachTensor, TheVisitorMayChangeTensors) {
   for_each_tensor(model, [](const TensorProto& tensor, const TensorSite&) {
     EXPECT_EQ(tensor.doc_string, "x");
   });
+}
+
+// Every site path for_each_tensor gives is a way through the table of tensor sites: from
+// ModelProto, one row per segment ("name[i]" exactly for repeated rows), ending at a TensorProto,
+// and the site's place is the one the rows on the way give.
+TEST(TensorSiteTable, EverySitePathIsAWayThroughTheTable) {
+  const std::span<const TensorSiteField> table = tensor_site_fields();
+  const auto row = [&](SiteMessage parent, std::string_view name) -> const TensorSiteField* {
+    for (const TensorSiteField& field : table) {
+      if (field.parent == parent && field.name == name) return &field;
+    }
+    return nullptr;
+  };
+  const ModelProto model = tensor_in_every_place();
+  std::size_t checked = 0;
+  for_each_tensor(model, [&](const TensorProto&, const TensorSite& site) {
+    SCOPED_TRACE(std::string(site.path));
+    SiteMessage at = SiteMessage::kModel;
+    TensorPlace place{};
+    TensorPlace sparse_values{};
+    std::string_view rest = site.path;
+    while (!rest.empty()) {
+      const std::string_view segment = rest.substr(0, rest.find('/'));
+      rest.remove_prefix(std::min(rest.size(), segment.size() + 1));
+      const bool indexed = segment.back() == ']';
+      const TensorSiteField* const field = row(at, segment.substr(0, segment.find('[')));
+      ASSERT_NE(field, nullptr) << segment << " is no field of " << site_message_name(at);
+      EXPECT_EQ(field->repeated, indexed) << segment;
+      if (field->child == SiteMessage::kSparseTensor) sparse_values = field->place;
+      place = field->parent == SiteMessage::kSparseTensor
+                  ? static_cast<TensorPlace>(
+                        static_cast<int>(sparse_values) + static_cast<int>(field->place) -
+                        static_cast<int>(TensorPlace::kSparseInitializerValues))
+                  : field->place;
+      at = field->child;
+    }
+    EXPECT_EQ(at, SiteMessage::kTensor);
+    EXPECT_EQ(place, site.place);
+    ++checked;
+  });
+  EXPECT_EQ(checked, 16u);
+}
+
+// The table is grouped by parent in SiteMessage order, each parent's fields by number (the
+// order for_each_tensor visits in), and every message on the way is reached from ModelProto
+// before its own fields.
+TEST(TensorSiteTable, GroupedReachableAndNamed) {
+  const std::span<const TensorSiteField> table = tensor_site_fields();
+  ASSERT_FALSE(table.empty());
+  std::set<SiteMessage> reached = {SiteMessage::kModel};
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (i != 0) {
+      EXPECT_TRUE(table[i - 1].parent < table[i].parent ||
+                  (table[i - 1].parent == table[i].parent && table[i - 1].number < table[i].number))
+          << table[i].name;
+    }
+    EXPECT_EQ(reached.count(table[i].parent), 1u) << table[i].name;
+    reached.insert(table[i].child);
+  }
+  EXPECT_EQ(reached.size(), 8u);  // Every SiteMessage, TensorProto included.
+  EXPECT_EQ(site_message_name(SiteMessage::kModel), "ModelProto");
+  EXPECT_EQ(site_message_name(SiteMessage::kSparseTensor), "SparseTensorProto");
+  EXPECT_EQ(site_message_name(SiteMessage::kTrainingInfo), "TrainingInfoProto");
+  EXPECT_EQ(site_message_name(SiteMessage::kTensor), "TensorProto");
 }
 
 // --- Consolidation ---

@@ -136,6 +136,104 @@ inline std::uint8_t* store_fixed64(std::uint64_t value, std::uint8_t* out) noexc
   return out + sizeof value;
 }
 
+// --- Scanning fields without throwing ---
+//
+// Where a field or a value ends, for code that steps over bytes and decides for itself what a
+// fault means (the codec's look-ahead, the model splitter). WireReader reads through the same
+// functions and reports each fault as an error.
+
+enum class ScanStatus : std::uint8_t {
+  kOk,
+  kBadVarint,      // The tag, a varint value or a length is malformed: `varint` says how.
+  kBadTag,         // Field number 0 or above kMaxFieldNumber, or wire type 6 or 7.
+  kShort,          // Fewer bytes remain than a fixed32 / fixed64 value needs.
+  kLengthPastEnd,  // A length beyond the bytes that remain.
+  kGroup,          // A start-group or end-group tag: WireReader::skip_value skips groups.
+};
+
+struct ScannedValue {
+  // kOk: past the value. kLengthPastEnd: past the length. Otherwise where the fault starts.
+  const std::uint8_t* next = nullptr;
+  std::uint64_t length = 0;  // A length-delimited value's length (also when kLengthPastEnd).
+  ScanStatus status = ScanStatus::kOk;
+  VarintStatus varint = VarintStatus::kOk;  // When kBadVarint.
+
+  // A length-delimited value's payload; meaningful only when status is kOk.
+  ByteSpan payload() const noexcept {
+    return ByteSpan(next - length, static_cast<std::size_t>(length));
+  }
+};
+
+// The value of wire type `type` at `p`, reading nothing at or past `end`.
+inline ScannedValue scan_value(WireType type, const std::uint8_t* p,
+                               const std::uint8_t* end) noexcept {
+  switch (type) {
+    case WireType::kVarint: {
+      const DecodedVarint value = decode_varint(p, end);
+      if (value.status != VarintStatus::kOk) {
+        return {p, 0, ScanStatus::kBadVarint, value.status};
+      }
+      return {value.next};
+    }
+    case WireType::kFixed64:
+      if (end - p < 8) return {p, 0, ScanStatus::kShort};
+      return {p + 8};
+    case WireType::kLengthDelimited: {
+      const DecodedVarint length = decode_varint(p, end);
+      if (length.status != VarintStatus::kOk) {
+        return {p, 0, ScanStatus::kBadVarint, length.status};
+      }
+      if (length.value > static_cast<std::uint64_t>(end - length.next)) {
+        return {length.next, length.value, ScanStatus::kLengthPastEnd};
+      }
+      return {length.next + length.value, length.value};
+    }
+    case WireType::kFixed32:
+      if (end - p < 4) return {p, 0, ScanStatus::kShort};
+      return {p + 4};
+    case WireType::kStartGroup:
+    case WireType::kEndGroup:
+      break;
+  }
+  return {p, 0, ScanStatus::kGroup};
+}
+
+struct ScannedTag {
+  std::uint64_t number = 0;             // The field number and wire type, also when kBadTag (for
+  std::uint8_t type = 0;                // messages).
+  ScanStatus status = ScanStatus::kOk;  // kOk, kBadVarint or kBadTag.
+  VarintStatus varint = VarintStatus::kOk;  // When kBadVarint.
+  const std::uint8_t* next = nullptr;       // Past the tag, when kOk.
+
+  FieldTag field_tag() const noexcept {
+    return {static_cast<std::uint32_t>(number), static_cast<WireType>(type)};
+  }
+};
+
+// The tag at `p`: a varint of field number 1..kMaxFieldNumber and wire type 0..5.
+inline ScannedTag scan_tag(const std::uint8_t* p, const std::uint8_t* end) noexcept {
+  const DecodedVarint tag = decode_varint(p, end);
+  if (tag.status != VarintStatus::kOk) return {0, 0, ScanStatus::kBadVarint, tag.status};
+  const std::uint64_t number = tag.value >> 3;
+  const auto type = static_cast<std::uint8_t>(tag.value & 7);
+  if (number == 0 || number > kMaxFieldNumber || type > 5) {
+    return {number, type, ScanStatus::kBadTag};
+  }
+  return {number, type, ScanStatus::kOk, VarintStatus::kOk, tag.next};
+}
+
+struct ScannedField {
+  FieldTag tag;
+  ScannedValue value;  // Its status is the field's: a bad tag included.
+};
+
+// The whole field at `p`, tag and value; groups give kGroup.
+inline ScannedField scan_field(const std::uint8_t* p, const std::uint8_t* end) noexcept {
+  const ScannedTag tag = scan_tag(p, end);
+  if (tag.status != ScanStatus::kOk) return {{}, {p, 0, tag.status, tag.varint}};
+  return {tag.field_tag(), scan_value(tag.field_tag().type, tag.next, end)};
+}
+
 // Names the thing being read in error messages: a message and optionally one of its fields,
 // joined as "TensorProto.dims". Both views must outlive the call (string literals, typically).
 struct WireContext {
@@ -218,7 +316,7 @@ class WireReader final {
   ByteSpan read_length_delimited(const WireContext& where) {
     const std::uint8_t* const start = p_;
     const std::uint64_t length = read_varint(where);
-    if (length > remaining()) fail_length(start, length, where);
+    if (length > remaining()) fail_length(start, length, remaining(), where);
     const ByteSpan bytes(p_, static_cast<std::size_t>(length));
     p_ += length;
     return bytes;
@@ -242,10 +340,14 @@ class WireReader final {
 
  private:
   FieldTag read_tag_slow(const WireContext& where);
+  void skip_group(FieldTag tag, const WireContext& where, std::uint32_t max_group_depth);
   [[noreturn]] void fail_varint(VarintStatus status, const WireContext& where) const;
   [[noreturn]] void fail_short(std::uint64_t wanted, const WireContext& where) const;
   [[noreturn]] void fail_length(const std::uint8_t* length_at, std::uint64_t length,
-                                const WireContext& where) const;
+                                std::uint64_t remaining, const WireContext& where) const;
+  // Why scan_value refused the value of `type` at the reader's position.
+  [[noreturn]] void fail_scan(const ScannedValue& value, WireType type,
+                              const WireContext& where) const;
 
   const std::uint8_t* p_;
   const std::uint8_t* end_;

@@ -129,6 +129,8 @@ std::string payload_problem(const TensorProto& tensor);
 
 // --- Finding every tensor ---
 
+// The field a tensor sits in. A sparse tensor's values place is always followed by its indices
+// place.
 enum class TensorPlace : std::uint8_t {
   kInitializer,                    // GraphProto.initializer[i]
   kSparseInitializerValues,        // GraphProto.sparse_initializer[i].values
@@ -148,6 +150,41 @@ struct TensorSite {
   TensorPlace place;
   std::string_view path;
 };
+
+// The messages on the way from a ModelProto to its tensors.
+enum class SiteMessage : std::uint8_t {
+  kModel,
+  kGraph,
+  kNode,
+  kAttribute,
+  kSparseTensor,
+  kFunction,
+  kTrainingInfo,
+  kTensor,  // Where every way ends.
+};
+// onnx.proto's name of the message: "ModelProto", "GraphProto", ... "TensorProto".
+std::string_view site_message_name(SiteMessage message) noexcept;
+
+// One field of the table of tensor sites: a field of `parent` that leads to a `child` on the way
+// to tensors. A TensorSite path is the names of the fields taken, "name[i]" for a repeated one.
+struct TensorSiteField {
+  SiteMessage parent;
+  std::uint32_t number;   // onnx.proto's field number.
+  std::string_view name;  // onnx.proto's field name.
+  SiteMessage child;
+  bool repeated;
+  // Where the tensors the field leads to sit: for a field to a TensorProto, their place; for a
+  // field to a SparseTensorProto, the place of its values (its indices take the next one).
+  // SparseTensorProto's own fields give the places of a sparse initializer's values and indices,
+  // to be shifted like the field that led to the sparse tensor. Unused on other fields.
+  TensorPlace place;
+};
+
+// Every field on the way to a tensor, grouped by parent in SiteMessage order, each parent's in
+// field-number order: the order for_each_tensor visits them in. for_each_tensor, the walk over
+// a model's serialized bytes (for the properties edit) and the Python package's walk over
+// onnx.ModelProto all follow this table.
+std::span<const TensorSiteField> tensor_site_fields() noexcept;
 
 using TensorVisitor = std::function<void(TensorProto&, const TensorSite&)>;
 using ConstTensorVisitor = std::function<void(const TensorProto&, const TensorSite&)>;

@@ -127,7 +127,7 @@ def _finish_streaming(writer: Any, model: onnx.ModelProto, threshold: int, dedup
     swapped: List[Tuple[onnx.TensorProto, bytes]] = []
     written: Dict[Tuple[int, bytes], Tuple[str, int]] = {}
     try:
-        for tensor, in_sparse in list(model_tensors(model)):
+        for tensor, _, in_sparse in list(model_tensors(model)):
             # ByteSize() bounds the payload from above for every form but tiny varints; a
             # tensor skipped here is one finish() externalizes itself if it reaches threshold.
             if in_sparse or tensor.data_location == onnx.TensorProto.EXTERNAL:
@@ -163,7 +163,7 @@ def _finish_streaming(writer: Any, model: onnx.ModelProto, threshold: int, dedup
 
 def _tensor_objects(model: onnx.ModelProto) -> List[onnx.TensorProto]:
     """The tensors whose raw_data the C++ bridge may read in place (python/src/protobuf_bridge.h)."""
-    return [tensor for tensor, _ in model_tensors(model)]
+    return [found.tensor for found in model_tensors(model)]
 
 
 def _parse_stored_model(model_bytes: bytes, path: str) -> onnx.ModelProto:
@@ -255,7 +255,7 @@ def load(path: PathLike, *, load_external_data: bool = True) -> onnx.ModelProto:
             index: Dict[str, int] = {}
             for i, info in enumerate(archive.tensors()):
                 index.setdefault(info[1], i)
-            for tensor, _ in model_tensors(model):
+            for tensor, _, _ in model_tensors(model):
                 if tensor.data_location != onnx.TensorProto.EXTERNAL:
                     continue
                 tensor.raw_data = archive.payload(index[_location(tensor)])

@@ -1,62 +1,81 @@
-"""Every TensorProto of an onnx.ModelProto, wherever it sits (the C++ for_each_tensor's order)."""
+"""Every TensorProto of an onnx.ModelProto, wherever it sits, and its site.
+
+The walk follows the C++ library's table of tensor sites (``_onnxzip.tensor_sites()``, from
+src/onnx/tensor_sites.h) by its field names, so it visits what the C++ ``for_each_tensor`` visits,
+in the same order, and names each tensor by the same site path: "graph/initializer[3]",
+"graph/node[0]/attribute[1]/t", "functions[0]/attribute_proto[2]/tensors[0]",
+"graph/sparse_initializer[0]/values" -- the fields taken from the model, joined by "/", with the
+index of each repeated one. A field the installed onnx does not know (FunctionProto.attribute_proto
+before onnx 1.13) is not walked: protobuf keeps it among the message's unknown fields, where only
+the C++ library sees its tensors.
+"""
 
 from __future__ import annotations
 
-from typing import Iterator, Tuple
+from typing import Any, Dict, Iterator, List, NamedTuple, Tuple
 
 import onnx
 
+from . import _onnxzip
 
-def _attribute_tensors(attribute: onnx.AttributeProto) -> Iterator[Tuple[onnx.TensorProto, bool]]:
-    # Fields are read whatever `type` says: a model that mislabels an attribute still carries
-    # the tensors, and the C++ reader checks them all.
-    if attribute.HasField("t"):
-        yield attribute.t, False
-    for tensor in attribute.tensors:
-        yield tensor, False
-    if attribute.HasField("sparse_tensor"):
-        yield from _sparse(attribute.sparse_tensor)
-    for sparse in attribute.sparse_tensors:
-        yield from _sparse(sparse)
-    if attribute.HasField("g"):
-        yield from graph_tensors(attribute.g)
-    for graph in attribute.graphs:
-        yield from graph_tensors(graph)
+_TENSOR = "TensorProto"
+_SPARSE_TENSOR = "SparseTensorProto"
 
 
-def _sparse(sparse: onnx.SparseTensorProto) -> Iterator[Tuple[onnx.TensorProto, bool]]:
-    if sparse.HasField("values"):
-        yield sparse.values, True
-    if sparse.HasField("indices"):
-        yield sparse.indices, True
+class TensorAtSite(NamedTuple):
+    """A tensor of a model, where it sits, and whether it is a sparse tensor's values or indices."""
+    tensor: onnx.TensorProto
+    site: str
+    is_sparse_part: bool
 
 
-def _nodes(nodes) -> Iterator[Tuple[onnx.TensorProto, bool]]:
-    for node in nodes:
-        for attribute in node.attribute:
-            yield from _attribute_tensors(attribute)
+# Per message name: (field name, child message name, repeated) for each field on the way to
+# tensors, in the table's order, without the fields the installed onnx does not know.
+_Rows = Dict[str, List[Tuple[str, str, bool]]]
+_ROWS: _Rows = {}
 
 
-def graph_tensors(graph: onnx.GraphProto) -> Iterator[Tuple[onnx.TensorProto, bool]]:
-    """(tensor, is_part_of_a_sparse_tensor) for every tensor of `graph` and its subgraphs."""
-    for tensor in graph.initializer:
-        yield tensor, False
-    for sparse in graph.sparse_initializer:
-        yield from _sparse(sparse)
-    yield from _nodes(graph.node)
+def _rows() -> _Rows:
+    if not _ROWS:
+        for field in _onnxzip.tensor_sites():
+            if field.name in getattr(onnx, field.parent).DESCRIPTOR.fields_by_name:
+                _ROWS.setdefault(field.parent, []).append((field.name, field.child, field.repeated))
+    return _ROWS
 
 
-def model_tensors(model: onnx.ModelProto) -> Iterator[Tuple[onnx.TensorProto, bool]]:
-    """(tensor, is_part_of_a_sparse_tensor) for every tensor of `model`: the graph, its subgraphs
-    at any depth, the functions (node attributes and attribute defaults) and the training info."""
-    if model.HasField("graph"):
-        yield from graph_tensors(model.graph)
-    for function in model.functions:
-        yield from _nodes(function.node)
-        for attribute in getattr(function, "attribute_proto", ()):  # onnx >= 1.13
-            yield from _attribute_tensors(attribute)
-    for info in model.training_info:
-        if info.HasField("initialization"):
-            yield from graph_tensors(info.initialization)
-        if info.HasField("algorithm"):
-            yield from graph_tensors(info.algorithm)
+def _collect(message: Any, kind: str, prefix: str, rows: _Rows, out: List[TensorAtSite]) -> None:
+    # Fields are read whatever an attribute's `type` says: a model that mislabels an attribute
+    # still carries the tensors, and the C++ reader checks them all. A list, not a generator per
+    # message: a graph's nodes hold few tensors, and generators cost more than the walk itself.
+    in_sparse = kind == _SPARSE_TENSOR
+    for name, child, repeated in rows.get(kind, ()):
+        if repeated:
+            items = getattr(message, name)
+            if not items:
+                continue
+            if child == _TENSOR:
+                for index, item in enumerate(items):
+                    out.append(TensorAtSite(item, f"{prefix}{name}[{index}]", in_sparse))
+            else:
+                for index, item in enumerate(items):
+                    _collect(item, child, f"{prefix}{name}[{index}]/", rows, out)
+        elif message.HasField(name):
+            if child == _TENSOR:
+                out.append(TensorAtSite(getattr(message, name), prefix + name, in_sparse))
+            else:
+                _collect(getattr(message, name), child, prefix + name + "/", rows, out)
+
+
+def model_tensors(model: onnx.ModelProto) -> Iterator[TensorAtSite]:
+    """(tensor, site, is_sparse_part) for every tensor of `model`: the graph, its subgraphs at any
+    depth, the functions (node attributes and attribute defaults) and the training info."""
+    out: List[TensorAtSite] = []
+    _collect(model, "ModelProto", "", _rows(), out)
+    return iter(out)
+
+
+def graph_tensors(graph: onnx.GraphProto) -> Iterator[TensorAtSite]:
+    """The same for a graph and its subgraphs; sites start below the graph ("initializer[0]")."""
+    out: List[TensorAtSite] = []
+    _collect(graph, "GraphProto", "", _rows(), out)
+    return iter(out)

@@ -20,6 +20,16 @@ def edit_model(path: str, change: Callable[[bytes], Buffer], compact: bool,
 def write_view_model(archive_path: str, view_path: str) -> None: ...
 def data_type_name(data_type: int) -> str: ...
 def element_bits(data_type: int) -> int: ...
+def tensor_sites() -> List[TensorSiteField]: ...
+def tensor_site_paths(model_bytes: Buffer) -> List[str]: ...
+
+class TensorSiteField:
+    """A row of the table of tensor sites: a field of `parent` leading to `child`."""
+    parent: str
+    number: int
+    name: str
+    child: str
+    repeated: bool
 
 class Archive:
     closed: bool

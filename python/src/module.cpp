@@ -424,6 +424,39 @@ py::tuple edit_model(const std::filesystem::path& path, const py::function& chan
   return edit_result(result);
 }
 
+// One row of the table of tensor sites (tensor.h), for onnxzip._model_walk, which walks an
+// onnx.ModelProto by these field names.
+struct SiteField {
+  std::string parent;  // onnx.proto's message names: "GraphProto", ... "TensorProto".
+  std::uint32_t number;
+  std::string name;
+  std::string child;
+  bool repeated;
+};
+
+std::vector<SiteField> tensor_sites() {
+  std::vector<SiteField> fields;
+  for (const onnxzip::TensorSiteField& field : onnxzip::tensor_site_fields()) {
+    fields.push_back({std::string(onnxzip::site_message_name(field.parent)), field.number,
+                      std::string(field.name), std::string(onnxzip::site_message_name(field.child)),
+                      field.repeated});
+  }
+  return fields;
+}
+
+// The site of every tensor of a serialized model, in for_each_tensor's order.
+std::vector<std::string> tensor_site_paths(const py::handle model_bytes) {
+  const HeldBuffer buffer(model_bytes);
+  std::vector<std::string> paths;
+  const py::gil_scoped_release unlocked;
+  const onnxzip::ModelProto model = parse_borrowed(buffer.span());
+  onnxzip::for_each_tensor(model,
+                           [&](const onnxzip::TensorProto&, const onnxzip::TensorSite& site) {
+                             paths.emplace_back(site.path);
+                           });
+  return paths;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_onnxzip, m) {
@@ -482,6 +515,19 @@ PYBIND11_MODULE(_onnxzip, m) {
       [](const std::int32_t data_type) { return std::string(onnxzip::data_type_name(data_type)); },
       py::arg("data_type"));
   m.def("element_bits", &onnxzip::element_bits, py::arg("data_type"));
+  m.def("tensor_sites", &tensor_sites);
+  m.def("tensor_site_paths", &tensor_site_paths, py::arg("model_bytes"));
+
+  py::class_<SiteField>(m, "TensorSiteField")
+      .def_readonly("parent", &SiteField::parent)
+      .def_readonly("number", &SiteField::number)
+      .def_readonly("name", &SiteField::name)
+      .def_readonly("child", &SiteField::child)
+      .def_readonly("repeated", &SiteField::repeated)
+      .def("__repr__", [](const SiteField& f) {
+        return "TensorSiteField(" + f.parent + "." + f.name + " = " + std::to_string(f.number) +
+               " -> " + (f.repeated ? "repeated " : "") + f.child + ")";
+      });
 
   py::class_<PyArchive>(m, "Archive")
       .def(py::init<const std::filesystem::path&>(), py::arg("path"))

@@ -8,181 +8,129 @@
 
 #include "onnxzip/error.h"
 #include "onnxzip/protobuf_wire.h"
+#include "tensor_sites.h"
 
 namespace onnxzip::detail {
 namespace {
 
-using wire::decode_varint;
-using wire::DecodedVarint;
-using wire::VarintStatus;
+using wire::ScannedField;
+using wire::ScanStatus;
 using wire::WireType;
 
-// ModelProto's field numbers (onnx.proto) of the parts split_model keeps.
-constexpr std::uint32_t kGraphField = 7;
-constexpr std::uint32_t kTrainingInfoField = 20;
-constexpr std::uint32_t kFunctionsField = 25;
+constexpr SiteFieldRange kModelFields = site_fields_of(SiteMessage::kModel);
 
+// The row of `parent`'s fields in the table of tensor sites for field `number`, or null.
+const TensorSiteField* site_field(SiteMessage parent, std::uint32_t number) noexcept {
+  const SiteFieldRange range = site_fields_of(parent);
+  for (std::size_t i = range.first; i < range.first + range.count; ++i) {
+    if (kTensorSiteFields[i].number == number) return &kTensorSiteFields[i];
+  }
+  return nullptr;
+}
+
+// The model's fields that hold tensors: the graph, training_info and functions.
 bool is_kept(std::uint32_t number) noexcept {
-  return number == kGraphField || number == kTrainingInfoField || number == kFunctionsField;
+  return site_field(SiteMessage::kModel, number) != nullptr;
 }
 
-// One top-level field as the bytes give it: its number, wire type, where it ends and, when it is
-// length-delimited, its payload.
-struct WireField {
-  std::uint32_t number = 0;
-  std::uint8_t type = 0;
-  ByteSpan payload;
-  const std::uint8_t* end = nullptr;
-};
+// A whole field of wire type 0, 1, 2 or 5 (groups are rare enough in ONNX to leave to the full
+// parser).
+bool whole_field(const ScannedField& field) noexcept {
+  return field.value.status == ScanStatus::kOk;
+}
 
-// Reads the field at `p`; false when the bytes there are not a whole field of wire type 0, 1, 2
-// or 5 (groups are rare enough in ONNX to leave to the full parser).
-bool read_field(const std::uint8_t* p, const std::uint8_t* end, WireField& field) noexcept {
-  const DecodedVarint tag = decode_varint(p, end);
-  if (tag.status != VarintStatus::kOk) return false;
-  const std::uint64_t number = tag.value >> 3;
-  if (number == 0 || number > wire::kMaxFieldNumber) return false;
-  field.number = static_cast<std::uint32_t>(number);
-  field.type = static_cast<std::uint8_t>(tag.value & 7);
-  field.payload = {};
-  p = tag.next;
-  switch (static_cast<WireType>(field.type)) {
-    case WireType::kVarint: {
-      const DecodedVarint value = decode_varint(p, end);
-      if (value.status != VarintStatus::kOk) return false;
-      field.end = value.next;
-      return true;
-    }
-    case WireType::kFixed64:
-      if (end - p < 8) return false;
-      field.end = p + 8;
-      return true;
-    case WireType::kFixed32:
-      if (end - p < 4) return false;
-      field.end = p + 4;
-      return true;
-    case WireType::kLengthDelimited: {
-      const DecodedVarint length = decode_varint(p, end);
-      if (length.status != VarintStatus::kOk ||
-          length.value > static_cast<std::uint64_t>(end - length.next)) {
-        return false;
+// The most fields any message of the table has on the way to tensors.
+constexpr std::size_t kMaxSiteFields = [] {
+  std::size_t most = 0;
+  for (const SiteFieldRange& fields : kSiteFieldRanges) most = std::max(most, fields.count);
+  return most;
+}();
+
+static_assert(
+    [] {
+      for (const TensorSiteField& field : kTensorSiteFields) {
+        if (field.number >= 64) return false;
       }
-      field.payload = ByteSpan(length.next, static_cast<std::size_t>(length.value));
-      field.end = length.next + length.value;
       return true;
-    }
-    default:
-      return false;
+    }(),
+    "kSiteFieldMasks has a bit for fields 0 to 63");
+// Per message, bit n set when field n is on the way to tensors: most fields of the messages
+// walked (a node's inputs, outputs, name...) are not, and one test rules them out.
+constexpr std::array<std::uint64_t, kSiteMessageCount> kSiteFieldMasks = [] {
+  std::array<std::uint64_t, kSiteMessageCount> masks{};
+  for (const TensorSiteField& field : kTensorSiteFields) {
+    masks[static_cast<std::size_t>(field.parent)] |= std::uint64_t{1} << field.number;
   }
-}
+  return masks;
+}();
 
-// The messages on the way from a model's kept fields to its tensors, and where each leads
-// (onnx.proto field numbers; the TensorWalker of tensor.cpp follows the same fields).
-enum class Kind : std::uint8_t {
-  kGraph,
-  kNode,
-  kAttribute,
-  kSparse,
-  kTrainingInfo,
-  kFunction,
-  kTensor,  // Where a walk ends: the bytes go to the visitor.
-};
-
-struct Child {
-  std::uint32_t number;
-  Kind kind;
-  bool singular;  // Protobuf merges two occurrences into one message.
-};
-
-constexpr std::array kGraphChildren = {
-    Child{1, Kind::kNode, false},     // node
-    Child{5, Kind::kTensor, false},   // initializer
-    Child{15, Kind::kSparse, false},  // sparse_initializer
-};
-constexpr std::array kNodeChildren = {
-    Child{5, Kind::kAttribute, false},  // attribute
-};
-constexpr std::array kAttributeChildren = {
-    Child{5, Kind::kTensor, true},    // t
-    Child{6, Kind::kGraph, true},     // g
-    Child{10, Kind::kTensor, false},  // tensors
-    Child{11, Kind::kGraph, false},   // graphs
-    Child{22, Kind::kSparse, true},   // sparse_tensor
-    Child{23, Kind::kSparse, false},  // sparse_tensors
-};
-constexpr std::array kSparseChildren = {
-    Child{1, Kind::kTensor, true},  // values
-    Child{2, Kind::kTensor, true},  // indices
-};
-constexpr std::array kTrainingInfoChildren = {
-    Child{1, Kind::kGraph, true},  // initialization
-    Child{2, Kind::kGraph, true},  // algorithm
-};
-constexpr std::array kFunctionChildren = {
-    Child{7, Kind::kNode, false},        // node
-    Child{11, Kind::kAttribute, false},  // attribute_proto
-};
-
-std::span<const Child> children_of(Kind kind) noexcept {
-  switch (kind) {
-    case Kind::kGraph:
-      return kGraphChildren;
-    case Kind::kNode:
-      return kNodeChildren;
-    case Kind::kAttribute:
-      return kAttributeChildren;
-    case Kind::kSparse:
-      return kSparseChildren;
-    case Kind::kTrainingInfo:
-      return kTrainingInfoChildren;
-    case Kind::kFunction:
-      return kFunctionChildren;
-    case Kind::kTensor:
-      break;
-  }
-  return {};
-}
-
+// Walks serialized messages along the table of tensor sites, as for_each_tensor walks the
+// parsed ones, spelling the same site paths.
 class TensorFinder final {
  public:
-  TensorFinder(std::uint32_t max_depth, const std::function<void(ByteSpan)>& visit)
+  TensorFinder(std::uint32_t max_depth, const KeptTensorVisitor& visit)
       : max_depth_(max_depth), visit_(visit) {}
 
-  // Walks one message of `kind` at `depth`; false on anything split_model's contract leaves to
-  // the full parser.
-  bool message(ByteSpan bytes, Kind kind, std::uint32_t depth) {
+  // How often each of a message's fields has occurred: the index of the next occurrence.
+  using Occurrences = std::array<std::size_t, kMaxSiteFields>;
+
+  // Walks one `parent` message at `depth`; false on anything split_model's contract leaves to
+  // the full parser. `sparse_values`: as for take().
+  bool message(ByteSpan bytes, SiteMessage parent, std::uint32_t depth, TensorPlace sparse_values) {
     if (depth > max_depth_) return false;
-    const std::span<const Child> children = children_of(kind);
-    std::uint32_t singular_seen = 0;  // Bit i: children[i] met.
+    const SiteFieldRange fields = site_fields_of(parent);
+    const std::uint64_t mask = kSiteFieldMasks[static_cast<std::size_t>(parent)];
+    Occurrences seen{};
     const std::uint8_t* p = bytes.data();
     const std::uint8_t* const end = p + bytes.size();
     while (p < end) {
-      WireField field;
-      if (!read_field(p, end, field)) return false;
-      p = field.end;
-      for (std::size_t i = 0; i < children.size(); ++i) {
-        const Child& child = children[i];
-        if (child.number != field.number) continue;
-        if (field.type != static_cast<std::uint8_t>(WireType::kLengthDelimited)) return false;
-        if (child.singular) {
-          if ((singular_seen & (1U << i)) != 0) return false;
-          singular_seen |= 1U << i;
-        }
-        if (child.kind == Kind::kTensor) {
-          if (depth + 1 > max_depth_) return false;
-          visit_(field.payload);
-        } else if (!message(field.payload, child.kind, depth + 1)) {
-          return false;
-        }
+      const ScannedField field = wire::scan_field(p, end);
+      if (!whole_field(field)) return false;
+      p = field.value.next;
+      if (field.tag.number >= 64 || (mask & (std::uint64_t{1} << field.tag.number)) == 0) continue;
+      for (std::size_t i = 0; i < fields.count; ++i) {
+        const TensorSiteField& site = kTensorSiteFields[fields.first + i];
+        if (site.number != field.tag.number) continue;
+        if (field.tag.type != WireType::kLengthDelimited) return false;
+        if (!take(site, seen[i], field.value.payload(), depth, sparse_values)) return false;
         break;
       }
     }
     return true;
   }
 
+  // One occurrence of `site`, a field of a message at `depth`, whose payload is `payload`;
+  // `seen` counts the field's occurrences. `sparse_values` is the place of a sparse tensor's
+  // values, when the message is one.
+  bool take(const TensorSiteField& site, std::size_t& seen, ByteSpan payload, std::uint32_t depth,
+            TensorPlace sparse_values) {
+    // A singular message given twice: protobuf merges the two.
+    if (!site.repeated && seen != 0) return false;
+    const std::size_t index = seen++;
+    if (site.repeated) {
+      path_.push(site.name, index);
+    } else {
+      path_.push(site.name);
+    }
+    bool whole = true;
+    if (site.child != SiteMessage::kTensor) {
+      whole = message(payload, site.child, depth + 1, site.place);
+    } else if (depth + 1 > max_depth_) {
+      whole = false;
+    } else {
+      const TensorPlace place = site.parent == SiteMessage::kSparseTensor
+                                    ? sparse_part_place(sparse_values, site.place)
+                                    : site.place;
+      visit_(payload, TensorSite{place, path_.spell()});
+    }
+    path_.pop();
+    return whole;
+  }
+
  private:
   std::uint32_t max_depth_;
-  const std::function<void(ByteSpan)>& visit_;
+  const KeptTensorVisitor& visit_;
+  SitePath path_;
 };
 
 }  // namespace
@@ -193,20 +141,20 @@ SplitModel split_model(ByteSpan bytes, const ParseOptions& options, std::string_
   const std::uint8_t* p = bytes.data();
   const std::uint8_t* const end = p + bytes.size();
   while (p < end) {
-    WireField field;
-    if (!read_field(p, end, field)) {
+    const ScannedField field = wire::scan_field(p, end);
+    if (!whole_field(field)) {
       throw Error(ErrorCode::kCorrupt, std::string(source) +
                                            ": ModelProto: a malformed field at byte " +
                                            std::to_string(p - bytes.data()));
     }
-    if (is_kept(field.number) &&
-        field.type == static_cast<std::uint8_t>(WireType::kLengthDelimited)) {
-      split.kept.push_back(
-          {field.number, ByteSpan(p, static_cast<std::size_t>(field.end - p)), field.payload});
+    const std::uint8_t* const field_end = field.value.next;
+    if (is_kept(field.tag.number) && field.tag.type == WireType::kLengthDelimited) {
+      split.kept.push_back({field.tag.number, ByteSpan(p, static_cast<std::size_t>(field_end - p)),
+                            field.value.payload()});
     } else {
-      rest.insert(rest.end(), p, field.end);
+      rest.insert(rest.end(), p, field_end);
     }
-    p = field.end;
+    p = field_end;
   }
   split.properties = parse_model(ByteSpan(rest), options, source);
   return split;
@@ -238,13 +186,13 @@ OwnedBytes join_model(const ModelProto& properties, const std::vector<KeptField>
   const std::uint8_t* p = head.data();
   const std::uint8_t* const end = p + head.size();
   while (p < end) {
-    WireField field;
+    const ScannedField field = wire::scan_field(p, end);
     // Our own serialization: whole fields. Were it not, the rest goes out as it is.
-    const bool whole = read_field(p, end, field);
-    for (; whole && next != order.end() && (*next)->number < field.number; ++next) {
+    const bool whole = whole_field(field);
+    for (; whole && next != order.end() && (*next)->number < field.tag.number; ++next) {
       put((*next)->field.data(), (*next)->field.size());
     }
-    const std::uint8_t* const field_end = whole ? field.end : end;
+    const std::uint8_t* const field_end = whole ? field.value.next : end;
     put(p, static_cast<std::size_t>(field_end - p));
     p = field_end;
   }
@@ -253,28 +201,23 @@ OwnedBytes join_model(const ModelProto& properties, const std::vector<KeptField>
 }
 
 bool walk_kept_tensors(const std::vector<KeptField>& kept, std::uint32_t max_depth,
-                       const std::function<void(ByteSpan tensor)>& visit) {
+                       const KeptTensorVisitor& visit) {
   TensorFinder finder(max_depth, visit);
-  bool graph_seen = false;
+  // The kept fields are the model's (depth 1) fields on the way to tensors, in the bytes' order.
+  TensorFinder::Occurrences seen{};
   for (const KeptField& field : kept) {
-    switch (field.number) {
-      case kGraphField:
-        // Two graph fields merge into one graph.
-        if (graph_seen) return false;
-        graph_seen = true;
-        if (!finder.message(field.payload, Kind::kGraph, 2)) return false;
-        break;
-      case kTrainingInfoField:
-        if (!finder.message(field.payload, Kind::kTrainingInfo, 2)) return false;
-        break;
-      case kFunctionsField:
-        if (!finder.message(field.payload, Kind::kFunction, 2)) return false;
-        break;
-      default:
-        return false;
-    }
+    const TensorSiteField* const site = site_field(SiteMessage::kModel, field.number);
+    if (site == nullptr) return false;
+    const auto row = static_cast<std::size_t>(site - kTensorSiteFields) - kModelFields.first;
+    if (!finder.take(*site, seen[row], field.payload, 1, TensorPlace{})) return false;
   }
   return true;
+}
+
+bool walk_kept_tensors(const std::vector<KeptField>& kept, std::uint32_t max_depth,
+                       const std::function<void(ByteSpan tensor)>& visit) {
+  return walk_kept_tensors(kept, max_depth,
+                           [&](ByteSpan tensor, const TensorSite&) { visit(tensor); });
 }
 
 }  // namespace onnxzip::detail

@@ -19,6 +19,7 @@
 #include "onnxzip/bytes.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
+#include "onnxzip/tensor.h"
 
 namespace onnxzip::detail {
 
@@ -48,14 +49,20 @@ SplitModel split_model(ByteSpan bytes, const ParseOptions& options, std::string_
 // (Error(kInvalidArgument) otherwise): the kept fields are those.
 OwnedBytes join_model(const ModelProto& properties, const std::vector<KeptField>& kept);
 
+using KeptTensorVisitor = std::function<void(ByteSpan tensor, const TensorSite& site)>;
+
 // Calls `visit` with the serialized bytes of every TensorProto inside `kept` that
 // for_each_tensor would visit in the model they came from (initializers, sparse initializer
-// values and indices, attribute tensors, in subgraphs and functions at any depth), in the order of
-// the bytes. Returns true when it found them all unambiguously; false, possibly after some visits,
-// when the bytes are malformed, nest deeper than `max_depth` (the model counting as 1), or give a
-// singular message on the way to a tensor twice (protobuf merges the two: the tensors then differ
-// from their occurrences). A caller then parses the model whole, which reports the fault or
-// merges as protobuf does. `visit` may throw; the walk does not catch what it throws.
+// values and indices, attribute tensors, in subgraphs and functions at any depth), and the site
+// for_each_tensor would give it, in the order of the bytes. Returns true when it found them all
+// unambiguously; false, possibly after some visits, when the bytes are malformed, nest deeper
+// than `max_depth` (the model counting as 1), or give a singular message on the way to a tensor
+// twice (protobuf merges the two: the tensors then differ from their occurrences). A caller then
+// parses the model whole, which reports the fault or merges as protobuf does. `visit` may throw;
+// the walk does not catch what it throws.
+bool walk_kept_tensors(const std::vector<KeptField>& kept, std::uint32_t max_depth,
+                       const KeptTensorVisitor& visit);
+// The same, without the sites.
 bool walk_kept_tensors(const std::vector<KeptField>& kept, std::uint32_t max_depth,
                        const std::function<void(ByteSpan tensor)>& visit);
 

@@ -584,29 +584,28 @@ RunAhead count_run(const std::uint8_t* tag_at, const std::uint8_t* input_end) {
     return RunAhead{std::max<std::size_t>(count, 1), static_cast<std::size_t>(p - tag_at),
                     complete && p >= stop && stop != input_end};
   };
-  if (tag_size == 1 && static_cast<WireType>(wanted.value & 7) == WireType::kLengthDelimited) {
-    // The common case (strings and messages of fields 1 to 15), kept tight.
+  const auto type = static_cast<WireType>(wanted.value & 7);
+  // Steps over the element at `p` (its tag `tag_size` bytes long); false when it is cut short or
+  // malformed.
+  const auto step = [&](WireType value_type) {
+    const wire::ScannedValue value = wire::scan_value(value_type, p + tag_size, end);
+    if (value.status != wire::ScanStatus::kOk) return false;
+    ++count;
+    p = value.next;
+    return true;
+  };
+  if (tag_size == 1 && (type == WireType::kLengthDelimited || type == WireType::kVarint)) {
+    // The common cases, kept tight: strings and messages of fields 1 to 15, unpacked integers
+    // (dims, ints).
     const std::uint8_t tag = *tag_at;
-    while (p < stop && *p == tag) {
-      const wire::DecodedVarint length = wire::decode_varint(p + 1, end);
-      if (length.status != wire::VarintStatus::kOk ||
-          length.value > static_cast<std::uint64_t>(end - length.next)) {
-        return result(false);
+    if (type == WireType::kLengthDelimited) {
+      while (p < stop && *p == tag) {
+        if (!step(WireType::kLengthDelimited)) return result(false);
       }
-      ++count;
-      p = length.next + length.value;
-    }
-    return result(true);
-  }
-  if (tag_size == 1 && static_cast<WireType>(wanted.value & 7) == WireType::kVarint) {
-    // Unpacked integers (dims, ints).
-    const std::uint8_t tag = *tag_at;
-    while (p < stop && *p == tag) {
-      const std::uint8_t* q = p + 1;
-      while (q < end && *q >= 0x80) ++q;
-      if (q == end) return result(false);
-      ++count;
-      p = q + 1;
+    } else {
+      while (p < stop && *p == tag) {
+        if (!step(WireType::kVarint)) return result(false);
+      }
     }
     return result(true);
   }
@@ -617,37 +616,8 @@ RunAhead count_run(const std::uint8_t* tag_at, const std::uint8_t* input_end) {
     }
     return true;
   };
-  // Every step keeps p <= end: a value cut short ends the count.
   while (p<stop&& static_cast<std::size_t>(end - p)> tag_size && same_tag(p)) {
-    const std::uint8_t* q = p + tag_size;
-    switch (static_cast<WireType>(wanted.value & 7)) {
-      case WireType::kVarint:
-        while (q < end && *q >= 0x80) ++q;
-        if (q == end) return result(false);
-        ++q;
-        break;
-      case WireType::kFixed64:
-        if (end - q < 8) return result(false);
-        q += 8;
-        break;
-      case WireType::kLengthDelimited: {
-        const wire::DecodedVarint length = wire::decode_varint(q, end);
-        if (length.status != wire::VarintStatus::kOk ||
-            length.value > static_cast<std::uint64_t>(end - length.next)) {
-          return result(false);
-        }
-        q = length.next + length.value;
-        break;
-      }
-      case WireType::kFixed32:
-        if (end - q < 4) return result(false);
-        q += 4;
-        break;
-      default:
-        return result(false);
-    }
-    ++count;
-    p = q;
+    if (!step(type)) return result(false);
   }
   return result(true);
 }

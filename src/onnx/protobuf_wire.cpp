@@ -72,71 +72,81 @@ void WireReader::fail_short(std::uint64_t wanted, const WireContext& where) cons
 }
 
 void WireReader::fail_length(const std::uint8_t* length_at, std::uint64_t length,
-                             const WireContext& where) const {
+                             std::uint64_t remaining, const WireContext& where) const {
   fail(ErrorCode::kCorrupt, offset_of(length_at), where,
-       "length " + std::to_string(length) + " exceeds the " + std::to_string(remaining()) +
+       "length " + std::to_string(length) + " exceeds the " + std::to_string(remaining) +
            " bytes remaining");
 }
 
+void WireReader::fail_scan(const ScannedValue& value, WireType type,
+                           const WireContext& where) const {
+  switch (value.status) {
+    case ScanStatus::kBadVarint:
+      fail_varint(value.varint, where);
+    case ScanStatus::kShort:
+      fail_short(type == WireType::kFixed64 ? 8 : 4, where);
+    case ScanStatus::kLengthPastEnd:
+      fail_length(p_, value.length, static_cast<std::uint64_t>(end_ - value.next), where);
+    case ScanStatus::kOk:
+    case ScanStatus::kBadTag:
+    case ScanStatus::kGroup:
+      break;
+  }
+  fail(ErrorCode::kCorrupt, offset(), where, "malformed value");  // Callers pass no other.
+}
+
 FieldTag WireReader::read_tag_slow(const WireContext& where) {
-  const std::uint8_t* const start = p_;
-  const std::uint64_t tag = read_varint(where);
-  const std::uint64_t number = tag >> 3;
-  const auto type = static_cast<std::uint8_t>(tag & 7);
-  if (number == 0 || number > kMaxFieldNumber) {
-    fail(ErrorCode::kCorrupt, offset_of(start), where,
-         "invalid field number " + std::to_string(number) + " in tag");
+  const ScannedTag tag = scan_tag(p_, end_);
+  if (tag.status == ScanStatus::kBadVarint) fail_varint(tag.varint, where);
+  if (tag.status == ScanStatus::kBadTag) {
+    if (tag.number == 0 || tag.number > kMaxFieldNumber) {
+      fail(ErrorCode::kCorrupt, offset(), where,
+           "invalid field number " + std::to_string(tag.number) + " in tag");
+    }
+    fail(ErrorCode::kCorrupt, offset(), where,
+         "invalid wire type " + std::to_string(tag.type) + " in tag of field " +
+             std::to_string(tag.number));
   }
-  if (type > 5) {
-    fail(
-        ErrorCode::kCorrupt, offset_of(start), where,
-        "invalid wire type " + std::to_string(type) + " in tag of field " + std::to_string(number));
-  }
-  return {static_cast<std::uint32_t>(number), static_cast<WireType>(type)};
+  p_ = tag.next;
+  return tag.field_tag();
 }
 
 void WireReader::skip_value(FieldTag tag, const WireContext& where, std::uint32_t max_group_depth) {
-  switch (tag.type) {
-    case WireType::kVarint:
-      read_varint(where);
-      return;
-    case WireType::kFixed64:
-      read_fixed64(where);
-      return;
-    case WireType::kLengthDelimited:
-      read_length_delimited(where);
-      return;
-    case WireType::kFixed32:
-      read_fixed32(where);
-      return;
-    case WireType::kStartGroup: {
-      const std::uint8_t* const group_start = p_;
-      if (max_group_depth == 0) {
-        fail(ErrorCode::kLimitExceeded, offset(), where, "groups nested too deeply");
-      }
-      while (true) {
-        if (at_end()) {
-          fail(ErrorCode::kCorrupt, offset_of(group_start), where,
-               "group of field " + std::to_string(tag.number) + " has no end-group tag");
-        }
-        const std::uint8_t* const inner_start = p_;
-        const FieldTag inner = read_tag(where);
-        if (inner.type == WireType::kEndGroup) {
-          if (inner.number != tag.number) {
-            fail(ErrorCode::kCorrupt, offset_of(inner_start), where,
-                 "end-group tag of field " + std::to_string(inner.number) +
-                     " closes the group of field " + std::to_string(tag.number));
-          }
-          return;
-        }
-        skip_value(inner, where, max_group_depth - 1);
-      }
-    }
-    case WireType::kEndGroup:
-      break;
+  if (tag.type == WireType::kStartGroup) {
+    skip_group(tag, where, max_group_depth);
+    return;
   }
-  fail(ErrorCode::kCorrupt, offset(), where,
-       "end-group tag of field " + std::to_string(tag.number) + " outside any group");
+  if (tag.type == WireType::kEndGroup) {
+    fail(ErrorCode::kCorrupt, offset(), where,
+         "end-group tag of field " + std::to_string(tag.number) + " outside any group");
+  }
+  const ScannedValue value = scan_value(tag.type, p_, end_);
+  if (value.status != ScanStatus::kOk) fail_scan(value, tag.type, where);
+  p_ = value.next;
+}
+
+void WireReader::skip_group(FieldTag tag, const WireContext& where, std::uint32_t max_group_depth) {
+  const std::uint8_t* const group_start = p_;
+  if (max_group_depth == 0) {
+    fail(ErrorCode::kLimitExceeded, offset(), where, "groups nested too deeply");
+  }
+  while (true) {
+    if (at_end()) {
+      fail(ErrorCode::kCorrupt, offset_of(group_start), where,
+           "group of field " + std::to_string(tag.number) + " has no end-group tag");
+    }
+    const std::uint8_t* const inner_start = p_;
+    const FieldTag inner = read_tag(where);
+    if (inner.type == WireType::kEndGroup) {
+      if (inner.number != tag.number) {
+        fail(ErrorCode::kCorrupt, offset_of(inner_start), where,
+             "end-group tag of field " + std::to_string(inner.number) +
+                 " closes the group of field " + std::to_string(tag.number));
+      }
+      return;
+    }
+    skip_value(inner, where, max_group_depth - 1);
+  }
 }
 
 void WireWriter::flush() {

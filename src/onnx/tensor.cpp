@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/protobuf_wire.h"
+#include "tensor_sites.h"
 
 namespace onnxzip {
 namespace {
@@ -178,6 +181,91 @@ std::vector<Text> raw_to_strings(ByteSpan raw, const TensorProto& tensor) {
 
 // --- The visitor ---
 
+// The struct of each message of the table of tensor sites.
+template <SiteMessage>
+struct SiteStruct;
+template <>
+struct SiteStruct<SiteMessage::kModel> {
+  using type = ModelProto;
+};
+template <>
+struct SiteStruct<SiteMessage::kGraph> {
+  using type = GraphProto;
+};
+template <>
+struct SiteStruct<SiteMessage::kNode> {
+  using type = NodeProto;
+};
+template <>
+struct SiteStruct<SiteMessage::kAttribute> {
+  using type = AttributeProto;
+};
+template <>
+struct SiteStruct<SiteMessage::kSparseTensor> {
+  using type = SparseTensorProto;
+};
+template <>
+struct SiteStruct<SiteMessage::kFunction> {
+  using type = FunctionProto;
+};
+template <>
+struct SiteStruct<SiteMessage::kTrainingInfo> {
+  using type = TrainingInfoProto;
+};
+template <>
+struct SiteStruct<SiteMessage::kTensor> {
+  using type = TensorProto;
+};
+
+// The member of a message that holds field number kNumber, and the field's name, from the field
+// lists of onnx_model.h: the table names fields by number, the structs by member.
+#define ONNXZIP_SITE_MEMBER_(kind, name, number, oneof) \
+  if constexpr (kNumber == (number)) {                  \
+    return (m.name);                                    \
+  } else
+#define ONNXZIP_SITE_FIELD_NAME_(kind, name, number, oneof) \
+  if (field_number == (number)) return #name;
+#define ONNXZIP_SITE_MESSAGE_(Type)                                                   \
+  template <std::uint32_t kNumber, class M>                                           \
+  requires std::is_same_v<std::remove_const_t<M>, Type>                               \
+  constexpr auto& field_member(M& m) {                                                \
+    ONNXZIP_FIELDS_##Type(ONNXZIP_SITE_MEMBER_) {                                     \
+      static_assert(kNumber == 0, #Type " has no field of this number");              \
+    }                                                                                 \
+  }                                                                                   \
+  constexpr std::string_view field_name_of(std::uint32_t field_number, const Type*) { \
+    ONNXZIP_FIELDS_##Type(ONNXZIP_SITE_FIELD_NAME_) return {};                        \
+  }
+ONNXZIP_SITE_MESSAGE_(ModelProto)
+ONNXZIP_SITE_MESSAGE_(GraphProto)
+ONNXZIP_SITE_MESSAGE_(NodeProto)
+ONNXZIP_SITE_MESSAGE_(AttributeProto)
+ONNXZIP_SITE_MESSAGE_(SparseTensorProto)
+ONNXZIP_SITE_MESSAGE_(FunctionProto)
+ONNXZIP_SITE_MESSAGE_(TrainingInfoProto)
+#undef ONNXZIP_SITE_MESSAGE_
+#undef ONNXZIP_SITE_FIELD_NAME_
+#undef ONNXZIP_SITE_MEMBER_
+
+// What row kRow of the table says, checked against the structs: a field of that number and
+// name, holding the child's struct, repeated or not.
+template <std::size_t kRow>
+constexpr bool row_matches_structs() {
+  constexpr TensorSiteField kField = detail::kTensorSiteFields[kRow];
+  using Parent = typename SiteStruct<kField.parent>::type;
+  using Child = typename SiteStruct<kField.child>::type;
+  using Member =
+      std::remove_cvref_t<decltype(field_member<kField.number>(std::declval<Parent&>()))>;
+  using Expected = std::conditional_t<kField.repeated, std::vector<Child>, Box<Child>>;
+  return std::is_same_v<Member, Expected> &&
+         field_name_of(kField.number, static_cast<const Parent*>(nullptr)) == kField.name;
+}
+static_assert([]<std::size_t... kRows>(std::index_sequence<kRows...>) {
+  return (row_matches_structs<kRows>() && ...);
+}(std::make_index_sequence<std::size(detail::kTensorSiteFields)>()));
+
+// Walks a message's fields as the table of tensor sites lists them, expanded at compile time:
+// the code is what a walker written out by hand for each message would be.
 template <bool kConst>
 class TensorWalker final {
  public:
@@ -187,105 +275,59 @@ class TensorWalker final {
 
   explicit TensorWalker(const Visitor& visit) : visit_(visit) {}
 
-  void model(Ref<ModelProto> m) {
-    if (m.graph) enter("graph", [&] { graph(*m.graph); });
-    for (std::size_t i = 0; i < m.training_info.size(); ++i) {
-      auto&& info = m.training_info[i];
-      enter_indexed("training_info", i, [&] {
-        if (info.initialization) enter("initialization", [&] { graph(*info.initialization); });
-        if (info.algorithm) enter("algorithm", [&] { graph(*info.algorithm); });
-      });
+  // Visits the tensors under `m`; `sparse_values` (for a SparseTensorProto) is the place of its
+  // values.
+  template <SiteMessage kMessage>
+  void message(Ref<typename SiteStruct<kMessage>::type> m, TensorPlace sparse_values = {}) {
+    constexpr detail::SiteFieldRange kFields = detail::site_fields_of(kMessage);
+    [&]<std::size_t... kI>(std::index_sequence<kI...>) {
+      (field<kFields.first + kI>(m, sparse_values), ...);
     }
-    for (std::size_t i = 0; i < m.functions.size(); ++i) {
-      enter_indexed("functions", i, [&] { function(m.functions[i]); });
-    }
-  }
-
-  void graph(Ref<GraphProto> g) {
-    nodes(g.node);
-    for (std::size_t i = 0; i < g.initializer.size(); ++i) {
-      enter_indexed("initializer", i, [&] {
-        visit_(g.initializer[i], {TensorPlace::kInitializer, path_});
-      });
-    }
-    for (std::size_t i = 0; i < g.sparse_initializer.size(); ++i) {
-      enter_indexed("sparse_initializer", i, [&] {
-        sparse(g.sparse_initializer[i], TensorPlace::kSparseInitializerValues,
-               TensorPlace::kSparseInitializerIndices);
-      });
-    }
-  }
-
-  void function(Ref<FunctionProto> f) {
-    nodes(f.node);
-    for (std::size_t i = 0; i < f.attribute_proto.size(); ++i) {
-      enter_indexed("attribute_proto", i, [&] { attribute(f.attribute_proto[i]); });
-    }
+    (std::make_index_sequence<kFields.count>());
   }
 
  private:
-  template <class Nodes>
-  void nodes(Nodes& list) {
-    for (std::size_t n = 0; n < list.size(); ++n) {
-      auto&& node = list[n];
-      enter_indexed("node", n, [&] {
-        for (std::size_t a = 0; a < node.attribute.size(); ++a) {
-          enter_indexed("attribute", a, [&] { attribute(node.attribute[a]); });
-        }
-      });
+  template <std::size_t kRow, class M>
+  void field(M& m, TensorPlace sparse_values) {
+    constexpr TensorSiteField kField = detail::kTensorSiteFields[kRow];
+    auto& member = field_member<kField.number>(m);
+    if constexpr (kField.repeated) {
+      for (std::size_t i = 0; i < member.size(); ++i) {
+        enter_indexed(kField.name, i, [&] { child<kRow>(member[i], sparse_values); });
+      }
+    } else if (member) {
+      enter(kField.name, [&] { child<kRow>(*member, sparse_values); });
     }
   }
 
-  void attribute(Ref<AttributeProto> a) {
-    if (a.t) enter("t", [&] { visit_(*a.t, {TensorPlace::kAttributeTensor, path_}); });
-    if (a.g) enter("g", [&] { graph(*a.g); });
-    for (std::size_t i = 0; i < a.tensors.size(); ++i) {
-      enter_indexed("tensors", i, [&] {
-        visit_(a.tensors[i], {TensorPlace::kAttributeTensors, path_});
-      });
+  template <std::size_t kRow, class C>
+  void child(C& c, TensorPlace sparse_values) {
+    constexpr TensorSiteField kField = detail::kTensorSiteFields[kRow];
+    if constexpr (kField.child != SiteMessage::kTensor) {
+      message<kField.child>(c, kField.place);
+    } else if constexpr (kField.parent == SiteMessage::kSparseTensor) {
+      visit_(c, {detail::sparse_part_place(sparse_values, kField.place), path_.spell()});
+    } else {
+      visit_(c, {kField.place, path_.spell()});
     }
-    for (std::size_t i = 0; i < a.graphs.size(); ++i) {
-      enter_indexed("graphs", i, [&] { graph(a.graphs[i]); });
-    }
-    if (a.sparse_tensor) {
-      enter("sparse_tensor", [&] {
-        sparse(*a.sparse_tensor, TensorPlace::kAttributeSparseTensorValues,
-               TensorPlace::kAttributeSparseTensorIndices);
-      });
-    }
-    for (std::size_t i = 0; i < a.sparse_tensors.size(); ++i) {
-      enter_indexed("sparse_tensors", i, [&] {
-        sparse(a.sparse_tensors[i], TensorPlace::kAttributeSparseTensorsValues,
-               TensorPlace::kAttributeSparseTensorsIndices);
-      });
-    }
-  }
-
-  void sparse(Ref<SparseTensorProto> s, TensorPlace values, TensorPlace indices) {
-    if (s.values) enter("values", [&] { visit_(*s.values, {values, path_}); });
-    if (s.indices) enter("indices", [&] { visit_(*s.indices, {indices, path_}); });
   }
 
   template <class Body>
-  void enter(std::string_view component, Body&& body) {
-    const std::size_t mark = path_.size();
-    if (mark != 0) path_ += '/';
-    path_ += component;
+  void enter(std::string_view name, Body&& body) {
+    path_.push(name);
     body();
-    path_.resize(mark);
+    path_.pop();
   }
 
   template <class Body>
-  void enter_indexed(std::string_view component, std::size_t index, Body&& body) {
-    const std::size_t mark = path_.size();
-    if (mark != 0) path_ += '/';
-    path_.append(component).append("[").append(std::to_string(index)).append("]");
+  void enter_indexed(std::string_view name, std::size_t index, Body&& body) {
+    path_.push(name, index);
     body();
-    path_.resize(mark);
+    path_.pop();
   }
 
   const Visitor& visit_;
-  std::string path_;
+  detail::SitePath path_;
 };
 
 // The typed fields in onnx.proto order, for payload_problem.
@@ -601,23 +643,47 @@ void move_raw_data_to_typed(TensorProto& tensor) {
   tensor.raw_data.reset();
 }
 
+std::string_view site_message_name(SiteMessage message) noexcept {
+  switch (message) {
+    case SiteMessage::kModel:
+      return "ModelProto";
+    case SiteMessage::kGraph:
+      return "GraphProto";
+    case SiteMessage::kNode:
+      return "NodeProto";
+    case SiteMessage::kAttribute:
+      return "AttributeProto";
+    case SiteMessage::kSparseTensor:
+      return "SparseTensorProto";
+    case SiteMessage::kFunction:
+      return "FunctionProto";
+    case SiteMessage::kTrainingInfo:
+      return "TrainingInfoProto";
+    case SiteMessage::kTensor:
+      return "TensorProto";
+  }
+  return {};
+}
+
+std::span<const TensorSiteField> tensor_site_fields() noexcept { return detail::kTensorSiteFields; }
+
 void for_each_tensor(ModelProto& model, const TensorVisitor& visit) {
-  TensorWalker<false>(visit).model(model);
+  TensorWalker<false>(visit).message<SiteMessage::kModel>(model);
 }
 void for_each_tensor(const ModelProto& model, const ConstTensorVisitor& visit) {
-  TensorWalker<true>(visit).model(model);
+  TensorWalker<true>(visit).message<SiteMessage::kModel>(model);
 }
 void for_each_tensor(GraphProto& graph, const TensorVisitor& visit) {
-  TensorWalker<false>(visit).graph(graph);
+  TensorWalker<false>(visit).message<SiteMessage::kGraph>(graph);
 }
 void for_each_tensor(const GraphProto& graph, const ConstTensorVisitor& visit) {
-  TensorWalker<true>(visit).graph(graph);
+  TensorWalker<true>(visit).message<SiteMessage::kGraph>(graph);
 }
 void for_each_tensor(FunctionProto& function, const TensorVisitor& visit) {
-  TensorWalker<false>(visit).function(function);
+  TensorWalker<false>(visit).message<SiteMessage::kFunction>(function);
 }
 void for_each_tensor(const FunctionProto& function, const ConstTensorVisitor& visit) {
-  TensorWalker<true>(visit).function(function);
+  TensorWalker<true>(visit).message<SiteMessage::kFunction>(function);
 }
 
 std::shared_ptr<const OwnedBytes> consolidate_tensors_to_buffer(

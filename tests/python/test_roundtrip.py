@@ -31,7 +31,7 @@ def _walk(model):
 def _normalized(model: onnx.ModelProto) -> bytes:
     """The model as save() stores a typed-field payload: raw little-endian bytes (spec §7.3)."""
     model = onnx.ModelProto.FromString(model.SerializeToString())
-    for tensor, in_sparse in _walk(model):
+    for tensor, _, in_sparse in _walk(model):
         if in_sparse or tensor.data_type == onnx.TensorProto.STRING:
             continue
         if any(len(getattr(tensor, f)) for f in TYPED_FIELDS):
@@ -60,7 +60,7 @@ def test_libonnx_testdata_round_trips(tmp_path):
         assert loaded.SerializeToString() == _normalized(original), source
         onnx.checker.check_model(loaded)
         stored = onnxzip.load(path, load_external_data=False)
-        externalized += sum(t.data_location == onnx.TensorProto.EXTERNAL for t, _ in _walk(stored))
+        externalized += sum(t.data_location == onnx.TensorProto.EXTERNAL for t, _, _ in _walk(stored))
         with onnxzip.open(path) as archive:
             for info in archive.tensors:
                 np.testing.assert_array_equal(

@@ -80,7 +80,7 @@ def test_the_bridge_is_taken_with_debians_protobuf(tmp_path):
     assert api_implementation.Type() == "cpp"
     assert onnxzip._onnxzip.message_bridge_available()
     model = everywhere_model()
-    tensors = [tensor for tensor, _ in model_tensors(model)]
+    tensors = [found.tensor for found in model_tensors(model)]
     assert onnxzip._onnxzip.save_message(model, tensors, str(tmp_path / "m.onnxz"), 64, 1024,
                                          False)
     with onnxzip.open(tmp_path / "m.onnxz") as archive:
