@@ -87,7 +87,7 @@ class AtomicOutputFile final {
 
   void flush_buffer();
   void copy_from_file(const detail::FileExtent& extent, ByteSpan bytes);
-  std::uint64_t share_blocks(const detail::FileExtent& extent, std::uint64_t size) const;
+  std::uint64_t share_blocks(const detail::FileExtent& extent, std::uint64_t size);
   std::uint64_t copy_by_splice(const detail::FileExtent& extent, std::uint64_t done,
                                std::uint64_t size);
   std::size_t splice_out(detail::SplicePipe& pipe, std::size_t count, std::uint64_t offset);
@@ -117,8 +117,9 @@ class AtomicOutputFile final {
   std::uint64_t position_ = 0;          // Logical end of the file, buffer included.
   std::uint64_t flushed_position_ = 0;  // Bytes already handed to the OS.
   std::vector<std::uint8_t> buffer_;
-  OwnedBytes copy_buffer_;  // Page-aligned, for copy_through_buffer; allocated on first use.
-  bool no_splice_ = false;  // The file systems refused splice: copies go through the buffer.
+  OwnedBytes copy_buffer_;        // Page-aligned, for copy_through_buffer; allocated on first use.
+  bool may_share_blocks_ = true;  // Until a piece could not be shared (share_blocks).
+  bool no_splice_ = false;        // The file systems refused splice: copies go through the buffer.
 };
 
 // Publishes `primary` (a model) and `others` (the files it refers to) as one set; all must be in
