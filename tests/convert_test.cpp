@@ -16,6 +16,7 @@
 #include "onnxzip/ir_check.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
+#include "onnxzip/zip_reader.h"
 #include "onnxzip/zip_writer.h"
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
@@ -423,6 +424,53 @@ TEST(ConvertProgress, ACallbackThatThrowsCancelsAndLeavesNothing) {
   options.legacy.threshold = 0;
   error_of(ErrorCode::kBadState, [&] { convert(dir / "m.onnxz", dir / "back.onnx", options); });
   EXPECT_EQ(dir.file_names(), (std::vector<std::string>{"m.onnx", "m.onnxz"}));
+}
+
+// With load.verify_crc (the CLI's), the CRC-32s of the archive's stored payloads are checked
+// beside the write: a wrong one is the same error as load()'s, and nothing is left at the
+// destination; the caller's progress never reaches its total. Written inline and external, the
+// archive mapped and read into memory, the damage in the small and in the big tensor.
+TEST(ConvertCrc, AnArchiveWithAWrongPayloadCrcConvertsToNothing) {
+  ScratchDir dir("convert_crc");
+  save(model_with_big_tensor(1 << 20), dir / "good.onnxz");
+  const std::vector<std::uint8_t> good = read_file_bytes(dir / "good.onnxz");
+  for (const char* damaged : {"small", "big"}) {
+    const ZipEntry entry = *ZipReader::open(dir / "good.onnxz").find(damaged);
+    std::vector<std::uint8_t> bytes = good;
+    bytes[entry.data_offset + entry.size / 2] ^= 0x10;
+    test_support::write_file_bytes(dir / "bad.onnxz", std::string(bytes.begin(), bytes.end()));
+    const std::string expected = (dir / "bad.onnxz").string() + ": entry '" + damaged +
+                                 "' at offset " + std::to_string(entry.local_header_offset) +
+                                 ": CRC-32 mismatch";
+    for (const FileAccess access : {FileAccess::kMap, FileAccess::kRead}) {
+      for (const auto mode :
+           {LegacyWriteOptions::Mode::kInline, LegacyWriteOptions::Mode::kExternal}) {
+        SCOPED_TRACE(std::string(damaged) + (access == FileAccess::kMap ? " mapped " : " read ") +
+                     (mode == LegacyWriteOptions::Mode::kInline ? "inline" : "external"));
+        test_support::ProgressRecorder progress;
+        ConvertOptions options;
+        options.load.verify_crc = true;
+        options.load.access = access;
+        options.legacy.mode = mode;
+        options.progress = progress.callback();
+        EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt,
+                                 [&] { convert(dir / "bad.onnxz", dir / "m.onnx", options); }),
+                        expected);
+        EXPECT_EQ(dir.file_names(), (std::vector<std::string>{"bad.onnxz", "good.onnxz"}));
+        for (const test_support::ProgressCall& call : progress.calls) {
+          EXPECT_LT(call.done, call.total);  // The write never completed.
+        }
+      }
+    }
+  }
+  // Unchecked, the damaged archive converts (the check is the caller's choice); checked, a
+  // sound one converts to what the unchecked conversion writes.
+  convert(dir / "bad.onnxz", dir / "unchecked.onnx");
+  ConvertOptions checked;
+  checked.load.verify_crc = true;
+  convert(dir / "good.onnxz", dir / "checked.onnx", checked);
+  convert(dir / "good.onnxz", dir / "plain.onnx");
+  EXPECT_EQ(read_file_bytes(dir / "checked.onnx"), read_file_bytes(dir / "plain.onnx"));
 }
 
 // --- repack ---

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -112,49 +116,147 @@ std::uint64_t mapped_kib(const void* address) {
   return 0;
 }
 
+// The ways write() copies the bytes of a mapped file, each reached on purpose: from a block
+// boundary to a block boundary (shared blocks where the file system shares extents, else
+// splice), off one (splice), and with splice refused from the start (the buffer) or only into the
+// output (the bytes in the pipe are read out of it; the buffer does the rest).
+struct CopyPath {
+  const char* name;
+  std::size_t start;  // Of the source bytes, in a file written at output offset 0 or 4096.
+  detail::SpliceRefusal refusal;
+};
+const CopyPath kCopyPaths[] = {
+    {"block-aligned", 4096, detail::SpliceRefusal::kNone},
+    {"splice", 4097, detail::SpliceRefusal::kNone},
+    {"buffer", 4097, detail::SpliceRefusal::kAll},
+    {"splice, then the buffer", 4097, detail::SpliceRefusal::kIntoOutput},
+};
+
+// Sets the refusal for one scope.
+class SpliceRefusalScope final {
+ public:
+  explicit SpliceRefusalScope(detail::SpliceRefusal refusal) {
+    detail::set_splice_refusal(refusal);
+  }
+  ~SpliceRefusalScope() { detail::set_splice_refusal(detail::SpliceRefusal::kNone); }
+  SpliceRefusalScope(const SpliceRefusalScope&) = delete;
+  SpliceRefusalScope& operator=(const SpliceRefusalScope&) = delete;
+};
+
 TEST_F(OutputFileTest, BytesOfAMappedFileAreCopiedFromTheFileNotThroughTheMapping) {
   const fs::path source = dir_ / "source.bin";
-  std::string content(3 << 20, '\0');
+  // Over 1 MiB past the copied start, so that a copy takes more than one pipe's worth.
+  std::string content((3 << 20) + 5, '\0');
   for (std::size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 7 + i / 4096);
   std::ofstream(source, std::ios::binary) << content;
   const auto mapping = MappedFile::open(source);
   const ByteSpan bytes = mapping->bytes();
-  const fs::path dest = dir_ / "copy.bin";
-  {
-    AtomicOutputFile out(dest);
-    out.write(as_bytes("head"));
-    out.write(bytes.subspan(7, 100000));  // Smaller than the buffer.
-    out.write(bytes.subspan(100007));     // Larger.
-    out.write(as_bytes("tail"));
-    out.commit();
+  for (const CopyPath& path : kCopyPaths) {
+    SCOPED_TRACE(path.name);
+    const SpliceRefusalScope refusal(path.refusal);
+    const fs::path dest = dir_ / "copy.bin";
+    const std::string head(4096, 'h');
+    {
+      AtomicOutputFile out(dest);
+      out.write(as_bytes(head));                      // The copy starts at offset 4096.
+      out.write(bytes.subspan(path.start, 100000));   // Smaller than the buffer.
+      out.write(bytes.subspan(path.start + 100000));  // Larger.
+      out.write(as_bytes("tail"));
+      out.commit();
+    }
+    EXPECT_TRUE(read_all(dest) == head + content.substr(path.start) + "tail");
+    EXPECT_EQ(mapped_kib(bytes.data()), 0u) << "a page of the source mapping was touched";
   }
-  EXPECT_TRUE(read_all(dest) == "head" + content.substr(7) + "tail");
-  EXPECT_EQ(mapped_kib(bytes.data()), 0u) << "a page of the source mapping was touched";
 }
 
-// From 4096 (a block boundary) the bytes go by copy_file_range, from 4097 by pread through a
-// buffer: the same error either way, and nothing left behind.
+// Whichever way the bytes go, the same error, and nothing left behind.
 TEST_F(OutputFileTest, AMappedSourceTruncatedMeanwhileIsAnIoErrorNotACrash) {
   const fs::path source = dir_ / "shrinking.bin";
-  std::ofstream(source, std::ios::binary) << std::string(1 << 20, 'w');
+  std::ofstream(source, std::ios::binary) << std::string(3 << 20, 'w');
   const auto mapping = MappedFile::open(source);
   fs::resize_file(source, 300000);
   const fs::path dest = dir_ / "out.bin";
-  for (const std::size_t start : {std::size_t{4096}, std::size_t{4097}}) {
-    SCOPED_TRACE(start);
+  for (const CopyPath& path : kCopyPaths) {
+    SCOPED_TRACE(path.name);
+    const SpliceRefusalScope refusal(path.refusal);
     try {
       AtomicOutputFile out(dest);
-      out.write(mapping->bytes().subspan(start));
+      out.write(mapping->bytes().subspan(path.start));
       ADD_FAILURE() << "no error";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kIo);
-      EXPECT_EQ(e.message(), dest.string() +
-                                 ": the source file ended at offset 300000, before the " +
-                                 std::to_string((1 << 20) - start) + " bytes to copy from offset " +
-                                 std::to_string(start) + " (was it truncated?)");
+      EXPECT_EQ(e.message(),
+                dest.string() + ": the source file ended at offset 300000, before the " +
+                    std::to_string((3 << 20) - path.start) + " bytes to copy from offset " +
+                    std::to_string(path.start) + " (was it truncated?)");
     }
     EXPECT_FALSE(fs::exists(dest));
   }
+}
+
+// Bytes of `path` in extents the file system marks shared with another file (FIEMAP).
+std::uint64_t shared_bytes(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  constexpr std::size_t kExtents = 512;
+  std::vector<std::uint8_t> storage(sizeof(fiemap) + kExtents * sizeof(fiemap_extent));
+  auto* map = reinterpret_cast<fiemap*>(storage.data());
+  map->fm_length = FIEMAP_MAX_OFFSET;
+  map->fm_flags = FIEMAP_FLAG_SYNC;
+  map->fm_extent_count = kExtents;
+  std::uint64_t shared = 0;
+  if (::ioctl(fd, FS_IOC_FIEMAP, map) == 0) {
+    for (std::uint32_t i = 0; i < map->fm_mapped_extents; ++i) {
+      if (map->fm_extents[i].fe_flags & FIEMAP_EXTENT_SHARED)
+        shared += map->fm_extents[i].fe_length;
+    }
+  }
+  ::close(fd);
+  return shared;
+}
+
+// On a file system that shares extents (XFS with reflink, btrfs; a folder on one is named by
+// ONNXZIP_TEST_REFLINK_DIR, else the test is skipped): block-aligned pieces are shared while every
+// piece of the output is, none once one is not; the bytes are the source's either way, and a
+// source truncated meanwhile is the copy's error.
+TEST_F(OutputFileTest, OnAReflinkFileSystemAlignedPiecesShareBlocksUntilOneCannot) {
+  const char* folder = std::getenv("ONNXZIP_TEST_REFLINK_DIR");
+  if (folder == nullptr || *folder == '\0') GTEST_SKIP() << "ONNXZIP_TEST_REFLINK_DIR is not set";
+  const fs::path dir = fs::path(folder) / ("onnxzip_reflink_test." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path source = dir / "source.bin";
+  std::string content(4 << 20, '\0');
+  for (std::size_t i = 0; i < content.size(); ++i)
+    content[i] = static_cast<char>(i * 13 + i / 4096);
+  std::ofstream(source, std::ios::binary) << content;
+  const auto mapping = MappedFile::open(source);
+  const ByteSpan bytes = mapping->bytes();
+  const auto copy = [&](const fs::path& dest, std::size_t second_start) {
+    AtomicOutputFile out(dest);
+    out.write(bytes.subspan(0, 1 << 20));             // Aligned at both ends: shared.
+    out.write(bytes.subspan(second_start, 1 << 20));  // At output offset 1 MiB.
+    out.commit();
+  };
+  copy(dir / "aligned.bin", 2 << 20);
+  EXPECT_TRUE(read_all(dir / "aligned.bin") ==
+              content.substr(0, 1 << 20) + content.substr(2 << 20, 1 << 20));
+  EXPECT_EQ(shared_bytes(dir / "aligned.bin"), 2u << 20) << "both pieces shared";
+  copy(dir / "mixed.bin", (2 << 20) + 64);
+  EXPECT_TRUE(read_all(dir / "mixed.bin") ==
+              content.substr(0, 1 << 20) + content.substr((2 << 20) + 64, 1 << 20));
+  EXPECT_EQ(shared_bytes(dir / "mixed.bin"), 1u << 20) << "the first piece only";
+  fs::resize_file(source, 300000);
+  try {
+    AtomicOutputFile out(dir / "truncated.bin");
+    out.write(bytes.subspan(0, 1 << 20));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_EQ(e.message(), (dir / "truncated.bin").string() +
+                               ": the source file ended at offset 300000, before the 1048576 "
+                               "bytes to copy from offset 0 (was it truncated?)");
+  }
+  fs::remove_all(dir);
 }
 
 TEST_F(OutputFileTest, AbandonedWriteLeavesDestinationUntouched) {

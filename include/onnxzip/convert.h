@@ -47,7 +47,9 @@ struct ConvertOptions {
 //     options.archive). Typed fields (float_data...) of externalized tensors become raw bytes.
 //   * .onnxz -> legacy: load(in, options.load), then write_legacy_model(model, out,
 //     options.legacy); the loaded model, which borrows from the archive's mapping, lives until
-//     the write is done.
+//     the write is done. With load.verify_crc the payloads' CRC-32s are checked on a second
+//     thread while the write copies them, not before it: a mismatch is load()'s error all the
+//     same, and the write then leaves nothing (the progress callback never reaches its total).
 // Before anything is written, the input model is refused with Error(kCorrupt) naming `in` (and
 // the tensor) when it has neither an ir_version nor a graph (a 0-byte file parses as such a
 // model: nothing says it is one), or when an inline tensor's payload disagrees with its dims and

@@ -31,6 +31,7 @@ namespace onnxzip {
 
 namespace detail {
 struct FileExtent;
+struct SplicePipe;
 }  // namespace detail
 
 struct OutputFileOptions {
@@ -55,7 +56,7 @@ class AtomicOutputFile final {
   AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
 
   // Appends at the current position. Bytes that lie in a live mapping of a MappedFile
-  // (mapped_file.h) are copied by the kernel from that file (copy_file_range), never read
+  // (mapped_file.h) are copied by the kernel from that file (shared blocks or splice), never read
   // through the mapping; others are buffered or, when large, written directly. Error(kIo) naming
   // the destination when the write fails or the mapped source file ends before the bytes do
   // (it was truncated); the file is then abandoned.
@@ -86,11 +87,20 @@ class AtomicOutputFile final {
 
   void flush_buffer();
   void copy_from_file(const detail::FileExtent& extent, ByteSpan bytes);
+  std::uint64_t share_blocks(const detail::FileExtent& extent, std::uint64_t size);
+  std::uint64_t copy_by_splice(const detail::FileExtent& extent, std::uint64_t done,
+                               std::uint64_t size);
+  std::size_t splice_out(detail::SplicePipe& pipe, std::size_t count, std::uint64_t offset);
+  void empty_pipe(detail::SplicePipe& pipe, std::size_t count, std::uint64_t offset);
   void copy_through_buffer(const detail::FileExtent& extent, std::uint64_t done,
                            std::uint64_t size);
+  void ensure_copy_buffer();
   [[noreturn]] void fail_source(int error, std::uint64_t source_offset,
                                 const detail::FileExtent& extent, std::uint64_t size);
   void write_fully(const std::uint8_t* data, std::size_t size, std::uint64_t offset);
+  [[noreturn]] void fail_write(int error, std::uint64_t offset);
+  // Closes the file's descriptor; 0 or the errno of close().
+  int close_file() noexcept;
   void ensure_open(const char* operation) const;
   void discard() noexcept;
   // commit() in two steps: seal() completes the file under a temporary name (fsync'd when
@@ -107,7 +117,9 @@ class AtomicOutputFile final {
   std::uint64_t position_ = 0;          // Logical end of the file, buffer included.
   std::uint64_t flushed_position_ = 0;  // Bytes already handed to the OS.
   std::vector<std::uint8_t> buffer_;
-  OwnedBytes copy_buffer_;  // Page-aligned, for copy_through_buffer; allocated on first use.
+  OwnedBytes copy_buffer_;        // Page-aligned, for copy_through_buffer; allocated on first use.
+  bool may_share_blocks_ = true;  // Until a piece could not be shared (share_blocks).
+  bool no_splice_ = false;        // The file systems refused splice: copies go through the buffer.
 };
 
 // Publishes `primary` (a model) and `others` (the files it refers to) as one set; all must be in

@@ -18,7 +18,38 @@ namespace {
 constexpr std::size_t kReadPieceBytes = std::size_t{256} << 10;
 constexpr std::size_t kPageBytes = 4096;
 
+void make_buffer(OwnedBytes& buffer) {
+  if (buffer.empty()) buffer = OwnedBytes(kReadPieceBytes, kPageBytes);
+}
+
 }  // namespace
+
+std::uint32_t crc32_of(ByteSpan bytes, std::uint32_t previous, OwnedBytes& buffer) {
+  const std::optional<FileExtent> extent = file_extent_of(bytes);
+  if (!extent) return crc32(bytes, previous);
+  make_buffer(buffer);
+  std::uint32_t crc = previous;
+  std::uint64_t offset = extent->offset;
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::pread(extent->descriptor, buffer.data(), std::min(left, buffer.size()),
+                              static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw Error(ErrorCode::kIo, "cannot read the source file at offset " +
+                                      std::to_string(offset) +
+                                      " for the CRC-32: " + std::strerror(errno));
+    }
+    if (n == 0) {
+      throw Error(ErrorCode::kIo, "the source file ended at offset " + std::to_string(offset) +
+                                      " while its CRC-32 was computed (was it truncated?)");
+    }
+    crc = crc32(ByteSpan(buffer.data(), static_cast<std::size_t>(n)), crc);
+    offset += static_cast<std::uint64_t>(n);
+    left -= static_cast<std::size_t>(n);
+  }
+  return crc;
+}
 
 CrcWorker::~CrcWorker() {
   if (!thread_.joinable()) return;
@@ -31,26 +62,12 @@ CrcWorker::~CrcWorker() {
 }
 
 std::uint32_t CrcWorker::compute(const Job& job, std::string& error) {
-  if (!job.extent) return crc32(job.bytes, job.previous);
-  std::uint32_t crc = job.previous;
-  std::uint64_t offset = job.extent->offset;
-  std::size_t left = job.bytes.size();
-  while (left > 0) {
-    const ssize_t n = ::pread(job.extent->descriptor, buffer_.data(),
-                              std::min(left, buffer_.size()), static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      error = n < 0 ? "cannot read the source file at offset " + std::to_string(offset) +
-                          " for the CRC-32: " + std::strerror(errno)
-                    : "the source file ended at offset " + std::to_string(offset) +
-                          " while its CRC-32 was computed (was it truncated?)";
-      return 0;
-    }
-    crc = crc32(ByteSpan(buffer_.data(), static_cast<std::size_t>(n)), crc);
-    offset += static_cast<std::uint64_t>(n);
-    left -= static_cast<std::size_t>(n);
+  try {
+    return crc32_of(job.bytes, job.previous, buffer_);
+  } catch (const Error& e) {
+    error = e.message();
+    return 0;
   }
-  return crc;
 }
 
 void CrcWorker::run() {
@@ -71,9 +88,9 @@ void CrcWorker::run() {
 }
 
 void CrcWorker::start(ByteSpan bytes, std::uint32_t previous) {
-  Job job{bytes, file_extent_of(bytes), previous};
+  Job job{bytes, previous};
   // Allocated here, where a failure reaches the caller, not on the thread, where it could not.
-  if (job.extent && buffer_.empty()) buffer_ = OwnedBytes(kReadPieceBytes, kPageBytes);
+  if (file_extent_of(bytes)) make_buffer(buffer_);
   busy_ = true;
   if (!thread_.joinable()) {
     try {

@@ -16,6 +16,13 @@
 
 namespace onnxzip::detail {
 
+// crc32(bytes, previous), where bytes of a file mapping are read from the file with pread into
+// `buffer` (page-aligned, made on first use; see CrcWorker::buffer_), not through the mapping:
+// its page faults cost several times the CRC itself, and a file truncated under it would raise
+// SIGBUS. Error(kIo) when the file cannot be read to the end (a read error, or the file shrank),
+// its message naming the file offset.
+std::uint32_t crc32_of(ByteSpan bytes, std::uint32_t previous, OwnedBytes& buffer);
+
 // One CRC at a time: start(), then the caller's copy of the same bytes, then wait(). Not
 // thread-safe; the thread starts with the first start() and ends with the object.
 class CrcWorker final {
@@ -25,10 +32,8 @@ class CrcWorker final {
   CrcWorker(const CrcWorker&) = delete;
   CrcWorker& operator=(const CrcWorker&) = delete;
 
-  // Starts computing crc32(bytes, previous). `bytes` must stay valid and unchanged until wait()
-  // returns. Bytes of a file mapping are read from the file with pread into a small buffer, not
-  // through the mapping, whose page faults cost several times the CRC itself. Without a thread
-  // (none could be started), the CRC is computed here and now.
+  // Starts computing crc32_of(bytes, previous). `bytes` must stay valid and unchanged until
+  // wait() returns. Without a thread (none could be started), the CRC is computed here and now.
   void start(ByteSpan bytes, std::uint32_t previous);
   // The CRC the last start() asked for. Error(kIo) when the file behind a mapping could not be
   // read to the end (a read error, or the file shrank), its message naming the file offset.
@@ -37,7 +42,6 @@ class CrcWorker final {
  private:
   struct Job {
     ByteSpan bytes;
-    std::optional<FileExtent> extent;
     std::uint32_t previous = 0;
   };
   void run();
@@ -56,7 +60,7 @@ class CrcWorker final {
   // The thread's pread buffer, page-aligned: on some x86 CPUs (AMD EPYC here) the kernel copies
   // page cache into a destination 16 bytes off a 64-byte boundary, where malloc puts a large
   // block, six times slower (0.62 s against 0.11 s per GiB), which made the CRC, not the copy,
-  // the pace of every conversion.
+  // the pace of every conversion. Made by start(), where a failure reaches the caller.
   OwnedBytes buffer_;
 };
 

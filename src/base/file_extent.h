@@ -1,6 +1,6 @@
 // Internal: where a span of memory that is a file mapping lies in its file, so that writers can
-// have the kernel copy those bytes (copy_file_range) or read them (pread) instead of touching the
-// mapping page by page.
+// have the kernel copy those bytes (splice, shared blocks) or read them (pread) instead of touching
+// the mapping page by page.
 #ifndef ONNXZIP_SRC_FILE_EXTENT_H_
 #define ONNXZIP_SRC_FILE_EXTENT_H_
 

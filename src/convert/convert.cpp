@@ -3,15 +3,21 @@
 #include "onnxzip/convert.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <stop_token>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
+#include "crc_worker.h"
 #include "external_data.h"
 #include "interrupted_edit.h"
 #include "message_text.h"
@@ -104,6 +110,108 @@ void check_input_model(const fs::path& in, const ModelProto& model) {
                   in.string() + ": " + tensor_label(tensor, site.path) + ": " + problem);
     }
   });
+}
+
+// --- .onnxz -> legacy ---
+
+// The archive's model as load() returns it: each external tensor holding its payload, borrowed
+// from `archive` (which must outlive the model), its reference gone.
+ModelProto model_with_payloads(const Archive& archive) {
+  ModelProto model = archive.model();
+  auto info = archive.tensors().begin();  // In for_each_tensor order, as the walk below.
+  for_each_tensor(model, [&](TensorProto& tensor, const TensorSite&) {
+    if (tensor.data_location != TensorProto::kExternal) return;
+    tensor.raw_data = TensorBytes::borrowed((info++)->data, kNoOwner);
+    tensor.external_data.clear();
+    tensor.data_location.reset();
+  });
+  return model;
+}
+
+// The CRC-32 of every stored payload entry an archive's model refers to, checked on a thread of
+// its own from the moment it is made, reading the file with pread (crc32_of), not the mapping,
+// while the caller copies the same bytes. (Deflated entries were checked as they were inflated.)
+class PayloadCrcCheck final {
+ public:
+  explicit PayloadCrcCheck(const Archive& archive) : archive_(archive) {
+    try {
+      thread_ = std::jthread([this](const std::stop_token& stop) { run(stop); });
+    } catch (const std::system_error&) {
+      run({});  // No thread to be had: the check runs now, before the write.
+    }
+  }
+
+  // Waits for the check to end; throws the first error it found (kCorrupt for a CRC-32
+  // mismatch, naming the archive and the entry; kIo for a file that could not be read).
+  void finish() {
+    if (thread_.joinable()) thread_.join();
+    if (error_) std::rethrow_exception(error_);
+  }
+  // Throws the error found so far, if any, without waiting.
+  void throw_if_failed() const {
+    if (failed_.load()) std::rethrow_exception(error_);
+  }
+
+ private:
+  void run(const std::stop_token& stop) {
+    try {
+      const ZipReader& zip = archive_.zip();
+      std::vector<bool> checked(zip.entries().size(), false);
+      OwnedBytes buffer;
+      for (const Archive::TensorInfo& info : archive_.tensors()) {
+        if (stop.stop_requested()) return;
+        const ZipEntry* entry = zip.find(info.location);
+        if (entry == nullptr || !entry->is_stored() || checked[entry->index]) continue;
+        checked[entry->index] = true;
+        const std::uint32_t crc = with_error_context(
+            [&] {
+              return ErrorContext{.file = zip.source_name(),
+                                  .entry = "entry " + quote(entry->name)};
+            },
+            [&] { return detail::crc32_of(info.data, 0, buffer); });
+        zip.check_crc(*entry, crc);
+      }
+    } catch (...) {
+      error_ = std::current_exception();
+      failed_.store(true);
+    }
+  }
+
+  const Archive& archive_;
+  std::exception_ptr error_;
+  std::atomic<bool> failed_{false};  // error_ is set (read by throw_if_failed without a join).
+  std::jthread thread_;              // Last: stopped and joined before the members it uses go.
+};
+
+// load() and write_legacy_model(), with load.verify_crc (the CLI's) checked beside the write
+// instead of before it: the write's progress callback throws the check's error as soon as it is
+// known, and its last call, which comes before any output is renamed into place, waits for the
+// check to end (progress.h: a callback that throws cancels the write and leaves no output).
+void archive_to_legacy(const fs::path& in, const fs::path& out, const ConvertOptions& options) {
+  LoadOptions load_options = options.load;
+  load_options.verify_crc = false;
+  load_options.inflate_payloads = true;  // load()'s rule: every payload is resolved.
+  const Archive archive = Archive::open(in, load_options);
+  const ModelProto model = model_with_payloads(archive);
+  check_input_model(in, model);
+  LegacyWriteOptions write_options = options.legacy;
+  if (options.progress) write_options.progress = options.progress;
+  std::optional<PayloadCrcCheck> crc_check;
+  if (options.load.verify_crc) {
+    crc_check.emplace(archive);
+    write_options.progress = [&crc_check, caller = std::move(write_options.progress),
+                              started = false](std::uint64_t done, std::uint64_t total) mutable {
+      // The first call may have done == total too (nothing to write).
+      if (started && done == total) {
+        crc_check->finish();
+      } else {
+        crc_check->throw_if_failed();
+      }
+      started = true;
+      if (caller) caller(done, total);
+    };
+  }
+  write_legacy_model(model, out, write_options);
 }
 
 // --- repack ---
@@ -374,12 +482,7 @@ ModelFormat convert(const fs::path& in, const fs::path& out, const ConvertOption
     save(model, out, save_options);
   } else {
     check_legacy_output(in, out, options.legacy);
-    // The model borrows its payloads from the archive's mapping, which it keeps alive.
-    const ModelProto model = load(in, options.load);
-    check_input_model(in, model);
-    LegacyWriteOptions write_options = options.legacy;
-    if (options.progress) write_options.progress = options.progress;
-    write_legacy_model(model, out, write_options);
+    archive_to_legacy(in, out, options);
   }
   return format;
 }
