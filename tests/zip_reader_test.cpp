@@ -867,8 +867,9 @@ TEST_P(OverSources, CompressionRatioLimitRefusesBombs) {
   try {
     (void)r.data(bomb);
   } catch (const Error& e) {
-    EXPECT_EQ(e.message().find("--"), std::string::npos) << e.message();
-    EXPECT_EQ(e.message().find("onnxzip"), std::string::npos) << e.message();
+    // The message starts with the archive's path, which may itself hold "onnxzip".
+    EXPECT_EQ(e.message().find("--max"), std::string::npos) << e.message();
+    EXPECT_EQ(e.message().find("onnxzip "), std::string::npos) << e.message();
   }
   expect_error([&] { (void)r.data(bomb); }, ErrorCode::kLimitExceeded, fragments);
   expect_error([&] { (void)r.verified_data(bomb); }, ErrorCode::kLimitExceeded, fragments);
