@@ -39,7 +39,6 @@ class LocalHeaderPass final {
       : entries_(entries),
         held_(held),
         places_(places),
-        findings_(findings),
         copies_(copies),
         reader_(
             places, directory_offset,
@@ -58,7 +57,6 @@ class LocalHeaderPass final {
   std::vector<ZipEntry>& entries_;
   const HeldBytes& held_;
   const ZipPlaces& places_;
-  std::vector<ZipFinding>& findings_;
   LocalHeaderCopies& copies_;
   LocalHeaderReader reader_;
   std::uint64_t copied_ = 0;
