@@ -633,7 +633,14 @@ def edit_model(path: PathLike, change: Callable[[onnx.ModelProto], Optional[onnx
     def apply(model_bytes: bytes) -> bytes:
         model = _parse_stored_model(model_bytes, archive_path)
         replaced = change(model)
-        return (model if replaced is None else replaced).SerializeToString()
+        if replaced is None:
+            return model.SerializeToString()
+        if not isinstance(replaced, onnx.ModelProto):
+            # A lambda that returns what its last call gave (graph.node.add(...), a string) must
+            # not become the model: that would overwrite the archive with garbage.
+            raise TypeError(f"edit_model: change returned a {type(replaced).__name__}, not an "
+                            "onnx.ModelProto or None; the archive is unchanged")
+        return replaced.SerializeToString()
 
     return EditResult(*_onnxzip.edit_model(archive_path, apply, compact, durable,
                                            properties_only))

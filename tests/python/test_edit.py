@@ -145,3 +145,15 @@ def test_edit_model_properties_only_keeps_the_graph_as_it_is(small_archive, tmp_
     with pytest.raises(onnxzip.InvalidArgumentError, match="gave it a graph"):
         onnxzip.edit_model(path, add_a_node, properties_only=True)
     assert path.read_bytes() == original
+
+
+def test_edit_model_refuses_a_change_returning_no_model(small_archive):
+    # A lambda returns what its last call returns: graph.node.add(...) gives a NodeProto, which
+    # once became the model (ir_version 0, no opset_import, domain 'Relu').
+    path, _, _ = small_archive
+    before = path.read_bytes()
+    with pytest.raises(TypeError, match="change returned a NodeProto, not an onnx.ModelProto"):
+        onnxzip.edit_model(path, lambda m: m.graph.node.add(op_type="Relu", name="added"))
+    with pytest.raises(TypeError, match="returned a str"):
+        onnxzip.edit_model(path, lambda m: "model", properties_only=True)
+    assert path.read_bytes() == before
