@@ -177,6 +177,30 @@ def _parse_stored_model(model_bytes: bytes, path: str) -> onnx.ModelProto:
     return model
 
 
+def _check_int(function: str, option: str, value: Any, low: int, high: int) -> int:
+    # bool is an int to Python, but threshold=True is a mistake, not 1.
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{function}: {option} must be an int, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise InvalidArgumentError(f"{function}: {option} must be in [{low}, {high}], not {value}")
+    return int(value)
+
+
+def _check_options(function: str, *, alignment: Optional[Any] = None,
+                   threshold: Optional[Any] = None, dedupe: Optional[Any] = None) -> None:
+    """Checks the writers' options before anything else sees them: pybind11 would refuse a bad
+    one with a TypeError that spells out every argument, the whole model's text included."""
+    if alignment is not None:
+        _check_int(function, "alignment", alignment, 64, 65536)
+        if alignment & (alignment - 1):
+            raise InvalidArgumentError(
+                f"{function}: alignment must be a power of two in [64, 65536], not {alignment}")
+    if threshold is not None:
+        _check_int(function, "threshold", threshold, 0, (1 << 64) - 1)
+    if dedupe is not None and not isinstance(dedupe, bool):
+        raise TypeError(f"{function}: dedupe must be a bool, not {type(dedupe).__name__}")
+
+
 def _is_buffer(model: Any) -> bool:
     return isinstance(model, (bytes, bytearray, memoryview))
 
@@ -204,6 +228,7 @@ def save(model: ModelLike, path: PathLike, *, threshold: int = 1024, alignment: 
     Raises InvalidArgumentError (a tensor already EXTERNAL, a payload whose size is not dims x
     element size, a bad alignment), IOFailure, and the parser's errors for bad model bytes.
     """
+    _check_options("save", alignment=alignment, threshold=threshold, dedupe=dedupe)
     if _is_buffer(model):
         _onnxzip.save_bytes(model, _path(path), alignment, threshold, dedupe)
         return
@@ -405,12 +430,14 @@ class ArchiveWriter:
 
     def __init__(self, path: PathLike, *, alignment: int = 64, threshold: int = 1024,
                  dedupe: bool = False) -> None:
+        _check_options("ArchiveWriter", alignment=alignment, threshold=threshold, dedupe=dedupe)
         self.path = _path(path)
         self._threshold = threshold
         self._dedupe = dedupe
         self._writer = _onnxzip.ArchiveWriter(self.path, alignment, threshold, dedupe)
         self._finished = False
         self._aborted = False
+        self._names: set = set()
 
     def add_tensor(self, name: str, array: Any, *, data_type: Optional[int] = None,
                    dims: Optional[List[int]] = None) -> onnx.TensorProto:
@@ -425,24 +452,42 @@ class ArchiveWriter:
         (needed for packed types, whose buffer holds the packed bytes). The payload must be
         exactly dims x element size bytes, else InvalidArgumentError.
         """
-        data = _as_array(array)
+        if not isinstance(name, str):
+            raise TypeError(f"add_tensor: name must be a str, not {type(name).__name__}")
+        if name and name in self._names:
+            # Two initializers of one name make an invalid model (ONNX IR: names are unique);
+            # the second would have been stored as entry "<name>_2" and the model kept both.
+            raise InvalidArgumentError(f"{self.path}: tensor {name!r} was added already")
+        data, implied_type = _as_array(array)
+        if data.dtype.byteorder == ">":
+            raise InvalidArgumentError(
+                f"{self.path}: tensor {name!r}: big-endian arrays are not accepted "
+                "(payloads are little-endian): pass array.astype(array.dtype.newbyteorder('<'))")
+        if data.dtype.hasobject or data.dtype.kind in "OUSVMm":
+            raise InvalidArgumentError(
+                f"{self.path}: tensor {name!r}: numpy dtype {data.dtype} has no ONNX data type")
         if data_type is None:
-            if data.dtype.byteorder == ">":
-                raise InvalidArgumentError(
-                    f"{self.path}: tensor {name!r}: big-endian arrays are not accepted "
-                    "(payloads are little-endian): pass array.astype(array.dtype.newbyteorder('<'))")
+            data_type = implied_type
+        if data_type is None:
             try:
                 data_type = _NUMPY_TO_ONNX[data.dtype]
             except KeyError:
                 raise InvalidArgumentError(
                     f"{self.path}: tensor {name!r}: numpy dtype {data.dtype} has no ONNX data type; "
                     "pass data_type= for raw views") from None
+        else:
+            _check_int("add_tensor", "data_type", data_type, 1, (1 << 31) - 1)
+            _check_raw_view(self.path, name, data.dtype, data_type)
+        if dims is not None and not all(isinstance(d, (int, np.integer)) and
+                                        not isinstance(d, bool) for d in dims):
+            raise TypeError(f"add_tensor: dims must be a sequence of ints, not {dims!r}"[:200])
         shape = [int(d) for d in (dims if dims is not None else data.shape)]
         if not data.flags.c_contiguous:
             raise InvalidArgumentError(
                 f"{self.path}: tensor {name!r}: the array is not C-contiguous "
                 "(numpy.ascontiguousarray makes a contiguous copy)")
         location, length = self._writer.add_tensor(name, data_type, shape, data)
+        self._names.add(name)
         tensor = onnx.TensorProto()
         tensor.name = name
         tensor.dims.extend(shape)
@@ -482,17 +527,48 @@ class ArchiveWriter:
                 f"{self.path}: ArchiveWriter left without finish(model): nothing was written")
 
 
-def _as_array(array: Any) -> np.ndarray:
+def _as_array(array: Any) -> Tuple[np.ndarray, Optional[int]]:
+    """`array` as a numpy array sharing its memory, and the ONNX data type it implies when its
+    numpy dtype does not say it (a torch bfloat16 tensor comes back as its int16 bits)."""
     if isinstance(array, np.ndarray):
-        return array
+        return array, None
     if isinstance(array, (bytes, bytearray)):
-        return np.frombuffer(array, dtype=np.uint8)
+        return np.frombuffer(array, dtype=np.uint8), None
     if isinstance(array, memoryview):
-        return np.frombuffer(array, dtype=np.uint8) if array.format in ("B", "b", "c") and \
-            array.ndim <= 1 else np.asarray(array)
+        if array.format in ("B", "b", "c") and array.ndim <= 1:
+            return np.frombuffer(array, dtype=np.uint8), None
+        return np.asarray(array), None
     if hasattr(array, "detach") and hasattr(array, "numpy"):  # torch.Tensor, without importing torch
-        return array.detach().numpy()
-    return np.asarray(array)
+        tensor = array.detach()
+        if str(tensor.dtype) == "torch.bfloat16":  # numpy has no bfloat16: its bits as int16.
+            import torch
+
+            return tensor.view(torch.int16).numpy(), onnx.TensorProto.BFLOAT16
+        return tensor.numpy(), None
+    return np.asarray(array), None
+
+
+# The storage unit of each ONNX type numpy has no dtype for: a raw view must be an integer array
+# of this many bytes per element (or bytes, uint8).
+_RAW_VIEW_ITEMSIZE = {onnx.TensorProto.BFLOAT16: 2}
+
+
+def _check_raw_view(path: str, name: str, dtype: np.dtype, data_type: int) -> None:
+    """Refuses a buffer whose numpy dtype contradicts `data_type`: an array of float64 declared
+    FLOAT would store its 8-byte values as pairs of garbage floats."""
+    native = {v: k for k, v in _NUMPY_TO_ONNX.items()}.get(data_type)
+    if native is not None and dtype == native:
+        return
+    if dtype.kind in "iu" and dtype.itemsize == 1:
+        return  # Raw bytes: any type's payload (the size is checked against dims).
+    bits = _onnxzip.element_bits(data_type)
+    if native is None and bits and dtype.kind in "iu" and \
+            dtype.itemsize == _RAW_VIEW_ITEMSIZE.get(data_type, max(bits // 8, 1)):
+        return
+    raise InvalidArgumentError(
+        f"{path}: tensor {name!r}: numpy dtype {dtype} does not hold "
+        f"{_onnxzip.data_type_name(data_type)} values"
+        + (f" (pass an array of {native})" if native is not None else ""))
 
 
 def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int = 1024,
@@ -509,6 +585,9 @@ def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int
     into FILE, FILE.1...; `data_alignment` aligns each payload's offset in it; tensors under
     `threshold` bytes stay inline.
     """
+    _check_options("convert", alignment=alignment, threshold=threshold, dedupe=dedupe)
+    _check_int("convert", "max_file_size", max_file_size, 0, (1 << 64) - 1)
+    _check_int("convert", "data_alignment", data_alignment, 1, 1 << 30)
     mode = None if external_data is None else bool(external_data)
     data_file_name = external_data if isinstance(external_data, str) else ""
     return _onnxzip.convert(_path(src), _path(dst), alignment, threshold, dedupe, mode,
@@ -569,6 +648,7 @@ def repack(src: PathLike, dst: PathLike, *, alignment: int = 64,
     made (deflated or unaligned entries, data descriptors, the model entry anywhere). Entries
     referred to whole are kept (kept_entries), others resolved per tensor (unpacked_entries),
     unreferenced ones dropped (dropped_entries)."""
+    _check_options("repack", alignment=alignment, threshold=threshold)
     return RepackResult(*_onnxzip.repack(_path(src), _path(dst), alignment, threshold))
 
 

@@ -199,3 +199,93 @@ def test_repack_and_view_model(tmp_path, small_archive):
     view_model = onnx.load(view_path)  # onnx resolves the offsets into the archive itself
     np.testing.assert_array_equal(nh.to_array(view_model.graph.initializer[0]),
                                   arrays["encoder.weight"])
+
+
+def test_add_tensor_refuses_a_name_added_before(tmp_path):
+    # The README's writer example did this to resnet18: two entries "a" and "a_2", and a model
+    # with two initializers named "a".
+    path = tmp_path / "dup.onnxz"
+    x = np.arange(512, dtype=np.float32)
+    with onnxzip.ArchiveWriter(path) as writer:
+        first = writer.add_tensor("a", x)
+        with pytest.raises(onnxzip.InvalidArgumentError, match="tensor 'a' was added already"):
+            writer.add_tensor("a", 2 * x)
+        writer.finish(make_model([first]))
+    with onnxzip.open(path) as archive:
+        assert archive.keys() == ["a"]
+        np.testing.assert_array_equal(archive.get_tensor("a"), x)
+
+
+@pytest.mark.parametrize("array, data_type", [
+    (np.array([object(), object()] * 128, dtype=object), onnx.TensorProto.INT64),
+    (np.arange(256, dtype=">f4"), onnx.TensorProto.FLOAT),
+    (np.arange(256, dtype=np.float64), onnx.TensorProto.FLOAT),
+    (np.arange(256, dtype=np.float32), onnx.TensorProto.BFLOAT16),
+])
+def test_add_tensor_refuses_a_buffer_that_contradicts_data_type(tmp_path, array, data_type):
+    # An object array once stored heap addresses, a big-endian one swapped bytes.
+    with onnxzip.ArchiveWriter(tmp_path / "t.onnxz") as writer:
+        with pytest.raises(onnxzip.InvalidArgumentError, match="tensor 'w'"):
+            writer.add_tensor("w", array, data_type=data_type, dims=[256])
+        writer.abort()
+
+
+def test_add_tensor_takes_raw_views_with_data_type(tmp_path):
+    path = tmp_path / "raw.onnxz"
+    bits = np.arange(256, dtype=np.uint16)
+    floats = np.arange(64, dtype=np.float32)
+    with onnxzip.ArchiveWriter(path) as writer:
+        tensors = [writer.add_tensor("bf16", bits, data_type=onnx.TensorProto.BFLOAT16),
+                   writer.add_tensor("bytes", floats.tobytes(), data_type=onnx.TensorProto.FLOAT,
+                                     dims=[64])]
+        writer.finish(make_model(tensors))
+    with onnxzip.open(path) as archive:
+        np.testing.assert_array_equal(archive.get_tensor("bf16"), bits)
+        np.testing.assert_array_equal(archive.get_tensor("bytes"), floats)
+
+
+def test_add_tensor_takes_a_torch_bfloat16_tensor(tmp_path):
+    torch = pytest.importorskip("torch")
+    weight = torch.arange(512, dtype=torch.float32).to(torch.bfloat16)
+    path = tmp_path / "bf16.onnxz"
+    with onnxzip.ArchiveWriter(path) as writer:
+        reference = writer.add_tensor("w", weight)
+        assert reference.data_type == onnx.TensorProto.BFLOAT16
+        writer.finish(make_model([reference]))
+    with onnxzip.open(path) as archive:
+        np.testing.assert_array_equal(archive.get_tensor("w"), weight.view(torch.int16).numpy())
+
+
+@pytest.mark.parametrize("options, error", [
+    ({"threshold": -1}, onnxzip.InvalidArgumentError),
+    ({"threshold": 1.5}, TypeError),
+    ({"threshold": "1024"}, TypeError),
+    ({"alignment": -64}, onnxzip.InvalidArgumentError),
+    ({"alignment": 100}, onnxzip.InvalidArgumentError),
+    ({"alignment": 64.0}, TypeError),
+    ({"dedupe": "yes"}, TypeError),
+])
+def test_bad_options_get_a_short_message_and_write_nothing(tmp_path, options, error):
+    # pybind11 refused these with a TypeError embedding the whole model's text (263 MB for
+    # resnet18) and its own signature.
+    model = make_model([nh.from_array(np.zeros(4096, dtype=np.float32), "w")])
+    path = tmp_path / "x.onnxz"
+    for call in (lambda: onnxzip.save(model, path, **options),
+                 lambda: onnxzip.ArchiveWriter(path, **options)):
+        with pytest.raises(error) as raised:
+            call()
+        message = str(raised.value)
+        assert len(message) < 120 and "incompatible function arguments" not in message
+        assert next(iter(options)) in message
+    assert not path.exists()
+
+
+def test_add_tensor_refuses_bad_arguments_with_a_short_message(tmp_path):
+    with onnxzip.ArchiveWriter(tmp_path / "t.onnxz") as writer:
+        for call in (lambda: writer.add_tensor(3, np.zeros(4)),
+                     lambda: writer.add_tensor("w", np.zeros(4), data_type="FLOAT"),
+                     lambda: writer.add_tensor("w", np.zeros(4), dims=["4"])):
+            with pytest.raises(TypeError) as raised:
+                call()
+            assert "incompatible function arguments" not in str(raised.value)
+        writer.abort()
