@@ -32,6 +32,7 @@ takes the same raw views back with an explicit data_type (and dims for packed ty
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import os
 from dataclasses import dataclass
@@ -261,6 +262,37 @@ def _location(tensor: onnx.TensorProto) -> str:
     return ""
 
 
+def _open_archive(path: str, access: str) -> _onnxzip.Archive:
+    """The extension's Archive, with what the C++ message cannot know added: the file's name on
+    a NotFoundError (as open() sets it), and a hint when the file is a legacy model or looks
+    cut short."""
+    try:
+        return _onnxzip.Archive(path, access)
+    except (NotFoundError, IOFailure) as e:
+        e.filename = path
+        raise
+    except CorruptError as e:
+        hint = _corrupt_hint(path)
+        if not hint:
+            raise
+        raise CorruptError(f"{e} ({hint})") from None
+
+
+def _corrupt_hint(path: str) -> str:
+    try:
+        if not _is_archive_file(path):
+            return ("this is no .onnxz archive but, by its first bytes, a legacy ONNX model: "
+                    "onnx.load reads it, onnxzip.convert makes an archive of it")
+        with builtins.open(path, "rb") as file:
+            file.seek(max(os.fstat(file.fileno()).st_size - 65557, 0))
+            tail = file.read()
+    except OSError:
+        return ""
+    if b"PK\x05\x06" not in tail:
+        return "no end of central directory record: the file may be truncated"
+    return ""
+
+
 def load(path: PathLike, *, load_external_data: bool = True) -> onnx.ModelProto:
     """Reads the archive at `path` and returns its model, like onnx.load.
 
@@ -273,13 +305,14 @@ def load(path: PathLike, *, load_external_data: bool = True) -> onnx.ModelProto:
     problems raise CorruptError / UnsupportedError naming the entry and tensor, a missing file
     NotFoundError.
     """
-    archive = _onnxzip.Archive(_path(path))
+    archive = _open_archive(_path(path), "map")
     try:
         model = _parse_stored_model(archive.model_bytes(), _path(path))
         if load_external_data:
             index: Dict[str, int] = {}
-            for i, info in enumerate(archive.tensors()):
-                index.setdefault(info[1], i)
+            for i, record in enumerate(archive.tensors()):
+                if record.location:
+                    index.setdefault(record.location, i)
             for tensor, _, _ in model_tensors(model):
                 if tensor.data_location != onnx.TensorProto.EXTERNAL:
                     continue
@@ -293,14 +326,16 @@ def load(path: PathLike, *, load_external_data: bool = True) -> onnx.ModelProto:
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """One tensor whose payload is an archive entry.
+    """One tensor of an archive's model: a payload entry, or an inline tensor.
 
     name: TensorProto.name ("" when unnamed); key: what keys() lists and get_tensor() takes (the
-    name, or the entry name for an unnamed tensor); location: the entry; data_type: the ONNX
-    data type number (onnx.TensorProto.FLOAT...); dims: the logical shape; nbytes: the payload's
-    size; offset: its file offset; alignment: the largest power of two (<= 65536) dividing it;
-    zero_copy: False for an entry another tool deflated (get_tensor then views inflated memory);
-    site: where the tensor sits in the model, e.g. "graph/initializer[3]".
+    name; for an unnamed tensor its entry name, or for an unnamed inline one its site);
+    location: the entry ("" for an inline tensor, whose payload sits in the model); data_type:
+    the ONNX data type number (onnx.TensorProto.FLOAT...); dims: the logical shape; nbytes: the
+    payload's size; offset: its file offset (0 when inline); alignment: the largest power of two
+    (<= 65536) dividing it (0 when inline); zero_copy: False for an inline tensor (get_tensor
+    gives a copy) and for an entry another tool deflated (get_tensor then views inflated
+    memory); site: where the tensor sits in the model, e.g. "graph/initializer[3]".
     """
 
     name: str
@@ -321,11 +356,20 @@ class Archive:
     The file is memory-mapped and validated on opening. Arrays from get_tensor() are read-only
     views of the mapping that keep it alive on their own: they stay valid after close(), after
     the Archive is garbage-collected, and in other threads. Reading views needs no lock.
+
+    The mapping is private (copy-on-write): a write through a view that ignores numpy's
+    read-only flag (torch.from_numpy(view).mul_(2), an optimizer step) copies the pages it
+    touches into this process's memory and never reaches the file; views stay zero-copy until
+    written. With access="read" the file is read into memory instead of mapped: for files that
+    others may truncate or rewrite while they are open (a truncated mapping kills the process
+    with SIGBUS when touched).
     """
 
-    def __init__(self, path: PathLike) -> None:
+    def __init__(self, path: PathLike, *, access: str = "map") -> None:
+        if access not in ("map", "read"):
+            raise InvalidArgumentError(f'open: access must be "map" or "read", not {access!r}')
         self.path = _path(path)
-        self._archive = _onnxzip.Archive(self.path)
+        self._archive = _open_archive(self.path, access)
         self._model: Optional[onnx.ModelProto] = None
         # TensorInfo objects are made when asked for: building a frozen dataclass per tensor took
         # longer than opening the archive, and most callers only want keys() and get_tensor().
@@ -340,24 +384,32 @@ class Archive:
         return self._model
 
     def keys(self) -> List[str]:
-        """Names of the tensors whose payloads are entries, in model order (an unnamed tensor by
-        its entry name; a name used twice once)."""
-        return list(self._index)
+        """Names of every tensor of the model, in model order: the payload entries and the small
+        tensors kept inline (an unnamed tensor by its entry name, an unnamed inline one -- a
+        Constant's value -- by its site, "graph/node[3]/attribute[0]/t"; a name used twice
+        once). STRING tensors are left out (numpy has no type for them). BadStateError after
+        close()."""
+        return list(self._open_index())
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._index)
+        return iter(self._open_index())
 
     def __len__(self) -> int:
-        return len(self._index)
+        return len(self._open_index())
 
     def __contains__(self, name: object) -> bool:
-        return name in self._index
+        return name in self._open_index()
+
+    def _open_index(self) -> Dict[str, int]:
+        if self._archive.closed:
+            raise BadStateError(f"{self.path}: the archive is closed")
+        return self._index
 
     @property
     def tensors(self) -> List[TensorInfo]:
-        """Every tensor whose payload is an entry, in model order (tied weights share a location).
-        BadStateError after close()."""
-        return [self._info(i) for i in range(self._count)]
+        """Every tensor of the model, in model order (tied weights share a location): the
+        payload entries and the inline ones. BadStateError after close()."""
+        return [self._info(i) for i in range(self._archive.tensor_count())]
 
     def tensor_info(self, name: str) -> TensorInfo:
         """The TensorInfo of keys() entry `name`; KeyError if there is none, BadStateError after
@@ -365,23 +417,23 @@ class Archive:
         return self._info(self._lookup(name))
 
     def _info(self, i: int) -> TensorInfo:
-        name, location, data_type, dims, nbytes, offset, alignment, zero_copy, site = \
-            self._archive.tensor(i)
-        return TensorInfo(name, name or location, location, data_type, tuple(dims), nbytes, offset,
-                          alignment, zero_copy, site)
+        r = self._archive.tensor(i)
+        return TensorInfo(r.name, r.key, r.location, r.data_type, tuple(r.dims), r.nbytes,
+                          r.file_offset, r.alignment, r.zero_copy, r.site)
 
     def get_tensor(self, name: str) -> np.ndarray:
         """Tensor `name` as a read-only numpy array over the mapped file: no byte is copied, and
         its data pointer is the payload's (64-byte aligned) address in the mapping. Shaped by
         dims, dtype per data_type (raw views for types numpy lacks: see help(onnxzip)). The array
-        keeps the mapping alive. KeyError for an unknown name; BadStateError after close()."""
+        keeps the mapping alive. An inline tensor comes back as a read-only copy. KeyError for an
+        unknown name; BadStateError after close()."""
         return self._archive.array(self._lookup(name))
 
     def _lookup(self, name: str) -> int:
         try:
-            return self._index[name]
+            return self._open_index()[name]
         except KeyError:
-            raise KeyError(f"{self.path}: no tensor named {name!r} is stored as an entry") from None
+            raise KeyError(f"{self.path}: no tensor named {name!r}") from None
 
     def close(self) -> None:
         """Releases this object's hold on the mapping (views made before keep theirs)."""
@@ -398,17 +450,19 @@ class Archive:
         self.close()
 
     def __repr__(self) -> str:
+        if self._archive.closed:
+            return f"<onnxzip.Archive {self.path!r}: closed>"
         return f"<onnxzip.Archive {self.path!r}: {self._count} tensors>"
 
 
-def open(path: PathLike) -> Archive:  # noqa: A001 - the name the API promises (like safe_open).
+def open(path: PathLike, *, access: str = "map") -> Archive:  # noqa: A001 - like safe_open.
     """Opens the .onnxz archive at `path` for zero-copy reading: see Archive.
 
         with onnxzip.open("model.onnxz") as archive:
             w = archive.get_tensor("encoder.weight")   # numpy view of the mapped file
             model = archive.model                       # onnx.ModelProto with references
     """
-    return Archive(path)
+    return Archive(path, access=access)
 
 
 class ArchiveWriter:
@@ -578,6 +632,10 @@ def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int
     archive, or an archive to a legacy model; the direction comes from `src`'s content. Returns
     the input's format, "legacy" or "onnxz". `dst` appears atomically; `src` is never written.
 
+    A `dst` name that contradicts the output's format (an archive converted to "y.onnxz", a
+    legacy model to "y.onnx") is an InvalidArgumentError: the direction is the input's, not the
+    name's.
+
     To .onnxz: `alignment`, `threshold`, `dedupe` as for save().
     To legacy: weights inline when the model fits protobuf's 2 GiB, else in "<dst name>.data";
     `external_data` True forces external data, a string also names the data file, False forces
@@ -588,10 +646,36 @@ def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int
     _check_options("convert", alignment=alignment, threshold=threshold, dedupe=dedupe)
     _check_int("convert", "max_file_size", max_file_size, 0, (1 << 64) - 1)
     _check_int("convert", "data_alignment", data_alignment, 1, 1 << 30)
+    _check_destination_name(_path(src), _path(dst))
     mode = None if external_data is None else bool(external_data)
     data_file_name = external_data if isinstance(external_data, str) else ""
     return _onnxzip.convert(_path(src), _path(dst), alignment, threshold, dedupe, mode,
                             data_file_name, max_file_size, data_alignment)
+
+
+def _is_archive_file(path: str) -> bool:
+    """Whether `path` holds a ZIP (an .onnxz), as the C++ detect_format tells them apart."""
+    with builtins.open(path, "rb") as file:
+        head = file.read(4)
+    return head in (b"PK\x03\x04", b"PK\x05\x06")
+
+
+def _check_destination_name(src: str, dst: str) -> None:
+    # convert's direction comes from the input's content: converting an archive writes a legacy
+    # model, which a ".onnxz" name would misdescribe (and a legacy input an archive named .onnx).
+    try:
+        archive_input = _is_archive_file(src)
+    except OSError:
+        return  # The C++ convert names the problem.
+    suffix = os.path.splitext(dst)[1].lower()
+    if archive_input and suffix == ".onnxz":
+        raise InvalidArgumentError(
+            f"{dst}: {src} is an .onnxz archive, so convert writes a legacy ONNX model: name "
+            "the output .onnx (to rewrite an archive, use repack)")
+    if not archive_input and suffix == ".onnx":
+        raise InvalidArgumentError(
+            f"{dst}: {src} is a legacy ONNX model, so convert writes an .onnxz archive: name "
+            "the output .onnxz")
 
 
 @dataclass(frozen=True)
@@ -628,9 +712,16 @@ class VerifyReport:
 
 
 def verify(path: PathLike, *, check_crc: bool = True) -> VerifyReport:
-    """Checks the archive at `path` against the .onnxz specification (ZIP structure, alignment,
-    CRC-32 of every entry unless check_crc=False, references, names) and returns every finding
-    instead of raising. Raises only when the file cannot be read (NotFoundError, IOFailure)."""
+    """Checks the model file at `path` and returns every finding instead of raising: the same
+    findings as `onnxzip verify` prints, one a line (the same C++ function makes both).
+
+    An .onnxz archive is checked against the .onnxz specification (ZIP structure, alignment,
+    CRC-32 of every entry unless check_crc=False, references, names); a legacy .onnx is read
+    with its external data. Both get the payload check of every inline tensor and the ONNX IR
+    rules (ir_version, opset imports, single assignment, topological order, unique names...);
+    those are "warning" findings, as load() accepts such a model.
+
+    Raises only when the file cannot be read (NotFoundError, IOFailure)."""
     return VerifyReport(tuple(Finding(*f) for f in _onnxzip.verify(_path(path), check_crc)))
 
 
@@ -664,18 +755,20 @@ class EditResult(NamedTuple):
     file_size: int
 
 
-def replace_model(path: PathLike, model: ModelLike, *, compact: bool = False,
+def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact: bool = False,
                   durable: bool = True) -> EditResult:
     """Replaces the model of the archive at `path` in place, without moving or rewriting a payload
     byte: only `__MODEL_PROTO`, the central directory and the end records are rewritten, so the
     cost is the model's size, whatever the weights weigh. Crash-safe: the file always reads as the
     archive with the old model or the new one (with `durable`, also across a power loss).
 
-    `model` (an onnx.ModelProto or its bytes) refers to the archive's entries as
-    Archive.model does (edit archive.model, or a loaded model's references); every EXTERNAL tensor
-    must name an entry with the right size, and every entry must be referred to -- unless
-    `compact`, which rewrites the archive without the unreferenced entries (O(archive)). Inline
-    tensors stay inline. Views from open() stay valid (payload bytes do not change); reopen the
+    `model` (an onnx.ModelProto, its bytes, or the path of a file holding them, as the CLI's
+    --model) refers to the archive's entries as Archive.model does (edit archive.model, or a
+    loaded model's references); every EXTERNAL tensor must name an entry with the right size,
+    and every entry must be referred to -- unless `compact`, which rewrites the archive without
+    the unreferenced entries (O(archive)). An inline tensor of an onnx.ModelProto whose bytes
+    equal the archive's entry of the same name refers to that entry, so the model load() gives
+    goes back as it came, payloads where they were; other inline tensors stay inline. Views from open() stay valid (payload bytes do not change); reopen the
     archive for its new model. Raises InvalidArgumentError naming the tensor or entry (the
     archive is then unchanged), CorruptError for a broken archive, IOFailure (the message says
     which model the file holds).
@@ -685,8 +778,54 @@ def replace_model(path: PathLike, model: ModelLike, *, compact: bool = False,
         model.producer_name = "me"
         onnxzip.replace_model("model.onnxz", model)
     """
-    model_bytes = model if _is_buffer(model) else model.SerializeToString()
-    return EditResult(*_onnxzip.replace_model(_path(path), model_bytes, compact, durable))
+    archive_path = _path(path)
+    if isinstance(model, (str, os.PathLike)):
+        # As the CLI's --model takes it: a file holding a serialized ModelProto.
+        with builtins.open(model, "rb") as file:
+            model = file.read()
+    if _is_buffer(model):
+        model_bytes = model
+    elif isinstance(model, onnx.ModelProto):
+        model_bytes = _serialize_referring(archive_path, model)
+    else:
+        raise TypeError("replace_model: model must be an onnx.ModelProto, its bytes or a path, "
+                        f"not {type(model).__name__}")
+    return EditResult(*_onnxzip.replace_model(archive_path, model_bytes, compact, durable))
+
+
+def _serialize_referring(archive_path: str, model: onnx.ModelProto) -> bytes:
+    """`model` serialized with every inline tensor whose bytes equal the archive's entry of the
+    same name turned into a reference to it: the model load() gives goes back without moving a
+    payload (and compact then drops nothing). `model` is as before when this returns."""
+    swapped: List[Tuple[onnx.TensorProto, bytes, Optional[int]]] = []
+    with Archive(archive_path) as archive:
+        try:
+            for tensor, _, in_sparse in model_tensors(model):
+                if in_sparse or tensor.data_location == onnx.TensorProto.EXTERNAL or \
+                        not tensor.name or not tensor.HasField("raw_data"):
+                    continue
+                index = archive._index.get(tensor.name)
+                if index is None:
+                    continue
+                info = archive._info(index)
+                if not info.location or info.data_type != tensor.data_type or \
+                        info.dims != tuple(tensor.dims) or info.nbytes != len(tensor.raw_data):
+                    continue
+                raw = tensor.raw_data
+                stored = archive._archive.array(index).reshape(-1).view(np.uint8)
+                if not np.array_equal(np.frombuffer(raw, dtype=np.uint8), stored):
+                    continue
+                location = tensor.data_location if tensor.HasField("data_location") else None
+                swapped.append((tensor, raw, location))
+                _make_reference(tensor, info.location, info.nbytes)
+            return model.SerializeToString()
+        finally:
+            for tensor, raw, location in swapped:
+                del tensor.external_data[:]
+                tensor.ClearField("data_location")
+                if location is not None:
+                    tensor.data_location = location
+                tensor.raw_data = raw
 
 
 def edit_model(path: PathLike, change: Callable[[onnx.ModelProto], Optional[onnx.ModelProto]], *,

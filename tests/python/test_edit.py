@@ -50,7 +50,8 @@ def test_replace_model_refuses_a_dropped_reference_unless_compact(small_archive)
     result = onnxzip.replace_model(path, model, compact=True)
     assert result.compacted and result.dropped_entries == ["encoder_bias"]
     with onnxzip.open(path) as archive:
-        assert archive.keys() == ["encoder.weight"]
+        assert archive.keys() == ["encoder.weight", "tiny"]  # tiny: inline, not an entry
+        assert [t.location for t in archive.tensors] == ["encoder_weight", ""]
         np.testing.assert_array_equal(archive.get_tensor("encoder.weight"),
                                       arrays["encoder.weight"])
 
@@ -157,3 +158,32 @@ def test_edit_model_refuses_a_change_returning_no_model(small_archive):
     with pytest.raises(TypeError, match="returned a str"):
         onnxzip.edit_model(path, lambda m: "model", properties_only=True)
     assert path.read_bytes() == before
+
+
+def test_the_model_load_gives_goes_back_with_its_payloads_in_place(small_archive):
+    # It failed (every entry unreferenced) and the error advised compact, which moved every
+    # weight inline and left no payload entry.
+    path, arrays, _ = small_archive
+    before = _payload_bytes(path)
+    model = onnxzip.load(path)
+    model.producer_name = "back"
+    serialized = model.SerializeToString()
+    result = onnxzip.replace_model(path, model)
+    assert not result.compacted and result.dropped_entries == []
+    assert model.SerializeToString() == serialized  # the caller's model is untouched
+    assert _payload_bytes(path) == before
+    assert onnxzip.load(path).producer_name == "back"
+    assert onnxzip.verify(path).ok
+
+
+def test_replace_model_takes_a_path_as_the_cli_does(small_archive, tmp_path):
+    path, _, _ = small_archive
+    with onnxzip.open(path) as archive:
+        model = archive.model
+    model.doc_string = "from a file"
+    model_file = tmp_path / "model.onnx"
+    model_file.write_bytes(model.SerializeToString())
+    onnxzip.replace_model(path, str(model_file))
+    assert onnxzip.load(path).doc_string == "from a file"
+    with pytest.raises(TypeError, match="model must be an onnx.ModelProto, its bytes or a path"):
+        onnxzip.replace_model(path, 42)

@@ -163,8 +163,8 @@ def test_threshold_alignment_and_dedupe(tmp_path):
     assert locations[0] == locations[1] != ""
     assert locations[2] == ""  # 40 bytes < threshold 1024: inline.
     with onnxzip.open(tmp_path / "d.onnxz") as archive:
-        assert archive.keys() == ["a", "b"]
-        assert all(info.offset % 4096 == 0 for info in archive.tensors)
+        assert archive.keys() == ["a", "b", "small"]  # small: inline
+        assert all(info.offset % 4096 == 0 for info in archive.tensors if info.location)
     onnxzip.save(model, tmp_path / "all.onnxz", threshold=0)
     with onnxzip.open(tmp_path / "all.onnxz") as archive:
         assert archive.keys() == ["a", "b", "small"]
@@ -195,3 +195,42 @@ def test_attributes_subgraphs_and_unnamed_tensors(tmp_path):
         assert archive.tensor_info(unnamed).name == ""
         np.testing.assert_array_equal(archive.get_tensor(unnamed), value)
         np.testing.assert_array_equal(archive.get_tensor("w_then"), value * 2)
+
+
+def test_every_initializer_is_readable_inline_ones_too(tmp_path):
+    # A small initializer that save() keeps inline (< threshold) raised KeyError: after convert,
+    # resnet18 had 2 of its 26 initializers out of reach.
+    big = np.arange(1024, dtype=np.float32).reshape(32, 32)
+    shape = np.array([1, -1], dtype=np.int64)
+    typed = onnx.helper.make_tensor("typed", onnx.TensorProto.INT32, [3], [7, 8, 9])
+    constant = onnx.helper.make_node(
+        "Constant", [], ["c"], value=nh.from_array(np.array([0.5, 1.5], np.float32), ""))
+    model = make_model([nh.from_array(big, "big"), nh.from_array(shape, "shape"), typed])
+    model.graph.node.append(constant)
+    path = tmp_path / "inline.onnxz"
+    onnxzip.save(model, path)
+    with onnxzip.open(path) as archive:
+        # Model order: for_each_tensor visits a graph's nodes before its initializers.
+        assert archive.keys() == ["graph/node[3]/attribute[0]/t", "big", "shape", "typed"]
+        np.testing.assert_array_equal(archive.get_tensor("big"), big)
+        small = archive.get_tensor("shape")
+        np.testing.assert_array_equal(small, shape)
+        assert small.dtype == np.int64 and not small.flags.writeable
+        np.testing.assert_array_equal(archive.get_tensor("typed"), [7, 8, 9])
+        np.testing.assert_array_equal(archive.get_tensor("graph/node[3]/attribute[0]/t"),
+                                      [0.5, 1.5])
+        info = archive.tensor_info("shape")
+        assert (info.location, info.nbytes, info.zero_copy, info.site) == (
+            "", 16, False, "graph/initializer[1]")
+        assert archive.tensor_info("big").location == "big"
+
+
+def test_a_closed_archive_says_so(small_archive):
+    path, _, _ = small_archive
+    archive = onnxzip.open(path)
+    archive.close()
+    assert "closed" in repr(archive)
+    for call in (archive.keys, lambda: len(archive), lambda: "tiny" in archive,
+                 lambda: list(archive), lambda: archive.get_tensor("tiny")):
+        with pytest.raises(onnxzip.BadStateError, match="closed"):
+            call()

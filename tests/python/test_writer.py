@@ -289,3 +289,53 @@ def test_add_tensor_refuses_bad_arguments_with_a_short_message(tmp_path):
                 call()
             assert "incompatible function arguments" not in str(raised.value)
         writer.abort()
+
+
+def _cli_lines(path):
+    """`onnxzip verify`'s lines for `path` with the tool next to the package's tests, or None."""
+    import shutil
+    import subprocess
+    here = os.path.dirname(os.path.abspath(__file__))
+    tool = os.path.join(here, "..", "..", "build", "src", "cli", "onnxzip")
+    tool = tool if os.path.exists(tool) else shutil.which("onnxzip")
+    if tool is None:
+        return None
+    run = subprocess.run([tool, "verify", "--quiet", str(path)], capture_output=True, text=True)
+    return run.stdout.splitlines()
+
+
+def test_verify_checks_the_ir_rules_as_the_cli_does(tmp_path):
+    # Python's verify() skipped the IR rules: an archive without opset_import and with two
+    # initializers of one name passed, where `onnxzip verify` reported them.
+    tensors = [nh.from_array(np.arange(300, dtype=np.float32), "a"),
+               nh.from_array(np.arange(300, dtype=np.float32) * 2, "a")]
+    model = make_model(tensors[:1])
+    model.graph.initializer.extend(tensors[1:])
+    del model.opset_import[:]
+    path = tmp_path / "ir.onnxz"
+    onnxzip.save(model, path)
+    report = onnxzip.verify(path)
+    messages = [f.message for f in report.findings]
+    assert not report.ok and report.loadable  # load() accepts it: warnings
+    assert {f.severity for f in report.findings} == {"warning"}
+    assert any("opset_import" in m for m in messages), messages
+    assert any("'a' is defined twice" in m for m in messages), messages
+    assert all(m.startswith(str(path) + ": ") for m in messages)
+    cli = _cli_lines(path)
+    if cli is not None:
+        assert cli == messages
+
+
+def test_verify_takes_a_legacy_model_as_the_cli_does(tmp_path):
+    # A valid legacy .onnx was an error to Python's verify() and "ok" to the CLI.
+    model = _big_model()
+    legacy = tmp_path / "m.onnx"
+    onnx.save_model(model, str(legacy), save_as_external_data=True, location="m.data",
+                    size_threshold=1024)
+    assert onnxzip.verify(legacy).findings == ()
+    os.truncate(tmp_path / "m.data", 10)
+    report = onnxzip.verify(legacy)
+    assert not report.loadable and "m.data" in report.findings[0].message
+    cli = _cli_lines(legacy)
+    if cli is not None:
+        assert cli == [f.message for f in report.findings]
