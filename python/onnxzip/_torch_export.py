@@ -11,9 +11,40 @@ import onnx
 
 def export_torch(module: Any, args: Any, path: "str | os.PathLike[str]", *, alignment: int = 64,
                  keep_state_dict: bool = False, **export_kwargs: Any) -> onnx.ModelProto:
+    """Exports a torch.nn.Module to an .onnxz archive without ever building a protobuf that holds
+    the weights (so models over 2 GiB export): torch.onnx.export writes the graph only
+    (export_params=False, do_constant_folding=False, so that no parameter is computed by the
+    exporter -- Conv and BatchNormalization stay unfused -- and parameters keep their state_dict
+    names), then every parameter and buffer the graph takes as an input is streamed into an
+    ArchiveWriter straight from the tensor's memory and becomes an initializer (and stops being
+    a graph input).
+
+    The module is exported in eval mode (torch.onnx.export's default; training= overrides it)
+    and given back in the mode it was in. torch leaves out parameters the graph does not use and
+    folds equal-valued ones (fresh BatchNorm statistics) into Identity nodes, so the archive may
+    hold fewer tensors than the state_dict: with `keep_state_dict`, each such Identity is
+    replaced by the parameter it names and the other keys become unused initializers, so that
+    load_state_dict(strict=True) finds every key in the archive.
+
+    Args:
+        module: the torch.nn.Module; its parameters and buffers must be on the CPU.
+        args: the example inputs, as torch.onnx.export takes them.
+        path: the archive to write (appears atomically).
+        alignment: as for save().
+        keep_state_dict: store every state_dict key (see above).
+        **export_kwargs: torch.onnx.export's (input_names, opset_version, dynamic_axes...).
+
+    Returns:
+        The model as written (tensors referring to entries).
+
+    Raises:
+        InvalidArgumentError: do_constant_folding=True (a folded constant would be a graph input
+            with no data), a parameter off the CPU, a name added twice.
+    """
     import torch
 
-    from . import ArchiveWriter, InvalidArgumentError
+    from ._errors import InvalidArgumentError
+    from ._writer import ArchiveWriter
 
     if export_kwargs.get("do_constant_folding"):
         # A folded constant is a new tensor that exists only inside the exporter: with

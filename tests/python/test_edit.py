@@ -11,7 +11,7 @@ import onnxzip
 
 def _payload_bytes(path):
     with onnxzip.open(path) as archive:
-        return {info.location: (info.offset, archive.get_tensor(info.key).tobytes())
+        return {info.location: (info.file_offset, archive.get_tensor(info.key).tobytes())
                 for info in archive.tensors}
 
 
@@ -128,7 +128,7 @@ def test_edit_model_properties_only_keeps_the_graph_as_it_is(small_archive, tmp_
         model.producer_name = "properties"
         onnx.helper.set_model_props(model, {"license": "MIT"})
 
-    result = onnxzip.edit_model(path, describe, properties_only=True)
+    result = onnxzip.edit_model_properties(path, describe)
     assert seen == {"graph": False, "functions": 0}
     assert not result.compacted and result.file_size == path.stat().st_size
     assert _payload_bytes(path) == before
@@ -144,7 +144,7 @@ def test_edit_model_properties_only_keeps_the_graph_as_it_is(small_archive, tmp_
 
     original = path.read_bytes()
     with pytest.raises(onnxzip.InvalidArgumentError, match="gave it a graph"):
-        onnxzip.edit_model(path, add_a_node, properties_only=True)
+        onnxzip.edit_model_properties(path, add_a_node)
     assert path.read_bytes() == original
 
 
@@ -153,10 +153,10 @@ def test_edit_model_refuses_a_change_returning_no_model(small_archive):
     # once became the model (ir_version 0, no opset_import, domain 'Relu').
     path, _, _ = small_archive
     before = path.read_bytes()
-    with pytest.raises(TypeError, match="change returned a NodeProto, not an onnx.ModelProto"):
+    with pytest.raises(TypeError, match="edit_model: change returned a NodeProto, not an onnx.ModelProto"):
         onnxzip.edit_model(path, lambda m: m.graph.node.add(op_type="Relu", name="added"))
     with pytest.raises(TypeError, match="returned a str"):
-        onnxzip.edit_model(path, lambda m: "model", properties_only=True)
+        onnxzip.edit_model_properties(path, lambda m: "model")
     assert path.read_bytes() == before
 
 

@@ -111,7 +111,7 @@ def test_every_data_type(tmp_path, data_type, dtype, dims, payload):
     tensor = onnx.TensorProto()
     tensor.name = "t"
     tensor.dims.extend(dims)
-    onnxzip._set_data_type(tensor, data_type)
+    onnxzip._dtypes._set_data_type(tensor, data_type)
     tensor.raw_data = payload
     model = make_model([tensor])
     path = tmp_path / "types.onnxz"
@@ -159,12 +159,12 @@ def test_threshold_alignment_and_dedupe(tmp_path):
                         nh.from_array(np.ones(10, np.float32), "small")])
     onnxzip.save(model, tmp_path / "d.onnxz", alignment=4096, dedupe=True)
     stored = onnxzip.load(tmp_path / "d.onnxz", load_external_data=False)
-    locations = [onnxzip._location(t) for t in stored.graph.initializer]
+    locations = [onnxzip._dtypes._location(t) for t in stored.graph.initializer]
     assert locations[0] == locations[1] != ""
     assert locations[2] == ""  # 40 bytes < threshold 1024: inline.
     with onnxzip.open(tmp_path / "d.onnxz") as archive:
         assert archive.keys() == ["a", "b", "small"]  # small: inline
-        assert all(info.offset % 4096 == 0 for info in archive.tensors if info.location)
+        assert all(info.file_offset % 4096 == 0 for info in archive.tensors if info.location)
     onnxzip.save(model, tmp_path / "all.onnxz", threshold=0)
     with onnxzip.open(tmp_path / "all.onnxz") as archive:
         assert archive.keys() == ["a", "b", "small"]

@@ -30,7 +30,7 @@ def test_add_tensor_returns_the_reference_and_writes_at_once(tmp_path):
         writer.finish(make_model([reference]))
     assert path.exists()
     with onnxzip.open(path) as archive:
-        assert archive.tensor_info("/encoder/layer.0/W").offset % 256 == 0
+        assert archive.tensor_info("/encoder/layer.0/W").file_offset % 256 == 0
         np.testing.assert_array_equal(archive.get_tensor("/encoder/layer.0/W"), array)
     assert onnxzip.verify(path).ok
 
@@ -117,14 +117,14 @@ def test_streaming_save_equals_save(tmp_path, dedupe):
     model = _big_model()
     before = model.SerializeToString()
     onnxzip.save(model, tmp_path / "plain.onnxz", dedupe=dedupe)
-    onnxzip._save_streaming(model, tmp_path / "streamed.onnxz", threshold=1024, alignment=64,
+    onnxzip._writer._save_streaming(model, tmp_path / "streamed.onnxz", threshold=1024, alignment=64,
                             dedupe=dedupe)
     assert model.SerializeToString() == before
     plain = onnxzip.load(tmp_path / "plain.onnxz")
     streamed = onnxzip.load(tmp_path / "streamed.onnxz")
     assert streamed.SerializeToString() == plain.SerializeToString()
     stored = onnxzip.load(tmp_path / "streamed.onnxz", load_external_data=False)
-    locations = {t.name: onnxzip._location(t) for t in stored.graph.initializer}
+    locations = {t.name: onnxzip._dtypes._location(t) for t in stored.graph.initializer}
     assert (locations["dup"] == locations["w0"]) is dedupe
     assert locations["s"] == "" and locations["small"] == "" and locations["typed"] != ""
     assert onnxzip.verify(tmp_path / "streamed.onnxz").ok
@@ -137,7 +137,7 @@ def test_streaming_save_restores_the_model_on_failure(tmp_path):
     bad.dims[0] = 999  # 4000 bytes of raw_data for 999 floats.
     before = model.SerializeToString()
     with pytest.raises(onnxzip.InvalidArgumentError, match="bad"):
-        onnxzip._save_streaming(model, tmp_path / "f.onnxz", threshold=1024, alignment=64,
+        onnxzip._writer._save_streaming(model, tmp_path / "f.onnxz", threshold=1024, alignment=64,
                                 dedupe=False)
     assert model.SerializeToString() == before
     assert os.listdir(tmp_path) == []
@@ -167,7 +167,7 @@ def test_verify_reports_findings_as_objects(tmp_path, small_archive):
     path, _, _ = small_archive
     data = bytearray(path.read_bytes())
     with onnxzip.open(path) as archive:
-        offset = archive.tensor_info("encoder.weight").offset
+        offset = archive.tensor_info("encoder.weight").file_offset
     data[offset] ^= 0xFF  # A payload byte: load() accepts it, the CRC-32 does not.
     broken = tmp_path / "crc.onnxz"
     broken.write_bytes(bytes(data))
