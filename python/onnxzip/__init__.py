@@ -14,9 +14,11 @@ tensors are numpy views of the mapping, no byte copied.
     with onnxzip.ArchiveWriter("out.onnxz") as writer:   # exporters: one tensor at a time
         model.graph.initializer.append(writer.add_tensor("w", numpy_array))
         writer.finish(model)
+    onnxzip.save_file({"w": array}, "weights.onnxz", metadata={"step": "100"})  # no graph
+    tensors = onnxzip.load_file("weights.onnxz", framework="pt")  # safetensors-like
 
-Functions: save, load, open, convert, verify, repack, write_view_model, replace_model,
-edit_model, edit_model_properties, export_torch.
+Functions: save, load, open, load_file, save_file, convert, verify, repack, write_view_model,
+replace_model, edit_model, edit_model_properties, export_torch.
 Classes: Archive (what open returns), ArchiveWriter, TensorInfo, VerifyReport, VerifyFinding.
 Errors: Error and its subclasses (see onnxzip.Error).
 
@@ -32,17 +34,17 @@ takes the same raw views back with an explicit data_type (and dims for packed ty
 
 from __future__ import annotations
 
-from ._archive import Archive, TensorInfo, load, open
+from ._archive import Archive, TensorInfo, load, load_file, open
 from ._edit import EditResult, edit_model, edit_model_properties, replace_model
 from ._errors import (BadStateError, CorruptError, Error, InvalidArgumentError, IOFailure,
                       LimitExceededError, NotFoundError, UnsupportedError)
 from ._tools import (RepackResult, VerifyFinding, VerifyReport, convert, repack, verify,
                      write_view_model)
 from ._torch_export import export_torch
-from ._writer import ArchiveWriter, save
+from ._writer import ArchiveWriter, save, save_file
 
 __all__ = [
-    "save", "load", "open", "convert", "verify", "repack", "write_view_model", "export_torch",
+    "save", "load", "open", "load_file", "save_file", "convert", "verify", "repack", "write_view_model", "export_torch",
     "replace_model", "edit_model", "edit_model_properties", "Archive", "ArchiveWriter", "TensorInfo", "VerifyReport",
     "VerifyFinding", "RepackResult", "EditResult",
     "Error", "CorruptError", "UnsupportedError", "NotFoundError", "IOFailure",

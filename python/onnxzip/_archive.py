@@ -12,7 +12,8 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from . import _onnxzip
-from ._errors import BadStateError, CorruptError, InvalidArgumentError, IOFailure, NotFoundError
+from ._errors import (BadStateError, CorruptError, InvalidArgumentError, IOFailure, NotFoundError,
+                      UnsupportedError)
 from ._model_walk import model_tensors
 from ._common import PathLike, _is_archive_file, _path
 from ._dtypes import _location
@@ -131,9 +132,13 @@ class Archive:
     with SIGBUS when touched).
     """
 
-    def __init__(self, path: PathLike, *, access: str = "map") -> None:
+    def __init__(self, path: PathLike, *, framework: str = "np", access: str = "map") -> None:
         if access not in ("map", "read"):
             raise InvalidArgumentError(f'open: access must be "map" or "read", not {access!r}')
+        if framework not in _FRAMEWORKS:
+            raise InvalidArgumentError(
+                f'open: framework must be "np" (numpy) or "pt" (torch), not {framework!r}')
+        self.framework = _FRAMEWORKS[framework]
         self.path = _path(path)
         self._archive = _open_archive(self.path, access)
         self._model: Optional[onnx.ModelProto] = None
@@ -187,13 +192,26 @@ class Archive:
         return TensorInfo(r.name, r.key, r.location, r.data_type, tuple(r.dims), r.nbytes,
                           r.file_offset, r.alignment, r.zero_copy, r.site)
 
-    def get_tensor(self, name: str) -> np.ndarray[Any, Any]:
+    def get_tensor(self, name: str) -> Any:
         """Tensor `name` as a read-only numpy array over the mapped file: no byte is copied, and
         its data pointer is the payload's (64-byte aligned) address in the mapping. Shaped by
         dims, dtype per data_type (raw views for types numpy lacks: see help(onnxzip)). The array
         keeps the mapping alive. An inline tensor comes back as a read-only copy. KeyError for an
-        unknown name; BadStateError after close()."""
-        return self._archive.array(self._lookup(name))
+        unknown name; BadStateError after close().
+
+        With framework="pt", a torch.Tensor sharing the same memory (BFLOAT16 as torch.bfloat16;
+        a write to it copies the pages it touches, never reaching the file: see Archive).
+        UnsupportedError for the unsigned types torch lacks (UINT16, UINT32, UINT64)."""
+        index = self._lookup(name)
+        array = self._archive.array(index)
+        if self.framework == "pt":
+            return _as_torch(array, self._archive.tensor(index).data_type, self.path, name)
+        return array
+
+    def metadata(self) -> Dict[str, str]:
+        """The model's metadata_props as a dict (the last value of a key given twice), read
+        without parsing the graph. BadStateError after close()."""
+        return dict(self._archive.metadata())
 
     def _lookup(self, name: str) -> int:
         try:
@@ -221,11 +239,40 @@ class Archive:
         return f"<onnxzip.Archive {self.path!r}: {self._count} tensors>"
 
 
-def open(path: PathLike, *, access: str = "map") -> Archive:  # noqa: A001 - like safe_open.
+def open(path: PathLike, *, framework: str = "np",  # noqa: A001 - like safetensors' safe_open.
+         access: str = "map") -> Archive:
     """Opens the .onnxz archive at `path` for zero-copy reading: see Archive.
 
         with onnxzip.open("model.onnxz") as archive:
             w = archive.get_tensor("encoder.weight")   # numpy view of the mapped file
             model = archive.model                       # onnx.ModelProto with references
     """
-    return Archive(path, access=access)
+    return Archive(path, framework=framework, access=access)
+
+
+def load_file(path: PathLike, *, framework: str = "np", access: str = "map") -> Dict[str, Any]:
+    """Every tensor of the archive at `path` by its key (see Archive.keys), as safetensors'
+    load_file gives them: numpy arrays, or torch tensors with framework="pt". Zero-copy views of
+    the mapping (inline tensors copied), which stays mapped while any of them lives."""
+    with Archive(path, framework=framework, access=access) as archive:
+        return {name: archive.get_tensor(name) for name in archive.keys()}
+
+
+_FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt"}
+
+
+def _as_torch(array: Any, data_type: int, path: str, name: str) -> Any:
+    import warnings
+
+    import torch
+
+    if data_type in (onnx.TensorProto.UINT16, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64):
+        raise UnsupportedError(f"{path}: tensor {name!r}: torch has no "
+                               f"{onnx.TensorProto.DataType.Name(data_type)} type; open the "
+                               "archive with framework=\"np\"")
+    bfloat16 = data_type == onnx.TensorProto.BFLOAT16
+    with warnings.catch_warnings():
+        # The view is read-only to numpy; torch may write it, which the private mapping allows.
+        warnings.simplefilter("ignore", UserWarning)
+        tensor = torch.from_numpy(array.view(np.int16) if bfloat16 else array)
+    return tensor.view(torch.bfloat16) if bfloat16 else tensor

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 import numpy as np
 import onnx
+import onnx.helper
 
 from . import _onnxzip
 from ._errors import BadStateError, InvalidArgumentError
@@ -253,3 +254,34 @@ def _as_array(array: Any) -> Tuple[np.ndarray[Any, Any], Optional[int]]:
             return tensor.view(torch.int16).numpy(), onnx.TensorProto.BFLOAT16
         return tensor.numpy(), None
     return np.asarray(array), None
+
+
+def save_file(tensors: Mapping[str, Any], path: PathLike,
+              metadata: Optional[Mapping[str, str]] = None, *, alignment: int = 64) -> None:
+    """Writes named tensors with no graph to build, as safetensors' save_file does: an archive
+    whose model is a graph of initializers only (spec §7.6), every tensor a payload entry.
+
+        onnxzip.save_file({"w": np.ones((2, 3), np.float32)}, "weights.onnxz", {"step": "100"})
+        weights = onnxzip.load_file("weights.onnxz")
+
+    Args:
+        tensors: name -> numpy array, torch tensor (bfloat16 too) or buffer, as add_tensor takes
+            them; written in the mapping's order, straight from their memory.
+        path: the archive to write (appears atomically).
+        metadata: string pairs for the model's metadata_props (Archive.metadata reads them).
+        alignment: as for save().
+
+    Raises:
+        TypeError: a metadata key or value that is not a str.
+        InvalidArgumentError: what add_tensor refuses (a dtype without an ONNX type...).
+    """
+    pairs = list((metadata or {}).items())
+    for key, value in pairs:
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(f"save_file: metadata must map str to str, not {key!r}: {value!r}"[:200])
+    with ArchiveWriter(path, alignment=alignment, threshold=0) as writer:
+        initializers = [writer.add_tensor(name, tensor) for name, tensor in tensors.items()]
+        graph = onnx.helper.make_graph([], "tensors", [], [], initializer=initializers)
+        model = onnx.helper.make_model(graph, producer_name="onnxzip.save_file")
+        onnx.helper.set_model_props(model, dict(pairs))
+        writer.finish(model)

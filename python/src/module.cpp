@@ -206,6 +206,16 @@ class PyArchive final {
             t.data_type, t.dims, t.data.size(), t.file_offset, t.alignment, t.zero_copy, t.site};
   }
 
+  // The model's metadata_props as (key, value) pairs, from the model the Archive has parsed: the
+  // Python side need not parse the graph for them.
+  std::vector<std::pair<py::str, py::str>> metadata() const {
+    std::vector<std::pair<py::str, py::str>> result;
+    for (const auto& entry : archive().model().metadata_props) {
+      result.emplace_back(file_text(entry.key.value_or("")), file_text(entry.value.value_or("")));
+    }
+    return result;
+  }
+
   std::size_t tensor_count() const {
     archive();
     return rows_.size();
@@ -659,6 +669,7 @@ PYBIND11_MODULE(_onnxzip, m) {
       .def("tensors", &PyArchive::tensors)
       .def("tensor", &PyArchive::tensor, py::arg("index"))
       .def("tensor_count", &PyArchive::tensor_count)
+      .def("metadata", &PyArchive::metadata)
       .def("index", &PyArchive::index)
       .def("array", &PyArchive::array, py::arg("index"))
       .def("payload", &PyArchive::payload, py::arg("index"))

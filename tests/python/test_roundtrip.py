@@ -234,3 +234,44 @@ def test_a_closed_archive_says_so(small_archive):
                  lambda: list(archive), lambda: archive.get_tensor("tiny")):
         with pytest.raises(onnxzip.BadStateError, match="closed"):
             call()
+
+
+def test_save_file_and_load_file_as_safetensors_has_them(tmp_path):
+    tensors = {"embed.weight": np.arange(12, dtype=np.float32).reshape(3, 4),
+               "step": np.array(7, dtype=np.int64),
+               "mask": np.array([True, False])}
+    path = tmp_path / "weights.onnxz"
+    onnxzip.save_file(tensors, path, metadata={"format": "pt", "epoch": "3"})
+    assert onnxzip.verify(path).ok
+    loaded = onnxzip.load_file(path)
+    assert list(loaded) == list(tensors)
+    for name, array in tensors.items():
+        np.testing.assert_array_equal(loaded[name], array)
+        assert loaded[name].dtype == array.dtype and loaded[name].shape == array.shape
+    with onnxzip.open(path) as archive:
+        assert archive.metadata() == {"format": "pt", "epoch": "3"}
+        assert all(info.location for info in archive.tensors)  # every tensor an entry
+    with pytest.raises(TypeError, match="metadata must map str to str"):
+        onnxzip.save_file(tensors, tmp_path / "bad.onnxz", metadata={"epoch": 3})
+    assert not (tmp_path / "bad.onnxz").exists()
+
+
+def test_framework_pt_gives_torch_tensors_sharing_the_mapping(tmp_path):
+    torch = pytest.importorskip("torch")
+    weight = torch.arange(4096, dtype=torch.float32).reshape(64, 64)
+    half = weight.to(torch.bfloat16)
+    path = tmp_path / "t.onnxz"
+    onnxzip.save_file({"w": weight, "h": half}, path)
+    with onnxzip.open(path, framework="pt") as archive:
+        w, h = archive.get_tensor("w"), archive.get_tensor("h")
+        assert isinstance(w, torch.Tensor) and torch.equal(w, weight)
+        assert h.dtype == torch.bfloat16 and torch.equal(h, half)
+        # A view of the mapping: the payload's file offset from the mapping's start.
+        real = os.path.realpath(path)
+        with open("/proc/self/maps") as maps:
+            starts = [int(line.split("-")[0], 16) for line in maps if line.rstrip().endswith(real)]
+        assert any(w.data_ptr() - start == archive.tensor_info("w").file_offset
+                   for start in starts)
+    assert torch.equal(onnxzip.load_file(path, framework="pt")["h"], half)
+    with pytest.raises(onnxzip.InvalidArgumentError, match="framework"):
+        onnxzip.open(path, framework="jax")
