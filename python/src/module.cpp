@@ -198,12 +198,18 @@ class PyArchive final {
     const Row& row = this->row(index);
     if (row.inline_tensor) {
       const InlineTensor& t = *row.inline_tensor;
-      return {t.name, t.name.empty() ? t.site : t.name, "", t.data_type, t.dims,
-              t.bytes.size(), 0, 0, false, t.site};
+      return {t.name, t.name.empty() ? t.site : t.name,
+              "",     t.data_type,
+              t.dims, t.bytes.size(),
+              0,      0,
+              false,  t.site};
     }
     const onnxzip::Archive::TensorInfo& t = info(row.external);
-    return {t.tensor_name, t.tensor_name.empty() ? t.location : t.tensor_name, t.location,
-            t.data_type, t.dims, t.data.size(), t.file_offset, t.alignment, t.zero_copy, t.site};
+    return {t.tensor_name, t.tensor_name.empty() ? t.location : t.tensor_name,
+            t.location,    t.data_type,
+            t.dims,        t.data.size(),
+            t.file_offset, t.alignment,
+            t.zero_copy,   t.site};
   }
 
   // The model's metadata_props as (key, value) pairs, from the model the Archive has parsed: the
@@ -317,7 +323,7 @@ class PyArchive final {
     std::vector<std::uint8_t> bytes;
   };
   struct Row {
-    std::size_t external = 0;                     // Index into archive().tensors()...
+    std::size_t external = 0;                           // Index into archive().tensors()...
     std::shared_ptr<const InlineTensor> inline_tensor;  // ...unless this is set.
   };
 
@@ -347,8 +353,7 @@ class PyArchive final {
             return;
           }
           const std::int32_t data_type = tensor.data_type.value_or(0);
-          if (onnxzip::element_bits(data_type) == 0 ||
-              !onnxzip::payload_problem(tensor).empty()) {
+          if (onnxzip::element_bits(data_type) == 0 || !onnxzip::payload_problem(tensor).empty()) {
             return;
           }
           auto t = std::make_shared<InlineTensor>();
