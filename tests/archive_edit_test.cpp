@@ -277,7 +277,7 @@ TEST_F(ArchiveEdit, UnreferencedEntriesAreRefusedUnlessCompacting) {
     EXPECT_CONTAINS(e.what(), path.string() +
                                   ": no tensor of the new model refers to entries "
                                   "'w1', 'w2' (spec §7.2");
-    EXPECT_CONTAINS(e.what(), "or compact the archive to drop them");
+    EXPECT_CONTAINS(e.what(), "or, to delete their bytes from the archive, compact it");
   }
   EXPECT_EQ(read_file_bytes(path), before);
 

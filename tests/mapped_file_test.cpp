@@ -63,9 +63,18 @@ void expect_error(const std::function<void()>& call, ErrorCode code, const std::
 class MappedFileTest : public ::testing::TestWithParam<FileAccess> {};
 
 INSTANTIATE_TEST_SUITE_P(Access, MappedFileTest,
-                         ::testing::Values(FileAccess::kMap, FileAccess::kRead),
+                         ::testing::Values(FileAccess::kMap, FileAccess::kRead,
+                                           FileAccess::kMapPrivate),
                          [](const auto& param_info) {
-                           return param_info.param == FileAccess::kMap ? "Map" : "Read";
+                           switch (param_info.param) {
+                             case FileAccess::kMap:
+                               return "Map";
+                             case FileAccess::kRead:
+                               return "Read";
+                             case FileAccess::kMapPrivate:
+                               return "MapPrivate";
+                           }
+                           return "Unknown";
                          });
 
 TEST_P(MappedFileTest, GivesTheBytesOfRegularFilesOfEverySize) {
@@ -308,6 +317,27 @@ TEST(MappedFileRegistry, TellsTheFileAndOffsetOfASpanInsideOneMapping) {
   const ByteSpan gone = bytes.first(100);
   file.reset();
   EXPECT_FALSE(detail::file_extent_of(gone).has_value());
+}
+
+TEST(MappedFilePrivate, AWriteCopiesThePageAndNeverReachesTheFile) {
+  ScratchDir dir("mapped_file");
+  const fs::path path = dir / "weights.bin";
+  const std::string original = pattern(3 * 4096);
+  write_file_bytes(path, original);
+  const auto file = MappedFile::open(path, FileAccess::kMapPrivate);
+  EXPECT_EQ(file->access(), FileAccess::kMapPrivate);
+  ASSERT_EQ(as_string(file->bytes()), original);
+  // What a binding's user does to a view (torch's mul_ on a tensor over the mapping): with
+  // kMap this write is a SIGSEGV.
+  auto* const writable = const_cast<std::uint8_t*>(file->bytes().data());
+  writable[4096] = static_cast<std::uint8_t>(~writable[4096]);
+  EXPECT_NE(as_string(file->bytes()), original);
+  const auto again = MappedFile::open(path, FileAccess::kRead);
+  EXPECT_EQ(as_string(again->bytes()), original);
+  // The pages may differ from the file: no writer may copy them from it by extent.
+  EXPECT_FALSE(detail::file_extent_of(file->bytes()).has_value());
+  char name[256];
+  EXPECT_TRUE(MappedFile::describe_address(file->bytes().data() + 5, name, sizeof name));
 }
 
 }  // namespace

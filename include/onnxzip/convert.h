@@ -97,6 +97,23 @@ RepackResult repack(const std::filesystem::path& in_zip, const std::filesystem::
                     const SaveOptions& options = {}, const ZipReaderOptions& zip_options = {},
                     FileAccess access = FileAccess::kMap);
 
+// --- Verifying either format ---
+
+// Checks the model file at `path`, an .onnxz archive or a legacy .onnx (told by detect_format),
+// and returns every finding: what `onnxzip verify` prints, one finding a line, and what the
+// Python package's verify() returns -- one verification for both.
+//   * An archive: verify(path, options), then the ONNX IR rules (check_ir) of its model when it
+//     opens (when it does not, the findings of verify say why).
+//   * A legacy model: read_legacy_model (options.access); a failure is one kError finding, after
+//     which the graph is still checked when the file parses without its external data. Then
+//     every inline tensor's payload rule (payload_problem, tensor.h) as kWarning findings, as
+//     verify() reports them for an archive, and the IR rules.
+// IR problems are kWarning findings (load() accepts such a model) concerning no entry or tensor;
+// every message starts with the file's name. Throws only when the file cannot be read at all:
+// Error(kNotFound), kIo, kInvalidArgument for a folder.
+VerifyReport verify_model_file(const std::filesystem::path& path,
+                               const VerifyOptions& options = {});
+
 }  // namespace onnxzip
 
 #endif  // ONNXZIP_CONVERT_H_

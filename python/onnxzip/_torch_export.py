@@ -4,48 +4,113 @@ from __future__ import annotations
 
 import io
 import os
-from typing import Any
+from typing import Any, Dict, Set
 
 import onnx
 
 
 def export_torch(module: Any, args: Any, path: "str | os.PathLike[str]", *, alignment: int = 64,
-                 **export_kwargs: Any) -> onnx.ModelProto:
+                 keep_state_dict: bool = False, **export_kwargs: Any) -> onnx.ModelProto:
+    """Exports a torch.nn.Module to an .onnxz archive without ever building a protobuf that holds
+    the weights (so models over 2 GiB export): torch.onnx.export writes the graph only
+    (export_params=False, do_constant_folding=False, so that no parameter is computed by the
+    exporter -- Conv and BatchNormalization stay unfused -- and parameters keep their state_dict
+    names), then every parameter and buffer the graph takes as an input is streamed into an
+    ArchiveWriter straight from the tensor's memory and becomes an initializer (and stops being
+    a graph input).
+
+    The module is exported in eval mode (torch.onnx.export's default; training= overrides it)
+    and given back in the mode it was in. torch leaves out parameters the graph does not use and
+    folds equal-valued ones (fresh BatchNorm statistics) into Identity nodes, so the archive may
+    hold fewer tensors than the state_dict: with `keep_state_dict`, each such Identity is
+    replaced by the parameter it names and the other keys become unused initializers, so that
+    load_state_dict(strict=True) finds every key in the archive.
+
+    Args:
+        module: the torch.nn.Module; its parameters and buffers must be on the CPU.
+        args: the example inputs, as torch.onnx.export takes them.
+        path: the archive to write (appears atomically).
+        alignment: as for save().
+        keep_state_dict: store every state_dict key (see above).
+        **export_kwargs: torch.onnx.export's (input_names, opset_version, dynamic_axes...).
+
+    Returns:
+        The model as written (tensors referring to entries).
+
+    Raises:
+        InvalidArgumentError: do_constant_folding=True (a folded constant would be a graph input
+            with no data), a parameter off the CPU, a name added twice.
+    """
     import torch
 
-    from . import ArchiveWriter
+    from ._errors import InvalidArgumentError
+    from ._writer import ArchiveWriter
 
+    if export_kwargs.get("do_constant_folding"):
+        # A folded constant is a new tensor that exists only inside the exporter: with
+        # export_params=False it stays a graph input that nothing feeds.
+        raise InvalidArgumentError(
+            "export_torch: do_constant_folding=True is not supported (a folded constant would "
+            "be left as a graph input with no data); onnxzip.save(onnx model) takes such models")
     # The graph alone: with export_params=False the parameters become graph inputs named as in
     # the state dict. Constant folding and the eval-mode fusions (Conv+BatchNorm) would compute
     # new, unnamed parameters that exist only inside the exporter, so they stay off: PRESERVE
-    # exports a module in eval() as eval (BatchNormalization with training_mode=0).
+    # exports the module in the mode it is in, and the module is put in eval() for the export
+    # (as torch.onnx.export's default, TrainingMode.EVAL, exports it) unless `training` is given.
     export_kwargs.setdefault("do_constant_folding", False)
-    export_kwargs.setdefault("training", torch.onnx.TrainingMode.PRESERVE)
+    training = export_kwargs.pop("training", None)
+    was_training = bool(getattr(module, "training", False))
+    if training is None or training == torch.onnx.TrainingMode.EVAL:
+        module.eval()
+    elif training == torch.onnx.TrainingMode.TRAINING:
+        module.train()
     graph_bytes = io.BytesIO()
-    torch.onnx.export(module, args, graph_bytes, export_params=False, **export_kwargs)
+    try:
+        torch.onnx.export(module, args, graph_bytes, export_params=False,
+                          training=torch.onnx.TrainingMode.PRESERVE, **export_kwargs)
+    finally:
+        module.train(was_training)
     model = onnx.load_from_string(graph_bytes.getvalue())
     del graph_bytes
 
-    state = dict(module.named_parameters())
+    state: Dict[str, Any] = dict(module.named_parameters())
     state.update(module.named_buffers())
     with ArchiveWriter(path, alignment=alignment) as writer:
         kept_inputs = []
+        written: Set[str] = set()
+
+        def add(name: str, tensor: Any) -> None:
+            tensor = tensor.detach()
+            if tensor.device.type != "cpu":
+                raise InvalidArgumentError(f"export_torch: parameter {name!r} is on "
+                                           f"{tensor.device}; move the module to the CPU first")
+            # add_tensor writes a bfloat16 tensor as BFLOAT16, from its bits.
+            model.graph.initializer.append(writer.add_tensor(name, tensor.contiguous()))
+            written.add(name)
+
         for graph_input in model.graph.input:
             tensor = state.get(graph_input.name)
             if tensor is None:
                 kept_inputs.append(graph_input)
                 continue
-            tensor = tensor.detach()
-            if tensor.device.type != "cpu":
-                raise ValueError(f"export_torch: parameter {graph_input.name!r} is on "
-                                 f"{tensor.device}; move the module to the CPU first")
-            tensor = tensor.contiguous()
-            if tensor.dtype == torch.bfloat16:  # numpy has no bfloat16: its bits as int16.
-                reference = writer.add_tensor(graph_input.name, tensor.view(torch.int16).numpy(),
-                                              data_type=onnx.TensorProto.BFLOAT16)
-            else:
-                reference = writer.add_tensor(graph_input.name, tensor.numpy())
-            model.graph.initializer.append(reference)
+            add(graph_input.name, tensor)
+        if keep_state_dict:
+            # torch drops parameters the graph does not use and folds equal-valued ones into
+            # Identity nodes; the rest of the state dict goes in as unused initializers, so
+            # that load_state_dict(strict=True) finds every key.
+            # An Identity that gives a parameter's name to another's equal value is replaced
+            # by that parameter itself: the same value, and the key is there.
+            folded = [node for node in model.graph.node if node.op_type == "Identity" and
+                      len(node.output) == 1 and node.output[0] in state and
+                      node.output[0] not in written]
+            for node in folded:
+                model.graph.node.remove(node)
+                add(node.output[0], state[node.output[0]])
+            taken = {name for node in model.graph.node for name in node.output}
+            taken.update(i.name for i in kept_inputs)
+            for name, tensor in module.state_dict(keep_vars=True).items():
+                if name not in written and name not in taken:
+                    add(name, tensor)
         # Initializers need not be inputs (IR >= 4); runtimes then treat them as constants.
         del model.graph.input[:]
         model.graph.input.extend(kept_inputs)

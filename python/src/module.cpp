@@ -144,14 +144,40 @@ py::dtype dtype_for(const std::int32_t data_type) {
   }
 }
 
+// One tensor of an opened archive, as onnxzip.TensorInfo shows it (location "" when inline).
+struct TensorRecord {
+  std::string name;
+  std::string key;
+  std::string location;
+  std::int32_t data_type = 0;
+  std::vector<std::int64_t> dims;
+  std::uint64_t nbytes = 0;
+  std::uint64_t file_offset = 0;
+  std::uint64_t alignment = 0;
+  bool zero_copy = false;
+  std::string site;
+};
+
+onnxzip::FileAccess file_access(const std::string& access) {
+  if (access == "map") return onnxzip::FileAccess::kMapPrivate;
+  if (access == "read") return onnxzip::FileAccess::kRead;
+  throw onnxzip::Error(onnxzip::ErrorCode::kInvalidArgument,
+                       "access must be \"map\" or \"read\", not \"" + access + "\"");
+}
+
 // An opened archive, shared with every numpy view made from it: a view of an inflated (deflated
 // in the file) payload keeps the whole Archive alive, a view of a stored one only the mapping.
 class PyArchive final {
  public:
-  explicit PyArchive(const std::filesystem::path& path) {
-    const onnxzip::LoadOptions options{.parse = {.no_copy = true}};
+  // `access`: "map" maps the file copy-on-write, so that a write through a view (torch ignores
+  // numpy's read-only flag) copies a page instead of killing the process with SIGSEGV; "read"
+  // reads the file into memory, for files that others may change.
+  PyArchive(const std::filesystem::path& path, const std::string& access) {
+    onnxzip::LoadOptions options{.parse = {.no_copy = true}};
+    options.access = file_access(access);
     const py::gil_scoped_release unlocked;
     archive_ = std::make_shared<const onnxzip::Archive>(onnxzip::Archive::open(path, options));
+    collect_rows();
   }
 
   py::bytes model_bytes() const {
@@ -159,49 +185,88 @@ class PyArchive final {
     return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
   }
 
-  // (tensor_name, location, data_type, dims, nbytes, file_offset, alignment, zero_copy, site)
-  // per external tensor, in the model's order.
-  py::list tensors() const {
-    py::list result;
-    for (std::size_t i = 0; i < archive().tensors().size(); ++i) result.append(tensor(i));
+  // Every tensor of the model, in for_each_tensor order: the archive's external tensors and the
+  // inline ones (small initializers save() kept in the model, Constant values...).
+  std::vector<TensorRecord> tensors() const {
+    std::vector<TensorRecord> result;
+    for (std::size_t i = 0; i < rows_.size(); ++i) result.push_back(tensor(i));
     return result;
   }
 
-  // tensors()[index] alone: onnxzip.Archive makes these rows only when asked for.
-  py::tuple tensor(const std::size_t index) const {
-    const onnxzip::Archive::TensorInfo& t = info(index);
-    return py::make_tuple(file_text(t.tensor_name), file_text(t.location), t.data_type, t.dims,
-                          t.data.size(), t.file_offset, t.alignment, t.zero_copy,
-                          file_text(t.site));
+  // tensors()[index] alone: onnxzip.Archive makes these records only when asked for.
+  TensorRecord tensor(const std::size_t index) const {
+    const Row& row = this->row(index);
+    if (row.inline_tensor) {
+      const InlineTensor& t = *row.inline_tensor;
+      return {t.name, t.name.empty() ? t.site : t.name,
+              "",     t.data_type,
+              t.dims, t.bytes.size(),
+              0,      0,
+              false,  t.site};
+    }
+    const onnxzip::Archive::TensorInfo& t = info(row.external);
+    return {t.tensor_name, t.tensor_name.empty() ? t.location : t.tensor_name,
+            t.location,    t.data_type,
+            t.dims,        t.data.size(),
+            t.file_offset, t.alignment,
+            t.zero_copy,   t.site};
   }
 
-  std::size_t tensor_count() const { return archive().tensors().size(); }
+  // The model's metadata_props as (key, value) pairs, from the model the Archive has parsed: the
+  // Python side need not parse the graph for them.
+  std::vector<std::pair<py::str, py::str>> metadata() const {
+    std::vector<std::pair<py::str, py::str>> result;
+    for (const auto& entry : archive().model().metadata_props) {
+      result.emplace_back(file_text(entry.key.value_or("")), file_text(entry.value.value_or("")));
+    }
+    return result;
+  }
 
-  // {key: index into tensors()}: a tensor's key is its name, or its entry name when it has none;
-  // a key used twice maps to its first tensor.
+  std::size_t tensor_count() const {
+    archive();
+    return rows_.size();
+  }
+
+  // {key: index into tensors()}: a tensor's key is its name; an unnamed one's is its entry name,
+  // or for an inline tensor its site. A key used twice maps to its first tensor.
   py::dict index() const {
+    archive();
     py::dict result;
-    const auto& tensors = archive().tensors();
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-      const onnxzip::Archive::TensorInfo& t = tensors[i];
-      const py::str key = file_text(t.tensor_name.empty() ? t.location : t.tensor_name);
+    for (std::size_t i = 0; i < rows_.size(); ++i) {
+      const Row& row = rows_[i];
+      std::string_view key;
+      if (row.inline_tensor) {
+        key = row.inline_tensor->name.empty() ? row.inline_tensor->site : row.inline_tensor->name;
+      } else {
+        const onnxzip::Archive::TensorInfo& t = archive().tensors()[row.external];
+        key = t.tensor_name.empty() ? t.location : t.tensor_name;
+      }
+      const py::str name = file_text(key);
       const py::int_ value(i);
-      if (PyDict_SetDefault(result.ptr(), key.ptr(), value.ptr()) == nullptr) {
+      if (PyDict_SetDefault(result.ptr(), name.ptr(), value.ptr()) == nullptr) {
         throw py::error_already_set();
       }
     }
     return result;
   }
 
-  // A read-only numpy array over tensor `index` of tensors(), no byte copied.
+  // A read-only numpy array over tensor `index` of tensors(): no byte copied for an external
+  // tensor; an inline one's array owns a copy of its payload.
   py::array array(const std::size_t index) const {
-    const onnxzip::Archive::TensorInfo& t = info(index);
-    std::vector<py::ssize_t> shape;
-    if (onnxzip::is_sub_byte_type(t.data_type)) {
-      shape.push_back(static_cast<py::ssize_t>(t.data.size()));
-    } else {
-      shape.assign(t.dims.begin(), t.dims.end());
+    const Row& row = this->row(index);
+    if (row.inline_tensor) {
+      const InlineTensor& t = *row.inline_tensor;
+      py::array result(dtype_for(t.data_type), shape_of(t.data_type, t.dims, t.bytes.size()));
+      if (static_cast<std::size_t>(result.nbytes()) != t.bytes.size()) {
+        throw onnxzip::Error(onnxzip::ErrorCode::kCorrupt,
+                             "tensor at " + t.site + ": its payload does not match its dims");
+      }
+      if (!t.bytes.empty()) std::memcpy(result.mutable_data(), t.bytes.data(), t.bytes.size());
+      py::detail::array_proxy(result.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+      return result;
     }
+    const onnxzip::Archive::TensorInfo& t = info(row.external);
+    const std::vector<py::ssize_t> shape = shape_of(t.data_type, t.dims, t.data.size());
     // The capsule is the array's base: it owns a reference to the memory, so the array outlives
     // this object and the Python Archive.
     py::capsule base;
@@ -220,7 +285,9 @@ class PyArchive final {
 
   // A copy of tensor `index`'s payload (for onnx's raw_data, which must own its bytes).
   py::bytes payload(const std::size_t index) const {
-    const onnxzip::ByteSpan data = info(index).data;
+    const Row& row = this->row(index);
+    const onnxzip::ByteSpan data =
+        row.inline_tensor ? onnxzip::ByteSpan(row.inline_tensor->bytes) : info(row.external).data;
     PyObject* const bytes =
         PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(data.size()));
     if (bytes == nullptr) throw py::error_already_set();
@@ -246,7 +313,62 @@ class PyArchive final {
     return tensors[index];
   }
 
+  // An inline tensor's payload, copied at open: the model may borrow it from the mapping, and
+  // typed fields (float_data...) become raw little-endian bytes here once.
+  struct InlineTensor {
+    std::string name;
+    std::string site;
+    std::int32_t data_type = 0;
+    std::vector<std::int64_t> dims;
+    std::vector<std::uint8_t> bytes;
+  };
+  struct Row {
+    std::size_t external = 0;                           // Index into archive().tensors()...
+    std::shared_ptr<const InlineTensor> inline_tensor;  // ...unless this is set.
+  };
+
+  const Row& row(const std::size_t index) const {
+    archive();
+    if (index >= rows_.size()) throw py::index_error("no tensor " + std::to_string(index));
+    return rows_[index];
+  }
+
+  static std::vector<py::ssize_t> shape_of(const std::int32_t data_type,
+                                           const std::vector<std::int64_t>& dims,
+                                           const std::size_t nbytes) {
+    if (onnxzip::is_sub_byte_type(data_type)) return {static_cast<py::ssize_t>(nbytes)};
+    return {dims.begin(), dims.end()};
+  }
+
+  // The archive's external tensors come in for_each_tensor order too: one walk merges them.
+  // Tensors without a fixed element size (STRING, UNDEFINED) and inline tensors whose payload
+  // breaks the payload rule (verify reports those) are left out.
+  void collect_rows() {
+    const onnxzip::Archive& a = *archive_;
+    std::size_t external = 0;
+    onnxzip::for_each_tensor(
+        a.model(), [&](const onnxzip::TensorProto& tensor, const onnxzip::TensorSite& site) {
+          if (tensor.data_location.value_or(0) == onnxzip::TensorProto::kExternal) {
+            if (external < a.tensors().size()) rows_.push_back({external++, nullptr});
+            return;
+          }
+          const std::int32_t data_type = tensor.data_type.value_or(0);
+          if (onnxzip::element_bits(data_type) == 0 || !onnxzip::payload_problem(tensor).empty()) {
+            return;
+          }
+          auto t = std::make_shared<InlineTensor>();
+          t->name = std::string(tensor.name.value_or(""));
+          t->site = std::string(site.path);
+          t->data_type = data_type;
+          t->dims.assign(tensor.dims.begin(), tensor.dims.end());
+          const onnxzip::RawPayload payload(tensor);
+          t->bytes.assign(payload.view().begin(), payload.view().end());
+          rows_.push_back({0, std::move(t)});
+        });
+  }
+
   std::shared_ptr<const onnxzip::Archive> archive_;
+  std::vector<Row> rows_;
 };
 
 // ArchiveWriter with an explicit abort(), so that Python's `with` decides when the temporary
@@ -363,7 +485,7 @@ py::list verify(const std::filesystem::path& path, const bool check_crc) {
   onnxzip::VerifyReport report;
   {
     const py::gil_scoped_release unlocked;
-    report = onnxzip::verify(path, options);
+    report = onnxzip::verify_model_file(path, options);  // What `onnxzip verify` reports.
   }
   py::list result;
   for (const onnxzip::VerifyFinding& f : report.findings) {
@@ -529,12 +651,30 @@ PYBIND11_MODULE(_onnxzip, m) {
                " -> " + (f.repeated ? "repeated " : "") + f.child + ")";
       });
 
+  // Names from files may not be UTF-8: they cross as str with surrogate escapes (file_text).
+  const auto text = [](std::string TensorRecord::*field) {
+    return [field](const TensorRecord& r) { return file_text(r.*field); };
+  };
+  py::class_<TensorRecord>(m, "TensorRecord")
+      .def_property_readonly("name", text(&TensorRecord::name))
+      .def_property_readonly("key", text(&TensorRecord::key))
+      .def_property_readonly("location", text(&TensorRecord::location))
+      .def_readonly("data_type", &TensorRecord::data_type)
+      .def_readonly("dims", &TensorRecord::dims)
+      .def_readonly("nbytes", &TensorRecord::nbytes)
+      .def_readonly("file_offset", &TensorRecord::file_offset)
+      .def_readonly("alignment", &TensorRecord::alignment)
+      .def_readonly("zero_copy", &TensorRecord::zero_copy)
+      .def_property_readonly("site", text(&TensorRecord::site));
+
   py::class_<PyArchive>(m, "Archive")
-      .def(py::init<const std::filesystem::path&>(), py::arg("path"))
+      .def(py::init<const std::filesystem::path&, const std::string&>(), py::arg("path"),
+           py::arg("access"))
       .def("model_bytes", &PyArchive::model_bytes)
       .def("tensors", &PyArchive::tensors)
       .def("tensor", &PyArchive::tensor, py::arg("index"))
       .def("tensor_count", &PyArchive::tensor_count)
+      .def("metadata", &PyArchive::metadata)
       .def("index", &PyArchive::index)
       .def("array", &PyArchive::array, py::arg("index"))
       .def("payload", &PyArchive::payload, py::arg("index"))

@@ -242,8 +242,9 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
                     (unreferenced.size() == 1 ? "entry " : "entries ") + name_list(unreferenced) +
                     " (spec §7.2: every payload entry must be referred to); refer to " +
                     (unreferenced.size() == 1 ? "it" : "them") +
-                    ", or compact the archive to drop " +
-                    (unreferenced.size() == 1 ? "it" : "them"));
+                    " (a tensor holding the same bytes inline may refer instead), or, to " +
+                    "delete " + (unreferenced.size() == 1 ? "its" : "their") +
+                    " bytes from the archive, compact it");
   }
   const OwnedBytes& bytes = checked.bytes;
   if (!unreferenced.empty()) {

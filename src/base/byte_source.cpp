@@ -146,7 +146,8 @@ std::shared_ptr<const ByteSource> ByteSource::open(const std::filesystem::path& 
 
 std::shared_ptr<const ByteSource> ByteSource::of_file(std::shared_ptr<const MappedFile> file) {
   if (file == nullptr) throw Error(ErrorCode::kInvalidArgument, "ByteSource::of_file: no file");
-  if (file->access() == FileAccess::kMap) return std::make_shared<MappedSource>(std::move(file));
+  // A private mapping too: the library reads what the file holds, before anyone wrote a page.
+  if (file->access() != FileAccess::kRead) return std::make_shared<MappedSource>(std::move(file));
   const ByteSpan bytes = file->bytes();
   std::string name = file->path().string();
   return std::make_shared<MemorySource>(bytes, std::move(file), std::move(name));

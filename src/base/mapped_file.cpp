@@ -198,6 +198,7 @@ OwnedBytes read_whole(const Fd& fd, std::size_t size, const std::string& name) {
 struct MappedFile::Impl {
   Fd fd;
   boost::iostreams::mapped_file_source source;  // kMap
+  boost::iostreams::mapped_file copy_on_write;  // kMapPrivate
   OwnedBytes owned;                             // kRead
   Slot* slot = nullptr;                         // The mapping's registry entry, if any.
 
@@ -227,9 +228,10 @@ std::shared_ptr<const MappedFile> MappedFile::adopt(int fd, std::filesystem::pat
 
   // Boost maps only by path, and a second open by the file's own path could find another file
   // there: it is given the path of the descriptor itself, and without one the file is read.
+  const bool map = access == FileAccess::kMap || access == FileAccess::kMapPrivate;
   const std::string by_descriptor =
-      access == FileAccess::kMap && size != 0 ? detail::path_of_descriptor(impl->fd.get()) : "";
-  if (access == FileAccess::kMap && size != 0 && by_descriptor.empty()) access = FileAccess::kRead;
+      map && size != 0 ? detail::path_of_descriptor(impl->fd.get()) : "";
+  if (map && size != 0 && by_descriptor.empty()) access = FileAccess::kRead;
 
   std::shared_ptr<MappedFile> file(new MappedFile(std::move(name), access, std::move(impl)));
   Impl& held = *file->impl_;
@@ -240,16 +242,26 @@ std::shared_ptr<const MappedFile> MappedFile::adopt(int fd, std::filesystem::pat
   }
   // Boost refuses to map an empty file; an empty span describes it exactly.
   if (size == 0) return file;
+  const bool private_copy = access == FileAccess::kMapPrivate;
   try {
-    held.source.open(by_descriptor);
+    if (private_copy) {
+      boost::iostreams::mapped_file_params params(by_descriptor);
+      params.flags = boost::iostreams::mapped_file::priv;
+      held.copy_on_write.open(params);
+    } else {
+      held.source.open(by_descriptor);
+    }
   } catch (const std::exception& e) {
     fail_io(label, std::string("cannot map: ") + e.what());
   }
-  if (!held.source.is_open()) fail_io(label, "cannot map");
-  if (held.source.size() != size) fail_io(label, "the file changed size while it was being mapped");
-  file->bytes_ =
-      ByteSpan(reinterpret_cast<const std::uint8_t*>(held.source.data()), held.source.size());
-  held.slot = register_mapping(held.source.data(), held.source.size(), label, held.fd.get());
+  const char* const data = private_copy ? held.copy_on_write.const_data() : held.source.data();
+  const std::size_t mapped_size = private_copy ? held.copy_on_write.size() : held.source.size();
+  if (data == nullptr) fail_io(label, "cannot map");
+  if (mapped_size != size) fail_io(label, "the file changed size while it was being mapped");
+  file->bytes_ = ByteSpan(reinterpret_cast<const std::uint8_t*>(data), mapped_size);
+  // A private mapping's pages may differ from the file once written: no descriptor, so that no
+  // writer copies the file's extent (file_extent_of) in place of the bytes the caller sees.
+  held.slot = register_mapping(data, mapped_size, label, private_copy ? -1 : held.fd.get());
   return file;
 }
 
@@ -280,6 +292,7 @@ std::optional<detail::FileExtent> detail::file_extent_of(ByteSpan bytes) {
       const std::uintptr_t begin = slot.begin.load(std::memory_order_relaxed);
       const std::uintptr_t end = slot.end.load(std::memory_order_relaxed);
       if (end == 0 || first < begin || first >= end || bytes.size() > end - first) continue;
+      if (slot.descriptor.load(std::memory_order_relaxed) < 0) return std::nullopt;
       return FileExtent{slot.descriptor.load(std::memory_order_relaxed), first - begin};
     }
   }

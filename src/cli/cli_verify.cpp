@@ -3,16 +3,13 @@
 
 #include <cstdio>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli_common.h"
 #include "cli_progress.h"
 #include "onnxzip/archive.h"
-#include "onnxzip/ir_check.h"
-#include "onnxzip/legacy.h"
-#include "onnxzip/tensor.h"
+#include "onnxzip/convert.h"
 
 namespace onnxzip::cli {
 namespace {
@@ -22,68 +19,22 @@ struct VerifyArgs {
   InflateLimits limits;
 };
 
-// The problems of one file, each a line "FILE: <where>: <message>".
-std::vector<std::string> archive_problems(const std::string& file, const InflateLimits& limits,
-                                          FileAccess access, bool quiet) {
-  std::vector<std::string> lines;
-  VerifyOptions verify_options;
-  verify_options.zip = limits.zip_options();
-  verify_options.access = access;
+// The problems of one file, each a line "FILE: <where>: <message>": verify_model_file's
+// findings, the same as the Python package's verify() returns.
+std::vector<std::string> file_problems(const std::string& file, const InflateLimits& limits,
+                                       FileAccess access, bool quiet) {
+  VerifyOptions options;
+  options.zip = limits.zip_options();
+  options.access = access;
   const VerifyReport report = [&] {
     // Gone before the first line is printed.
     ProgressBar bar("verifying", quiet);
-    verify_options.progress = bar.callback();
-    return verify(file, verify_options);
+    options.progress = bar.callback();
+    return verify_model_file(file, options);
   }();
-  verify_options.progress = nullptr;
+  std::vector<std::string> lines;
   for (const VerifyFinding& finding : report.findings) {
     lines.push_back(with_file(file, finding.message));
-  }
-  // The IR rules need a model that opens; when it does not, the findings above say why.
-  try {
-    // The model is all the IR rules need; verify above read every payload already.
-    LoadOptions load_options;
-    load_options.inflate_payloads = false;
-    load_options.zip = verify_options.zip;
-    load_options.access = access;
-    const Archive archive = Archive::open(file, load_options);
-    for (const IrProblem& problem : check_ir(archive.model())) {
-      lines.push_back(with_file(file, to_string(problem)));
-    }
-  } catch (const Error&) {
-    if (report.loadable()) throw;  // verify and open disagree: a bug, not a finding.
-  }
-  return lines;
-}
-
-std::vector<std::string> legacy_problems(const std::string& file, FileAccess access) {
-  std::vector<std::string> lines;
-  std::optional<ModelProto> model;
-  try {
-    LegacyReadOptions options;
-    options.access = access;
-    model = read_legacy_model(file, options);
-  } catch (const Error& e) {
-    lines.push_back(with_file(file, e.message()));
-    // The external data is broken; the graph may still be checked.
-    LegacyReadOptions references_only;
-    references_only.load_external_data = false;
-    references_only.access = access;
-    try {
-      model = read_legacy_model(file, references_only);
-    } catch (const Error&) {
-      return lines;  // It does not even parse: the line above says so.
-    }
-  }
-  // The payload rule verify() applies to an archive's inline tensors (spec §9.4 item 5); the
-  // reader has checked the sizes of the external ones it loaded.
-  for_each_tensor(*model, [&](const TensorProto& tensor, const TensorSite& site) {
-    if (const std::string problem = payload_problem(tensor); !problem.empty()) {
-      lines.push_back(with_file(file, tensor_label(tensor, site.path) + ": " + problem));
-    }
-  });
-  for (const IrProblem& problem : check_ir(*model)) {
-    lines.push_back(with_file(file, to_string(problem)));
   }
   return lines;
 }
@@ -93,9 +44,7 @@ int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
   for (const std::string& file : args.files) {
     std::vector<std::string> lines;
     try {
-      lines = detect_format(file) == ModelFormat::kOnnxz
-                  ? archive_problems(file, args.limits, global.access(), global.quiet)
-                  : legacy_problems(file, global.access());
+      lines = file_problems(file, args.limits, global.access(), global.quiet);
     } catch (const Error& e) {  // Missing, unreadable: a problem of this file, then the next.
       lines.push_back(with_file(file, e.message()));
     }

@@ -11,7 +11,7 @@ import onnxzip
 
 def _payload_bytes(path):
     with onnxzip.open(path) as archive:
-        return {info.location: (info.offset, archive.get_tensor(info.key).tobytes())
+        return {info.location: (info.file_offset, archive.get_tensor(info.key).tobytes())
                 for info in archive.tensors}
 
 
@@ -50,7 +50,8 @@ def test_replace_model_refuses_a_dropped_reference_unless_compact(small_archive)
     result = onnxzip.replace_model(path, model, compact=True)
     assert result.compacted and result.dropped_entries == ["encoder_bias"]
     with onnxzip.open(path) as archive:
-        assert archive.keys() == ["encoder.weight"]
+        assert archive.keys() == ["encoder.weight", "tiny"]  # tiny: inline, not an entry
+        assert [t.location for t in archive.tensors] == ["encoder_weight", ""]
         np.testing.assert_array_equal(archive.get_tensor("encoder.weight"),
                                       arrays["encoder.weight"])
 
@@ -127,7 +128,7 @@ def test_edit_model_properties_only_keeps_the_graph_as_it_is(small_archive, tmp_
         model.producer_name = "properties"
         onnx.helper.set_model_props(model, {"license": "MIT"})
 
-    result = onnxzip.edit_model(path, describe, properties_only=True)
+    result = onnxzip.edit_model_properties(path, describe)
     assert seen == {"graph": False, "functions": 0}
     assert not result.compacted and result.file_size == path.stat().st_size
     assert _payload_bytes(path) == before
@@ -143,5 +144,46 @@ def test_edit_model_properties_only_keeps_the_graph_as_it_is(small_archive, tmp_
 
     original = path.read_bytes()
     with pytest.raises(onnxzip.InvalidArgumentError, match="gave it a graph"):
-        onnxzip.edit_model(path, add_a_node, properties_only=True)
+        onnxzip.edit_model_properties(path, add_a_node)
     assert path.read_bytes() == original
+
+
+def test_edit_model_refuses_a_change_returning_no_model(small_archive):
+    # A lambda returns what its last call returns: graph.node.add(...) gives a NodeProto, which
+    # once became the model (ir_version 0, no opset_import, domain 'Relu').
+    path, _, _ = small_archive
+    before = path.read_bytes()
+    with pytest.raises(TypeError, match="edit_model: change returned a NodeProto, not an onnx.ModelProto"):
+        onnxzip.edit_model(path, lambda m: m.graph.node.add(op_type="Relu", name="added"))
+    with pytest.raises(TypeError, match="returned a str"):
+        onnxzip.edit_model_properties(path, lambda m: "model")
+    assert path.read_bytes() == before
+
+
+def test_the_model_load_gives_goes_back_with_its_payloads_in_place(small_archive):
+    # It failed (every entry unreferenced) and the error advised compact, which moved every
+    # weight inline and left no payload entry.
+    path, arrays, _ = small_archive
+    before = _payload_bytes(path)
+    model = onnxzip.load(path)
+    model.producer_name = "back"
+    serialized = model.SerializeToString()
+    result = onnxzip.replace_model(path, model)
+    assert not result.compacted and result.dropped_entries == []
+    assert model.SerializeToString() == serialized  # the caller's model is untouched
+    assert _payload_bytes(path) == before
+    assert onnxzip.load(path).producer_name == "back"
+    assert onnxzip.verify(path).ok
+
+
+def test_replace_model_takes_a_path_as_the_cli_does(small_archive, tmp_path):
+    path, _, _ = small_archive
+    with onnxzip.open(path) as archive:
+        model = archive.model
+    model.doc_string = "from a file"
+    model_file = tmp_path / "model.onnx"
+    model_file.write_bytes(model.SerializeToString())
+    onnxzip.replace_model(path, str(model_file))
+    assert onnxzip.load(path).doc_string == "from a file"
+    with pytest.raises(TypeError, match="model must be an onnx.ModelProto, its bytes or a path"):
+        onnxzip.replace_model(path, 42)

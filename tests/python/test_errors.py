@@ -97,3 +97,35 @@ def test_truncated_and_bit_flipped_archives_raise_errors_only(tmp_path, small_ar
         flipped[position] ^= 1 << int(rng.integers(0, 8))
         hostile.write_bytes(bytes(flipped))
         _every_call(hostile)  # error or success (a flipped payload bit loads), never a crash
+
+
+def test_opening_a_legacy_model_or_a_truncated_archive_gives_a_hint(small_archive, tmp_path):
+    path, _, model = small_archive
+    legacy = tmp_path / "model.onnx"
+    legacy.write_bytes(model.SerializeToString())
+    for call in (onnxzip.open, onnxzip.load):
+        with pytest.raises(onnxzip.CorruptError, match="legacy ONNX model: onnx.load reads it"):
+            call(legacy)
+    truncated = tmp_path / "cut.onnxz"
+    truncated.write_bytes(path.read_bytes()[:-30])
+    with pytest.raises(onnxzip.CorruptError, match="may be truncated"):
+        onnxzip.open(truncated)
+
+
+def test_not_found_names_the_file(tmp_path):
+    missing = tmp_path / "missing.onnxz"
+    with pytest.raises(onnxzip.NotFoundError) as raised:
+        onnxzip.open(missing)
+    assert raised.value.filename == str(missing)
+
+
+def test_convert_refuses_a_name_that_contradicts_the_output(small_archive, tmp_path):
+    # convert('a.onnxz', 'y.onnxz') wrote a legacy model under an .onnxz name.
+    path, _, _ = small_archive
+    with pytest.raises(onnxzip.InvalidArgumentError, match="name the output .onnx"):
+        onnxzip.convert(path, tmp_path / "y.onnxz")
+    legacy = tmp_path / "m.onnx"
+    onnxzip.convert(path, legacy)
+    with pytest.raises(onnxzip.InvalidArgumentError, match="name the output .onnxz"):
+        onnxzip.convert(legacy, tmp_path / "y.onnx")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "model.onnxz"]

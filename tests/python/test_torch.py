@@ -81,3 +81,50 @@ def test_export_torch_bfloat16_and_add_tensor_from_torch(tmp_path):
         assert bits.dtype == np.uint16 and bits.shape == (32, 64)
         restored = torch.from_numpy(bits.view(np.int16).copy()).view(torch.bfloat16)
         assert torch.equal(restored, weight)
+
+
+def _training_mode(model):
+    return [a.i for n in model.graph.node if n.op_type == "BatchNormalization"
+            for a in n.attribute if a.name == "training_mode"]
+
+
+def test_export_torch_exports_a_module_in_train_mode_as_eval(tmp_path):
+    # A module left in train() was exported as a training graph (BatchNormalization
+    # training_mode=1) with no word: torch.onnx.export's default exports it in eval mode.
+    net = Net().train()
+    model = onnxzip.export_torch(net, (torch.randn(1, 3, 8, 8),), tmp_path / "net.onnxz",
+                                 opset_version=15)
+    assert set(_training_mode(model)) <= {0}
+    assert net.training  # the module is given back in the mode it was in
+
+
+def test_export_torch_refuses_constant_folding(tmp_path):
+    # A folded constant was left as a required graph input with no data.
+    with pytest.raises(onnxzip.InvalidArgumentError, match="do_constant_folding"):
+        onnxzip.export_torch(Net().eval(), (torch.randn(1, 3, 8, 8),), tmp_path / "net.onnxz",
+                             do_constant_folding=True)
+    assert not (tmp_path / "net.onnxz").exists()
+
+
+def test_export_torch_keeps_every_state_dict_key_on_request(tmp_path):
+    # torch drops unused parameters and folds equal-valued ones (fresh BatchNorm statistics)
+    # into Identity nodes: an archive of a random-weight resnet18 held 30 of 122 keys.
+    class Twins(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.BatchNorm2d(4)
+            self.b = torch.nn.BatchNorm2d(4)
+            self.unused = torch.nn.Linear(2, 2)
+
+        def forward(self, x):
+            return self.b(self.a(x))
+
+    net = Twins().eval()
+    path = tmp_path / "twins.onnxz"
+    onnxzip.export_torch(net, (torch.randn(1, 4, 3, 3),), path, keep_state_dict=True)
+    with onnxzip.open(path) as archive:
+        assert set(net.state_dict()) <= set(archive.keys())
+        state = {k: torch.from_numpy(archive.get_tensor(k).copy()) for k in net.state_dict()}
+    fresh = Twins()
+    fresh.load_state_dict(state, strict=True)
+    assert onnxzip.verify(path).loadable

@@ -30,7 +30,7 @@ def test_add_tensor_returns_the_reference_and_writes_at_once(tmp_path):
         writer.finish(make_model([reference]))
     assert path.exists()
     with onnxzip.open(path) as archive:
-        assert archive.tensor_info("/encoder/layer.0/W").offset % 256 == 0
+        assert archive.tensor_info("/encoder/layer.0/W").file_offset % 256 == 0
         np.testing.assert_array_equal(archive.get_tensor("/encoder/layer.0/W"), array)
     assert onnxzip.verify(path).ok
 
@@ -117,14 +117,14 @@ def test_streaming_save_equals_save(tmp_path, dedupe):
     model = _big_model()
     before = model.SerializeToString()
     onnxzip.save(model, tmp_path / "plain.onnxz", dedupe=dedupe)
-    onnxzip._save_streaming(model, tmp_path / "streamed.onnxz", threshold=1024, alignment=64,
+    onnxzip._writer._save_streaming(model, tmp_path / "streamed.onnxz", threshold=1024, alignment=64,
                             dedupe=dedupe)
     assert model.SerializeToString() == before
     plain = onnxzip.load(tmp_path / "plain.onnxz")
     streamed = onnxzip.load(tmp_path / "streamed.onnxz")
     assert streamed.SerializeToString() == plain.SerializeToString()
     stored = onnxzip.load(tmp_path / "streamed.onnxz", load_external_data=False)
-    locations = {t.name: onnxzip._location(t) for t in stored.graph.initializer}
+    locations = {t.name: onnxzip._dtypes._location(t) for t in stored.graph.initializer}
     assert (locations["dup"] == locations["w0"]) is dedupe
     assert locations["s"] == "" and locations["small"] == "" and locations["typed"] != ""
     assert onnxzip.verify(tmp_path / "streamed.onnxz").ok
@@ -137,7 +137,7 @@ def test_streaming_save_restores_the_model_on_failure(tmp_path):
     bad.dims[0] = 999  # 4000 bytes of raw_data for 999 floats.
     before = model.SerializeToString()
     with pytest.raises(onnxzip.InvalidArgumentError, match="bad"):
-        onnxzip._save_streaming(model, tmp_path / "f.onnxz", threshold=1024, alignment=64,
+        onnxzip._writer._save_streaming(model, tmp_path / "f.onnxz", threshold=1024, alignment=64,
                                 dedupe=False)
     assert model.SerializeToString() == before
     assert os.listdir(tmp_path) == []
@@ -167,7 +167,7 @@ def test_verify_reports_findings_as_objects(tmp_path, small_archive):
     path, _, _ = small_archive
     data = bytearray(path.read_bytes())
     with onnxzip.open(path) as archive:
-        offset = archive.tensor_info("encoder.weight").offset
+        offset = archive.tensor_info("encoder.weight").file_offset
     data[offset] ^= 0xFF  # A payload byte: load() accepts it, the CRC-32 does not.
     broken = tmp_path / "crc.onnxz"
     broken.write_bytes(bytes(data))
@@ -199,3 +199,143 @@ def test_repack_and_view_model(tmp_path, small_archive):
     view_model = onnx.load(view_path)  # onnx resolves the offsets into the archive itself
     np.testing.assert_array_equal(nh.to_array(view_model.graph.initializer[0]),
                                   arrays["encoder.weight"])
+
+
+def test_add_tensor_refuses_a_name_added_before(tmp_path):
+    # The README's writer example did this to resnet18: two entries "a" and "a_2", and a model
+    # with two initializers named "a".
+    path = tmp_path / "dup.onnxz"
+    x = np.arange(512, dtype=np.float32)
+    with onnxzip.ArchiveWriter(path) as writer:
+        first = writer.add_tensor("a", x)
+        with pytest.raises(onnxzip.InvalidArgumentError, match="tensor 'a' was added already"):
+            writer.add_tensor("a", 2 * x)
+        writer.finish(make_model([first]))
+    with onnxzip.open(path) as archive:
+        assert archive.keys() == ["a"]
+        np.testing.assert_array_equal(archive.get_tensor("a"), x)
+
+
+@pytest.mark.parametrize("array, data_type", [
+    (np.array([object(), object()] * 128, dtype=object), onnx.TensorProto.INT64),
+    (np.arange(256, dtype=">f4"), onnx.TensorProto.FLOAT),
+    (np.arange(256, dtype=np.float64), onnx.TensorProto.FLOAT),
+    (np.arange(256, dtype=np.float32), onnx.TensorProto.BFLOAT16),
+])
+def test_add_tensor_refuses_a_buffer_that_contradicts_data_type(tmp_path, array, data_type):
+    # An object array once stored heap addresses, a big-endian one swapped bytes.
+    with onnxzip.ArchiveWriter(tmp_path / "t.onnxz") as writer:
+        with pytest.raises(onnxzip.InvalidArgumentError, match="tensor 'w'"):
+            writer.add_tensor("w", array, data_type=data_type, dims=[256])
+        writer.abort()
+
+
+def test_add_tensor_takes_raw_views_with_data_type(tmp_path):
+    path = tmp_path / "raw.onnxz"
+    bits = np.arange(256, dtype=np.uint16)
+    floats = np.arange(64, dtype=np.float32)
+    with onnxzip.ArchiveWriter(path) as writer:
+        tensors = [writer.add_tensor("bf16", bits, data_type=onnx.TensorProto.BFLOAT16),
+                   writer.add_tensor("bytes", floats.tobytes(), data_type=onnx.TensorProto.FLOAT,
+                                     dims=[64])]
+        writer.finish(make_model(tensors))
+    with onnxzip.open(path) as archive:
+        np.testing.assert_array_equal(archive.get_tensor("bf16"), bits)
+        np.testing.assert_array_equal(archive.get_tensor("bytes"), floats)
+
+
+def test_add_tensor_takes_a_torch_bfloat16_tensor(tmp_path):
+    torch = pytest.importorskip("torch")
+    weight = torch.arange(512, dtype=torch.float32).to(torch.bfloat16)
+    path = tmp_path / "bf16.onnxz"
+    with onnxzip.ArchiveWriter(path) as writer:
+        reference = writer.add_tensor("w", weight)
+        assert reference.data_type == onnx.TensorProto.BFLOAT16
+        writer.finish(make_model([reference]))
+    with onnxzip.open(path) as archive:
+        np.testing.assert_array_equal(archive.get_tensor("w"), weight.view(torch.int16).numpy())
+
+
+@pytest.mark.parametrize("options, error", [
+    ({"threshold": -1}, onnxzip.InvalidArgumentError),
+    ({"threshold": 1.5}, TypeError),
+    ({"threshold": "1024"}, TypeError),
+    ({"alignment": -64}, onnxzip.InvalidArgumentError),
+    ({"alignment": 100}, onnxzip.InvalidArgumentError),
+    ({"alignment": 64.0}, TypeError),
+    ({"dedupe": "yes"}, TypeError),
+])
+def test_bad_options_get_a_short_message_and_write_nothing(tmp_path, options, error):
+    # pybind11 refused these with a TypeError embedding the whole model's text (263 MB for
+    # resnet18) and its own signature.
+    model = make_model([nh.from_array(np.zeros(4096, dtype=np.float32), "w")])
+    path = tmp_path / "x.onnxz"
+    for call in (lambda: onnxzip.save(model, path, **options),
+                 lambda: onnxzip.ArchiveWriter(path, **options)):
+        with pytest.raises(error) as raised:
+            call()
+        message = str(raised.value)
+        assert len(message) < 120 and "incompatible function arguments" not in message
+        assert next(iter(options)) in message
+    assert not path.exists()
+
+
+def test_add_tensor_refuses_bad_arguments_with_a_short_message(tmp_path):
+    with onnxzip.ArchiveWriter(tmp_path / "t.onnxz") as writer:
+        for call in (lambda: writer.add_tensor(3, np.zeros(4)),
+                     lambda: writer.add_tensor("w", np.zeros(4), data_type="FLOAT"),
+                     lambda: writer.add_tensor("w", np.zeros(4), dims=["4"])):
+            with pytest.raises(TypeError) as raised:
+                call()
+            assert "incompatible function arguments" not in str(raised.value)
+        writer.abort()
+
+
+def _cli_lines(path):
+    """`onnxzip verify`'s lines for `path` with the tool next to the package's tests, or None."""
+    import shutil
+    import subprocess
+    here = os.path.dirname(os.path.abspath(__file__))
+    tool = os.path.join(here, "..", "..", "build", "src", "cli", "onnxzip")
+    tool = tool if os.path.exists(tool) else shutil.which("onnxzip")
+    if tool is None:
+        return None
+    run = subprocess.run([tool, "verify", "--quiet", str(path)], capture_output=True, text=True)
+    return run.stdout.splitlines()
+
+
+def test_verify_checks_the_ir_rules_as_the_cli_does(tmp_path):
+    # Python's verify() skipped the IR rules: an archive without opset_import and with two
+    # initializers of one name passed, where `onnxzip verify` reported them.
+    tensors = [nh.from_array(np.arange(300, dtype=np.float32), "a"),
+               nh.from_array(np.arange(300, dtype=np.float32) * 2, "a")]
+    model = make_model(tensors[:1])
+    model.graph.initializer.extend(tensors[1:])
+    del model.opset_import[:]
+    path = tmp_path / "ir.onnxz"
+    onnxzip.save(model, path)
+    report = onnxzip.verify(path)
+    messages = [f.message for f in report.findings]
+    assert not report.ok and report.loadable  # load() accepts it: warnings
+    assert {f.severity for f in report.findings} == {"warning"}
+    assert any("opset_import" in m for m in messages), messages
+    assert any("'a' is defined twice" in m for m in messages), messages
+    assert all(m.startswith(str(path) + ": ") for m in messages)
+    cli = _cli_lines(path)
+    if cli is not None:
+        assert cli == messages
+
+
+def test_verify_takes_a_legacy_model_as_the_cli_does(tmp_path):
+    # A valid legacy .onnx was an error to Python's verify() and "ok" to the CLI.
+    model = _big_model()
+    legacy = tmp_path / "m.onnx"
+    onnx.save_model(model, str(legacy), save_as_external_data=True, location="m.data",
+                    size_threshold=1024)
+    assert onnxzip.verify(legacy).findings == ()
+    os.truncate(tmp_path / "m.data", 10)
+    report = onnxzip.verify(legacy)
+    assert not report.loadable and "m.data" in report.findings[0].message
+    cli = _cli_lines(legacy)
+    if cli is not None:
+        assert cli == [f.message for f in report.findings]

@@ -70,7 +70,7 @@ def test_get_tensor_is_a_read_only_view_of_the_file_mapping(weights_archive):
                 array[0, 0] = 1.0
             assert array.shape == (1024, 1024) and array[5, 7] == expected[name]
             # The payload's address: the mapping's start plus its file offset (one whole-file map).
-            assert any(address - start == info.offset for start, _ in mappings)
+            assert any(address - start == info.file_offset for start, _ in mappings)
 
 
 def test_reading_every_weight_does_not_grow_anonymous_memory(weights_archive):
@@ -98,7 +98,8 @@ def test_views_outlive_the_archive_object(weights_archive):
         archive.get_tensor("layer3.weight")
     with pytest.raises(onnxzip.BadStateError, match="closed"):
         archive.tensor_info("layer3.weight")
-    assert "layer3.weight" in archive.keys()  # The names stay; only the archive's bytes go.
+    with pytest.raises(onnxzip.BadStateError, match="closed"):
+        archive.keys()
     del archive
     gc.collect()
     assert array[1023, 1023] == expected["layer3.weight"]
@@ -167,3 +168,49 @@ def test_torch_shares_memory_with_views(weights_archive):
     del array
     gc.collect()
     assert float(from_buffer[-1]) == expected["layer2.weight"]  # torch keeps the view alive.
+
+
+_WRITE_THROUGH_TORCH = """
+import sys, warnings
+import numpy as np, torch, onnxzip
+path = sys.argv[1]
+with onnxzip.open(path) as archive:
+    array = archive.get_tensor("layer3.weight")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch warns that the array is read-only.
+        tensor = torch.from_numpy(array)
+    assert tensor.data_ptr() == array.ctypes.data  # still zero-copy before the write
+    tensor.mul_(2)
+    torch.optim.SGD([torch.nn.Parameter(tensor)], lr=1.0)  # what a fine-tuning run builds
+    print(float(tensor[0, 0]), float(archive.get_tensor("layer3.weight")[0, 0]))
+"""
+
+
+def test_a_torch_write_to_a_view_copies_and_never_reaches_the_file(weights_archive):
+    # The README's torch path: the mapping was read-only and torch ignores numpy's flag, so
+    # mul_ killed the process with SIGSEGV. A subprocess, so that a signal fails only this test.
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+
+    path, expected = weights_archive
+    before = path.read_bytes()
+    run = subprocess.run([sys.executable, "-c", _WRITE_THROUGH_TORCH, str(path)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
+    written, seen_again = (float(x) for x in run.stdout.split())
+    assert written == 2 * expected["layer3.weight"]
+    assert seen_again == written  # one private mapping per Archive: its views see the write
+    assert path.read_bytes() == before
+    with onnxzip.open(path) as archive:
+        assert archive.get_tensor("layer3.weight")[0, 0] == expected["layer3.weight"]
+
+
+def test_access_read_reads_the_file_into_memory(weights_archive):
+    path, expected = weights_archive
+    with onnxzip.open(path, access="read") as archive:
+        assert not _mappings_of(path)
+        array = archive.get_tensor("layer1.weight")
+        assert array.ctypes.data % 64 == 0 and array[0, 0] == expected["layer1.weight"]
+    with pytest.raises(onnxzip.InvalidArgumentError, match="access"):
+        onnxzip.open(path, access="mmap")

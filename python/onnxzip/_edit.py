@@ -1,0 +1,168 @@
+"""Changing an archive's model in place: replace_model, edit_model."""
+
+from __future__ import annotations
+
+import builtins
+import os
+from typing import Callable, List, NamedTuple, Optional, Tuple, Union
+
+import numpy as np
+import onnx
+
+from . import _onnxzip
+from ._model_walk import model_tensors
+from ._archive import Archive, _parse_stored_model
+from ._common import ModelLike, PathLike, _is_buffer, _path
+from ._dtypes import _make_reference
+
+class EditResult(NamedTuple):
+    """What replace_model() or edit_model() did: compacted (the archive was rewritten without the entries in
+    dropped_entries), and the new `__MODEL_PROTO`'s local header offset and size, and the file's
+    size afterwards."""
+
+    compacted: bool
+    dropped_entries: List[str]
+    model_offset: int
+    model_size: int
+    file_size: int
+
+
+def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact: bool = False,
+                  durable: bool = True) -> EditResult:
+    """Replaces the model of the archive at `path` in place, without moving or rewriting a payload
+    byte: only `__MODEL_PROTO`, the central directory and the end records are rewritten, so the
+    cost is the model's size, whatever the weights weigh. Crash-safe: the file always reads as the
+    archive with the old model or the new one (with `durable`, also across a power loss).
+
+    `model` (an onnx.ModelProto, its bytes, or the path of a file holding them, as the CLI's
+    --model) refers to the archive's entries as Archive.model does (edit archive.model, or a
+    loaded model's references); every EXTERNAL tensor must name an entry with the right size,
+    and every entry must be referred to -- unless `compact`, which rewrites the archive without
+    the unreferenced entries (O(archive)). An inline tensor of an onnx.ModelProto whose bytes
+    equal the archive's entry of the same name refers to that entry, so the model load() gives
+    goes back as it came, payloads where they were; other inline tensors stay inline. Views from open() stay valid (payload bytes do not change); reopen the
+    archive for its new model. Raises InvalidArgumentError naming the tensor or entry (the
+    archive is then unchanged), CorruptError for a broken archive, IOFailure (the message says
+    which model the file holds).
+
+        with onnxzip.open("model.onnxz") as archive:
+            model = archive.model
+        model.producer_name = "me"
+        onnxzip.replace_model("model.onnxz", model)
+    """
+    archive_path = _path(path)
+    if isinstance(model, (str, os.PathLike)):
+        # As the CLI's --model takes it: a file holding a serialized ModelProto.
+        with builtins.open(model, "rb") as file:
+            model = file.read()
+    if _is_buffer(model):
+        model_bytes = model
+    elif isinstance(model, onnx.ModelProto):
+        model_bytes = _serialize_referring(archive_path, model)
+    else:
+        raise TypeError("replace_model: model must be an onnx.ModelProto, its bytes or a path, "
+                        f"not {type(model).__name__}")
+    return EditResult(*_onnxzip.replace_model(archive_path, model_bytes, compact, durable))
+
+
+def _serialize_referring(archive_path: str, model: onnx.ModelProto) -> bytes:
+    """`model` serialized with every inline tensor whose bytes equal the archive's entry of the
+    same name turned into a reference to it: the model load() gives goes back without moving a
+    payload (and compact then drops nothing). `model` is as before when this returns."""
+    swapped: List[Tuple[onnx.TensorProto, bytes, Optional[int]]] = []
+    with Archive(archive_path) as archive:
+        try:
+            for tensor, _, in_sparse in model_tensors(model):
+                if in_sparse or tensor.data_location == onnx.TensorProto.EXTERNAL or \
+                        not tensor.name or not tensor.HasField("raw_data"):
+                    continue
+                index = archive._index.get(tensor.name)
+                if index is None:
+                    continue
+                info = archive._info(index)
+                if not info.location or info.data_type != tensor.data_type or \
+                        info.dims != tuple(tensor.dims) or info.nbytes != len(tensor.raw_data):
+                    continue
+                raw = tensor.raw_data
+                stored = archive._archive.array(index).reshape(-1).view(np.uint8)
+                if not np.array_equal(np.frombuffer(raw, dtype=np.uint8), stored):
+                    continue
+                location = tensor.data_location if tensor.HasField("data_location") else None
+                swapped.append((tensor, raw, location))
+                _make_reference(tensor, info.location, info.nbytes)
+            serialized: bytes = model.SerializeToString()
+            return serialized
+        finally:
+            for tensor, raw, location in swapped:
+                del tensor.external_data[:]
+                tensor.ClearField("data_location")
+                if location is not None:
+                    tensor.data_location = location
+                tensor.raw_data = raw
+
+
+Change = Callable[[onnx.ModelProto], Optional[onnx.ModelProto]]
+
+
+def edit_model(path: PathLike, change: Change, *, compact: bool = False,
+               durable: bool = True) -> EditResult:
+    """Changes the model of the archive at `path` in place, as replace_model() does, but reads the
+    archive's own model and writes the changed one under one open and lock of the file, so that
+    no other edit can come in between.
+
+        onnxzip.edit_model("model.onnxz", lambda m: setattr(m, "doc_string", "fine-tuned"))
+
+    Args:
+        path: the archive.
+        change: called with the onnx.ModelProto as Archive.model shows it (tensors that are
+            entries as references); changes it and returns None, or returns a new model to put
+            in instead.
+        compact, durable: as for replace_model().
+
+    Returns:
+        What was done (EditResult).
+
+    Raises:
+        TypeError: `change` returned something else than None or an onnx.ModelProto.
+        InvalidArgumentError: the new model fails replace_model()'s checks.
+        Whatever `change` raises. In every case nothing is written: the archive is unchanged.
+    """
+    return _edit("edit_model", path, change, compact, durable, False)
+
+
+def edit_model_properties(path: PathLike, change: Change, *, compact: bool = False,
+                          durable: bool = True) -> EditResult:
+    """edit_model() for the model's properties alone (the C++ edit_model_properties): `change`
+    gets the model without its graph, training_info and functions, and may change everything
+    else (metadata_props, producer_name, doc_string, opset_import...). Those three are kept
+    byte for byte, neither parsed nor rewritten, so the edit costs the central directory and
+    the properties, not the graph. Giving the model one of them raises InvalidArgumentError.
+
+        onnxzip.edit_model_properties(
+            "model.onnxz", lambda m: onnx.helper.set_model_props(m, {"license": "MIT"}))
+
+    Args, Returns and Raises: as for edit_model().
+    """
+    return _edit("edit_model_properties", path, change, compact, durable, True)
+
+
+def _edit(function: str, path: PathLike, change: Change, compact: bool, durable: bool,
+          properties_only: bool) -> EditResult:
+    archive_path = _path(path)
+
+    def apply(model_bytes: bytes) -> bytes:
+        model = _parse_stored_model(model_bytes, archive_path)
+        replaced = change(model)
+        if replaced is None:
+            unchanged: bytes = model.SerializeToString()
+            return unchanged
+        if not isinstance(replaced, onnx.ModelProto):
+            # A lambda that returns what its last call gave (graph.node.add(...), a string) must
+            # not become the model: that would overwrite the archive with garbage.
+            raise TypeError(f"{function}: change returned a {type(replaced).__name__}, not an "
+                            "onnx.ModelProto or None; the archive is unchanged")
+        changed: bytes = replaced.SerializeToString()
+        return changed
+
+    return EditResult(*_onnxzip.edit_model(archive_path, apply, compact, durable,
+                                           properties_only))
