@@ -646,7 +646,7 @@ TEST_F(ZipWriterAtomicityTest, EmptyProducerIsRefusedBeforeAnythingIsWritten) {
 TEST_F(ZipWriterAtomicityTest, FinishReplacesTheDestination) {
   {
     ZipWriterOptions options;
-    options.durable = true;
+    options.output.durable = true;
     ZipWriter writer(destination_, options);
     writer.add("a", pattern(3, 1));
     writer.finish();

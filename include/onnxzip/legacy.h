@@ -48,6 +48,7 @@
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
+#include "onnxzip/output_options.h"
 #include "onnxzip/progress.h"
 
 namespace onnxzip {
@@ -129,11 +130,10 @@ struct LegacyWriteOptions {
   // tensors, always stay inline: the reference loader resolves no external data there.
   bool externalize_attributes = false;
   bool externalize_sparse = false;
-  // fsync every file before renaming it into place (OutputFileOptions::durable).
-  bool durable = false;
-  // Symbolic links at the model's or a data file's path: refused (false) or followed, replacing
-  // the files they lead to (OutputFileOptions::follow_symlinks).
-  bool follow_symlinks = false;
+  // How the model and data files are written (output_options.h): durable fsyncs every file before
+  // renaming it into place; follow_symlinks replaces the files symbolic links at the model's or a
+  // data file's path lead to (refused otherwise).
+  OutputFileOptions output{};
   // Called as the payloads are written (progress.h): `total` is the bytes of the payloads that go
   // to data files, or, for a model written inline, the size of the whole model file.
   ProgressCallback progress = nullptr;

@@ -23,10 +23,10 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
+#include "onnxzip/output_file.h"
 
 namespace onnxzip {
 
-class AtomicOutputFile;
 namespace detail {
 class CrcWorker;
 }  // namespace detail
@@ -34,13 +34,10 @@ class CrcWorker;
 struct ZipWriterOptions {
   // Where every entry's data starts: a power of two in [64, 65536].
   std::uint32_t alignment = 64;
-  // Forwarded to AtomicOutputFile: fsync before and after the rename.
-  bool durable = false;
-  // Forwarded to AtomicOutputFile: replace the file a symbolic link at the destination leads to
-  // (false: a link there is refused).
-  bool follow_symlinks = false;
+  // Forwarded to AtomicOutputFile (output_file.h).
+  OutputFileOptions output{};
   // Forwarded to AtomicOutputFile: the write buffer; pieces at least this big bypass it.
-  std::size_t buffer_size = 1 << 20;
+  std::size_t buffer_size = std::size_t{1} << 20;
 };
 
 // What the writer put in the file for one entry.

@@ -139,7 +139,7 @@ int run_edit(const EditArgs& args, const CLI::Option& producer_option,
 
   EditOptions options;
   options.compact = args.compact;
-  options.durable = !args.no_sync;
+  options.output.durable = !args.no_sync;
   EditResult result;
   {
     ProgressBar bar("editing", global.quiet);

@@ -1342,7 +1342,7 @@ void serialize_model_to_file(const ModelProto& model, const std::filesystem::pat
                              const SerializeOptions& options) {
   // The serializer already buffers; a small file buffer lets its full buffers go straight to
   // the kernel instead of being copied a second time.
-  AtomicOutputFile out(path, OutputFileOptions{.durable = false, .buffer_size = 1 << 16});
+  AtomicOutputFile out(path, OutputFileOptions{}, std::size_t{1} << 16);
   serialize_model(model, out, options);
   out.commit();
 }

@@ -121,11 +121,8 @@ ZipWriter::ZipWriter(std::filesystem::path destination, ZipWriterOptions options
                                                  std::to_string(alignment_) +
                                                  " is not a power of two between 64 and 65536");
   }
-  OutputFileOptions file_options;
-  file_options.durable = options.durable;
-  file_options.follow_symlinks = options.follow_symlinks;
-  file_options.buffer_size = options.buffer_size;
-  file_ = std::make_unique<AtomicOutputFile>(std::move(destination), file_options);
+  file_ = std::make_unique<AtomicOutputFile>(std::move(destination), options.output,
+                                             options.buffer_size);
 }
 
 ZipWriter::~ZipWriter() = default;
