@@ -301,7 +301,7 @@ void parse_path(benchmark::State& state, const BenchModel* m, bool no_copy) {
   ParseOptions options;
   options.no_copy = no_copy;
   for (auto _ : state) {
-    ModelProto model = parse_model(m->path, options);
+    ModelProto model = parse_model_file(m->path, options);
     benchmark::DoNotOptimize(model);
   }
   set_bytes(state, *m);

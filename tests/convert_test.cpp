@@ -146,7 +146,7 @@ struct Ref {
 };
 std::map<std::string, Ref> references_in(const fs::path& path) {
   std::map<std::string, Ref> out;
-  for_each_tensor(parse_model(path), [&](const TensorProto& t, const TensorSite& site) {
+  for_each_tensor(parse_model_file(path), [&](const TensorProto& t, const TensorSite& site) {
     if (t.data_location != TensorProto::kExternal) return;
     Ref ref;
     for (const StringStringEntryProto& e : t.external_data) {

@@ -133,7 +133,7 @@ int run_edit(const EditArgs& args, const CLI::Option& producer_option,
   // memory (the edit rewrites its bytes).
   std::optional<ModelProto> replacement;
   if (plan.model_file) {
-    replacement = parse_model(std::filesystem::path(*plan.model_file));
+    replacement = parse_model_file(*plan.model_file);
     apply_edit(*replacement, plan, args.archive);
   }
 

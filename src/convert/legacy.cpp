@@ -635,7 +635,7 @@ ModelFormat detect_format(const std::filesystem::path& path) {
 
 ModelProto read_legacy_model(const std::filesystem::path& onnx_path,
                              const LegacyReadOptions& options) {
-  ModelProto model = parse_model(onnx_path, options.parse, options.access);
+  ModelProto model = parse_model_file(onnx_path, options.parse, options.access);
   if (!options.load_external_data) return model;
   const std::string source = onnx_path.string();
   DataFiles files(onnx_path, options);

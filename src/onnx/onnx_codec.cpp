@@ -1296,8 +1296,8 @@ ModelProto parse_model(ByteSpan bytes, const ParseOptions& options, std::string_
   return parse_message<ModelProto>(bytes, options, source);
 }
 
-ModelProto parse_model(const std::filesystem::path& path, const ParseOptions& options,
-                       FileAccess access) {
+ModelProto parse_model_file(const std::filesystem::path& path, const ParseOptions& options,
+                            FileAccess access) {
   std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, access);
   const std::string source = path.string();
   const ByteSpan bytes = mapping->bytes();
