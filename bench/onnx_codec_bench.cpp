@@ -31,7 +31,7 @@
 
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
-#include "onnxzip/output_file.h"
+#include "output_file.h"
 
 namespace onnxzip {
 namespace {

@@ -22,18 +22,18 @@
 #include <thread>
 #include <vector>
 
+#include "crc32.h"
 #include "interrupted_edit.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/byte_source.h"
 #include "onnxzip/convert.h"
-#include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/onnx_codec.h"
-#include "onnxzip/zip_writer.h"
 #include "support/byte_sources.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
 #include "tail_edit.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {

@@ -22,6 +22,7 @@
 #include "support/progress_calls.h"
 #include "support/scratch_dir.h"
 #include "support/zip_builder.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {

@@ -17,7 +17,6 @@
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
 #include "onnxzip/zip_reader.h"
-#include "onnxzip/zip_writer.h"
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
 #include "support/model_builder.h"
@@ -25,6 +24,7 @@
 #include "support/scratch_dir.h"
 #include "support/sha256.h"
 #include "support/zip_builder.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {

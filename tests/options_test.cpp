@@ -12,10 +12,10 @@
 #include "onnxzip/edit.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
-#include "onnxzip/output_file.h"
 #include "onnxzip/tensor.h"
 #include "onnxzip/zip_reader.h"
-#include "onnxzip/zip_writer.h"
+#include "output_file.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {

@@ -1,4 +1,4 @@
-#include "onnxzip/zip_writer.h"
+#include "zip_writer.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "onnxzip/crc32.h"
+#include "crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
 #include "support/scratch_dir.h"

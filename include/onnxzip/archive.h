@@ -38,13 +38,13 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
+#include "onnxzip/entry_sink.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/output_options.h"
 #include "onnxzip/progress.h"
 #include "onnxzip/zip_reader.h"
-#include "onnxzip/zip_writer.h"
 
 namespace onnxzip {
 

@@ -148,7 +148,7 @@ struct LegacyWriteOptions {
 // once. Externalized tensors get external_data {location, offset, length} and data_location =
 // EXTERNAL; location is the data file's name, relative to the model's folder.
 //
-// Atomic as a set (commit_together, output_file.h): every file is written in full under no name,
+// Atomic as a set (commit_together): every file is written in full under no name,
 // then the old model is moved aside, the data files renamed into place and the model last, so
 // that a crash at any instant leaves the old model and data files, the new ones, or no model --
 // never a model next to data files of another write. On failure the old files are restored and

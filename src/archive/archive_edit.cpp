@@ -16,18 +16,18 @@
 #include <vector>
 
 #include "archive_internal.h"
+#include "crc32.h"
 #include "interrupted_edit.h"
 #include "model_parts.h"
 #include "onnxzip/byte_source.h"
-#include "onnxzip/crc32.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
-#include "onnxzip/zip_writer.h"
 #include "posix_file.h"
 #include "progress_meter.h"
 #include "tail_edit.h"
 #include "zip_tail.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {

@@ -8,6 +8,7 @@
 
 #include "archive_internal.h"
 #include "onnxzip/tensor.h"
+#include "output_file.h"
 
 namespace onnxzip {
 namespace {

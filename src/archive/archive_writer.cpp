@@ -11,9 +11,10 @@
 #include <utility>
 
 #include "archive_internal.h"
-#include "onnxzip/crc32.h"
+#include "crc32.h"
 #include "onnxzip/tensor.h"
 #include "progress_meter.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {

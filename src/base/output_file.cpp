@@ -1,4 +1,4 @@
-#include "onnxzip/output_file.h"
+#include "output_file.h"
 
 #include <fcntl.h>
 #include <linux/fs.h>

@@ -28,8 +28,8 @@
 #include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
-#include "onnxzip/output_file.h"
 #include "onnxzip/tensor.h"
+#include "output_file.h"
 #include "posix_file.h"
 #include "progress_meter.h"
 

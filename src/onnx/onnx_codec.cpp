@@ -28,7 +28,7 @@
 
 #include "bulk_copy.h"
 #include "onnxzip/mapped_file.h"
-#include "onnxzip/output_file.h"
+#include "output_file.h"
 #include "page_advice.h"
 
 namespace onnxzip {

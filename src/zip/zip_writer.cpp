@@ -1,15 +1,15 @@
-#include "onnxzip/zip_writer.h"
+#include "zip_writer.h"
 
 #include <algorithm>
 #include <limits>
 #include <utility>
 
+#include "crc32.h"
 #include "crc_worker.h"
 #include "little_endian.h"
 #include "message_text.h"
-#include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
-#include "onnxzip/output_file.h"
+#include "output_file.h"
 #include "zip_layout.h"
 #include "zip_records.h"
 

@@ -16,7 +16,8 @@
 //
 // commit_together() publishes several files as one set -- a model and the data files it refers
 // to -- so that a crash at any instant leaves the old set, the new set, or no model, never a model
-// next to another set's data. Anyone may use this header.
+// next to another set's data. Internal to the library, not installed: every layer's writers use
+// it; users set OutputFileOptions (output_options.h).
 #ifndef ONNXZIP_OUTPUT_FILE_H_
 #define ONNXZIP_OUTPUT_FILE_H_
 
