@@ -118,8 +118,9 @@ void run(int rounds) {
       model.producer_version = value;
       library.push_back(seconds_of([&] { replace_model(archive, model); }));
       model.producer_version = value + "b";
-      library_fast.push_back(
-          seconds_of([&] { replace_model(archive, model, {.durable = false}); }));
+      library_fast.push_back(seconds_of([&] {
+        replace_model(archive, model, {.output = {.durable = false, .follow_symlinks = true}});
+      }));
       // What the CLI's metadata flags call: the graph is kept as bytes, not parsed.
       library_properties.push_back(seconds_of([&] {
         edit_model_properties(archive, [&](ModelProto& m) { m.producer_version = value + "c"; });

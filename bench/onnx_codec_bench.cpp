@@ -31,7 +31,7 @@
 
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
-#include "onnxzip/output_file.h"
+#include "output_file.h"
 
 namespace onnxzip {
 namespace {
@@ -301,7 +301,7 @@ void parse_path(benchmark::State& state, const BenchModel* m, bool no_copy) {
   ParseOptions options;
   options.no_copy = no_copy;
   for (auto _ : state) {
-    ModelProto model = parse_model(m->path, options);
+    ModelProto model = parse_model_file(m->path, options);
     benchmark::DoNotOptimize(model);
   }
   set_bytes(state, *m);

@@ -35,11 +35,11 @@
 #include <string>
 #include <vector>
 
+#include "crc32.h"
 #include "onnxzip/bytes.h"
-#include "onnxzip/crc32.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/zip_reader.h"
-#include "onnxzip/zip_writer.h"
+#include "zip_writer.h"
 
 extern char** environ;
 

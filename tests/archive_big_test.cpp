@@ -150,7 +150,7 @@ TEST(ArchiveSlow, ModelOver4GiBConvertsBothWaysInBoundedMemory) {
 
   // The legacy copy: one data file, each payload at a multiple of 4096, as the reference loads it.
   {
-    const ModelProto raw = parse_model(target / "model.onnx");
+    const ModelProto raw = parse_model_file(target / "model.onnx");
     const auto data = MappedFile::open(target / "model.onnx.data");
     written_data = data->bytes().size();
     ASSERT_EQ(raw.graph->initializer.size(), layout.size());

@@ -47,7 +47,7 @@ TEST(ArchiveCorpus, EveryBackendTestModelRoundTripsWithEveryTensorExternal) {
   std::size_t failures = 0;
   for (const std::filesystem::path& path : models) {
     SCOPED_TRACE(path.string());
-    const ModelProto original = parse_model(path);
+    const ModelProto original = parse_model_file(path);
     // spec §7.4 with T = 0: every tensor but STRING / UNDEFINED and sparse ones.
     for_each_tensor(original, [&](const TensorProto& tensor, const TensorSite& site) {
       const bool sparse = site.place != TensorPlace::kInitializer &&

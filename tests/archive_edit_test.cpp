@@ -22,18 +22,18 @@
 #include <thread>
 #include <vector>
 
+#include "crc32.h"
 #include "interrupted_edit.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/byte_source.h"
 #include "onnxzip/convert.h"
-#include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/onnx_codec.h"
-#include "onnxzip/zip_writer.h"
 #include "support/byte_sources.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
 #include "tail_edit.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {
@@ -186,7 +186,7 @@ TEST_F(ArchiveEdit, ModelsThatGrowAndShrink) {
     } else {
       model.doc_string = std::string(doc_size, 'd');
     }
-    replace_model(path, model, {.durable = false});
+    replace_model(path, model, {.output = {.durable = false, .follow_symlinks = true}});
     EXPECT_EQ(load(path).doc_string.value_or("").size(), doc_size);
     EXPECT_TRUE(verify(path).ok());
     EXPECT_EQ(model_offset(path), old_offset);
@@ -546,6 +546,41 @@ TEST_F(ArchiveEdit, ErrorsForFilesThatCannotBeEdited) {
   }
 }
 
+// An archive reached through a symbolic link is edited where it is (EditOptions::output
+// follows links by default, as an editor saves through one); follow_symlinks = false refuses the
+// link and changes nothing.
+TEST_F(ArchiveEdit, SymbolicLinksAreFollowedUnlessRefused) {
+  ScratchDir dir("edit_link");
+  const fs::path path = dir / "m.onnxz";
+  const fs::path link = dir / "link.onnxz";
+  save(sample_model(), path);
+  fs::create_symlink(path.filename(), link);
+  ModelProto model = archive_model(path);
+  model.producer_name = "through the link";
+  replace_model(link, model);
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(producer_of(path), "through the link");
+
+  const Bytes before = read_file_bytes(path);
+  model.producer_name = "refused";
+  EditOptions options;
+  options.output.follow_symlinks = false;
+  for (const bool compact : {false, true}) {
+    options.compact = compact;
+    try {
+      replace_model(link, model, options);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_CONTAINS(e.what(), link.string() + ": is a symbolic link; refusing to edit it");
+    }
+  }
+  EXPECT_EQ(read_file_bytes(path), before);
+  EXPECT_TRUE(fs::is_symlink(link));
+  replace_model(path, model, options);  // The file itself is no link.
+  EXPECT_EQ(producer_of(path), "refused");
+}
+
 // The edit reads the archive through the descriptor it opened and locked, and writes through the
 // same one: an archive renamed over the path meanwhile is neither read nor changed, and the
 // file the edit opened (still reachable by a second link here) gets the new model.
@@ -893,7 +928,8 @@ TEST_F(ArchiveEdit, KilledAtRandomInstantsLeavesAModelThatLoads) {
     if (pid == 0) {
       for (int i = 0;; ++i) {
         try {
-          replace_model(path, i % 2 == 0 ? a : b, {.durable = false});
+          replace_model(path, i % 2 == 0 ? a : b,
+                        {.output = {.durable = false, .follow_symlinks = true}});
         } catch (...) {
           ::_exit(2);
         }

@@ -128,7 +128,7 @@ TEST(ArchiveOrt, ViewModelRunsInOnnxRuntimeAsTheOriginalDoes) {
     EXPECT_LT(fs::file_size(view), std::uintmax_t{16 * 1024});
     // Every large initializer, in the main graph and in both branches, points into the archive
     // at its entry's (aligned) data offset.
-    const ModelProto parsed = parse_model(view);
+    const ModelProto parsed = parse_model_file(view);
     const Archive opened = Archive::open(archive);
     std::size_t in_archive = 0;
     for_each_tensor(parsed, [&](const TensorProto& t, const TensorSite& site) {

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "crc32.h"
 #include "interrupted_edit.h"
 #include "onnxzip/archive.h"
-#include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/tensor.h"
 #include "support/external_tool.h"

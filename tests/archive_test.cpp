@@ -22,6 +22,7 @@
 #include "support/progress_calls.h"
 #include "support/scratch_dir.h"
 #include "support/zip_builder.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {
@@ -1285,7 +1286,7 @@ TEST(ArchiveView, RefersToStoredPayloadsInPlaceAndInlinesTheRest) {
   save(model, archive_path);
   write_view_model(archive_path, dir / "mlp.onnx");
 
-  const ModelProto view = parse_model(dir / "mlp.onnx");
+  const ModelProto view = parse_model_file(dir / "mlp.onnx");
   const Archive archive = Archive::open(archive_path);
   const TensorProto& weight = view.graph->initializer[0];
   ASSERT_EQ(weight.external_data.size(), 3u);

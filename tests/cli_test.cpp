@@ -29,13 +29,13 @@
 #include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
-#include "onnxzip/zip_writer.h"
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
 #include "support/sha256.h"
 #include "support/special_files.h"
+#include "zip_writer.h"
 
 extern char** environ;
 

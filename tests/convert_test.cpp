@@ -17,7 +17,6 @@
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
 #include "onnxzip/zip_reader.h"
-#include "onnxzip/zip_writer.h"
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
 #include "support/model_builder.h"
@@ -25,6 +24,7 @@
 #include "support/scratch_dir.h"
 #include "support/sha256.h"
 #include "support/zip_builder.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {
@@ -146,7 +146,7 @@ struct Ref {
 };
 std::map<std::string, Ref> references_in(const fs::path& path) {
   std::map<std::string, Ref> out;
-  for_each_tensor(parse_model(path), [&](const TensorProto& t, const TensorSite& site) {
+  for_each_tensor(parse_model_file(path), [&](const TensorProto& t, const TensorSite& site) {
     if (t.data_location != TensorProto::kExternal) return;
     Ref ref;
     for (const StringStringEntryProto& e : t.external_data) {

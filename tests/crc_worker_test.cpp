@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "onnxzip/crc32.h"
+#include "crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
 #include "support/scratch_dir.h"

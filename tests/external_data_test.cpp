@@ -13,9 +13,9 @@
 #include "onnxzip/error.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
-#include "onnxzip/zip_writer.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {

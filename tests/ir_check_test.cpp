@@ -447,7 +447,7 @@ TEST(IrCheck, EveryModelOfTheOnnxTestData) {
   for (const auto& item : std::filesystem::recursive_directory_iterator(root)) {
     if (item.path().extension() != ".onnx") continue;
     ++models;
-    const ModelProto m = parse_model(item.path());
+    const ModelProto m = parse_model_file(item.path());
     for (const IrProblem& p : check_ir(m))
       report += item.path().string() + ": " + to_string(p) + "\n";
   }

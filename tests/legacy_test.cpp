@@ -115,7 +115,7 @@ TEST_F(LegacyModels, WritesInlineModelsTheReferenceAccepts) {
     write_legacy_model(model, path);  // kAuto: small, so inline.
     written.push_back(path);
     // Typed fields stay typed inline; the model round-trips exactly.
-    EXPECT_EQ(parse_model(path), model);
+    EXPECT_EQ(parse_model_file(path), model);
   }
   EXPECT_EQ(out.file_names(), (std::vector<std::string>{"external_one_file.onnx", "inline_raw.onnx",
                                                         "inline_typed.onnx"}));
@@ -137,7 +137,7 @@ struct WrittenReference {
 
 // The external references of a written model, by tensor place, as written.
 std::map<std::string, WrittenReference> references_in(const fs::path& path) {
-  const ModelProto raw = parse_model(path);
+  const ModelProto raw = parse_model_file(path);
   std::map<std::string, WrittenReference> out;
   for_each_tensor(raw, [&](const TensorProto& t, const TensorSite& site) {
     if (t.data_location != TensorProto::kExternal) return;

@@ -553,7 +553,7 @@ TEST(OnnxCodec, NoCopyFromAPathBorrowsWithTheMappingAsToken) {
   write_file(path, input);
   ParseOptions options;
   options.no_copy = true;
-  ModelProto model = parse_model(path, options);
+  ModelProto model = parse_model_file(path, options);
   std::filesystem::remove(path);  // The mapping outlives the file's name.
   const TensorBytes& data = *model.graph->initializer[0].raw_data;
   EXPECT_TRUE(data.is_borrowed());
@@ -564,7 +564,7 @@ TEST(OnnxCodec, NoCopyFromAPathBorrowsWithTheMappingAsToken) {
   EXPECT_EQ(to_bytes(copy.graph->initializer[0].raw_data->view()), payload);
 
   write_file(path, input);
-  const ModelProto owned = parse_model(path);
+  const ModelProto owned = parse_model_file(path);
   std::filesystem::remove(path);
   EXPECT_TRUE(owned.graph->initializer[0].raw_data->is_owned());
   EXPECT_EQ(owned, copy);
@@ -572,7 +572,7 @@ TEST(OnnxCodec, NoCopyFromAPathBorrowsWithTheMappingAsToken) {
 
 TEST(OnnxCodec, ParseFromAMissingPathIsNotFound) {
   EXPECT_CONTAINS(
-      error_of(ErrorCode::kNotFound, [] { parse_model(temp_path("does_not_exist.onnx")); }),
+      error_of(ErrorCode::kNotFound, [] { parse_model_file(temp_path("does_not_exist.onnx")); }),
       "does_not_exist.onnx");
 }
 
@@ -1081,7 +1081,7 @@ TEST(OnnxCodecSlow, AModelOver2GBOnDiskRoundTripsThroughItsPath) {
   {
     ParseOptions no_copy;
     no_copy.no_copy = true;
-    const ModelProto mapped = parse_model(path, no_copy);
+    const ModelProto mapped = parse_model_file(path, no_copy);
     const TensorBytes& data = *mapped.graph->initializer.at(1).raw_data;
     EXPECT_TRUE(data.is_borrowed());
     EXPECT_NE(data.owner(), nullptr);
@@ -1089,7 +1089,7 @@ TEST(OnnxCodecSlow, AModelOver2GBOnDiskRoundTripsThroughItsPath) {
     EXPECT_TRUE(mapped == model);  // Compares all 2 GiB.
   }
   {
-    const ModelProto copied = parse_model(path);
+    const ModelProto copied = parse_model_file(path);
     EXPECT_TRUE(copied.graph->initializer.at(1).raw_data->is_owned());
     EXPECT_EQ(to_bytes(copied.graph->initializer.at(2).raw_data->view()), after_bytes);
     EXPECT_TRUE(copied == model);

@@ -70,8 +70,8 @@ TEST(OnnxConformance, EveryModelRoundTripsByteForByteThroughEveryEntryPoint) {
     const Bytes original = test_support::read_file_bytes(path);
     const ModelProto copied = parse_model(ByteSpan(original), {}, path.string());
     const ModelProto borrowed = parse_model(ByteSpan(original), no_copy, path.string());
-    const ModelProto mapped = parse_model(path);
-    const ModelProto mapped_borrowed = parse_model(path, no_copy);
+    const ModelProto mapped = parse_model_file(path);
+    const ModelProto mapped_borrowed = parse_model_file(path, no_copy);
     EXPECT_EQ(borrowed, copied);
     EXPECT_EQ(mapped, copied);
     EXPECT_EQ(mapped_borrowed, copied);
@@ -147,7 +147,7 @@ TEST(OnnxConformance, EveryModelSerializesLikePythonOnnx) {
     SCOPED_TRACE(relative);
     const auto expected = python.find(relative);
     ASSERT_NE(expected, python.end());
-    const Bytes ours = serialize_model(parse_model(path));
+    const Bytes ours = serialize_model(parse_model_file(path));
     const std::string digest = test_support::sha256_hex(ours);
     EXPECT_EQ(ours.size(), expected->second.size);
     EXPECT_EQ(digest, expected->second.sha256);

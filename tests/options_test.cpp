@@ -12,10 +12,10 @@
 #include "onnxzip/edit.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
-#include "onnxzip/output_file.h"
 #include "onnxzip/tensor.h"
 #include "onnxzip/zip_reader.h"
-#include "onnxzip/zip_writer.h"
+#include "output_file.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {
@@ -81,7 +81,10 @@ TEST(Options, NestedOptionsAreNamedLikeTheirFields) {
 
   const EditOptions edit{.compact = true, .zip = {.spill_threshold = 1}};
   EXPECT_TRUE(edit.compact);
-  EXPECT_TRUE(edit.durable);
+  EXPECT_TRUE(edit.output.durable);
+  EXPECT_TRUE(edit.output.follow_symlinks);
+  EXPECT_FALSE(SaveOptions{}.output.durable);
+  EXPECT_FALSE(LegacyWriteOptions{}.output.follow_symlinks);
   EXPECT_EQ(edit.zip.spill_threshold, 1u);
 
   const SerializeOptions serialize{.max_buffered_structure_bytes = 0};
@@ -89,7 +92,7 @@ TEST(Options, NestedOptionsAreNamedLikeTheirFields) {
   EXPECT_EQ(serialize.max_buffered_structure_bytes, 0u);
   const TensorBufferOptions buffer{.alignment = 64};
   EXPECT_EQ(buffer.raw_data_threshold, 0u);
-  const ZipWriterOptions zip{.alignment = 128, .durable = true};
+  const ZipWriterOptions zip{.alignment = 128, .output = {.durable = true}};
   EXPECT_EQ(zip.buffer_size, ZipWriterOptions{}.buffer_size);
   const OutputFileOptions output{.follow_symlinks = true};
   EXPECT_FALSE(output.durable);

@@ -1,4 +1,4 @@
-#include "onnxzip/output_file.h"
+#include "output_file.h"
 
 #include <gtest/gtest.h>
 
@@ -64,9 +64,8 @@ ByteSpan as_bytes(const std::string& s) {
 TEST_F(OutputFileTest, CommitPublishesExactlyWhatWasWritten) {
   const fs::path dest = dir_ / "out.bin";
   {
-    OutputFileOptions options;
-    options.buffer_size = 8;  // Exercise both the buffered and the direct path.
-    AtomicOutputFile out(dest, options);
+    // A buffer of 8 bytes exercises both the buffered and the direct path.
+    AtomicOutputFile out(dest, OutputFileOptions{}, 8);
     out.write(as_bytes("head"));
     out.write(as_bytes("0123456789abcdef"));
     out.write_zeros(3);

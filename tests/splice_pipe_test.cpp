@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "onnxzip/mapped_file.h"
-#include "onnxzip/output_file.h"
+#include "output_file.h"
 #include "support/scratch_dir.h"
 
 namespace onnxzip::detail {

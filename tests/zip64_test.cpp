@@ -12,11 +12,11 @@
 
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/zip_reader.h"
-#include "onnxzip/zip_writer.h"
 #include "support/external_tool.h"
 #include "support/scratch_dir.h"
 #include "support/zip_inspector.h"
 #include "zip_records.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {

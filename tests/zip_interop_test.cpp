@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "onnxzip/zip_writer.h"
 #include "support/external_tool.h"
 #include "support/scratch_dir.h"
 #include "support/sha256.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "crc32.h"
 #include "onnxzip/byte_source.h"
-#include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "support/byte_sources.h"
 #include "support/zip_builder.h"

@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "onnxzip/crc32.h"
+#include "crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/zip_reader.h"
-#include "onnxzip/zip_writer.h"
 #include "support/scratch_dir.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {

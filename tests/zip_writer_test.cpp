@@ -1,4 +1,4 @@
-#include "onnxzip/zip_writer.h"
+#include "zip_writer.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "onnxzip/crc32.h"
+#include "crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
 #include "support/scratch_dir.h"
@@ -646,7 +646,7 @@ TEST_F(ZipWriterAtomicityTest, EmptyProducerIsRefusedBeforeAnythingIsWritten) {
 TEST_F(ZipWriterAtomicityTest, FinishReplacesTheDestination) {
   {
     ZipWriterOptions options;
-    options.durable = true;
+    options.output.durable = true;
     ZipWriter writer(destination_, options);
     writer.add("a", pattern(3, 1));
     writer.finish();

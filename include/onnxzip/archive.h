@@ -38,13 +38,13 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
+#include "onnxzip/entry_sink.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
-#include "onnxzip/output_file.h"
+#include "onnxzip/output_options.h"
 #include "onnxzip/progress.h"
 #include "onnxzip/zip_reader.h"
-#include "onnxzip/zip_writer.h"
 
 namespace onnxzip {
 
@@ -77,11 +77,10 @@ struct SaveOptions {
   // Also externalize the values and indices of sparse tensors. Off by default: the reference
   // onnx package neither loads nor accepts them as external data (spec §7.4 item 3, §8).
   bool externalize_sparse = false;
-  // fsync the archive and its folder around the final rename.
-  bool durable = false;
-  // A symbolic link at `path`: refused (false) or followed, replacing the file it leads to
-  // (OutputFileOptions::follow_symlinks). Anything but a regular file there is always refused.
-  bool follow_symlinks = false;
+  // How the archive file is written (output_options.h): durable fsyncs it and its folder around the
+  // final rename; follow_symlinks replaces the file a symbolic link at `path` leads to. Anything
+  // but a regular file (or such a link) there is always refused.
+  OutputFileOptions output{};
   // Called as finish()/save() writes the payloads it externalizes (progress.h); `total` is their
   // byte count (tensors added to an ArchiveWriter are not counted: their caller writes them).
   ProgressCallback progress = nullptr;

@@ -5,9 +5,9 @@
 //
 // Crash safety (spec §9.6): at every instant the file reads as the archive with the old model or
 // with the new one. A process killed at any point leaves one of the two; with
-// EditOptions::durable (the default) a power loss does too. What an interrupted edit can leave is
-// still an archive: load() and verify() read it (verify warns), and the next edit or repack
-// tidies it. The edit writes nothing until the new model is ready and checked: an edit_model
+// EditOptions::output.durable (the default) a power loss does too. What an interrupted edit can
+// leave is still an archive: load() and verify() read it (verify warns), and the next edit or
+// repack tidies it. The edit writes nothing until the new model is ready and checked: an edit_model
 // whose `change` takes long leaves the file as it was meanwhile.
 //
 // Other processes that have the archive mapped keep valid payloads (none of their bytes change)
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "onnxzip/onnx_model.h"
+#include "onnxzip/output_options.h"
 #include "onnxzip/progress.h"
 #include "onnxzip/zip_reader.h"
 
@@ -36,12 +37,19 @@ struct EditOptions {
   // over the archive, the payloads copied, O(archive)). An archive whose every payload entry is
   // still referred to is edited in place either way.
   bool compact = false;
-  // fdatasync after the two writes of the edit that must reach the disk before the next (two
-  // flushes of a few pages each, spec §9.6), so that a power loss, not only a crash, leaves the
-  // old or the new model, and the new one once replace_model returns. Without, a power loss can
-  // leave neither: the file system may write the truncation before the bytes it keeps. false
-  // saves the flushes when the archive can be rebuilt anyway.
-  bool durable = true;
+  // How the archive is written (output_options.h); both default to true here, unlike for the
+  // writers of new files, because an edit changes the user's only copy where it is:
+  //   durable: fdatasync after the two writes of the edit that must reach the disk before the
+  //     next (two flushes of a few pages each, spec §9.6), so that a power loss, not only a
+  //     crash, leaves the old or the new model, and the new one once replace_model returns.
+  //     Without, a power loss can leave neither: the file system may write the truncation before
+  //     the bytes it keeps, and nothing is left to write the archive again from. false saves the
+  //     flushes when the archive can be rebuilt anyway.
+  //   follow_symlinks: an archive reached through a symbolic link is edited where it is, as an
+  //     editor saves through a link. false refuses a link at `archive` (Error(kInvalidArgument)).
+  // Set the fields (options.output.durable = false): an initializer `.output = {...}` starts from
+  // OutputFileOptions' own defaults, false for both.
+  OutputFileOptions output{.durable = true, .follow_symlinks = true};
   // Called as the model entry (and, when compacting, the payloads) reach the file (progress.h).
   ProgressCallback progress = nullptr;
   // Limits for reading the archive (its local_headers is not used: see replace_model).

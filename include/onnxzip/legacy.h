@@ -48,6 +48,7 @@
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
+#include "onnxzip/output_options.h"
 #include "onnxzip/progress.h"
 
 namespace onnxzip {
@@ -129,11 +130,10 @@ struct LegacyWriteOptions {
   // tensors, always stay inline: the reference loader resolves no external data there.
   bool externalize_attributes = false;
   bool externalize_sparse = false;
-  // fsync every file before renaming it into place (OutputFileOptions::durable).
-  bool durable = false;
-  // Symbolic links at the model's or a data file's path: refused (false) or followed, replacing
-  // the files they lead to (OutputFileOptions::follow_symlinks).
-  bool follow_symlinks = false;
+  // How the model and data files are written (output_options.h): durable fsyncs every file before
+  // renaming it into place; follow_symlinks replaces the files symbolic links at the model's or a
+  // data file's path lead to (refused otherwise).
+  OutputFileOptions output{};
   // Called as the payloads are written (progress.h): `total` is the bytes of the payloads that go
   // to data files, or, for a model written inline, the size of the whole model file.
   ProgressCallback progress = nullptr;
@@ -148,7 +148,7 @@ struct LegacyWriteOptions {
 // once. Externalized tensors get external_data {location, offset, length} and data_location =
 // EXTERNAL; location is the data file's name, relative to the model's folder.
 //
-// Atomic as a set (commit_together, output_file.h): every file is written in full under no name,
+// Atomic as a set (commit_together): every file is written in full under no name,
 // then the old model is moved aside, the data files renamed into place and the model last, so
 // that a crash at any instant leaves the old model and data files, the new ones, or no model --
 // never a model next to data files of another write. On failure the old files are restored and

@@ -30,7 +30,7 @@
 //     the caller must keep `bytes` alive and unchanged as long as the model (or any copy of its
 //     parts) is used; own_strings() detaches the strings. Smaller payloads are copied. Parsing a
 //     graph then allocates no memory per name, which is most of what parsing a large graph costs.
-//   * no_copy = true, parse_model(path): the file is mapped and payloads of at least
+//   * no_copy = true, parse_model_file(path): the file is mapped and payloads of at least
 //     raw_data_threshold bytes borrow from the mapping with the mapping as owner token: the model
 //     stays valid after the call, and the mapping lives until the last tensor referring to it is
 //     gone. Smaller payloads and all strings are copied. (Without no_copy the mapping is released
@@ -57,7 +57,7 @@
 
 namespace onnxzip {
 
-class AtomicOutputFile;  // output_file.h
+class AtomicOutputFile;  // Internal to the library (src/base/output_file.h).
 
 struct ParseOptions {
   // Borrow large raw_data payloads instead of copying them (see the header comment).
@@ -102,14 +102,15 @@ struct SerializeOptions {
 
 // --- Models ---
 
-// Parses a serialized ModelProto. `source` names the input in error messages. (Bytes held in a
-// std::string must be passed as a ByteSpan: a std::string converts to a path, not to bytes.)
+// Parses a serialized ModelProto. `source` names the input in error messages.
 ModelProto parse_model(ByteSpan bytes, const ParseOptions& options = {},
                        std::string_view source = "<memory>");
 // Parses the file at `path` (memory-mapped, or read whole with FileAccess::kRead; see
-// mapped_file.h). Errors name the path; one that is not a regular file is Error(kIo).
-ModelProto parse_model(const std::filesystem::path& path, const ParseOptions& options = {},
-                       FileAccess access = FileAccess::kMap);
+// mapped_file.h). Errors name the path; one that is not a regular file is Error(kIo). A name of
+// its own, not an overload of parse_model: a std::string converts to a path, so bytes held in
+// one would be taken for a file name.
+ModelProto parse_model_file(const std::filesystem::path& path, const ParseOptions& options = {},
+                            FileAccess access = FileAccess::kMap);
 
 std::vector<std::uint8_t> serialize_model(const ModelProto& model,
                                           const SerializeOptions& options = {});

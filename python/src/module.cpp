@@ -509,7 +509,7 @@ py::tuple replace_model(const std::filesystem::path& path, const py::handle mode
                         const bool compact, const bool durable) {
   onnxzip::EditOptions options;
   options.compact = compact;
-  options.durable = durable;
+  options.output.durable = durable;
   onnxzip::EditResult result;
   {
     const HeldBuffer buffer(model_bytes);
@@ -528,7 +528,7 @@ py::tuple edit_model(const std::filesystem::path& path, const py::function& chan
                      const bool compact, const bool durable, const bool properties_only) {
   onnxzip::EditOptions options;
   options.compact = compact;
-  options.durable = durable;
+  options.output.durable = durable;
   const auto apply = [&](onnxzip::ModelProto& model) {
     const onnxzip::OwnedBytes before = onnxzip::serialize_model_to_owned_bytes(model);
     const py::gil_scoped_acquire locked;

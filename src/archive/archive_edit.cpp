@@ -16,18 +16,18 @@
 #include <vector>
 
 #include "archive_internal.h"
+#include "crc32.h"
 #include "interrupted_edit.h"
 #include "model_parts.h"
 #include "onnxzip/byte_source.h"
-#include "onnxzip/crc32.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
-#include "onnxzip/zip_writer.h"
 #include "posix_file.h"
 #include "progress_meter.h"
 #include "tail_edit.h"
 #include "zip_tail.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {
@@ -39,10 +39,18 @@ constexpr std::size_t kNamesInMessage = 8;
 
 class ArchiveFile final {
  public:
-  explicit ArchiveFile(const std::filesystem::path& path)
-      : source_(path.string()), fd_(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK)) {
+  ArchiveFile(const std::filesystem::path& path, bool follow_symlinks)
+      : source_(path.string()),
+        fd_(::open(path.c_str(),
+                   O_RDWR | O_CLOEXEC | O_NONBLOCK | (follow_symlinks ? 0 : O_NOFOLLOW))) {
     if (fd_.get() < 0) {
       const int error = errno;
+      if (error == ELOOP && !follow_symlinks) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    source_ +
+                        ": is a symbolic link; refusing to edit it (following it, the file "
+                        "it leads to is edited: OutputFileOptions::follow_symlinks)");
+      }
       throw Error(error == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
                   source_ + ": cannot open for editing: " + std::strerror(error));
     }
@@ -183,10 +191,10 @@ EditResult compact(const std::filesystem::path& path, const ZipReader& zip,
     if (referenced[entry.index]) payload_bytes += entry.size;
   }
   detail::ProgressMeter meter(options.progress, payload_bytes);
-  // An archive reached through a symbolic link is edited where it is, like an in-place edit.
-  ZipWriter writer(path, ZipWriterOptions{.alignment = zip::declared_alignment(zip),
-                                          .durable = options.durable,
-                                          .follow_symlinks = true});
+  // An archive reached through a symbolic link is edited where it is, like an in-place edit (the
+  // open refused the link already when follow_symlinks is off).
+  ZipWriter writer(
+      path, ZipWriterOptions{.alignment = zip::declared_alignment(zip), .output = options.output});
   for (const ZipEntry& entry : zip.entries()) {
     if (entry.index == model_entry.index) continue;
     const bool reserved = entry.name.starts_with("__");
@@ -215,7 +223,7 @@ using PrepareModel = std::function<CheckedModel(const ZipReader&, const ZipEntry
 EditResult edit_archive(const std::filesystem::path& archive, const EditOptions& options,
                         const PrepareModel& prepare) {
   const std::string source = archive.string();
-  const ArchiveFile file(archive);
+  const ArchiveFile file(archive, options.output.follow_symlinks);
   // An in-place edit rewrites the model entry, which starts where the entry before it ends, and
   // keeps every other entry's bytes as they are: it needs their central records, not their local
   // headers, whose reading would be most of its cost (one read per entry).
@@ -261,7 +269,7 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   detail::ProgressMeter meter(options.progress, bytes.size());
   const archive_detail::TailReplacement replaced = archive_detail::replace_last_entry(
       zip, bytes.span(), crc32(bytes.span()), zip::declared_alignment(zip), file.fd(), file_size,
-      options.durable);
+      options.output.durable);
   meter.advance(bytes.size());
   meter.finish();
   EditResult result;

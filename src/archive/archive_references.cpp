@@ -11,7 +11,7 @@
 #include "archive_internal.h"
 #include "message_text.h"
 #include "onnxzip/tensor.h"
-#include "onnxzip/zip_writer.h"
+#include "zip_writer.h"
 
 namespace onnxzip::archive_detail {
 namespace {

@@ -8,6 +8,7 @@
 
 #include "archive_internal.h"
 #include "onnxzip/tensor.h"
+#include "output_file.h"
 
 namespace onnxzip {
 namespace {
@@ -97,9 +98,7 @@ void write_view_model(const std::filesystem::path& archive_path,
     tensor.external_data.clear();
     tensor.data_location.reset();
   });
-  OutputFileOptions file_options = output;
-  file_options.buffer_size = std::min<std::size_t>(file_options.buffer_size, 1 << 16);
-  AtomicOutputFile file(view_path, file_options);
+  AtomicOutputFile file(view_path, output, std::size_t{1} << 16);
   serialize_model(view, file);
   file.commit();
 }

@@ -11,9 +11,10 @@
 #include <utility>
 
 #include "archive_internal.h"
-#include "onnxzip/crc32.h"
+#include "crc32.h"
 #include "onnxzip/tensor.h"
 #include "progress_meter.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {
@@ -87,9 +88,8 @@ void TensorRef::apply_to(TensorProto& tensor) const {
 struct ArchiveWriter::State {
   State(const std::filesystem::path& path, const SaveOptions& save_options)
       : options(save_options),
-        zip(path, ZipWriterOptions{.alignment = save_options.alignment,
-                                   .durable = save_options.durable,
-                                   .follow_symlinks = save_options.follow_symlinks}),
+        zip(path,
+            ZipWriterOptions{.alignment = save_options.alignment, .output = save_options.output}),
         source(path.string()) {}
 
   void ensure_open(const char* operation) const {

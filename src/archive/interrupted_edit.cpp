@@ -4,8 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "crc32.h"
 #include "little_endian.h"
-#include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 
 namespace onnxzip::archive_detail {

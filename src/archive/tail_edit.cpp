@@ -10,8 +10,8 @@
 #include <string>
 #include <utility>
 
+#include "crc32.h"
 #include "interrupted_edit.h"
-#include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "zip_tail.h"
 

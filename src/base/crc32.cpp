@@ -1,4 +1,4 @@
-#include "onnxzip/crc32.h"
+#include "crc32.h"
 
 #include <isa-l/crc.h>
 

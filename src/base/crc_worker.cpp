@@ -8,7 +8,7 @@
 #include <system_error>
 #include <utility>
 
-#include "onnxzip/crc32.h"
+#include "crc32.h"
 #include "onnxzip/error.h"
 
 namespace onnxzip::detail {

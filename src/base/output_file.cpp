@@ -1,4 +1,4 @@
-#include "onnxzip/output_file.h"
+#include "output_file.h"
 
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -196,8 +196,9 @@ void detail::set_rename_hook(RenameHook hook) { rename_hook() = std::move(hook);
 
 void detail::set_splice_refusal(SpliceRefusal refusal) { splice_refusal() = refusal; }
 
-AtomicOutputFile::AtomicOutputFile(fs::path destination, OutputFileOptions options)
-    : options_(options) {
+AtomicOutputFile::AtomicOutputFile(fs::path destination, OutputFileOptions options,
+                                   std::size_t buffer_size)
+    : options_(options), buffer_size_(buffer_size) {
   if (destination.filename().empty()) {
     throw Error(ErrorCode::kInvalidArgument, destination.string() + ": not a file name");
   }
@@ -223,7 +224,7 @@ AtomicOutputFile::AtomicOutputFile(fs::path destination, OutputFileOptions optio
     throw Error(ErrorCode::kIo, destination_.string() + ": cannot find a free temporary name");
   }
   detail::SplicePipeShelf::instance().add_user();
-  buffer_.reserve(options_.buffer_size);
+  buffer_.reserve(buffer_size_);
 }
 
 AtomicOutputFile::~AtomicOutputFile() { discard(); }
@@ -283,8 +284,8 @@ void AtomicOutputFile::write(ByteSpan bytes) {
   // mapping, which write() would touch page by page.
   const std::optional<detail::FileExtent> extent =
       bytes.size() >= kFileCopyMinBytes ? detail::file_extent_of(bytes) : std::nullopt;
-  if (!extent && bytes.size() < options_.buffer_size) {
-    if (buffer_.size() + bytes.size() > options_.buffer_size) flush_buffer();
+  if (!extent && bytes.size() < buffer_size_) {
+    if (buffer_.size() + bytes.size() > buffer_size_) flush_buffer();
     buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
   } else {
     flush_buffer();

@@ -69,8 +69,8 @@ int run_convert(const ConvertArgs& args, const CLI::Option& external_data_option
     if (max_file_size) options.legacy.max_file_size = *max_file_size;
   }
 
-  options.archive.follow_symlinks = global.follow_symlinks;
-  options.legacy.follow_symlinks = global.follow_symlinks;
+  options.archive.output.follow_symlinks = global.follow_symlinks;
+  options.legacy.output.follow_symlinks = global.follow_symlinks;
   ProgressBar bar("converting", global.quiet);
   options.progress = bar.callback();
   convert(args.in, args.out, options);
@@ -94,7 +94,7 @@ int run_repack(const RepackArgs& args, const GlobalOptions& global) {
   if (const std::optional<std::uint64_t> threshold = args.threshold.value()) {
     options.threshold = *threshold;
   }
-  options.follow_symlinks = global.follow_symlinks;
+  options.output.follow_symlinks = global.follow_symlinks;
   const ZipReaderOptions zip_options = args.limits.zip_options();
   RepackResult result;
   {

@@ -133,13 +133,13 @@ int run_edit(const EditArgs& args, const CLI::Option& producer_option,
   // memory (the edit rewrites its bytes).
   std::optional<ModelProto> replacement;
   if (plan.model_file) {
-    replacement = parse_model(std::filesystem::path(*plan.model_file));
+    replacement = parse_model_file(*plan.model_file);
     apply_edit(*replacement, plan, args.archive);
   }
 
   EditOptions options;
   options.compact = args.compact;
-  options.durable = !args.no_sync;
+  options.output.durable = !args.no_sync;
   EditResult result;
   {
     ProgressBar bar("editing", global.quiet);

@@ -48,7 +48,7 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
   ConvertOptions options;
   options.legacy.mode = LegacyWriteOptions::Mode::kExternal;
   options.load.verify_crc = true;
-  options.legacy.follow_symlinks = global.follow_symlinks;
+  options.legacy.output.follow_symlinks = global.follow_symlinks;
   options.load.zip = args.limits.zip_options();
   options.load.access = global.access();
   const fs::path data = dir / (model.filename().string() + ".data");

@@ -25,8 +25,8 @@
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
 #include "onnxzip/zip_reader.h"
-#include "onnxzip/zip_writer.h"
 #include "progress_meter.h"
+#include "zip_writer.h"
 
 namespace onnxzip {
 namespace {

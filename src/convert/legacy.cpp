@@ -28,8 +28,8 @@
 #include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
-#include "onnxzip/output_file.h"
 #include "onnxzip/tensor.h"
+#include "output_file.h"
 #include "posix_file.h"
 #include "progress_meter.h"
 
@@ -419,10 +419,10 @@ class LegacyWriter final {
   const std::string target_;  // The model file, for messages.
   const std::string model_name_;
   std::string base_name_;  // Of the first data file (see data_file_name).
-  OutputFileOptions data_file_options_;
-  // The serializer buffers already: a small file buffer passes its writes straight through.
-  OutputFileOptions model_file_options_;
 };
+
+// The serializer buffers already: a small file buffer passes its writes straight through.
+constexpr std::size_t kModelFileBufferSize = std::size_t{1} << 16;
 
 LegacyWriter::LegacyWriter(const ModelProto& model, const std::filesystem::path& out,
                            const LegacyWriteOptions& options)
@@ -430,13 +430,7 @@ LegacyWriter::LegacyWriter(const ModelProto& model, const std::filesystem::path&
       out_(out),
       options_(options),
       target_(out.string()),
-      model_name_(out.filename().string()),
-      data_file_options_{.durable = options.durable,
-                         .follow_symlinks = options.follow_symlinks,
-                         .buffer_size = 1 << 20},
-      model_file_options_{.durable = options.durable,
-                          .follow_symlinks = options.follow_symlinks,
-                          .buffer_size = 1 << 16} {
+      model_name_(out.filename().string()) {
   if (model_name_.empty() || !is_plain_file_name(model_name_)) {
     throw Error(ErrorCode::kInvalidArgument, target_ + ": not a file name");
   }
@@ -498,7 +492,7 @@ void LegacyWriter::write() const {
   detail::ProgressMeter meter(options_.progress, payload_bytes);
   const std::vector<std::unique_ptr<AtomicOutputFile>> data_files =
       write_data_files(placements, file_count, meter);
-  AtomicOutputFile model_file(out_, model_file_options_);
+  AtomicOutputFile model_file(out_, options_.output, kModelFileBufferSize);
   FileSink sink(model_file);
   external_model.write(sink);
   meter.finish();  // Before the renames: a callback that throws still cancels the write.
@@ -512,7 +506,7 @@ bool LegacyWriter::write_inline() const {
   if (options_.mode == Mode::kExternal) return false;
   const MessageSerializer<ModelProto> inline_model(model_);
   if (inline_model.size() <= kMaxProtobufBytes) {
-    AtomicOutputFile file(out_, model_file_options_);
+    AtomicOutputFile file(out_, options_.output, kModelFileBufferSize);
     detail::ProgressMeter meter(options_.progress, inline_model.size());
     FileSink sink(file, &meter);
     inline_model.write(sink);
@@ -593,7 +587,7 @@ std::vector<std::unique_ptr<AtomicOutputFile>> LegacyWriter::write_data_files(
   auto next = placements.begin();
   for (std::size_t i = 0; i < file_count; ++i) {
     AtomicOutputFile& file = *data_files.emplace_back(std::make_unique<AtomicOutputFile>(
-        out_.parent_path() / data_file_name(base_name_, i), data_file_options_));
+        out_.parent_path() / data_file_name(base_name_, i), options_.output));
     for (; next != placements.end() && next->file == i; ++next) {
       file.write_zeros(next->offset - file.position());
       const RawPayload raw_payload(*next->tensor);
@@ -641,7 +635,7 @@ ModelFormat detect_format(const std::filesystem::path& path) {
 
 ModelProto read_legacy_model(const std::filesystem::path& onnx_path,
                              const LegacyReadOptions& options) {
-  ModelProto model = parse_model(onnx_path, options.parse, options.access);
+  ModelProto model = parse_model_file(onnx_path, options.parse, options.access);
   if (!options.load_external_data) return model;
   const std::string source = onnx_path.string();
   DataFiles files(onnx_path, options);

@@ -28,7 +28,7 @@
 
 #include "bulk_copy.h"
 #include "onnxzip/mapped_file.h"
-#include "onnxzip/output_file.h"
+#include "output_file.h"
 #include "page_advice.h"
 
 namespace onnxzip {
@@ -1296,8 +1296,8 @@ ModelProto parse_model(ByteSpan bytes, const ParseOptions& options, std::string_
   return parse_message<ModelProto>(bytes, options, source);
 }
 
-ModelProto parse_model(const std::filesystem::path& path, const ParseOptions& options,
-                       FileAccess access) {
+ModelProto parse_model_file(const std::filesystem::path& path, const ParseOptions& options,
+                            FileAccess access) {
   std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, access);
   const std::string source = path.string();
   const ByteSpan bytes = mapping->bytes();
@@ -1342,7 +1342,7 @@ void serialize_model_to_file(const ModelProto& model, const std::filesystem::pat
                              const SerializeOptions& options) {
   // The serializer already buffers; a small file buffer lets its full buffers go straight to
   // the kernel instead of being copied a second time.
-  AtomicOutputFile out(path, OutputFileOptions{.durable = false, .buffer_size = 1 << 16});
+  AtomicOutputFile out(path, OutputFileOptions{}, std::size_t{1} << 16);
   serialize_model(model, out, options);
   out.commit();
 }

@@ -15,8 +15,8 @@
 #include <new>
 #include <string>
 
+#include "crc32.h"
 #include "message_text.h"
-#include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/zip_reader.h"

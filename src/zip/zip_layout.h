@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "onnxzip/zip_writer.h"
+#include "zip_writer.h"
 
 namespace onnxzip::zip {
 

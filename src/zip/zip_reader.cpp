@@ -8,8 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "crc32.h"
 #include "message_text.h"
-#include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
 #include "zip_central_directory.h"

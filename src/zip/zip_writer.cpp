@@ -1,15 +1,15 @@
-#include "onnxzip/zip_writer.h"
+#include "zip_writer.h"
 
 #include <algorithm>
 #include <limits>
 #include <utility>
 
+#include "crc32.h"
 #include "crc_worker.h"
 #include "little_endian.h"
 #include "message_text.h"
-#include "onnxzip/crc32.h"
 #include "onnxzip/error.h"
-#include "onnxzip/output_file.h"
+#include "output_file.h"
 #include "zip_layout.h"
 #include "zip_records.h"
 
@@ -121,11 +121,8 @@ ZipWriter::ZipWriter(std::filesystem::path destination, ZipWriterOptions options
                                                  std::to_string(alignment_) +
                                                  " is not a power of two between 64 and 65536");
   }
-  OutputFileOptions file_options;
-  file_options.durable = options.durable;
-  file_options.follow_symlinks = options.follow_symlinks;
-  file_options.buffer_size = options.buffer_size;
-  file_ = std::make_unique<AtomicOutputFile>(std::move(destination), file_options);
+  file_ = std::make_unique<AtomicOutputFile>(std::move(destination), options.output,
+                                             options.buffer_size);
 }
 
 ZipWriter::~ZipWriter() = default;

@@ -7,8 +7,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "crc32.h"
 #include "little_endian.h"
-#include "onnxzip/crc32.h"
 
 namespace onnxzip::testing {
 namespace {

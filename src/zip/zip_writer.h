@@ -9,7 +9,7 @@
 // Nothing appears at the destination until finish() renames the finished file over it.
 //
 // Knows nothing of ONNX: the archive layer decides the names and the order (`__MODEL_PROTO`
-// last). Any module that writes archives may use it.
+// last). Internal to the library, not installed: the archive and convert layers use it.
 #ifndef ONNXZIP_ZIP_WRITER_H_
 #define ONNXZIP_ZIP_WRITER_H_
 
@@ -23,10 +23,11 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
+#include "onnxzip/entry_sink.h"
+#include "output_file.h"
 
 namespace onnxzip {
 
-class AtomicOutputFile;
 namespace detail {
 class CrcWorker;
 }  // namespace detail
@@ -34,13 +35,10 @@ class CrcWorker;
 struct ZipWriterOptions {
   // Where every entry's data starts: a power of two in [64, 65536].
   std::uint32_t alignment = 64;
-  // Forwarded to AtomicOutputFile: fsync before and after the rename.
-  bool durable = false;
-  // Forwarded to AtomicOutputFile: replace the file a symbolic link at the destination leads to
-  // (false: a link there is refused).
-  bool follow_symlinks = false;
+  // Forwarded to AtomicOutputFile (output_file.h).
+  OutputFileOptions output{};
   // Forwarded to AtomicOutputFile: the write buffer; pieces at least this big bypass it.
-  std::size_t buffer_size = 1 << 20;
+  std::size_t buffer_size = std::size_t{1} << 20;
 };
 
 // What the writer put in the file for one entry.
@@ -52,24 +50,6 @@ struct WrittenEntry {
   std::uint32_t crc32 = 0;
   bool zip64 = false;  // True when a header of the entry carries a zip64 extra field.
 };
-
-// Receives an entry's bytes from a producer, in order. Valid only during the producer call that
-// received it. write() throws Error(kInvalidArgument) naming the entry when a piece would take
-// the entry past its declared size; nothing of that piece is written.
-class EntrySink {
- public:
-  virtual void write(ByteSpan piece) = 0;
-  // Bytes the entry still expects before it is complete.
-  virtual std::uint64_t remaining() const noexcept = 0;
-
- protected:
-  EntrySink() = default;
-  EntrySink(const EntrySink&) = delete;
-  EntrySink& operator=(const EntrySink&) = delete;
-  virtual ~EntrySink() = default;
-};
-
-using EntryProducer = std::function<void(EntrySink&)>;
 
 class ZipWriter final {
  public:

@@ -16,7 +16,8 @@
 //
 // commit_together() publishes several files as one set -- a model and the data files it refers
 // to -- so that a crash at any instant leaves the old set, the new set, or no model, never a model
-// next to another set's data. Anyone may use this header.
+// next to another set's data. Internal to the library, not installed: every layer's writers use
+// it; users set OutputFileOptions (output_options.h).
 #ifndef ONNXZIP_OUTPUT_FILE_H_
 #define ONNXZIP_OUTPUT_FILE_H_
 
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
+#include "onnxzip/output_options.h"
 
 namespace onnxzip {
 
@@ -34,23 +36,16 @@ struct FileExtent;
 struct SplicePipe;
 }  // namespace detail
 
-struct OutputFileOptions {
-  // fsync the file (and its folder) before and after the rename, so a power loss cannot leave an
-  // empty destination. Off by default: it costs a full flush of the page cache for the file.
-  bool durable = false;
-  // A symbolic link at the destination: refused (false), or followed (true), replacing the
-  // regular file it leads to; a link to nothing or to something else than a regular file is
-  // refused either way.
-  bool follow_symlinks = false;
-  std::size_t buffer_size = 1 << 20;
-};
-
 class AtomicOutputFile final {
  public:
+  static constexpr std::size_t kDefaultBufferSize = std::size_t{1} << 20;
+
   // Checks the destination (see the header comment) and creates the temporary. Error
   // (kInvalidArgument) naming the destination for one that may not be replaced, Error(kIo) when
   // the temporary cannot be created.
-  explicit AtomicOutputFile(std::filesystem::path destination, OutputFileOptions options = {});
+  // Writes of fewer than `buffer_size` bytes are gathered into a buffer of that size.
+  explicit AtomicOutputFile(std::filesystem::path destination, OutputFileOptions options = {},
+                            std::size_t buffer_size = kDefaultBufferSize);
   ~AtomicOutputFile();
   AtomicOutputFile(const AtomicOutputFile&) = delete;
   AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
@@ -112,6 +107,7 @@ class AtomicOutputFile final {
   std::filesystem::path folder_;
   std::filesystem::path temporary_;
   OutputFileOptions options_;
+  std::size_t buffer_size_;
   int fd_ = -1;
   bool committed_ = false;
   std::uint64_t position_ = 0;          // Logical end of the file, buffer included.

@@ -1,6 +1,6 @@
 // CRC-32 as ZIP uses it (ISO-HDLC: reflected polynomial 0xEDB88320, initial and final XOR
 // 0xFFFFFFFF), computed with ISA-L at memory speed. Chainable: crc32(b, crc32(a)) equals
-// crc32(a followed by b). Any module may use it.
+// crc32(a followed by b). Internal to the library, not installed: any layer may use it.
 #ifndef ONNXZIP_CRC32_H_
 #define ONNXZIP_CRC32_H_
 
