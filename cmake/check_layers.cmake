@@ -5,7 +5,7 @@
 # header belongs to the layer whose folder holds it.
 cmake_minimum_required(VERSION 3.25)
 
-set(public_base byte_source bytes crc32 error mapped_file output_file progress text)
+set(public_base byte_source bytes crc32 error http_source mapped_file output_file progress text)
 set(public_zip zip_reader zip_writer)
 set(public_onnx ir_check onnx_codec onnx_model protobuf_wire tensor)
 set(public_archive archive edit)
