@@ -9,6 +9,7 @@
 
 #include "cli_common.h"
 #include "cli_progress.h"
+#include "cli_remote.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/ir_check.h"
 #include "onnxzip/legacy.h"
@@ -90,14 +91,20 @@ std::vector<std::string> legacy_problems(const std::string& file, FileAccess acc
 
 int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
   int status = kExitOk;
-  for (const std::string& file : args.files) {
+  for (const std::string& given : args.files) {
     std::vector<std::string> lines;
+    // A URL is downloaded first (cli_remote.h) and checked as a local file; messages name it
+    // without its query (a presigned URL's credentials).
+    const std::string file = is_url(given) ? display_url(given) : given;
     try {
-      lines = detect_format(file) == ModelFormat::kOnnxz
-                  ? archive_problems(file, args.limits, global.access(), global.quiet)
-                  : legacy_problems(file, global.access());
+      std::optional<Download> fetched;
+      if (is_url(given)) fetched = download(given, global, "downloading");
+      const std::string path = fetched ? fetched->path : file;
+      lines = detect_format(path) == ModelFormat::kOnnxz
+                  ? archive_problems(path, args.limits, global.access(), global.quiet)
+                  : legacy_problems(path, global.access());
     } catch (const Error& e) {  // Missing, unreadable: a problem of this file, then the next.
-      lines.push_back(with_file(file, e.message()));
+      lines.push_back(with_file(file, in_tool_terms(e.message())));
     }
     for (const std::string& line : lines) {
       std::printf("%s\n", printable(in_tool_terms(line)).c_str());
