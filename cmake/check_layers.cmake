@@ -5,7 +5,7 @@
 # header belongs to the layer whose folder holds it.
 cmake_minimum_required(VERSION 3.25)
 
-set(public_base byte_source bytes error mapped_file output_options progress text)
+set(public_base byte_source bytes error http_source mapped_file output_options progress text)
 set(public_zip entry_sink zip_reader)
 set(public_onnx ir_check onnx_codec onnx_model protobuf_wire tensor)
 set(public_archive archive edit)

@@ -12,6 +12,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libonnx-dev python3 python3-onnx python3-numpy libonnx-testdata
   python3-venv python3-pip python3-setuptools python3-pybind11 python3-pytest python3-torch strace
   unzip zip p7zip-full zipalign ziptool
+  libcurl4-openssl-dev nginx-light curl
   chromium
 )
 # The main job (scripts/main-job.sh) fetches its model from the npm registry.

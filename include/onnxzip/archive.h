@@ -39,6 +39,7 @@
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/entry_sink.h"
+#include "onnxzip/http_source.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
@@ -275,6 +276,15 @@ class Archive final {
   // verify_crc every referenced entry's CRC-32 is checked; inflate_payloads selects whether
   // deflated payloads are inflated now (the default) or not at all.
   static Archive open(const std::filesystem::path& path, const LoadOptions& options = {});
+  // Reads the archive `source` holds. A source that reads ranges (a remote file, http_source.h)
+  // is read on demand: opening reads the archive's tail only (ZipReaderOptions::tail_read_size;
+  // each payload's local header is read and checked with its data), and every TensorInfo::data
+  // is empty: payload() and payloads() read them. Error(kInvalidArgument) for a null source.
+  static Archive open(std::shared_ptr<const ByteSource> source, const LoadOptions& options = {});
+  // open() of HttpSource::open(url, http), whose first request brings the tail: one request
+  // when the end records, central directory and model fit in http.tail_size, else two.
+  static Archive open_url(const std::string& url, const LoadOptions& options = {},
+                          const HttpOptions& http = {});
   // Borrows `bytes` (they must outlive the Archive, and with kNoOwner the spans it gives too).
   static Archive from_bytes(ByteSpan bytes, OwnerToken owner, const LoadOptions& options = {},
                             std::string source_name = "<memory>");
@@ -296,6 +306,16 @@ class Archive final {
   const TensorInfo* find_tensor(std::string_view tensor_name) const noexcept;
   // The first external tensor referring to this entry, or nullptr. O(1).
   const TensorInfo* find_location(std::string_view location) const noexcept;
+
+  // The payload of `info` (one of tensors()): TensorInfo::data when the archive holds it, else
+  // read from the source (one read; a deflated entry inflated, its CRC-32 checked), owned by the
+  // result, 64-byte aligned when stored aligned. Errors: the ZipReader's (the entry's local
+  // header is checked first), the source's (kIo naming it), Error(kInvalidArgument) for a
+  // TensorInfo of another archive.
+  TensorBytes payload(const TensorInfo& info) const;
+  // payload() of each, in their order: entries adjacent in the file read with one read, the reads
+  // made together (an HTTP source makes them at once).
+  std::vector<TensorBytes> payloads(std::span<const TensorInfo* const> infos) const;
 
   const ZipReader& zip() const noexcept;
   // Keeps the archive bytes alive (the mapping for open(); the caller's token for from_bytes).

@@ -19,12 +19,20 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/mapped_file.h"
 
 namespace onnxzip {
+
+// Bytes [offset, offset + length) of a source.
+struct ByteRange {
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
 
 class ByteSource {
  public:
@@ -44,6 +52,9 @@ class ByteSource {
   virtual TensorBytes read(std::uint64_t offset, std::uint64_t length) const = 0;
   // Copies bytes [offset, offset + out.size()) into `out`.
   virtual void read_into(std::uint64_t offset, MutableByteSpan out) const = 0;
+  // read() of each range, in their order; a source that reads ranges may read several at once
+  // (an HTTP source: one request each, in parallel).
+  virtual std::vector<TensorBytes> read_ranges(std::span<const ByteRange> ranges) const;
   // Every byte, borrowed, for kInMemory and kMapped (valid while owner() is); empty for kRanges.
   virtual ByteSpan bytes() const noexcept { return {}; }
   // What keeps bytes() alive: the mapping, the file read whole, or the caller's token.

@@ -64,6 +64,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -99,6 +100,10 @@ enum class LocalHeaderScope {
   // kTail leaves it, and the findings say nothing of its local header (nor do they after). What
   // a source that reads ranges needs so that opening costs the tail's read(s) only.
   kOnRead,
+  // kOnRead, and also at open the local headers of the entries the tail's read(s) brought
+  // whole (they cost no read): their data offsets are then known at open, and a broken one is
+  // an Error of the open. For a remote archive whose table of entries is shown (onnxzip info).
+  kOnReadAndHeld,
 };
 
 struct ZipReaderOptions {
@@ -248,6 +253,10 @@ class ZipReader final {
   // max_compression_ratio; kIo when the spill file cannot be created or written. Does not check the
   // CRC-32 otherwise.
   TensorBytes data(const ZipEntry& entry) const;
+  // data() of each entry, in their order: from a source that reads ranges, the stored entries
+  // whose bytes are adjacent in the file in one read, the reads made together
+  // (ByteSource::read_ranges: an HTTP source makes them at once). Errors as data()'s.
+  std::vector<TensorBytes> data(std::span<const ZipEntry* const> entries) const;
   // data() and its CRC-32 check in one pass (one inflation for a deflated entry).
   TensorBytes verified_data(const ZipEntry& entry) const;
   // Passes the entry's uncompressed bytes to `consumer` in order, in pieces of at most
@@ -295,6 +304,9 @@ class ZipReader final {
   // The entry's compressed bytes, its local header read and checked first when the open left
   // that to the read (kOnRead): `located` is then the entry with its data located.
   TensorBytes compressed_data(const ZipEntry& e, std::optional<ZipEntry>& located) const;
+  ByteRange read_range(const ZipEntry& e) const;
+  TensorBytes located_data(const ZipEntry& e, const TensorBytes& read,
+                           std::optional<ZipEntry>& located) const;
   TensorBytes inflated_data(const ZipEntry& e) const;
 
   std::shared_ptr<const ByteSource> source_;

@@ -8,8 +8,10 @@
 #include <utility>
 
 #include "archive_internal.h"
+#include "crc32.h"
 #include "interrupted_edit.h"
 #include "onnxzip/byte_source.h"
+#include "onnxzip/http_source.h"
 #include "onnxzip/tensor.h"
 
 namespace onnxzip {
@@ -30,8 +32,12 @@ struct detail::ArchiveState {
   TensorBytes model_bytes;
   ModelProto model;
   std::vector<Archive::TensorInfo> tensors;
-  // The payload of tensors[i], borrowed with the token that keeps it alive.
+  // The payload of tensors[i], borrowed with the token that keeps it alive; empty for every
+  // tensor of an archive read in ranges (on_demand), whose payloads are read when asked for.
   std::vector<TensorBytes> payloads;
+  bool on_demand = false;
+  bool verify_crc = false;
+  std::vector<const ZipEntry*> entries;  // The payload entry of tensors[i].
   NameIndex by_name;
   NameIndex by_location;
 };
@@ -41,6 +47,8 @@ namespace {
 std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOptions& options) {
   auto state = std::make_unique<detail::ArchiveState>(std::move(zip));
   const ZipReader& reader = state->zip;
+  state->on_demand = reader.source().access() == ByteSource::Access::kRanges;
+  state->verify_crc = options.verify_crc;
   const std::string& source = reader.source_name();
   const archive_detail::IssueSink fail = archive_detail::throwing_sink(source);
 
@@ -60,8 +68,9 @@ std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOption
     const ZipEntry* entry = archive_detail::check_reference(tensor, site.path, reader, fail);
     const std::size_t index = state->tensors.size();
     std::size_t& first = first_tensor[entry->index];
+    state->entries.push_back(entry);
     if (first == kNone) {
-      const bool skip = entry->is_deflated() && !options.inflate_payloads;
+      const bool skip = state->on_demand || (entry->is_deflated() && !options.inflate_payloads);
       state->payloads.push_back(skip ? TensorBytes()
                                      : entry_payload(reader, *entry, options.verify_crc));
       first = index;
@@ -132,6 +141,64 @@ const Archive::TensorInfo* Archive::find_tensor(std::string_view tensor_name) co
 const Archive::TensorInfo* Archive::find_location(std::string_view location) const noexcept {
   const auto found = state_->by_location.find(location);
   return found == state_->by_location.end() ? nullptr : &state_->tensors[found->second];
+}
+
+Archive Archive::open(std::shared_ptr<const ByteSource> source, const LoadOptions& options) {
+  if (source == nullptr) throw Error(ErrorCode::kInvalidArgument, "Archive::open: no source");
+  ZipReaderOptions zip = options.zip;
+  // Nothing but the tail is read at open (the local headers it holds checked, they cost no
+  // read); every other payload's local header is read with its data.
+  if (source->access() == ByteSource::Access::kRanges)
+    zip.local_headers = LocalHeaderScope::kOnReadAndHeld;
+  return Archive(open_state(archive_detail::open_zip(std::move(source), zip), options));
+}
+
+Archive Archive::open_url(const std::string& url, const LoadOptions& options,
+                          const HttpOptions& http) {
+  LoadOptions reading = options;
+  // The open reads what the first request brought, and no more when the tail fits it.
+  reading.zip.tail_read_size = http.tail_size;
+  return open(HttpSource::open(url, http), reading);
+}
+
+TensorBytes Archive::payload(const TensorInfo& info) const {
+  const TensorInfo* const tensors[] = {&info};
+  return std::move(payloads(tensors).front());
+}
+
+std::vector<TensorBytes> Archive::payloads(std::span<const TensorInfo* const> infos) const {
+  const detail::ArchiveState& state = *state_;
+  std::vector<TensorBytes> out(infos.size());
+  std::vector<const ZipEntry*> to_read;
+  std::vector<std::size_t> read_for;
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    const TensorInfo* info = infos[i];
+    if (info < state.tensors.data() || info >= state.tensors.data() + state.tensors.size()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  state.zip.source_name() + ": Archive::payloads: a TensorInfo of another archive");
+    }
+    const std::size_t index = static_cast<std::size_t>(info - state.tensors.data());
+    const ZipEntry& entry = *state.entries[index];
+    if (!state.on_demand) {
+      // Empty only for a deflated entry left alone (LoadOptions::inflate_payloads).
+      const bool left = state.payloads[index].empty() && entry.is_deflated();
+      out[i] = left ? archive_detail::entry_payload(state.zip, entry, state.verify_crc)
+                    : state.payloads[index];
+    } else {
+      to_read.push_back(&entry);
+      read_for.push_back(i);
+    }
+  }
+  std::vector<TensorBytes> read = state.zip.data(to_read);
+  for (std::size_t k = 0; k < read.size(); ++k) {
+    const ZipEntry& entry = *to_read[k];
+    if (state.verify_crc || entry.is_deflated()) {
+      // Deflated entries were inflated by data(), whose CRC-32 check is spec §9.3 item 1's.
+      state.zip.check_crc(entry, onnxzip::crc32(read[k].view()));
+    }
+    out[read_for[k]] = std::move(read[k]);
+  }
+  return out;
 }
 
 const ZipReader& Archive::zip() const noexcept { return state_->zip; }

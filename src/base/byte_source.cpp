@@ -139,6 +139,13 @@ class RangeSource final : public ByteSource {
 
 }  // namespace
 
+std::vector<TensorBytes> ByteSource::read_ranges(std::span<const ByteRange> ranges) const {
+  std::vector<TensorBytes> out;
+  out.reserve(ranges.size());
+  for (const ByteRange& range : ranges) out.push_back(read(range.offset, range.length));
+  return out;
+}
+
 std::shared_ptr<const ByteSource> ByteSource::open(const std::filesystem::path& path,
                                                    FileAccess access) {
   return of_file(MappedFile::open(path, access));

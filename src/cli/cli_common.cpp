@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "cli_remote.h"
 #include "onnxzip/error.h"
 
 namespace onnxzip::cli {
@@ -183,6 +184,7 @@ std::string in_tool_terms(std::string message) {
       {"ZipReaderOptions::max_compression_ratio", "--max-ratio N"},
       {"ZipReaderOptions::max_inflated_size", "--max-inflated-size SIZE"},
   };
+  message = in_remote_terms(std::move(message));
   for (const auto& [option, flag] : kFlags) {
     for (std::size_t at = message.find(option); at != std::string::npos;
          at = message.find(option, at + flag.size())) {

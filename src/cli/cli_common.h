@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/zip_reader.h"
@@ -40,6 +41,8 @@ struct GlobalOptions {
   bool no_mmap = false;  // Read inputs into memory instead of mapping them (mapped_file.h).
   // An output path that is a symbolic link: replace the regular file it leads to (else refused).
   bool follow_symlinks = false;
+  // Extra request headers for archives named by a URL ("Name: value"); never printed.
+  std::vector<std::string> headers;
 
   FileAccess access() const noexcept { return no_mmap ? FileAccess::kRead : FileAccess::kMap; }
 };

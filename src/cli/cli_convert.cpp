@@ -9,6 +9,7 @@
 
 #include "cli_common.h"
 #include "cli_progress.h"
+#include "cli_remote.h"
 #include "onnxzip/convert.h"
 
 namespace onnxzip::cli {
@@ -41,7 +42,11 @@ int run_convert(const ConvertArgs& args, const CLI::Option& external_data_option
   options.load.zip = args.limits.zip_options();
   options.load.access = global.access();
   options.read.access = global.access();
-  const ModelFormat from = detect_format(args.in);
+  // A URL is downloaded first (cli_remote.h) and converted as a local file.
+  std::optional<Download> fetched;
+  if (is_url(args.in)) fetched = download(args.in, global, "downloading");
+  const std::string in = fetched ? fetched->path : args.in;
+  const ModelFormat from = detect_format(in);
   if (from == ModelFormat::kLegacy) {
     if (external || max_file_size) {
       throw UsageError(std::string(external ? "--external-data" : "--max-file-size") +
@@ -73,7 +78,7 @@ int run_convert(const ConvertArgs& args, const CLI::Option& external_data_option
   options.legacy.output.follow_symlinks = global.follow_symlinks;
   ProgressBar bar("converting", global.quiet);
   options.progress = bar.callback();
-  convert(args.in, args.out, options);
+  convert(in, args.out, options);
   return kExitOk;
 }
 

@@ -3,11 +3,13 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 
 #include "cli_common.h"
 #include "cli_progress.h"
+#include "cli_remote.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/convert.h"
 #include "onnxzip/error.h"
@@ -42,9 +44,11 @@ struct ExtractArgs {
 };
 
 int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
-  require_archive(args.archive);
+  const bool remote = is_url(args.archive);
+  if (!remote) require_archive(args.archive);
   const fs::path dir(args.dir);
-  const fs::path model = dir / (stem_of(args.archive) + ".onnx");
+  const fs::path model =
+      dir / (stem_of(remote ? url_file_name(args.archive) : args.archive) + ".onnx");
   ConvertOptions options;
   options.legacy.mode = LegacyWriteOptions::Mode::kExternal;
   options.load.verify_crc = true;
@@ -72,9 +76,15 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
     }
   }
   try {
+    // A URL is downloaded first (cli_remote.h) and extracted as a local file.
+    std::optional<Download> fetched;
+    if (remote) {
+      fetched = download(args.archive, global, "downloading");
+      require_archive(fetched->path);
+    }
     ProgressBar bar("extracting", global.quiet);
     options.progress = bar.callback();
-    convert(args.archive, model, options);
+    convert(fetched ? fetched->path : args.archive, model, options);
   } catch (...) {
     // Leave no trace: a folder made for the output goes again (if the writers left it empty).
     if (created) fs::remove(dir, ec);
@@ -90,6 +100,11 @@ struct ViewArgs {
 };
 
 int run_view(const ViewArgs& args, const GlobalOptions& global) {
+  if (is_url(args.archive)) {
+    throw UsageError(display_url(args.archive) +
+                     ": a view points into a local archive file, and this is a URL: download "
+                     "it first, or use 'onnxzip extract' or 'onnxzip convert' on the URL");
+  }
   require_archive(args.archive);
   const fs::path out = args.out.empty() ? fs::path(args.archive).parent_path() /
                                               (stem_of(args.archive) + ".view.onnx")

@@ -14,6 +14,7 @@
 
 #include "cli_common.h"
 #include "cli_output.h"
+#include "cli_remote.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/bytes.h"
 #include "onnxzip/legacy.h"
@@ -89,6 +90,9 @@ struct EntryRow {
   std::uint64_t size = 0;
   std::uint64_t alignment = 0;
   bool stored = false;
+  // Whether offset and alignment are known: an archive read over HTTP knows where an entry's data
+  // starts once its local header has been read (the tail's entries only).
+  bool located = true;
 };
 
 struct ArchiveContents {
@@ -167,20 +171,24 @@ std::vector<EntryRow> entry_rows(const Archive& archive) {
     row.offset = entry.data_offset;
     row.size = entry.size;
     row.alignment = entry.alignment();
+    row.located = entry.local_header_read;
     row.stored = entry.is_stored();
     rows.push_back(std::move(row));
   }
   return rows;
 }
 
-InfoReport gather_archive(const InfoArgs& args, FileAccess access) {
+InfoReport gather_archive(const InfoArgs& args, const GlobalOptions& global) {
   // The table needs the entries' sizes, which the ZIP records hold: no payload is inflated (a
   // deflated __MODEL_PROTO is, within the limits).
   LoadOptions options;
   options.inflate_payloads = false;
   options.zip = args.limits.zip_options();
-  options.access = access;
-  ArchiveContents contents(Archive::open(args.file, options));
+  options.access = global.access();
+  // A URL costs the request(s) for its tail: the model and the ZIP records.
+  const bool remote = is_url(args.file);
+  ArchiveContents contents(remote ? Archive::open_url(args.file, options, http_options(global))
+                                  : Archive::open(args.file, options));
   contents.entries = entry_rows(contents.archive);
   for (const EntryRow& row : contents.entries) {
     if (row.is_model) continue;
@@ -193,7 +201,7 @@ InfoReport gather_archive(const InfoArgs& args, FileAccess access) {
     contents.inline_bytes += inline_bytes(tensor);
   });
   const std::uint64_t size = contents.archive.zip().size();
-  return {args.file, size, std::move(contents)};
+  return {remote ? display_url(args.file) : args.file, size, std::move(contents)};
 }
 
 // --- Gathering: legacy .onnx ---
@@ -367,12 +375,12 @@ void write_entry_json(JsonWriter& json, const EntryRow& row) {
   for (const std::string& name : row.tensor_names) json.string(name);
   json.end_array();
   if (!row.tensor_names.empty()) write_tensor_type_json(json, row.type);
-  json.key("offset");
-  json.number(row.offset);
+  optional_number_json(json, "offset",
+                       row.located ? std::optional<std::uint64_t>(row.offset) : std::nullopt);
   json.key("size");
   json.number(row.size);
-  json.key("alignment");
-  json.number(row.alignment);
+  optional_number_json(json, "alignment",
+                       row.located ? std::optional<std::uint64_t>(row.alignment) : std::nullopt);
   json.key("stored");
   json.boolean(row.stored);
   json.end_object();
@@ -523,8 +531,9 @@ std::string entry_table(const ArchiveContents& contents) {
       type = type_name(row.type.data_type);
       shape = shape_text(row.type.dims);
     }
-    table.add_row({printable(row.name), tensors, type, shape, std::to_string(row.offset),
-                   std::to_string(row.size), std::to_string(row.alignment)});
+    table.add_row({printable(row.name), tensors, type, shape,
+                   row.located ? std::to_string(row.offset) : "-", std::to_string(row.size),
+                   row.located ? std::to_string(row.alignment) : "-"});
   }
   return table.render();
 }
@@ -572,10 +581,10 @@ std::string render_text(const InfoReport& report) {
   return out;
 }
 
-int run_info(const InfoArgs& args, FileAccess access) {
-  const InfoReport report = detect_format(args.file) == ModelFormat::kOnnxz
-                                ? gather_archive(args, access)
-                                : gather_legacy(args, access);
+int run_info(const InfoArgs& args, const GlobalOptions& global) {
+  const InfoReport report = is_url(args.file) || detect_format(args.file) == ModelFormat::kOnnxz
+                                ? gather_archive(args, global)
+                                : gather_legacy(args, global.access());
   std::fputs((args.json ? render_json(report) : render_text(report)).c_str(), stdout);
   return kExitOk;
 }
@@ -586,7 +595,9 @@ Command add_info_command(CLI::App& app, const GlobalOptions& global) {
   CLI::App* sub = app.add_subcommand(
       "info", "Describe a model file: metadata, opsets, and a table of its weights");
   auto args = std::make_shared<InfoArgs>();
-  sub->add_option("FILE", args->file, "An .onnxz archive or a legacy .onnx model")->required();
+  sub->add_option("FILE", args->file,
+                  "An .onnxz archive (a path or an http(s) URL) or a legacy .onnx model")
+      ->required();
   sub->add_flag("--json", args->json, "Print one JSON object instead of text");
   add_inflate_limit_options(*sub, args->limits);
   sub->footer(
@@ -596,8 +607,12 @@ Command add_info_command(CLI::App& app, const GlobalOptions& global) {
       "and where their data is (inline, or an external file and offset).\n\n"
       "Examples:\n"
       "  onnxzip info model.onnxz\n"
-      "  onnxzip info --json model.onnxz | python3 -m json.tool");
-  return {sub, [args, &global] { return run_info(*args, global.access()); }};
+      "  onnxzip info --json model.onnxz | python3 -m json.tool\n"
+      "  onnxzip info https://example.com/models/model.onnxz\n\n"
+      "For a URL, info reads the archive's tail only (one range request when the model and\n"
+      "the ZIP records fit in its first MiB, else two); the data offset of an entry whose\n"
+      "local header lies before that tail is not known ('-', null in JSON).");
+  return {sub, [args, &global] { return run_info(*args, global); }};
 }
 
 }  // namespace onnxzip::cli

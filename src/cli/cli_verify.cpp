@@ -3,11 +3,13 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli_common.h"
 #include "cli_progress.h"
+#include "cli_remote.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/convert.h"
 
@@ -19,10 +21,11 @@ struct VerifyArgs {
   InflateLimits limits;
 };
 
-// The problems of one file, each a line "FILE: <where>: <message>": verify_model_file's
-// findings, the same as the Python package's verify() returns.
-std::vector<std::string> file_problems(const std::string& file, const InflateLimits& limits,
-                                       FileAccess access, bool quiet) {
+// The problems of the file at `path`, each a line "FILE: <where>: <message>" naming it `file`:
+// verify_model_file's findings, the same as the Python package's verify() returns.
+std::vector<std::string> file_problems(const std::string& path, const std::string& file,
+                                       const InflateLimits& limits, FileAccess access,
+                                       bool quiet) {
   VerifyOptions options;
   options.zip = limits.zip_options();
   options.access = access;
@@ -30,23 +33,29 @@ std::vector<std::string> file_problems(const std::string& file, const InflateLim
     // Gone before the first line is printed.
     ProgressBar bar("verifying", quiet);
     options.progress = bar.callback();
-    return verify_model_file(file, options);
+    return verify_model_file(path, options);
   }();
   std::vector<std::string> lines;
   for (const VerifyFinding& finding : report.findings) {
-    lines.push_back(with_file(file, finding.message));
+    lines.push_back(with_file(file, in_tool_terms(finding.message)));
   }
   return lines;
 }
 
 int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
   int status = kExitOk;
-  for (const std::string& file : args.files) {
+  for (const std::string& given : args.files) {
     std::vector<std::string> lines;
+    // A URL is downloaded first (cli_remote.h) and checked as a local file; messages name it
+    // without its query (a presigned URL's credentials).
+    const std::string file = is_url(given) ? display_url(given) : given;
     try {
-      lines = file_problems(file, args.limits, global.access(), global.quiet);
+      std::optional<Download> fetched;
+      if (is_url(given)) fetched = download(given, global, "downloading");
+      lines = file_problems(fetched ? fetched->path : file, file, args.limits, global.access(),
+                            global.quiet);
     } catch (const Error& e) {  // Missing, unreadable: a problem of this file, then the next.
-      lines.push_back(with_file(file, e.message()));
+      lines.push_back(with_file(file, in_tool_terms(e.message())));
     }
     for (const std::string& line : lines) {
       std::printf("%s\n", printable(in_tool_terms(line)).c_str());

@@ -58,6 +58,11 @@ void add_global_options(CLI::App& app, onnxzip::cli::GlobalOptions& global) {
   app.fallthrough();
   app.add_flag("-q,--quiet", global.quiet,
                "No progress bar, no 'ok' lines, no notes: only results and errors");
+  app.add_option("--header", global.headers,
+                 "An extra request header for archives named by an http(s) URL, 'Name: value' "
+                 "(e.g. 'Authorization: Bearer TOKEN'); may be given more than once; never "
+                 "printed")
+      ->type_name("HEADER");
   app.add_flag("--follow-symlinks", global.follow_symlinks,
                "An output path that is a symbolic link: replace the regular file it leads to "
                "(default: refuse). Anything else but a regular file is never replaced");
@@ -79,6 +84,7 @@ void add_global_options(CLI::App& app, onnxzip::cli::GlobalOptions& global) {
 std::string unknown_command(int argc, char** argv, const std::vector<Command>& commands) {
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
+    if (word == "--header") ++i;          // Its value is the next word.
     if (word.starts_with("-")) continue;  // A global flag.
     std::string names;
     for (const Command& command : commands) {

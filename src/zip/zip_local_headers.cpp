@@ -400,11 +400,16 @@ void read_local_headers(std::vector<ZipEntry>& entries, std::uint64_t directory_
                             " bytes before the first local header belong to no entry"});
   }
   // The entries before `first` keep what their central records say until their data is read
-  // (kOnRead), or for good (kTail).
+  // (kOnRead), or for good (kTail); kOnReadAndHeld reads those held already too.
   const std::size_t count = entries.size();
-  const std::size_t first = scope == LocalHeaderScope::kTail     ? (count > 2 ? count - 2 : 0)
-                            : scope == LocalHeaderScope::kOnRead ? count - 1
-                                                                 : 0;
+  const bool on_read =
+      scope == LocalHeaderScope::kOnRead || scope == LocalHeaderScope::kOnReadAndHeld;
+  std::size_t first = scope == LocalHeaderScope::kTail ? (count > 2 ? count - 2 : 0)
+                      : on_read                        ? count - 1
+                                                       : 0;
+  if (scope == LocalHeaderScope::kOnReadAndHeld) {
+    while (first > 0 && entries[first - 1].local_header_offset >= held.start()) --first;
+  }
   LocalHeaderPass(entries, directory_offset, held, places, unknown_extras, findings, copies)
       .run(first);
   for (const ZipEntry& e : entries) {

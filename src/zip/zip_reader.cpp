@@ -150,7 +150,8 @@ const ZipEntry& ZipReader::own_entry(const ZipEntry& entry, const char* operatio
                                                  " does not belong to this archive");
   }
   const ZipEntry& own = entries_[entry.index];
-  if (!own.local_header_read && options_.local_headers != LocalHeaderScope::kOnRead) {
+  if (!own.local_header_read && options_.local_headers != LocalHeaderScope::kOnRead &&
+      options_.local_headers != LocalHeaderScope::kOnReadAndHeld) {
     throw Error(ErrorCode::kBadState,
                 entry_place(own) + ": " + operation +
                     ": its local header was not read (the archive was opened with "
@@ -168,10 +169,25 @@ std::string ZipReader::entry_place(const ZipEntry& e) const {
 // the read (kOnRead) are read in one read -- in an .onnxz, up to the next entry's local header --
 // and checked as the open checks them; `located` is then the entry with its data located.
 TensorBytes ZipReader::compressed_data(const ZipEntry& e, std::optional<ZipEntry>& located) const {
-  if (e.local_header_read) return held_->read(e.data_offset, e.compressed_size);
+  const ByteRange range = read_range(e);
+  return located_data(e, held_->read(range.offset, range.length), located);
+}
+
+// What compressed_data reads: the data, or with kOnRead from the local header to its reach.
+ByteRange ZipReader::read_range(const ZipEntry& e) const {
+  if (e.local_header_read) return {e.data_offset, e.compressed_size};
   const ZipEntry* const next = e.index + 1 < entries_.size() ? &entries_[e.index + 1] : nullptr;
   const zip::ZipPlaces places(source_->name());
-  TensorBytes read;
+  const zip::LocalHeaderReader reader(places, central_directory_offset_, nullptr, nullptr, nullptr);
+  return {e.local_header_offset, reader.reach(e, next) - e.local_header_offset};
+}
+
+// The compressed data out of `read`, the bytes read_range(e) names.
+TensorBytes ZipReader::located_data(const ZipEntry& e, const TensorBytes& read,
+                                    std::optional<ZipEntry>& located) const {
+  if (e.local_header_read) return read;
+  const ZipEntry* const next = e.index + 1 < entries_.size() ? &entries_[e.index + 1] : nullptr;
+  const zip::ZipPlaces places(source_->name());
   const zip::LocalHeaderReader reader(
       places, central_directory_offset_,
       [&](std::uint64_t offset, std::uint64_t size) {
@@ -179,7 +195,6 @@ TensorBytes ZipReader::compressed_data(const ZipEntry& e, std::optional<ZipEntry
                                    static_cast<std::size_t>(size));
       },
       nullptr, nullptr);
-  read = held_->read(e.local_header_offset, reader.reach(e, next) - e.local_header_offset);
   located = e;
   reader.read(*located, next);
   return TensorBytes::borrowed(
@@ -223,6 +238,48 @@ TensorBytes ZipReader::data(const ZipEntry& entry) const {
   std::optional<ZipEntry> located;
   // Offsets and sizes were checked against the file when the archive was opened.
   return e.is_stored() ? compressed_data(e, located) : inflated_data(e);
+}
+
+std::vector<TensorBytes> ZipReader::data(std::span<const ZipEntry* const> entries) const {
+  std::vector<TensorBytes> out(entries.size());
+  // Stored entries by where their bytes start; deflated ones one by one (data()).
+  std::vector<std::pair<ByteRange, std::size_t>> stored;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const ZipEntry& e = own_entry(*entries[i], "data");
+    if (e.is_stored()) {
+      stored.emplace_back(read_range(e), i);
+    } else {
+      out[i] = data(e);
+    }
+  }
+  std::sort(stored.begin(), stored.end(),
+            [](const auto& a, const auto& b) { return a.first.offset < b.first.offset; });
+  // Runs of adjacent (or overlapping: an entry asked for twice) ranges, one read each.
+  std::vector<ByteRange> runs;
+  std::vector<std::size_t> run_of(stored.size());
+  for (std::size_t k = 0; k < stored.size(); ++k) {
+    const ByteRange& r = stored[k].first;
+    if (!runs.empty() && r.offset <= runs.back().offset + runs.back().length) {
+      ByteRange& run = runs.back();
+      run.length = std::max(run.offset + run.length, r.offset + r.length) - run.offset;
+    } else {
+      runs.push_back(r);
+    }
+    run_of[k] = runs.size() - 1;
+  }
+  const std::vector<TensorBytes> read = source_->read_ranges(runs);
+  for (std::size_t k = 0; k < stored.size(); ++k) {
+    const auto& [range, i] = stored[k];
+    const TensorBytes& whole = read[run_of[k]];
+    const TensorBytes piece = TensorBytes::borrowed(
+        whole.view().subspan(static_cast<std::size_t>(range.offset - runs[run_of[k]].offset),
+                             static_cast<std::size_t>(range.length)),
+        whole.owner());
+    std::optional<ZipEntry> located;
+    // entries[i] was found to be the reader's own entry above.
+    out[i] = located_data(entries_[entries[i]->index], piece, located);
+  }
+  return out;
 }
 
 TensorBytes ZipReader::verified_data(const ZipEntry& entry) const {

@@ -1,0 +1,754 @@
+#include "onnxzip/http_source.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <charconv>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "onnxzip/error.h"
+
+#if ONNXZIP_HAVE_CURL
+#include <curl/curl.h>
+#endif
+
+namespace onnxzip {
+
+bool is_url(std::string_view text) noexcept {
+  const auto starts = [&](std::string_view scheme) {
+    if (text.size() < scheme.size()) return false;
+    for (std::size_t i = 0; i < scheme.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(text[i])) != scheme[i]) return false;
+    }
+    return true;
+  };
+  return starts("http://") || starts("https://");
+}
+
+std::string display_url(std::string_view url) {
+  const std::size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos)
+    return std::string(url.substr(0, url.find_first_of("?#")));
+  std::string_view rest = url.substr(scheme_end + 3);
+  rest = rest.substr(0, rest.find_first_of("?#"));
+  // A user (and password) before the host is a credential.
+  const std::size_t authority_end = rest.find('/');
+  const std::string_view authority = rest.substr(0, authority_end);
+  if (const std::size_t at = authority.rfind('@'); at != std::string_view::npos) {
+    rest = rest.substr(at + 1);
+  }
+  return std::string(url.substr(0, scheme_end + 3)) + std::string(rest);
+}
+
+#if !ONNXZIP_HAVE_CURL
+
+bool http_available() noexcept { return false; }
+
+struct HttpSource::State {};
+
+std::shared_ptr<const HttpSource> HttpSource::open(const std::string& url, const HttpOptions&) {
+  throw Error(
+      ErrorCode::kUnsupported,
+      display_url(url) + ": this build of onnxzip cannot read URLs (built without libcurl)");
+}
+
+HttpSource::HttpSource(std::unique_ptr<State> state) : state_(std::move(state)) {}
+HttpSource::~HttpSource() = default;
+std::uint64_t HttpSource::size() const noexcept { return 0; }
+const std::string& HttpSource::name() const noexcept {
+  static const std::string kNone;
+  return kNone;
+}
+TensorBytes HttpSource::read(std::uint64_t, std::uint64_t) const { return {}; }
+void HttpSource::read_into(std::uint64_t, MutableByteSpan) const {}
+std::vector<TensorBytes> HttpSource::read_ranges(std::span<const ByteRange>) const { return {}; }
+void HttpSource::fetch(std::uint64_t, std::uint64_t,
+                       const std::function<void(std::uint64_t, ByteSpan)>&,
+                       const ProgressCallback&) const {}
+ByteSpan HttpSource::tail() const noexcept { return {}; }
+std::uint64_t HttpSource::tail_offset() const noexcept { return 0; }
+HttpStats HttpSource::stats() const noexcept { return {}; }
+
+#else  // ONNXZIP_HAVE_CURL
+
+bool http_available() noexcept { return true; }
+
+namespace {
+
+void init_curl_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+bool iequals_prefix(std::string_view line, std::string_view name) {
+  if (line.size() < name.size()) return false;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(line[i])) != name[i]) return false;
+  }
+  return true;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+std::optional<std::uint64_t> parse_number(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+struct ContentRange {
+  std::uint64_t first = 0;
+  std::uint64_t last = 0;
+  std::uint64_t total = 0;
+};
+
+// "bytes FIRST-LAST/TOTAL"; nullopt for anything else (an unknown total included).
+std::optional<ContentRange> parse_content_range(std::string_view value) {
+  if (!value.starts_with("bytes ")) return std::nullopt;
+  value.remove_prefix(6);
+  const std::size_t dash = value.find('-');
+  const std::size_t slash = value.find('/');
+  if (dash == std::string_view::npos || slash == std::string_view::npos || slash < dash) {
+    return std::nullopt;
+  }
+  const auto first = parse_number(value.substr(0, dash));
+  const auto last = parse_number(value.substr(dash + 1, slash - dash - 1));
+  const auto total = parse_number(value.substr(slash + 1));
+  if (!first || !last || !total || *last < *first || *last >= *total) return std::nullopt;
+  return ContentRange{*first, *last, *total};
+}
+
+// What went wrong with one attempt, and whether another attempt may do better.
+struct Failure {
+  bool retryable = false;
+  ErrorCode code = ErrorCode::kIo;
+  std::string message;
+};
+
+struct CurlDeleter {
+  void operator()(CURL* handle) const noexcept { curl_easy_cleanup(handle); }
+};
+using CurlHandle = std::unique_ptr<CURL, CurlDeleter>;
+
+struct SlistDeleter {
+  void operator()(curl_slist* list) const noexcept { curl_slist_free_all(list); }
+};
+using HeaderList = std::unique_ptr<curl_slist, SlistDeleter>;
+
+}  // namespace
+
+struct HttpSource::State {
+  std::string url;
+  std::string name;  // display_url(url).
+  HttpOptions options;
+  std::uint64_t size = 0;
+  // The first response's validator: a strong ETag, else a Last-Modified date; empty for none.
+  std::string etag;
+  std::string last_modified;
+  std::shared_ptr<OwnedBytes> tail_buffer;
+  ByteSpan tail;
+  std::uint64_t tail_offset = 0;
+  mutable std::atomic<std::uint64_t> requests{0};
+  mutable std::atomic<std::uint64_t> bytes{0};
+  // Handles between requests, so connections are reused.
+  mutable std::mutex idle_mutex;
+  mutable std::vector<CurlHandle> idle;
+
+  CurlHandle acquire() const {
+    {
+      const std::lock_guard lock(idle_mutex);
+      if (!idle.empty()) {
+        CurlHandle handle = std::move(idle.back());
+        idle.pop_back();
+        return handle;
+      }
+    }
+    CurlHandle handle(curl_easy_init());
+    if (!handle) throw Error(ErrorCode::kIo, name + ": cannot start an HTTP client (libcurl)");
+    return handle;
+  }
+  void release(CurlHandle handle) const {
+    const std::lock_guard lock(idle_mutex);
+    idle.push_back(std::move(handle));
+  }
+
+  [[noreturn]] void changed(const std::string& how) const {
+    throw Error(ErrorCode::kIo, name + ": the remote file changed while it was read: " + how);
+  }
+};
+
+namespace {
+
+// One request for bytes [first, first + length) (or, for the open, the last `length` bytes),
+// its body handed to `sink` as it comes.
+struct Exchange {
+  const HttpSource::State* state = nullptr;
+  bool suffix = false;  // The open's `Range: bytes=-length`.
+  std::uint64_t first = 0;
+  std::uint64_t length = 0;
+  // Where each body byte goes: (offset in the file, bytes). False aborts (failure set).
+  std::function<bool(std::uint64_t, ByteSpan)> sink;
+
+  // The response (the last one, after redirects).
+  long status = 0;
+  std::optional<ContentRange> content_range;
+  bool bad_content_range = false;
+  std::optional<std::uint64_t> content_length;
+  std::string etag;
+  std::string last_modified;
+  bool checked = false;        // The headers were checked at the first body byte.
+  std::uint64_t received = 0;  // Over every attempt.
+  std::uint64_t resume = 0;    // `received` when this attempt began: it asks for the rest.
+  // Bytes [body_first, body_first + body_length) are what the body holds.
+  std::uint64_t body_first = 0;
+  std::uint64_t body_length = 0;
+  std::optional<Failure> failure;
+  std::exception_ptr sink_error;
+
+  std::string asked() const {
+    return suffix ? "the last " + std::to_string(length) + " bytes"
+                  : "bytes " + std::to_string(first) + "-" + std::to_string(first + length - 1);
+  }
+
+  void fail(bool retryable, std::string message, ErrorCode code = ErrorCode::kIo) {
+    if (!failure) failure = Failure{retryable, code, std::move(message)};
+  }
+
+  void on_header(std::string_view line) {
+    if (line.starts_with("HTTP/")) {  // A new response (after a redirect, or 100 Continue).
+      const std::size_t space = line.find(' ');
+      status = space == std::string_view::npos
+                   ? 0
+                   : static_cast<long>(parse_number(line.substr(space + 1, 3)).value_or(0));
+      content_range.reset();
+      bad_content_range = false;
+      content_length.reset();
+      etag.clear();
+      last_modified.clear();
+      return;
+    }
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) return;
+    const std::string_view value = trim(line.substr(colon + 1));
+    const std::string_view header = line.substr(0, colon + 1);
+    if (iequals_prefix(header, "content-range:")) {
+      content_range = parse_content_range(value);
+      bad_content_range = !content_range;
+    } else if (iequals_prefix(header, "content-length:")) {
+      content_length = parse_number(value);
+    } else if (iequals_prefix(header, "etag:")) {
+      etag = std::string(value);
+    } else if (iequals_prefix(header, "last-modified:")) {
+      last_modified = std::string(value);
+    }
+  }
+
+  // The response's headers against what was asked, at its first body byte (or its end).
+  bool check_headers() {
+    checked = true;
+    const HttpSource::State& s = *state;
+    const std::string name = s.name + ": ";
+    if (status == 200 && suffix) {
+      // The whole file: fine when it fits what was asked for (then it is the tail).
+      if (content_length && *content_length > length) {
+        fail(false,
+             name +
+                 "the server does not answer range requests (HTTP 200 with the whole "
+                 "file of " +
+                 std::to_string(*content_length) + " bytes to a request for " + asked() + ")",
+             ErrorCode::kUnsupported);
+        return false;
+      }
+      body_first = 0;
+      body_length = content_length.value_or(length);
+      return true;
+    }
+    if (status == 200) {
+      if (!s.etag.empty() && !etag.empty() && etag != s.etag) {
+        fail(false, name + "the remote file changed while it was read: its ETag was " + s.etag +
+                        ", it is now " + etag);
+      } else if (!s.etag.empty() || !s.last_modified.empty()) {
+        fail(false, name +
+                        "the remote file changed while it was read: If-Range was not met "
+                        "(HTTP 200 instead of 206 for " +
+                        asked() + ")");
+      } else {
+        fail(false,
+             name + "the server does not answer range requests (HTTP 200 to a request for " +
+                 asked() + ")",
+             ErrorCode::kUnsupported);
+      }
+      return false;
+    }
+    if (status != 206) return false;  // Judged when the transfer ends.
+    if (!content_range) {
+      fail(false, name + "HTTP 206 without a valid Content-Range for " + asked(),
+           ErrorCode::kCorrupt);
+      return false;
+    }
+    const ContentRange& range = *content_range;
+    const std::uint64_t got = range.last - range.first + 1;
+    if (suffix) {
+      if (got > length || range.last + 1 != range.total) {
+        fail(false,
+             name + "the answer's Content-Range (bytes " + std::to_string(range.first) + "-" +
+                 std::to_string(range.last) + "/" + std::to_string(range.total) + ") is not " +
+                 asked(),
+             ErrorCode::kCorrupt);
+        return false;
+      }
+    } else {
+      if (range.total != s.size) {
+        fail(false, name + "the remote file changed while it was read: its size was " +
+                        std::to_string(s.size) + " bytes, it is now " +
+                        std::to_string(range.total));
+        return false;
+      }
+      if (range.first != first + resume || got != length - resume) {
+        fail(false,
+             name + "the answer's Content-Range (bytes " + std::to_string(range.first) + "-" +
+                 std::to_string(range.last) + "/" + std::to_string(range.total) +
+                 ") is not the range asked for (" + asked() + ")",
+             ErrorCode::kCorrupt);
+        return false;
+      }
+      if (!s.etag.empty() && !etag.empty() && etag != s.etag) {
+        fail(false, name + "the remote file changed while it was read: its ETag was " + s.etag +
+                        ", it is now " + etag);
+        return false;
+      }
+    }
+    if (content_length && *content_length != got) {
+      fail(false,
+           name + "the answer's Content-Length (" + std::to_string(*content_length) +
+               ") is not its Content-Range's length (" + std::to_string(got) + ")",
+           ErrorCode::kCorrupt);
+      return false;
+    }
+    if (suffix) {
+      body_first = range.first;
+      body_length = got;
+    } else {
+      body_first = first;
+      body_length = length;
+    }
+    return true;
+  }
+
+  bool on_body(ByteSpan piece) {
+    if (!checked && !check_headers()) return false;
+    if (status != 206 && status != 200) return false;
+    if (piece.size() > body_length - received) {
+      fail(false,
+           state->name + ": the body is longer than the " + std::to_string(body_length) +
+               " bytes asked for (" + asked() + ")",
+           ErrorCode::kCorrupt);
+      return false;
+    }
+    try {
+      if (!sink(body_first + received, piece)) return false;
+    } catch (...) {
+      sink_error = std::current_exception();
+      return false;
+    }
+    received += piece.size();
+    state->bytes.fetch_add(piece.size(), std::memory_order_relaxed);
+    return true;
+  }
+};
+
+extern "C" std::size_t on_header_line(char* data, std::size_t size, std::size_t count, void* user) {
+  static_cast<Exchange*>(user)->on_header(std::string_view(data, size * count));
+  return size * count;
+}
+
+extern "C" std::size_t on_body_bytes(char* data, std::size_t size, std::size_t count, void* user) {
+  const ByteSpan piece(reinterpret_cast<const std::uint8_t*>(data), size * count);
+  return static_cast<Exchange*>(user)->on_body(piece) ? size * count : 0;
+}
+
+bool retryable_curl_code(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string status_words(long status) {
+  switch (status) {
+    case 401:
+      return "401 Unauthorized";
+    case 403:
+      return "403 Forbidden";
+    case 404:
+      return "404 Not Found";
+    case 412:
+      return "412 Precondition Failed";
+    case 416:
+      return "416 Range Not Satisfiable";
+    default:
+      return std::to_string(status);
+  }
+}
+
+// One attempt of `exchange` on `handle`; a Failure when it did not bring every byte.
+void perform(CURL* handle, Exchange& exchange) {
+  const HttpSource::State& s = *exchange.state;
+  const HttpOptions& o = s.options;
+  curl_easy_reset(handle);
+  curl_easy_setopt(handle, CURLOPT_URL, s.url.c_str());
+  curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(handle, CURLOPT_MAXREDIRS, o.max_redirects);
+  curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout.count()));
+  // A transfer slower than 1 byte/s for stall_timeout is aborted: a stalled body, or a server
+  // that never answers.
+  curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(handle, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_timeout.count()));
+  curl_easy_setopt(handle, CURLOPT_USERAGENT, "onnxzip");
+  curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header_line);
+  curl_easy_setopt(handle, CURLOPT_HEADERDATA, &exchange);
+  curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_body_bytes);
+  curl_easy_setopt(handle, CURLOPT_WRITEDATA, &exchange);
+
+  HeaderList headers;
+  const auto add = [&](const std::string& line) {
+    curl_slist* const grown = curl_slist_append(headers.get(), line.c_str());
+    if (grown == nullptr) throw std::bad_alloc();
+    (void)headers.release();
+    headers.reset(grown);
+  };
+  for (const std::string& line : o.headers) add(line);
+  // Bodies as stored: a compressed one could not be cut into ranges.
+  add("Accept-Encoding: identity");
+  std::string range;
+  if (exchange.suffix) {
+    range = "Range: bytes=-" + std::to_string(exchange.length);
+  } else {
+    range = "Range: bytes=" + std::to_string(exchange.first + exchange.resume) + "-" +
+            std::to_string(exchange.first + exchange.length - 1);
+    if (!s.etag.empty()) {
+      add("If-Range: " + s.etag);
+      add("If-Match: " + s.etag);
+    } else if (!s.last_modified.empty()) {
+      add("If-Range: " + s.last_modified);
+      add("If-Unmodified-Since: " + s.last_modified);
+    }
+  }
+  add(range);
+  curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers.get());
+
+  s.requests.fetch_add(1, std::memory_order_relaxed);
+  const CURLcode code = curl_easy_perform(handle);
+  if (exchange.sink_error) std::rethrow_exception(exchange.sink_error);
+  if (exchange.failure) return;
+  const std::string name = s.name + ": ";
+  const long status = exchange.status;
+  if (code != CURLE_OK && code != CURLE_WRITE_ERROR) {
+    exchange.fail(retryable_curl_code(code),
+                  name + curl_easy_strerror(code) + " (" + exchange.asked() + ")");
+    return;
+  }
+  if (status == 206 || status == 200) {
+    if (!exchange.checked && !exchange.check_headers()) return;
+    // A whole file sent without its length (chunked) ends where it ends.
+    if (status == 200 && exchange.suffix && !exchange.content_length) {
+      exchange.body_length = exchange.received;
+    }
+    if (exchange.received < exchange.body_length) {
+      exchange.fail(true, name + "the body was cut at offset " +
+                              std::to_string(exchange.body_first + exchange.received) + " (" +
+                              exchange.asked() + ")");
+    }
+    return;
+  }
+  if (status == 412) {
+    exchange.fail(false, name + "the remote file changed while it was read: " +
+                             (s.etag.empty() ? "it was modified after " + s.last_modified
+                                             : "its ETag is no longer " + s.etag) +
+                             " (HTTP 412 for " + exchange.asked() + ")");
+    return;
+  }
+  const bool retry = status >= 500 || status == 408 || status == 429;
+  const ErrorCode error_code = status == 404 ? ErrorCode::kNotFound : ErrorCode::kIo;
+  exchange.fail(retry, name + "HTTP " + status_words(status) + " (" + exchange.asked() + ")",
+                error_code);
+}
+
+// `exchange` with retries, each resuming at the byte reached.
+void run(const HttpSource::State& s, Exchange& exchange) {
+  CurlHandle handle = s.acquire();
+  std::chrono::milliseconds delay = s.options.retry_delay;
+  for (unsigned attempt = 0;; ++attempt) {
+    exchange.failure.reset();
+    exchange.checked = false;
+    if (exchange.suffix && exchange.received > 0) {
+      // The first response said which bytes the tail is: the rest of them is an ordinary range.
+      exchange.suffix = false;
+      exchange.first = exchange.body_first;
+      exchange.length = exchange.body_length;
+    }
+    exchange.resume = exchange.received;
+    perform(handle.get(), exchange);
+    if (!exchange.failure) break;
+    if (!exchange.failure->retryable || attempt >= s.options.retries) {
+      const std::string attempts = exchange.failure->retryable && attempt > 0
+                                       ? " (after " + std::to_string(attempt + 1) + " attempts)"
+                                       : "";
+      // The handle may be mid-transfer: it is not reused.
+      throw Error(exchange.failure->code, exchange.failure->message + attempts);
+    }
+    std::this_thread::sleep_for(delay);
+    delay *= 2;
+  }
+  s.release(std::move(handle));
+}
+
+void check_range(const ByteSource& source, std::uint64_t offset, std::uint64_t length) {
+  if (!fits(offset, length, source.size())) {
+    throw Error(ErrorCode::kInvalidArgument, source.name() + ": a read of " +
+                                                 std::to_string(length) + " bytes at offset " +
+                                                 std::to_string(offset) + " lies outside its " +
+                                                 std::to_string(source.size()) + " bytes");
+  }
+}
+
+// Runs `work(i)` for i in [0, count) on up to `parallel` threads; the first exception stops the
+// rest and propagates.
+void run_parallel(std::size_t count, unsigned parallel,
+                  const std::function<void(std::size_t)>& work) {
+  if (count == 0) return;
+  const std::size_t threads = std::min<std::size_t>(count, std::max(1U, parallel));
+  if (threads == 1) {
+    for (std::size_t i = 0; i < count; ++i) work(i);
+    return;
+  }
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  std::vector<std::thread> pool;
+  pool.reserve(threads);
+  for (std::size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      while (!stop.load()) {
+        const std::size_t i = next.fetch_add(1);
+        if (i >= count) return;
+        try {
+          work(i);
+        } catch (...) {
+          const std::lock_guard lock(error_mutex);
+          if (!error) error = std::current_exception();
+          stop = true;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : pool) thread.join();
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace
+
+std::shared_ptr<const HttpSource> HttpSource::open(const std::string& url,
+                                                   const HttpOptions& options) {
+  if (!is_url(url)) {
+    throw Error(ErrorCode::kInvalidArgument, display_url(url) + ": not an http:// or https:// URL");
+  }
+  for (const std::string& header : options.headers) {
+    if (header.find(':') == std::string::npos ||
+        header.find_first_of("\r\n") != std::string::npos) {
+      // The header's text is not shown: it may be a credential.
+      throw Error(ErrorCode::kInvalidArgument,
+                  display_url(url) + ": a request header must be 'Name: value' on one line");
+    }
+  }
+  if (options.tail_size == 0) {
+    throw Error(ErrorCode::kInvalidArgument, display_url(url) + ": HttpOptions::tail_size is 0");
+  }
+  init_curl_once();
+  auto state = std::make_unique<State>();
+  state->url = url;
+  state->name = display_url(url);
+  state->options = options;
+
+  Exchange exchange;
+  exchange.state = state.get();
+  exchange.suffix = true;
+  exchange.length = options.tail_size;
+  const std::uint64_t capacity = options.tail_size + kDefaultBufferAlignment;
+  if (!fits(0, capacity, std::uint64_t{PTRDIFF_MAX})) {
+    throw Error(ErrorCode::kLimitExceeded, state->name + ": HttpOptions::tail_size is too large");
+  }
+  std::shared_ptr<OwnedBytes> buffer;
+  std::size_t lead = 0;
+  exchange.sink = [&](std::uint64_t at, ByteSpan piece) {
+    if (!buffer) {
+      // The first byte at an address congruent to its offset modulo 64 (byte_source.h).
+      lead = static_cast<std::size_t>(exchange.body_first % kDefaultBufferAlignment);
+      buffer = std::make_shared<OwnedBytes>(lead + static_cast<std::size_t>(exchange.body_length));
+    }
+    std::memcpy(buffer->mutable_span().data() + lead + (at - exchange.body_first), piece.data(),
+                piece.size());
+    return true;
+  };
+  // The first response fixes the size and validator that later ones are checked against.
+  exchange.sink = [&, inner = exchange.sink](std::uint64_t at, ByteSpan piece) {
+    if (!buffer) {
+      state->size = exchange.status == 200 ? exchange.body_length : exchange.content_range->total;
+      if (exchange.etag.starts_with('"')) {
+        state->etag = exchange.etag;  // Strong: a weak one (W/"...") cannot guard ranges.
+      } else {
+        state->last_modified = exchange.last_modified;
+      }
+    }
+    return inner(at, piece);
+  };
+  run(*state, exchange);
+  if (!buffer) {  // An empty body: an empty file (200), or a 206 of nothing.
+    if (exchange.status == 200 && exchange.body_length == 0) {
+      state->size = 0;
+      buffer = std::make_shared<OwnedBytes>(0);
+    } else {
+      throw Error(ErrorCode::kCorrupt, state->name + ": the first answer had no body");
+    }
+  }
+  if (exchange.status == 200) state->size = exchange.body_length;
+  state->tail_offset = exchange.body_first;
+  state->tail_buffer = buffer;
+  state->tail = buffer->span().subspan(lead, static_cast<std::size_t>(exchange.body_length));
+  return std::shared_ptr<const HttpSource>(new HttpSource(std::move(state)));
+}
+
+HttpSource::HttpSource(std::unique_ptr<State> state) : state_(std::move(state)) {}
+HttpSource::~HttpSource() = default;
+
+std::uint64_t HttpSource::size() const noexcept { return state_->size; }
+const std::string& HttpSource::name() const noexcept { return state_->name; }
+ByteSpan HttpSource::tail() const noexcept { return state_->tail; }
+std::uint64_t HttpSource::tail_offset() const noexcept { return state_->tail_offset; }
+HttpStats HttpSource::stats() const noexcept {
+  return {state_->requests.load(), state_->bytes.load()};
+}
+
+TensorBytes HttpSource::read(std::uint64_t offset, std::uint64_t length) const {
+  check_range(*this, offset, length);
+  const State& s = *state_;
+  if (offset >= s.tail_offset) {
+    return TensorBytes::borrowed(s.tail.subspan(static_cast<std::size_t>(offset - s.tail_offset),
+                                                static_cast<std::size_t>(length)),
+                                 s.tail_buffer);
+  }
+  if (length > s.options.max_read_size) {
+    throw Error(ErrorCode::kLimitExceeded, s.name + ": a read of " + std::to_string(length) +
+                                               " bytes at offset " + std::to_string(offset) +
+                                               " is more than HttpOptions::max_read_size (" +
+                                               std::to_string(s.options.max_read_size) + ")");
+  }
+  const std::size_t lead = static_cast<std::size_t>(offset % kDefaultBufferAlignment);
+  const auto buffer = std::make_shared<OwnedBytes>(lead + static_cast<std::size_t>(length));
+  const MutableByteSpan bytes = buffer->mutable_span().subspan(lead);
+  read_into(offset, bytes);
+  return TensorBytes::borrowed(bytes, buffer);
+}
+
+void HttpSource::read_into(std::uint64_t offset, MutableByteSpan out) const {
+  check_range(*this, offset, out.size());
+  const State& s = *state_;
+  if (out.empty()) return;
+  // The part in the tail costs no request.
+  if (offset + out.size() > s.tail_offset) {
+    const std::uint64_t from = std::max(offset, s.tail_offset);
+    const std::size_t count = static_cast<std::size_t>(offset + out.size() - from);
+    std::memcpy(out.data() + (from - offset), s.tail.data() + (from - s.tail_offset), count);
+    out = out.first(out.size() - count);
+    if (out.empty()) return;
+  }
+  Exchange exchange;
+  exchange.state = &s;
+  exchange.first = offset;
+  exchange.length = out.size();
+  exchange.sink = [&](std::uint64_t at, ByteSpan piece) {
+    std::memcpy(out.data() + (at - offset), piece.data(), piece.size());
+    return true;
+  };
+  run(s, exchange);
+}
+
+std::vector<TensorBytes> HttpSource::read_ranges(std::span<const ByteRange> ranges) const {
+  for (const ByteRange& range : ranges) check_range(*this, range.offset, range.length);
+  std::vector<TensorBytes> out(ranges.size());
+  run_parallel(ranges.size(), state_->options.max_parallel,
+               [&](std::size_t i) { out[i] = read(ranges[i].offset, ranges[i].length); });
+  return out;
+}
+
+void HttpSource::fetch(std::uint64_t offset, std::uint64_t length,
+                       const std::function<void(std::uint64_t at, ByteSpan piece)>& sink,
+                       const ProgressCallback& progress) const {
+  check_range(*this, offset, length);
+  const State& s = *state_;
+  std::uint64_t remote_end = offset + length;
+  const std::uint64_t tail_from = std::max(offset, s.tail_offset);
+  const bool in_tail = offset + length > s.tail_offset;
+  if (in_tail) remote_end = tail_from;
+  const std::uint64_t piece_size = std::max<std::uint64_t>(1, s.options.piece_size);
+  const std::uint64_t remote = remote_end - offset;
+  const std::size_t pieces = static_cast<std::size_t>((remote + piece_size - 1) / piece_size);
+  std::mutex progress_mutex;
+  std::uint64_t done = 0;
+  const auto advance = [&](std::uint64_t count) {
+    if (!progress) return;
+    const std::lock_guard lock(progress_mutex);
+    done += count;
+    progress(done, length);
+  };
+  if (progress) progress(0, length);
+  run_parallel(pieces, s.options.max_parallel, [&](std::size_t i) {
+    Exchange exchange;
+    exchange.state = &s;
+    exchange.first = offset + i * piece_size;
+    exchange.length = std::min(piece_size, remote_end - exchange.first);
+    exchange.sink = [&](std::uint64_t at, ByteSpan piece) {
+      sink(at, piece);
+      advance(piece.size());
+      return true;
+    };
+    run(s, exchange);
+  });
+  if (in_tail) {
+    const ByteSpan held = s.tail.subspan(static_cast<std::size_t>(tail_from - s.tail_offset),
+                                         static_cast<std::size_t>(offset + length - tail_from));
+    sink(tail_from, held);
+    advance(held.size());
+  }
+}
+
+#endif  // ONNXZIP_HAVE_CURL
+
+}  // namespace onnxzip

@@ -1,0 +1,121 @@
+// The onnxzip tool on archives named by a URL (src/cli/cli_remote.h), served by nginx
+// (tests/support/nginx_server.h): every result equal to the local one's, the requests counted.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "onnxzip/archive.h"
+#include "onnxzip/http_source.h"
+#include "support/external_tool.h"
+#include "support/model_builder.h"
+#include "support/nginx_server.h"
+#include "support/scratch_dir.h"
+
+namespace onnxzip {
+namespace {
+
+namespace fs = std::filesystem;
+using test_support::NginxServer;
+using test_support::run_tool;
+using test_support::shell_quote;
+
+const std::string kCli = ONNXZIP_CLI_PATH;
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos;
+       at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+class CliRemoteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (kCli.empty()) GTEST_SKIP() << "built without the CLI";
+    if (!http_available()) GTEST_SKIP() << "built without libcurl";
+    if (!NginxServer::available()) GTEST_SKIP() << "nginx is not installed";
+    server_ = std::make_unique<NginxServer>();
+    // The MLP of the archive tests: initializers, a Constant, an If with subgraph tensors.
+    save(test_support::checker_model_mlp_with_if(), server_->root() / "m.onnxz",
+         SaveOptions{.threshold = 0});
+    local_ = (server_->root() / "m.onnxz").string();
+    url_ = server_->file_url("m.onnxz");
+  }
+
+  test_support::ToolResult onnxzip(const std::string& arguments) const {
+    return run_tool(shell_quote(kCli) + " --quiet " + arguments + " 2>&1");
+  }
+
+  std::unique_ptr<NginxServer> server_;
+  std::string local_;
+  std::string url_;
+};
+
+TEST_F(CliRemoteTest, InfoJsonEqualsTheLocalOneApartFromTheFile) {
+  const auto local = onnxzip("info --json " + shell_quote(local_));
+  ASSERT_EQ(local.exit_code, 0) << local.output;
+  server_->forget();
+  const auto remote = onnxzip("info --json " + shell_quote(url_ + "?X-Amz-Signature=s3cr3t"));
+  ASSERT_EQ(remote.exit_code, 0) << remote.output;
+  EXPECT_EQ(server_->requests(1).size(), 1U);
+  EXPECT_EQ(remote.output.find("s3cr3t"), std::string::npos);
+  // The archive is smaller than the first request's MiB: every local header is known.
+  EXPECT_EQ(replace_all(remote.output, url_, local_), local.output);
+}
+
+TEST_F(CliRemoteTest, VerifyAndExtractAndConvertEqualTheLocalResults) {
+  const test_support::ScratchDir out("cli_remote");
+  const auto verified = run_tool(shell_quote(kCli) + " verify " + shell_quote(url_) + " 2>&1");
+  EXPECT_EQ(verified.exit_code, 0) << verified.output;
+  EXPECT_EQ(verified.output, url_ + ": ok\n");
+
+  ASSERT_EQ(
+      onnxzip("extract " + shell_quote(local_) + " " + shell_quote((out / "l").string())).exit_code,
+      0);
+  const auto extracted =
+      onnxzip("extract " + shell_quote(url_) + " " + shell_quote((out / "r").string()));
+  ASSERT_EQ(extracted.exit_code, 0) << extracted.output;
+  EXPECT_EQ(test_support::read_file_bytes(out / "r" / "m.onnx"),
+            test_support::read_file_bytes(out / "l" / "m.onnx"));
+  EXPECT_EQ(test_support::read_file_bytes(out / "r" / "m.onnx.data"),
+            test_support::read_file_bytes(out / "l" / "m.onnx.data"));
+
+  ASSERT_EQ(onnxzip("convert " + shell_quote(local_) + " " + shell_quote((out / "l.onnx").string()))
+                .exit_code,
+            0);
+  const auto converted =
+      onnxzip("convert " + shell_quote(url_) + " " + shell_quote((out / "r.onnx").string()));
+  ASSERT_EQ(converted.exit_code, 0) << converted.output;
+  EXPECT_EQ(test_support::read_file_bytes(out / "r.onnx"),
+            test_support::read_file_bytes(out / "l.onnx"));
+}
+
+TEST_F(CliRemoteTest, HeadersViewAndFailuresExitNonZeroWithAClearMessage) {
+  const std::string private_url = server_->url("/private/m.onnxz");
+  const auto refused = onnxzip("info " + shell_quote(private_url));
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.output.find("HTTP 401"), std::string::npos) << refused.output;
+  const auto allowed =
+      onnxzip("--header 'Authorization: Bearer secret' info " + shell_quote(private_url));
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.output;
+  const auto wrong =
+      onnxzip("--header 'Authorization: Bearer hunter2' verify " + shell_quote(private_url));
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_EQ(wrong.output.find("hunter2"), std::string::npos) << wrong.output;
+
+  const auto missing = onnxzip("info " + shell_quote(server_->file_url("none.onnxz")));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("HTTP 404"), std::string::npos) << missing.output;
+
+  const auto view = onnxzip("view " + shell_quote(url_));
+  EXPECT_EQ(view.exit_code, 2);
+  EXPECT_NE(view.output.find("a view points into a local archive file"), std::string::npos)
+      << view.output;
+}
+
+}  // namespace
+}  // namespace onnxzip
