@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
+#include "onnxzip/error.h"
 
 namespace onnxzip {
 
@@ -118,7 +119,7 @@ class ZipWriter final {
  private:
   void ensure_usable(const char* operation) const;
   void check_unique(std::string_view name) const;
-  std::string entry_label(std::string_view name) const;
+  ErrorContext entry_label(std::string_view name) const;
   void check_size(std::string_view name, std::uint64_t size) const;
   void remember(WrittenEntry entry);
   void write_central_directory();
