@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
+#include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
@@ -317,10 +318,16 @@ struct VerifyFinding {
   std::string entry;   // "" when the finding concerns no entry.
   std::string tensor;  // "" when it concerns no tensor; else name and site.
   std::uint64_t offset = 0;
-  std::string message;
+  std::string message;  // The problem alone: the place is in the fields and `place`.
+  // The place as a line names it: the file, the tensor label, the entry phrase ("entry 'w' at
+  // offset 0"); parts that do not apply are "".
+  ErrorContext place{};
 };
 
 std::string_view to_string(VerifyFinding::Severity severity) noexcept;
+// The finding as one line, "<file>: <tensor>: <entry>: <message>" over the parts of `place`
+// that are not empty, as an Error with that context words its message.
+std::string to_string(const VerifyFinding& finding);
 
 struct VerifyReport {
   std::vector<VerifyFinding> findings;

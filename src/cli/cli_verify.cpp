@@ -37,7 +37,7 @@ std::vector<std::string> archive_problems(const std::string& file, const Inflate
   }();
   verify_options.progress = nullptr;
   for (const VerifyFinding& finding : report.findings) {
-    lines.push_back(with_file(file, finding.message));
+    lines.push_back(to_string(finding));
   }
   // The IR rules need a model that opens; when it does not, the findings above say why.
   try {
@@ -64,7 +64,7 @@ std::vector<std::string> legacy_problems(const std::string& file, FileAccess acc
     options.access = access;
     model = read_legacy_model(file, options);
   } catch (const Error& e) {
-    lines.push_back(with_file(file, e.message()));
+    lines.push_back(with_file(file, e));
     // The external data is broken; the graph may still be checked.
     LegacyReadOptions references_only;
     references_only.load_external_data = false;
@@ -79,7 +79,8 @@ std::vector<std::string> legacy_problems(const std::string& file, FileAccess acc
   // reader has checked the sizes of the external ones it loaded.
   for_each_tensor(*model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
-      lines.push_back(with_file(file, tensor_label(tensor, site.path) + ": " + problem));
+      lines.push_back(
+          compose_message({.file = file, .tensor = tensor_label(tensor, site.path)}, problem));
     }
   });
   for (const IrProblem& problem : check_ir(*model)) {
@@ -97,7 +98,7 @@ int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
                   ? archive_problems(file, args.limits, global.access(), global.quiet)
                   : legacy_problems(file, global.access());
     } catch (const Error& e) {  // Missing, unreadable: a problem of this file, then the next.
-      lines.push_back(with_file(file, e.message()));
+      lines.push_back(with_file(file, e));
     }
     for (const std::string& line : lines) {
       std::printf("%s\n", printable(in_tool_terms(line)).c_str());

@@ -1103,9 +1103,8 @@ ONNXZIP_ONNX_MESSAGES(ONNXZIP_DEFINE_BODY_FUNCTIONS_)
 
 void check_options(const ParseOptions& options, std::string_view what) {
   if (options.alignment != 0 && !is_power_of_two(options.alignment)) {
-    throw Error(ErrorCode::kInvalidArgument, std::string(what) + ": alignment " +
-                                                 std::to_string(options.alignment) +
-                                                 " is not a power of two");
+    throw Error(ErrorCode::kInvalidArgument, {.file = std::string(what)},
+                "alignment " + std::to_string(options.alignment) + " is not a power of two");
   }
 }
 
@@ -1135,7 +1134,8 @@ void merge_message(ByteSpan bytes, M& message, OwnerToken owner, const ParseOpti
                    std::string_view source) {
   check_options(options, source);
   if (options.max_depth == 0) {
-    throw Error(ErrorCode::kInvalidArgument, std::string(source) + ": max_depth must be >= 1");
+    throw Error(ErrorCode::kInvalidArgument, {.file = std::string(source)},
+                "max_depth must be >= 1");
   }
   WireReader reader(bytes, source);
   if (bytes.size() > options.max_message_size) {
@@ -1149,12 +1149,12 @@ void merge_message(ByteSpan bytes, M& message, OwnerToken owner, const ParseOpti
   try {
     parse_body(ctx, reader, message, 1);
   } catch (const std::bad_alloc&) {
-    throw Error(ErrorCode::kLimitExceeded, std::string(source) + ": out of memory while parsing " +
-                                               std::string(kMessageName<M>));
+    throw Error(ErrorCode::kLimitExceeded, {.file = std::string(source)},
+                "out of memory while parsing " + std::string(kMessageName<M>));
   } catch (const std::length_error&) {
-    throw Error(ErrorCode::kLimitExceeded,
-                std::string(source) + ": a container grew past its maximum size while parsing " +
-                    std::string(kMessageName<M>));
+    throw Error(
+        ErrorCode::kLimitExceeded, {.file = std::string(source)},
+        "a container grew past its maximum size while parsing " + std::string(kMessageName<M>));
   }
 }
 

@@ -43,12 +43,12 @@ DecodedVarint decode_varint_slow(const std::uint8_t* p, const std::uint8_t* end)
 void WireReader::fail(ErrorCode code, std::uint64_t offset, const WireContext& where,
                       std::string_view problem) const {
   std::string message;
-  message.reserve(source_.size() + where.message.size() + where.field.size() + problem.size() + 40);
-  message.append(source_).append(": offset ").append(std::to_string(offset)).append(": ");
+  message.reserve(where.message.size() + where.field.size() + problem.size() + 40);
+  message.append("offset ").append(std::to_string(offset)).append(": ");
   message.append(where.message);
   if (!where.field.empty()) message.append(".").append(where.field);
   message.append(": ").append(problem);
-  throw Error(code, message);
+  throw Error(code, {.file = std::string(source_)}, std::move(message));
 }
 
 void WireReader::fail_varint(VarintStatus status, const WireContext& where) const {

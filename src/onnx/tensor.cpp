@@ -170,12 +170,15 @@ OwnedBytes strings_to_raw(const std::vector<Text>& strings) {
 
 std::vector<Text> raw_to_strings(ByteSpan raw, const TensorProto& tensor) {
   std::vector<Text> strings;
-  const std::string label = tensor_label(tensor);
-  wire::WireReader reader(raw, label);
-  while (!reader.at_end()) {
-    const ByteSpan s = reader.read_length_delimited("string element");
-    strings.emplace_back(reinterpret_cast<const char*>(s.data()), s.size());
-  }
+  // The reader names no file; the tensor is the place it knows.
+  wire::WireReader reader(raw, "");
+  with_error_context([&] { return ErrorContext{.tensor = tensor_label(tensor)}; },
+                     [&] {
+                       while (!reader.at_end()) {
+                         const ByteSpan s = reader.read_length_delimited("string element");
+                         strings.emplace_back(reinterpret_cast<const char*>(s.data()), s.size());
+                       }
+                     });
   return strings;
 }
 
