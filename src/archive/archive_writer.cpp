@@ -264,13 +264,7 @@ TensorRef ArchiveWriter::add_tensor(std::string_view tensor_name, std::int32_t d
   }
   // The size is known from dims before any byte is produced; check_added_tensor compares it
   // with itself, so only the type and the dims are checked here.
-  std::uint64_t size = 0;
-  if (element_bits(data_type) != 0) {
-    try {
-      size = tensor_byte_size(dims, data_type, "dims");
-    } catch (const Error&) {
-    }
-  }
+  const std::uint64_t size = try_tensor_byte_size(dims, data_type).value_or(0);
   state_->check_added_tensor(tensor_name, data_type, dims, size);
   try {
     return state_->remember(state_->zip.add(state_->namer.name_for(tensor_name), size, producer));

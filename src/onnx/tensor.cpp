@@ -481,6 +481,38 @@ std::uint64_t tensor_byte_size(const TensorProto& tensor) {
   return tensor_byte_size(tensor.dims, tensor.data_type.value_or(TensorProto::kUndefined), label);
 }
 
+std::optional<std::uint64_t> try_element_count(std::span<const std::int64_t> dims) noexcept {
+  std::uint64_t count = 1;
+  for (const std::int64_t dim : dims) {
+    if (dim < 0 || __builtin_mul_overflow(count, static_cast<std::uint64_t>(dim), &count)) {
+      return std::nullopt;
+    }
+  }
+  return count;
+}
+
+std::optional<std::uint64_t> try_tensor_byte_size(std::uint64_t element_count,
+                                                  std::int32_t data_type) noexcept {
+  const std::uint32_t bits = element_bits(data_type);
+  std::uint64_t whole = 0;
+  std::uint64_t size = 0;
+  if (bits == 0 || __builtin_mul_overflow(element_count / 8, std::uint64_t{bits}, &whole) ||
+      __builtin_add_overflow(whole, ((element_count % 8) * bits + 7) / 8, &size)) {
+    return std::nullopt;
+  }
+  return size;
+}
+
+std::optional<std::uint64_t> try_tensor_byte_size(std::span<const std::int64_t> dims,
+                                                  std::int32_t data_type) noexcept {
+  const std::optional<std::uint64_t> count = try_element_count(dims);
+  return count ? try_tensor_byte_size(*count, data_type) : std::nullopt;
+}
+
+std::optional<std::uint64_t> try_tensor_byte_size(const TensorProto& tensor) noexcept {
+  return try_tensor_byte_size(tensor.dims, tensor.data_type.value_or(TensorProto::kUndefined));
+}
+
 namespace {
 
 // The fields of an inline tensor that hold values: raw_data, then the typed fields.
@@ -520,12 +552,10 @@ std::string fixed_payload_problem(const TensorProto& tensor, std::string_view fi
                                   const DataTypeInfo& info, std::uint64_t elements,
                                   const std::string& shape) {
   const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
-  std::uint64_t bytes = 0;
-  try {
-    bytes = tensor_byte_size(elements, data_type, "dims");
-  } catch (const Error&) {
-    return "dims " + shape + " make more bytes than 64 bits can count";
-  }
+  // The caller found a fixed element size, so only overflow fails.
+  const std::optional<std::uint64_t> size = try_tensor_byte_size(elements, data_type);
+  if (!size) return "dims " + shape + " make more bytes than 64 bits can count";
+  const std::uint64_t bytes = *size;
   if (tensor.raw_data) {
     if (tensor.raw_data->size() == bytes) return {};
     return "raw_data holds " + counted(tensor.raw_data->size(), "byte", "bytes") + ", but dims " +
@@ -559,12 +589,9 @@ std::string payload_problem(const TensorProto& tensor) {
   const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
   const std::string shape = shape_label(tensor, data_type);
   // The size helpers' checks, their errors said in this function's words.
-  std::uint64_t elements = 0;
-  try {
-    elements = element_count(tensor.dims, "dims");
-  } catch (const Error&) {
-    return dims_problem(tensor, shape);
-  }
+  const std::optional<std::uint64_t> count = try_element_count(tensor.dims);
+  if (!count) return dims_problem(tensor, shape);
+  const std::uint64_t elements = *count;
   const DataTypeInfo* info = info_of(data_type);
   if (info == nullptr || info->field == TypedField::kNone) return {};
   if (info->field == TypedField::kStringData) {
