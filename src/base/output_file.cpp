@@ -15,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "check.h"
 #include "file_extent.h"
 #include "onnxzip/error.h"
 #include "output_file_testing.h"
@@ -276,6 +277,7 @@ void AtomicOutputFile::flush_buffer() {
     flushed_position_ += buffer_.size();
     buffer_.clear();
   }
+  ONNXZIP_DCHECK(flushed_position_ == position_);
 }
 
 void AtomicOutputFile::write(ByteSpan bytes) {
@@ -303,6 +305,9 @@ void AtomicOutputFile::write(ByteSpan bytes) {
     flushed_position_ += bytes.size();
   }
   position_ += bytes.size();
+  // What is not yet written is exactly the buffer.
+  ONNXZIP_DCHECK(position_ == flushed_position_ + buffer_.size());
+  ONNXZIP_DCHECK(buffer_.size() <= options_.buffer_size);
 }
 
 // Bytes of a mapped file are copied from the file, never through the mapping (which write() would

@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "bulk_copy.h"
+#include "check.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/output_file.h"
 #include "page_advice.h"
@@ -249,6 +250,7 @@ class ReverseWriter final {
       if (fixed_) throw OutOfRoom{};
       new_chunk(size);
     }
+    ONNXZIP_DCHECK(static_cast<std::size_t>(cur_ - begin_) >= size);
   }
   // Ends the run of bytes written contiguously in the current chunk.
   void close_run() {
@@ -1239,6 +1241,7 @@ std::vector<std::uint8_t> serialize_message(const M& message, const SerializeOpt
   out.reserve(static_cast<std::size_t>(writer.written()));
   detail::advise_huge_pages(out.data(), out.capacity());
   writer.emit([&](ByteSpan piece) { out.insert(out.end(), piece.begin(), piece.end()); });
+  ONNXZIP_DCHECK(out.size() == writer.written());
   return out;
 }
 
@@ -1268,6 +1271,7 @@ std::size_t serialize_message(const M& message, MutableByteSpan out,
   }
   // Written back to front: a message shorter than the span ends at the span's end.
   const auto size = static_cast<std::size_t>(writer.written());
+  ONNXZIP_DCHECK(size <= out.size());
   if (size != out.size()) std::memmove(out.data(), out.data() + (out.size() - size), size);
   return size;
 }

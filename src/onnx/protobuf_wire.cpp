@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "check.h"
+
 namespace onnxzip::wire {
 
 std::string_view to_string(WireType type) noexcept {
@@ -37,7 +39,8 @@ DecodedVarint decode_varint_slow(const std::uint8_t* p, const std::uint8_t* end)
     value |= static_cast<std::uint64_t>(byte & 0x7f) << (7 * i);
     if (!(byte & 0x80)) return {value, p + i + 1, VarintStatus::kOk};
   }
-  return {0, nullptr, VarintStatus::kTooLong};  // Unreachable: the 10th byte decides above.
+  ONNXZIP_DCHECK(false);  // The 10th byte decided above.
+  return {0, nullptr, VarintStatus::kTooLong};
 }
 
 void WireReader::fail(ErrorCode code, std::uint64_t offset, const WireContext& where,

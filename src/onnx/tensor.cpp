@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "check.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/protobuf_wire.h"
@@ -358,7 +359,8 @@ const TypedFieldSlot& slot_of(TypedField field) {
   for (const TypedFieldSlot& slot : kTypedFields) {
     if (slot.field == field) return slot;
   }
-  return kTypedFields[0];  // Unreachable for the fields of kDataTypes.
+  ONNXZIP_DCHECK(false);  // Every field of kDataTypes has a slot.
+  return kTypedFields[0];
 }
 
 // "[4, 300] of FLOAT" ("of 99" for an unknown type), the first dims only when there are many
@@ -468,7 +470,9 @@ std::uint64_t tensor_byte_size(std::uint64_t element_count, std::int32_t data_ty
   // result does.
   const std::string context = std::string(what) + ": byte size";
   const std::uint64_t whole = checked_mul(element_count / 8, bits, context);
-  return checked_add(whole, ((element_count % 8) * bits + 7) / 8, context);
+  const std::uint64_t size = checked_add(whole, ((element_count % 8) * bits + 7) / 8, context);
+  ONNXZIP_DCHECK(try_tensor_byte_size(element_count, data_type) == size);
+  return size;
 }
 
 std::uint64_t tensor_byte_size(std::span<const std::int64_t> dims, std::int32_t data_type,

@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "check.h"
 #include "crc_worker.h"
 #include "little_endian.h"
 #include "message_text.h"
@@ -48,6 +49,7 @@ void write_local_header(AtomicOutputFile& file, const EntryLayout& layout, std::
                         std::uint32_t crc, std::uint32_t alignment) {
   file.write_zeros(layout.gap);
   file.write(zip::encode_local_header(layout, name, crc, alignment));
+  ONNXZIP_DCHECK(file.position() == layout.data_offset);
 }
 
 // Appends `data` to the file and returns crc32(data, previous). Large data is copied on this
@@ -204,6 +206,8 @@ void ZipWriter::check_size(std::string_view name, std::uint64_t size) const {
 }
 
 void ZipWriter::remember(WrittenEntry entry) {
+  ONNXZIP_DCHECK(entry.data_offset % alignment_ == 0);
+  ONNXZIP_DCHECK(file_->position() == entry.data_offset + entry.size);
   lowered_names_.emplace(ascii_lower(entry.name), entries_.size());
   entries_.push_back(std::move(entry));
 }
@@ -230,6 +234,7 @@ const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data) {
       const std::vector<std::uint8_t> header =
           zip::encode_local_header(layout, name, crc, alignment_);
       head.insert(head.end(), header.begin(), header.end());
+      ONNXZIP_DCHECK(start + head.size() == layout.data_offset);
       file_->write_at(start, head);
       remember(written_entry(layout, name, crc));
     }
