@@ -82,7 +82,7 @@ std::size_t expected_entry_count(const ModelProto& model, std::uint64_t threshol
 std::string error_message_of_verify(const VerifyReport& report) {
   std::string text;
   for (const VerifyFinding& f : report.findings) {
-    text += std::string(to_string(f.severity)) + ": " + f.message + "\n";
+    text += std::string(to_string(f.severity)) + ": " + to_string(f) + "\n";
   }
   return text;
 }
@@ -1079,7 +1079,13 @@ TEST(ArchiveVerify, ReportsUnreferencedEntriesAndNonArchives) {
   const VerifyReport text = verify(dir / "text.onnxz");
   ASSERT_EQ(text.findings.size(), 1u);
   EXPECT_EQ(text.findings[0].severity, VerifyFinding::Severity::kError);
-  EXPECT_CONTAINS(text.findings[0].message, "text.onnxz");
+  // The file is the finding's place, not part of its message.
+  EXPECT_EQ(text.findings[0].place.file, (dir / "text.onnxz").string());
+  EXPECT_EQ(text.findings[0].message,
+            "not a ZIP archive: 16 bytes cannot hold an end of central directory record (22 "
+            "bytes)");
+  EXPECT_EQ(to_string(text.findings[0]),
+            (dir / "text.onnxz").string() + ": " + text.findings[0].message);
 }
 
 TEST(ArchiveVerify, ReportsInlinePayloadsThatDisagreeWithTheirTensor) {
@@ -1114,12 +1120,16 @@ TEST(ArchiveVerify, ReportsInlinePayloadsThatDisagreeWithTheirTensor) {
   EXPECT_EQ(report.findings[0].entry, kModelEntryName);
   EXPECT_EQ(report.findings[0].offset, model_entry.data_offset);
   EXPECT_EQ(report.findings[0].tensor, "unnamed tensor at graph/node[0]/attribute[0]/t");
+  // The message is the problem alone; to_string(finding) is the line with its place.
   EXPECT_EQ(report.findings[0].message,
+            "carries both raw_data and int64_data; which one is the payload? (spec §9.4 item 5)");
+  EXPECT_EQ(to_string(report.findings[0]),
             path +
                 ": unnamed tensor at graph/node[0]/attribute[0]/t: carries both raw_data and "
                 "int64_data; which one is the payload? (spec §9.4 item 5)");
   EXPECT_EQ(report.findings[1].tensor, "tensor 'short' at graph/initializer[1]");
-  EXPECT_EQ(report.findings[1].message,
+  EXPECT_EQ(report.findings[1].place.tensor, report.findings[1].tensor);
+  EXPECT_EQ(to_string(report.findings[1]),
             path +
                 ": tensor 'short' at graph/initializer[1]: raw_data holds 100 bytes, but dims "
                 "[4, 300] of FLOAT make 4800 bytes (spec §9.4 item 5)");

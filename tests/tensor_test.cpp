@@ -108,11 +108,38 @@ TEST(TensorByteSize, FromDimsWithSubByteTypesPacked) {
   };
   for (const Case& c : cases) {
     EXPECT_EQ(tensor_byte_size(c.dims, c.type), c.bytes) << data_type_name(c.type);
+    EXPECT_EQ(try_tensor_byte_size(c.dims, c.type), c.bytes) << data_type_name(c.type);
   }
   // count * bits would overflow here, the byte size does not.
   EXPECT_EQ(tensor_byte_size(std::uint64_t{1} << 63, TensorProto::kInt4), std::uint64_t{1} << 62);
+  EXPECT_EQ(try_tensor_byte_size(std::uint64_t{1} << 63, TensorProto::kInt4),
+            std::uint64_t{1} << 62);
   EXPECT_EQ(tensor_byte_size(std::numeric_limits<std::uint64_t>::max(), TensorProto::kUint8),
             std::numeric_limits<std::uint64_t>::max());
+}
+
+TEST(TensorByteSize, TryFormsGiveNoSizeWhereTheThrowingOnesFail) {
+  const std::vector<std::int64_t> huge = {std::int64_t{1} << 62, 8};
+  EXPECT_EQ(try_element_count(huge), std::nullopt);
+  EXPECT_EQ(try_tensor_byte_size(huge, TensorProto::kUint8), std::nullopt);
+  const std::vector<std::int64_t> large = {std::int64_t{1} << 62};
+  EXPECT_EQ(try_element_count(large), std::uint64_t{1} << 62);
+  EXPECT_EQ(try_tensor_byte_size(large, TensorProto::kFloat), std::nullopt);
+  const std::vector<std::int64_t> negative = {3, -1};
+  EXPECT_EQ(try_element_count(negative), std::nullopt);
+  // A zero dimension makes the count 0 whatever follows, as element_count says.
+  const std::vector<std::int64_t> empty = {0, std::int64_t{1} << 62, 8};
+  EXPECT_EQ(try_element_count(empty), element_count(empty));
+  TensorProto strings;
+  strings.data_type = TensorProto::kString;
+  EXPECT_EQ(try_tensor_byte_size(strings), std::nullopt);
+  TensorProto unknown;
+  unknown.data_type = 99;
+  EXPECT_EQ(try_tensor_byte_size(unknown), std::nullopt);
+  TensorProto floats;
+  floats.data_type = TensorProto::kFloat;
+  floats.dims = {2, 3};
+  EXPECT_EQ(try_tensor_byte_size(floats), tensor_byte_size(floats));
 }
 
 TEST(TensorByteSize, RejectsOverflowNegativeDimsAndTypesWithoutASize) {

@@ -39,6 +39,7 @@
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/entry_sink.h"
+#include "onnxzip/error.h"
 #include "onnxzip/http_source.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
@@ -336,10 +337,16 @@ struct VerifyFinding {
   std::string entry;   // "" when the finding concerns no entry.
   std::string tensor;  // "" when it concerns no tensor; else name and site.
   std::uint64_t offset = 0;
-  std::string message;
+  std::string message;  // The problem alone: the place is in the fields and `place`.
+  // The place as a line names it: the file, the tensor label, the entry phrase ("entry 'w' at
+  // offset 0"); parts that do not apply are "".
+  ErrorContext place{};
 };
 
 std::string_view to_string(VerifyFinding::Severity severity) noexcept;
+// The finding as one line, "<file>: <tensor>: <entry>: <message>" over the parts of `place`
+// that are not empty, as an Error with that context words its message.
+std::string to_string(const VerifyFinding& finding);
 
 struct VerifyReport {
   std::vector<VerifyFinding> findings;

@@ -42,6 +42,10 @@ struct ErrorContext {
   std::string entry{};
 };
 
+// "<file>: <tensor>: <entry>: <problem>" over the parts of `context` that are not empty: the one
+// way a place and a problem become a line (Error::message() and the verify findings use it).
+std::string compose_message(const ErrorContext& context, std::string_view problem);
+
 class Error final : public std::runtime_error {
  public:
   // `message` says what is wrong and names whatever place the thrower knows.

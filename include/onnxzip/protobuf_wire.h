@@ -246,8 +246,9 @@ struct WireContext {
 };
 
 // Reads protobuf wire data from a bounded range of untrusted bytes. Never reads outside the
-// range; every failure throws Error with the message "<source>: offset N: <context>: <problem>",
-// N being the absolute offset (base_offset + position in the outermost reader). Sub-readers made
+// range; every failure throws Error with `source` as its context's file part ("" for none: the
+// caller adds the place) and the problem "offset N: <context>: <problem>", N being the absolute
+// offset (base_offset + position in the outermost reader). Sub-readers made
 // by sub_reader() share the source and the offset origin. The reader borrows the bytes and the
 // source name; both must outlive it.
 class WireReader final {

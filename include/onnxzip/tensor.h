@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -47,6 +48,15 @@ std::uint64_t tensor_byte_size(std::span<const std::int64_t> dims, std::int32_t 
                                std::string_view what = "tensor");
 // From the tensor's dims and data_type (0 when absent); messages name the tensor.
 std::uint64_t tensor_byte_size(const TensorProto& tensor);
+
+// The same sizes without the errors, std::nullopt where those throw: for a caller that words the
+// problem itself, or only describes the tensor.
+std::optional<std::uint64_t> try_element_count(std::span<const std::int64_t> dims) noexcept;
+std::optional<std::uint64_t> try_tensor_byte_size(std::uint64_t element_count,
+                                                  std::int32_t data_type) noexcept;
+std::optional<std::uint64_t> try_tensor_byte_size(std::span<const std::int64_t> dims,
+                                                  std::int32_t data_type) noexcept;
+std::optional<std::uint64_t> try_tensor_byte_size(const TensorProto& tensor) noexcept;
 
 // How messages name a tensor: "tensor 'w'" (the name quoted and escaped so that the message
 // stays one printable line, as every message shows text from a file) or "unnamed tensor", then

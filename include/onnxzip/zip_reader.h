@@ -72,6 +72,7 @@
 
 #include "onnxzip/byte_source.h"
 #include "onnxzip/bytes.h"
+#include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
 
 namespace onnxzip {
@@ -300,7 +301,7 @@ class ZipReader final {
   void parse(const ZipTrailerResolver& trailer);
 
   const ZipEntry& own_entry(const ZipEntry& entry, const char* operation) const;
-  std::string entry_place(const ZipEntry& entry) const;
+  ErrorContext entry_place(const ZipEntry& entry) const;
   // The entry's compressed bytes, its local header read and checked first when the open left
   // that to the read (kOnRead): `located` is then the entry with its data located.
   TensorBytes compressed_data(const ZipEntry& e, std::optional<ZipEntry>& located) const;

@@ -478,7 +478,8 @@ std::string convert(const std::filesystem::path& in, const std::filesystem::path
   return format == onnxzip::ModelFormat::kOnnxz ? "onnxz" : "legacy";
 }
 
-// (severity, entry, tensor, offset, message) per finding.
+// (severity, entry, tensor, offset, message) per finding; the message is the whole line, its
+// place included (onnxzip::to_string(VerifyFinding)).
 py::list verify(const std::filesystem::path& path, const bool check_crc) {
   onnxzip::VerifyOptions options;
   options.check_crc = check_crc;
@@ -491,7 +492,7 @@ py::list verify(const std::filesystem::path& path, const bool check_crc) {
   for (const onnxzip::VerifyFinding& f : report.findings) {
     result.append(py::make_tuple(std::string(onnxzip::to_string(f.severity)), file_text(f.entry),
                                  file_text(f.tensor), f.offset,
-                                 file_text(f.message, "backslashreplace")));
+                                 file_text(onnxzip::to_string(f), "backslashreplace")));
   }
   return result;
 }

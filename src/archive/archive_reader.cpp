@@ -54,9 +54,12 @@ std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOption
 
   const ZipEntry* model_entry = archive_detail::find_model_entry(reader, fail);
   state->model_bytes = entry_payload(reader, *model_entry, options.verify_crc);
-  state->model =
-      parse_message<ModelProto>(state->model_bytes.view(), state->model_bytes.owner(),
-                                options.parse, source + ": entry " + quote(kModelEntryName));
+  state->model = with_error_context(
+      [] { return ErrorContext{.entry = "entry " + quote(kModelEntryName)}; },
+      [&] {
+        return parse_message<ModelProto>(state->model_bytes.view(), state->model_bytes.owner(),
+                                         options.parse, source);
+      });
 
   // Each entry's payload is fetched once, however many tensors share it: the first tensor that
   // refers to entry e is first_tensor[e.index].

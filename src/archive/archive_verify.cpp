@@ -45,19 +45,27 @@ class Verifier final {
   void run(const ZipReader& zip);
 
  private:
+  // A finding at `place`, which gets the archive's name as its file.
   void add(Severity severity, std::string entry, std::string tensor, std::uint64_t offset,
-           std::string message) {
-    report_.findings.push_back(
-        {severity, std::move(entry), std::move(tensor), offset, std::move(message)});
+           ErrorContext place, std::string problem) {
+    if (place.file.empty()) place.file = zip_->source_name();
+    report_.findings.push_back({severity, std::move(entry), std::move(tensor), offset,
+                                std::move(problem), std::move(place)});
   }
-  void warn(const ZipEntry& e, std::uint64_t offset, const std::string& message) {
-    add(Severity::kWarning, e.name, "", offset,
-        zip_->source_name() + ": entry " + quote(e.name) + ": " + message);
+  // A finding of what a reader refused with `error`, at the place the error names.
+  void add(Severity severity, std::string entry, std::uint64_t offset, const Error& error,
+           std::string_view note = "") {
+    add(severity, std::move(entry), "", offset, error.context(),
+        error.problem() + std::string(note));
+  }
+  void warn(const ZipEntry& e, std::uint64_t offset, std::string problem) {
+    add(Severity::kWarning, e.name, "", offset, {.entry = "entry " + quote(e.name)},
+        std::move(problem));
   }
   archive_detail::IssueSink collector() {
     return [this](archive_detail::Issue issue) {
-      const std::string message = issue.error(zip_->source_name()).message();
-      add(issue.severity, std::move(issue.entry), std::move(issue.tensor), issue.offset, message);
+      add(issue.severity, std::move(issue.entry), std::move(issue.tensor), issue.offset,
+          std::move(issue.place), std::move(issue.problem));
     };
   }
 
@@ -95,14 +103,13 @@ void Verifier::run(const ZipReader& zip) {
   // The declared alignment first, so every entry and gap is judged by it.
   for (const ZipEntry& e : zip.entries()) check_extra_fields(e);
   if (const std::optional<ZipTrailer>& edit = zip.trailer()) {  // spec §9.6 item 3.
-    add(Severity::kWarning, "", "", edit->offset,
-        zip.source_name() + ": interrupted_edit: " + edit->finding + " (spec §9.3)");
+    add(Severity::kWarning, "", "", edit->offset, {},
+        "interrupted_edit: " + edit->finding + " (spec §9.3)");
   }
   for (const ZipFinding& finding : zip.findings()) {
     if (finding.kind == ZipFindingKind::kGap && is_required_gap(finding)) continue;
-    add(Severity::kWarning, finding.entry, "", finding.offset,
-        zip.source_name() + ": " + std::string(to_string(finding.kind)) + ": " + finding.message +
-            " (spec §9.3)");
+    add(Severity::kWarning, finding.entry, "", finding.offset, {},
+        std::string(to_string(finding.kind)) + ": " + finding.message + " (spec §9.3)");
   }
   check_archive_records();
   bool central_order_reported = false;
@@ -158,8 +165,8 @@ void Verifier::check_archive_records() {
                       zip.central_directory_offset() >= zip::kSentinel32 ||
                       zip.central_directory_size() >= zip::kSentinel32;
   if (zip.has_zip64_end_record() && !needed) {
-    add(Severity::kWarning, "", "", zip.tail_offset(),
-        zip.source_name() + ": zip64 end records where no value needs them (spec §5.2)");
+    add(Severity::kWarning, "", "", zip.tail_offset(), {},
+        "zip64 end records where no value needs them (spec §5.2)");
   }
 }
 
@@ -306,7 +313,7 @@ void Verifier::check_crc(const ZipEntry& e) {
       zip_->verify(e);
     }
   } catch (const Error& error) {
-    add(Severity::kError, e.name, "", e.data_offset, error.message());
+    add(Severity::kError, e.name, e.data_offset, error);
   }
 }
 
@@ -316,11 +323,14 @@ void Verifier::check_model(const ZipEntry& model_entry) {
   try {
     const TensorBytes bytes = archive_detail::entry_payload(zip, model_entry, false);
     // The model outlives `bytes`: with parse.no_copy, what it borrows must hold their owner.
-    model = parse_message<ModelProto>(bytes.view(), bytes.owner(), options_.parse,
-                                      zip.source_name() + ": entry " + quote(kModelEntryName));
+    model =
+        with_error_context([] { return ErrorContext{.entry = "entry " + quote(kModelEntryName)}; },
+                           [&] {
+                             return parse_message<ModelProto>(bytes.view(), bytes.owner(),
+                                                              options_.parse, zip.source_name());
+                           });
   } catch (const Error& error) {
-    add(Severity::kError, model_entry.name, "", model_entry.data_offset,
-        error.message() + " (spec §9.4 item 2)");
+    add(Severity::kError, model_entry.name, model_entry.data_offset, error, " (spec §9.4 item 2)");
     return;
   }
   const archive_detail::IssueSink sink = collector();
@@ -336,14 +346,13 @@ void Verifier::check_model(const ZipEntry& model_entry) {
     }
     if (!tensor.external_data.empty()) {
       const std::string label = tensor_label(tensor, site.path);
-      add(Severity::kWarning, "", label, 0,
-          zip.source_name() + ": " + label +
-              ": external_data on a tensor whose data_location is not EXTERNAL (ignored)");
+      add(Severity::kWarning, "", label, 0, {.tensor = label},
+          "external_data on a tensor whose data_location is not EXTERNAL (ignored)");
     }
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
       const std::string label = tensor_label(tensor, site.path);
-      add(Severity::kWarning, model_entry.name, label, model_entry.data_offset,
-          zip.source_name() + ": " + label + ": " + problem + " (spec §9.4 item 5)");
+      add(Severity::kWarning, model_entry.name, label, model_entry.data_offset, {.tensor = label},
+          problem + " (spec §9.4 item 5)");
     }
   });
 }
@@ -352,6 +361,10 @@ void Verifier::check_model(const ZipEntry& model_entry) {
 
 std::string_view to_string(VerifyFinding::Severity severity) noexcept {
   return severity == VerifyFinding::Severity::kError ? "error" : "warning";
+}
+
+std::string to_string(const VerifyFinding& finding) {
+  return compose_message(finding.place, finding.message);
 }
 
 bool VerifyReport::loadable() const noexcept {
@@ -369,7 +382,8 @@ VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options,
     zip.emplace(archive_detail::open_zip(
         ByteSource::of_bytes(archive_bytes, kNoOwner, std::string(source_name)), options.zip));
   } catch (const Error& error) {
-    report.findings.push_back({Severity::kError, "", "", 0, error.message()});
+    report.findings.push_back({Severity::kError, "", "", 0, error.problem(),
+                               error.with_context({.file = std::string(source_name)}).context()});
     return report;
   }
   Verifier(options, report).run(*zip);

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "archive_internal.h"
+#include "check.h"
 #include "crc32.h"
 #include "onnxzip/tensor.h"
 #include "progress_meter.h"
@@ -186,7 +187,8 @@ std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
       fail(problem + " (spec §7.3)");
     }
-    const std::uint64_t size = tensor_byte_size(tensor.dims, data_type, "dims");  // Checked.
+    ONNXZIP_DCHECK(try_tensor_byte_size(tensor.dims, data_type).has_value());
+    const std::uint64_t size = tensor_byte_size(tensor.dims, data_type, "dims");
     if (size < options.threshold) return;
     candidates.push_back({&tensor, size});
   });
@@ -264,13 +266,7 @@ TensorRef ArchiveWriter::add_tensor(std::string_view tensor_name, std::int32_t d
   }
   // The size is known from dims before any byte is produced; check_added_tensor compares it
   // with itself, so only the type and the dims are checked here.
-  std::uint64_t size = 0;
-  if (element_bits(data_type) != 0) {
-    try {
-      size = tensor_byte_size(dims, data_type, "dims");
-    } catch (const Error&) {
-    }
-  }
+  const std::uint64_t size = try_tensor_byte_size(dims, data_type).value_or(0);
   state_->check_added_tensor(tensor_name, data_type, dims, size);
   try {
     return state_->remember(state_->zip.add(state_->namer.name_for(tensor_name), size, producer));
@@ -317,7 +313,9 @@ std::uint64_t externalized_bytes(const ModelProto& model, const SaveOptions& opt
   for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (tensor.data_location == TensorProto::kExternal) return;
     if (!may_externalize(tensor, site.place, options) || !payload_problem(tensor).empty()) return;
-    const std::uint64_t size = tensor_byte_size(tensor);  // Cannot fail: payload_problem checked.
+    // may_externalize and payload_problem checked the type and the dims.
+    ONNXZIP_DCHECK(try_tensor_byte_size(tensor).has_value());
+    const std::uint64_t size = tensor_byte_size(tensor);
     if (size >= options.threshold && __builtin_add_overflow(total, size, &total)) {
       total = std::numeric_limits<std::uint64_t>::max();  // Only a total: saturate.
     }

@@ -15,10 +15,10 @@ namespace {
 
 void check_range(const ByteSource& source, std::uint64_t offset, std::uint64_t length) {
   if (!fits(offset, length, source.size())) {
-    throw Error(ErrorCode::kInvalidArgument, source.name() + ": a read of " +
-                                                 std::to_string(length) + " bytes at offset " +
-                                                 std::to_string(offset) + " lies outside its " +
-                                                 std::to_string(source.size()) + " bytes");
+    throw Error(ErrorCode::kInvalidArgument, {.file = source.name()},
+                "a read of " + std::to_string(length) + " bytes at offset " +
+                    std::to_string(offset) + " lies outside its " + std::to_string(source.size()) +
+                    " bytes");
   }
 }
 
@@ -119,15 +119,16 @@ class RangeSource final : public ByteSource {
     check_range(*this, offset, out.size());
     const ssize_t n = pread_all(fd_.get(), offset, out);
     if (n < 0) {
-      throw Error(ErrorCode::kIo, name_ + ": cannot read " + std::to_string(out.size()) +
-                                      " bytes at offset " + std::to_string(offset) + ": " +
-                                      std::strerror(errno));
+      throw Error(ErrorCode::kIo, {.file = name_},
+                  "cannot read " + std::to_string(out.size()) + " bytes at offset " +
+                      std::to_string(offset) + ": " + std::strerror(errno));
     }
     if (static_cast<std::size_t>(n) != out.size()) {
-      throw Error(ErrorCode::kIo, name_ + ": the file shrank while it was being read (it had " +
-                                      std::to_string(size_) + " bytes; a read at offset " +
-                                      std::to_string(offset) + " found its end at offset " +
-                                      std::to_string(offset + static_cast<std::uint64_t>(n)) + ")");
+      throw Error(ErrorCode::kIo, {.file = name_},
+                  "the file shrank while it was being read (it had " + std::to_string(size_) +
+                      " bytes; a read at offset " + std::to_string(offset) +
+                      " found its end at offset " +
+                      std::to_string(offset + static_cast<std::uint64_t>(n)) + ")");
     }
   }
 

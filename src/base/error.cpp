@@ -3,19 +3,19 @@
 namespace onnxzip {
 namespace {
 
-std::string compose(const ErrorContext& context, const std::string& problem) {
+std::string with_code(ErrorCode code, const std::string& message) {
+  return std::string(to_string(code)) + ": " + message;
+}
+
+}  // namespace
+
+std::string compose_message(const ErrorContext& context, std::string_view problem) {
   std::string message;
   for (const std::string* part : {&context.file, &context.tensor, &context.entry}) {
     if (!part->empty()) message.append(*part).append(": ");
   }
   return message.append(problem);
 }
-
-std::string with_code(ErrorCode code, const std::string& message) {
-  return std::string(to_string(code)) + ": " + message;
-}
-
-}  // namespace
 
 std::string_view to_string(ErrorCode code) noexcept {
   switch (code) {
@@ -44,11 +44,11 @@ Error::Error(ErrorCode code, const std::string& message)
       message_(message) {}
 
 Error::Error(ErrorCode code, ErrorContext context, std::string problem)
-    : std::runtime_error(with_code(code, compose(context, problem))),
+    : std::runtime_error(with_code(code, compose_message(context, problem))),
       code_(code),
       context_(std::move(context)),
       problem_(std::move(problem)),
-      message_(compose(context_, problem_)) {}
+      message_(compose_message(context_, problem_)) {}
 
 Error Error::with_context(const ErrorContext& outer) const {
   ErrorContext context = context_;

@@ -148,7 +148,7 @@ bool read_slot(const Slot& slot, std::uintptr_t address, char* name,
 // --- Getting the bytes ---
 
 [[noreturn]] void fail_io(const std::string& name, const std::string& problem) {
-  throw Error(ErrorCode::kIo, name + ": " + problem);
+  throw Error(ErrorCode::kIo, {.file = name}, problem);
 }
 
 std::uint64_t regular_size(const Fd& fd, const std::string& name) {
@@ -223,7 +223,9 @@ std::shared_ptr<const MappedFile> MappedFile::adopt(int fd, std::filesystem::pat
   auto impl = std::make_unique<Impl>();
   impl->fd = Fd(fd);
   const std::string label = name.string();
-  if (fd < 0) throw Error(ErrorCode::kInvalidArgument, label + ": adopt: no file descriptor");
+  if (fd < 0) {
+    throw Error(ErrorCode::kInvalidArgument, {.file = label}, "adopt: no file descriptor");
+  }
   const std::size_t size = checked_size(regular_size(impl->fd, label), label);
 
   // Boost maps only by path, and a second open by the file's own path could find another file

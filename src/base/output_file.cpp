@@ -15,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "check.h"
 #include "file_extent.h"
 #include "onnxzip/error.h"
 #include "output_file_testing.h"
@@ -96,7 +97,7 @@ fs::path folder_of(const fs::path& file) {
 }
 
 [[noreturn]] void refuse(const fs::path& path, const std::string& why) {
-  throw Error(ErrorCode::kInvalidArgument, path.string() + ": " + why);
+  throw Error(ErrorCode::kInvalidArgument, {.file = path.string()}, why);
 }
 
 // The file a new regular file may replace at `path`: `path` itself when nothing or a regular file
@@ -107,7 +108,7 @@ fs::path replaceable_destination(const fs::path& path, bool follow_symlinks) {
   if (::lstat(path.c_str(), &status) != 0) {
     const int error = errno;
     if (error == ENOENT) return path;  // A missing folder is reported when the file is created.
-    throw Error(ErrorCode::kIo, path.string() + ": cannot examine: " + errno_text(error));
+    throw Error(ErrorCode::kIo, {.file = path.string()}, "cannot examine: " + errno_text(error));
   }
   if (S_ISREG(status.st_mode)) return path;
   if (!S_ISLNK(status.st_mode)) {
@@ -157,15 +158,15 @@ class SetSwap final {
     if (::lstat(destination.c_str(), &status) != 0) return;  // Nothing there.
     const fs::path aside = temporary_name(destination);
     if (const int error = rename_file(destination, aside); error != 0) {
-      throw Error(ErrorCode::kIo, destination.string() + ": cannot move the old file aside to " +
-                                      aside.string() + ": " + errno_text(error));
+      throw Error(ErrorCode::kIo, {.file = destination.string()},
+                  "cannot move the old file aside to " + aside.string() + ": " + errno_text(error));
     }
     moved_.push_back({destination, aside});
   }
   void place(const fs::path& temporary, const fs::path& destination) {
     if (const int error = rename_file(temporary, destination); error != 0) {
-      throw Error(ErrorCode::kIo, destination.string() + ": cannot rename " + temporary.string() +
-                                      " over it: " + errno_text(error));
+      throw Error(ErrorCode::kIo, {.file = destination.string()},
+                  "cannot rename " + temporary.string() + " over it: " + errno_text(error));
     }
     placed_.push_back(destination);
   }
@@ -200,7 +201,7 @@ AtomicOutputFile::AtomicOutputFile(fs::path destination, OutputFileOptions optio
                                    std::size_t buffer_size)
     : options_(options), buffer_size_(buffer_size) {
   if (destination.filename().empty()) {
-    throw Error(ErrorCode::kInvalidArgument, destination.string() + ": not a file name");
+    throw Error(ErrorCode::kInvalidArgument, {.file = destination.string()}, "not a file name");
   }
   destination_ = replaceable_destination(destination, options_.follow_symlinks);
   folder_ = folder_of(destination_);
@@ -208,20 +209,21 @@ AtomicOutputFile::AtomicOutputFile(fs::path destination, OutputFileOptions optio
   // file gets 0666 minus the umask, the permissions any ordinary new file of the user would get.
   fd_ = ::open(folder_.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
   if (fd_ < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
-    throw Error(ErrorCode::kIo, destination_.string() + ": cannot create a temporary file in " +
-                                    folder_.string() + ": " + errno_text(errno));
+    throw Error(ErrorCode::kIo, {.file = destination_.string()},
+                "cannot create a temporary file in " + folder_.string() + ": " + errno_text(errno));
   }
   // File systems without unnamed files: a hidden named one, created exclusively.
   for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
     temporary_ = temporary_name(destination_);
     fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ < 0 && errno != EEXIST) {
-      throw Error(ErrorCode::kIo, destination_.string() + ": cannot create temporary file " +
-                                      temporary_.string() + ": " + errno_text(errno));
+      throw Error(ErrorCode::kIo, {.file = destination_.string()},
+                  "cannot create temporary file " + temporary_.string() + ": " + errno_text(errno));
     }
   }
   if (fd_ < 0) {
-    throw Error(ErrorCode::kIo, destination_.string() + ": cannot find a free temporary name");
+    throw Error(ErrorCode::kIo, {.file = destination_.string()},
+                "cannot find a free temporary name");
   }
   detail::SplicePipeShelf::instance().add_user();
   buffer_.reserve(buffer_size_);
@@ -246,8 +248,8 @@ void AtomicOutputFile::discard() noexcept {
 
 void AtomicOutputFile::ensure_open(const char* operation) const {
   if (fd_ < 0) {
-    throw Error(ErrorCode::kBadState, destination_.string() + ": " + operation +
-                                          " after the file was committed or abandoned");
+    throw Error(ErrorCode::kBadState, {.file = destination_.string()},
+                std::string(operation) + " after the file was committed or abandoned");
   }
 }
 
@@ -266,8 +268,8 @@ void AtomicOutputFile::write_fully(const std::uint8_t* data, std::size_t size,
 
 void AtomicOutputFile::fail_write(int error, std::uint64_t offset) {
   discard();
-  throw Error(ErrorCode::kIo, destination_.string() + ": write at offset " +
-                                  std::to_string(offset) + " failed: " + errno_text(error));
+  throw Error(ErrorCode::kIo, {.file = destination_.string()},
+              "write at offset " + std::to_string(offset) + " failed: " + errno_text(error));
 }
 
 void AtomicOutputFile::flush_buffer() {
@@ -276,6 +278,7 @@ void AtomicOutputFile::flush_buffer() {
     flushed_position_ += buffer_.size();
     buffer_.clear();
   }
+  ONNXZIP_DCHECK(flushed_position_ == position_);
 }
 
 void AtomicOutputFile::write(ByteSpan bytes) {
@@ -303,6 +306,9 @@ void AtomicOutputFile::write(ByteSpan bytes) {
     flushed_position_ += bytes.size();
   }
   position_ += bytes.size();
+  // What is not yet written is exactly the buffer.
+  ONNXZIP_DCHECK(position_ == flushed_position_ + buffer_.size());
+  ONNXZIP_DCHECK(buffer_.size() <= options_.buffer_size);
 }
 
 // Bytes of a mapped file are copied from the file, never through the mapping (which write() would
@@ -442,14 +448,14 @@ void AtomicOutputFile::fail_source(int error, std::uint64_t source_offset,
                                    const detail::FileExtent& extent, std::uint64_t size) {
   discard();
   if (error == 0) {
-    throw Error(ErrorCode::kIo, destination_.string() + ": the source file ended at offset " +
-                                    std::to_string(source_offset) + ", before the " +
-                                    std::to_string(size) + " bytes to copy from offset " +
-                                    std::to_string(extent.offset) + " (was it truncated?)");
+    throw Error(ErrorCode::kIo, {.file = destination_.string()},
+                "the source file ended at offset " + std::to_string(source_offset) +
+                    ", before the " + std::to_string(size) + " bytes to copy from offset " +
+                    std::to_string(extent.offset) + " (was it truncated?)");
   }
-  throw Error(ErrorCode::kIo, destination_.string() + ": copying from offset " +
-                                  std::to_string(source_offset) +
-                                  " of the source file failed: " + errno_text(error));
+  throw Error(ErrorCode::kIo, {.file = destination_.string()},
+              "copying from offset " + std::to_string(source_offset) +
+                  " of the source file failed: " + errno_text(error));
 }
 
 void AtomicOutputFile::reserve(std::uint64_t count) {
@@ -471,8 +477,8 @@ void AtomicOutputFile::write_zeros(std::uint64_t count) {
 void AtomicOutputFile::write_at(std::uint64_t offset, ByteSpan bytes) {
   ensure_open("write_at");
   if (!fits(offset, bytes.size(), position_)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                destination_.string() + ": write_at offset " + std::to_string(offset) + " length " +
+    throw Error(ErrorCode::kInvalidArgument, {.file = destination_.string()},
+                "write_at offset " + std::to_string(offset) + " length " +
                     std::to_string(bytes.size()) + " is past the written end " +
                     std::to_string(position_));
   }
@@ -485,7 +491,7 @@ void AtomicOutputFile::seal() {
   flush_buffer();
   const auto fail = [&](const std::string& what, int error) {
     discard();
-    throw Error(ErrorCode::kIo, destination_.string() + ": " + what + ": " + errno_text(error));
+    throw Error(ErrorCode::kIo, {.file = destination_.string()}, what + ": " + errno_text(error));
   };
   if (options_.durable && ::fsync(fd_) != 0) fail("fsync failed", errno);
   if (temporary_.empty()) {
@@ -519,8 +525,8 @@ void AtomicOutputFile::publish() {
   }
   if (const int error = rename_file(temporary_, destination_); error != 0) {
     discard();
-    throw Error(ErrorCode::kIo, destination_.string() + ": cannot rename " + temporary_.string() +
-                                    " over it: " + errno_text(error));
+    throw Error(ErrorCode::kIo, {.file = destination_.string()},
+                "cannot rename " + temporary_.string() + " over it: " + errno_text(error));
   }
   committed_ = true;
   temporary_.clear();

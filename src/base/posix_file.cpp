@@ -64,13 +64,14 @@ std::string path_of_descriptor(int fd) {
 namespace {
 
 [[noreturn]] void fail_not_regular(const std::filesystem::path& path, mode_t mode) {
-  throw Error(ErrorCode::kIo,
-              path.string() + ": not a regular file (" + file_type_name(mode) + ")");
+  throw Error(ErrorCode::kIo, {.file = path.string()},
+              "not a regular file (" + std::string(file_type_name(mode)) + ")");
 }
 
 [[noreturn]] void fail_errno(const std::filesystem::path& path, const char* what, int error) {
-  if (error == ENOENT) throw Error(ErrorCode::kNotFound, path.string() + ": no such file");
-  throw Error(ErrorCode::kIo, path.string() + ": " + what + ": " + std::strerror(error));
+  if (error == ENOENT) throw Error(ErrorCode::kNotFound, {.file = path.string()}, "no such file");
+  throw Error(ErrorCode::kIo, {.file = path.string()},
+              what + std::string(": ") + std::strerror(error));
 }
 
 }  // namespace

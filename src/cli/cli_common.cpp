@@ -194,10 +194,13 @@ std::string in_tool_terms(std::string message) {
   return message;
 }
 
+std::string with_file(const std::filesystem::path& file, const Error& error) {
+  if (!error.context().file.empty()) return error.message();
+  return error.with_context({.file = file.string()}).message();
+}
+
 std::string with_file(const std::filesystem::path& file, std::string_view message) {
-  const std::string name = file.string();
-  if (message.starts_with(name + ": ")) return std::string(message);
-  return name + ": " + std::string(message);
+  return compose_message({.file = file.string()}, message);
 }
 
 }  // namespace onnxzip::cli

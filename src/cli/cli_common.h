@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/zip_reader.h"
 
@@ -109,9 +110,10 @@ std::string human_bytes(std::uint64_t bytes);
 // form "ZipReaderOptions::<field>") become the flags that set them, as --max-ratio N.
 std::string in_tool_terms(std::string message);
 
-// "FILE: message" unless the message already starts with "FILE: " (library errors and verify
-// findings name the file themselves; IR problems do not). Give an onnxzip::Error's message(),
-// never its what(), which starts with the code.
+// The error's message, naming `file` when the error names no file of its own (a thrower that
+// knew the file said so in the error's context). Never what(), which starts with the code.
+std::string with_file(const std::filesystem::path& file, const Error& error);
+// "FILE: message", for a message that names no file (an IR problem's).
 std::string with_file(const std::filesystem::path& file, std::string_view message);
 
 // Registers each command under `app` (definitions in the cli_*.cpp files).

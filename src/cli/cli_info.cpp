@@ -63,11 +63,7 @@ std::uint64_t inline_bytes(const TensorProto& tensor) {
     for (const Text& s : tensor.string_data) total += s.size();
     return total;
   }
-  try {
-    return tensor_byte_size(tensor);
-  } catch (const Error&) {
-    return 0;  // info describes, verify judges.
-  }
+  return try_tensor_byte_size(tensor).value_or(0);  // info describes, verify judges.
 }
 
 // --- What info reports, gathered once and rendered as text or JSON ---
@@ -216,12 +212,7 @@ void describe_reference(const TensorProto& tensor, LegacyTensor& t) {
     if (kv.key == "offset" && number) t.offset = *number;
     if (kv.key == "length" && number) t.size = *number;
   }
-  if (t.size == 0) {
-    try {
-      t.size = tensor_byte_size(tensor);
-    } catch (const Error&) {
-    }
-  }
+  if (t.size == 0) t.size = try_tensor_byte_size(tensor).value_or(0);
 }
 
 LegacyTensor legacy_tensor(const TensorProto& tensor, const TensorSite& site) {

@@ -21,11 +21,10 @@ struct VerifyArgs {
   InflateLimits limits;
 };
 
-// The problems of the file at `path`, each a line "FILE: <where>: <message>" naming it `file`:
+// The problems of the file at `path`, each a line "FILE: <where>: <message>":
 // verify_model_file's findings, the same as the Python package's verify() returns.
-std::vector<std::string> file_problems(const std::string& path, const std::string& file,
-                                       const InflateLimits& limits, FileAccess access,
-                                       bool quiet) {
+std::vector<std::string> file_problems(const std::string& path, const InflateLimits& limits,
+                                       FileAccess access, bool quiet) {
   VerifyOptions options;
   options.zip = limits.zip_options();
   options.access = access;
@@ -37,7 +36,7 @@ std::vector<std::string> file_problems(const std::string& path, const std::strin
   }();
   std::vector<std::string> lines;
   for (const VerifyFinding& finding : report.findings) {
-    lines.push_back(with_file(file, in_tool_terms(finding.message)));
+    lines.push_back(to_string(finding));
   }
   return lines;
 }
@@ -52,10 +51,10 @@ int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
     try {
       std::optional<Download> fetched;
       if (is_url(given)) fetched = download(given, global, "downloading");
-      lines = file_problems(fetched ? fetched->path : file, file, args.limits, global.access(),
-                            global.quiet);
+      lines =
+          file_problems(fetched ? fetched->path : file, args.limits, global.access(), global.quiet);
     } catch (const Error& e) {  // Missing, unreadable: a problem of this file, then the next.
-      lines.push_back(with_file(file, in_tool_terms(e.message())));
+      lines.push_back(with_file(file, e));
     }
     for (const std::string& line : lines) {
       std::printf("%s\n", printable(in_tool_terms(line)).c_str());

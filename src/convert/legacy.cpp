@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "check.h"
 #include "external_data.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
@@ -178,6 +179,7 @@ class DataFiles final {
 
   // Component by component, never following a link: what is checked is what is opened.
   Fd open_strict(const std::vector<std::string_view>& components, const ReferenceContext& ctx) {
+    ONNXZIP_DCHECK(!components.empty());  // The location's checks refused an empty one.
     int dir = folder_fd(ctx).get();
     Fd current;  // The folder opened last (the model's folder is not owned here).
     for (std::size_t i = 0; i < components.size(); ++i) {
@@ -211,7 +213,7 @@ class DataFiles final {
       current = std::move(next);
       dir = current.get();
     }
-    return {};  // Not reached: components is never empty.
+    return {};  // Not reached: the last component returned above.
   }
 
   // allow_symlinks: the path as the system resolves it, then the containment check.

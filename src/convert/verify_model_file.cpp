@@ -1,6 +1,7 @@
 // verify_model_file: the one verification of a model file, for the CLI and the bindings alike.
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "onnxzip/archive.h"
 #include "onnxzip/convert.h"
@@ -14,23 +15,18 @@ namespace {
 
 using Severity = VerifyFinding::Severity;
 
-void add(VerifyReport& report, const Severity severity, std::string message) {
+void add(VerifyReport& report, const Severity severity, ErrorContext place, std::string problem) {
   VerifyFinding finding;
   finding.severity = severity;
-  finding.message = std::move(message);
+  finding.place = std::move(place);
+  finding.message = std::move(problem);
   report.findings.push_back(std::move(finding));
-}
-
-// Findings start with the file's name, as verify()'s do; errors mostly name it already.
-std::string with_file(const std::filesystem::path& file, const std::string& message) {
-  const std::string name = file.string();
-  return message.starts_with(name + ": ") ? message : name + ": " + message;
 }
 
 void add_ir_problems(VerifyReport& report, const std::filesystem::path& path,
                      const ModelProto& model) {
   for (const IrProblem& problem : check_ir(model)) {
-    add(report, Severity::kWarning, with_file(path, to_string(problem)));
+    add(report, Severity::kWarning, {.file = path.string()}, to_string(problem));
   }
 }
 
@@ -58,7 +54,9 @@ VerifyReport verify_legacy(const std::filesystem::path& path, const VerifyOption
     read.access = options.access;
     model = read_legacy_model(path, read);
   } catch (const Error& e) {
-    add(report, Severity::kError, with_file(path, e.message()));
+    // The reader names what it knows of the place; the file is the caller's name for it.
+    const Error named = e.context().file.empty() ? e.with_context({.file = path.string()}) : e;
+    add(report, Severity::kError, named.context(), named.problem());
     // The external data is broken; the graph may still be checked.
     LegacyReadOptions references_only;
     references_only.load_external_data = false;
@@ -74,7 +72,7 @@ VerifyReport verify_legacy(const std::filesystem::path& path, const VerifyOption
   for_each_tensor(*model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
       add(report, Severity::kWarning,
-          with_file(path, tensor_label(tensor, site.path) + ": " + problem));
+          {.file = path.string(), .tensor = tensor_label(tensor, site.path)}, problem);
     }
   });
   add_ir_problems(report, path, *model);

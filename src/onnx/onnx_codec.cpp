@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "bulk_copy.h"
+#include "check.h"
 #include "onnxzip/mapped_file.h"
 #include "output_file.h"
 #include "page_advice.h"
@@ -249,6 +250,7 @@ class ReverseWriter final {
       if (fixed_) throw OutOfRoom{};
       new_chunk(size);
     }
+    ONNXZIP_DCHECK(static_cast<std::size_t>(cur_ - begin_) >= size);
   }
   // Ends the run of bytes written contiguously in the current chunk.
   void close_run() {
@@ -1103,9 +1105,8 @@ ONNXZIP_ONNX_MESSAGES(ONNXZIP_DEFINE_BODY_FUNCTIONS_)
 
 void check_options(const ParseOptions& options, std::string_view what) {
   if (options.alignment != 0 && !is_power_of_two(options.alignment)) {
-    throw Error(ErrorCode::kInvalidArgument, std::string(what) + ": alignment " +
-                                                 std::to_string(options.alignment) +
-                                                 " is not a power of two");
+    throw Error(ErrorCode::kInvalidArgument, {.file = std::string(what)},
+                "alignment " + std::to_string(options.alignment) + " is not a power of two");
   }
 }
 
@@ -1135,7 +1136,8 @@ void merge_message(ByteSpan bytes, M& message, OwnerToken owner, const ParseOpti
                    std::string_view source) {
   check_options(options, source);
   if (options.max_depth == 0) {
-    throw Error(ErrorCode::kInvalidArgument, std::string(source) + ": max_depth must be >= 1");
+    throw Error(ErrorCode::kInvalidArgument, {.file = std::string(source)},
+                "max_depth must be >= 1");
   }
   WireReader reader(bytes, source);
   if (bytes.size() > options.max_message_size) {
@@ -1149,12 +1151,12 @@ void merge_message(ByteSpan bytes, M& message, OwnerToken owner, const ParseOpti
   try {
     parse_body(ctx, reader, message, 1);
   } catch (const std::bad_alloc&) {
-    throw Error(ErrorCode::kLimitExceeded, std::string(source) + ": out of memory while parsing " +
-                                               std::string(kMessageName<M>));
+    throw Error(ErrorCode::kLimitExceeded, {.file = std::string(source)},
+                "out of memory while parsing " + std::string(kMessageName<M>));
   } catch (const std::length_error&) {
-    throw Error(ErrorCode::kLimitExceeded,
-                std::string(source) + ": a container grew past its maximum size while parsing " +
-                    std::string(kMessageName<M>));
+    throw Error(
+        ErrorCode::kLimitExceeded, {.file = std::string(source)},
+        "a container grew past its maximum size while parsing " + std::string(kMessageName<M>));
   }
 }
 
@@ -1239,6 +1241,7 @@ std::vector<std::uint8_t> serialize_message(const M& message, const SerializeOpt
   out.reserve(static_cast<std::size_t>(writer.written()));
   detail::advise_huge_pages(out.data(), out.capacity());
   writer.emit([&](ByteSpan piece) { out.insert(out.end(), piece.begin(), piece.end()); });
+  ONNXZIP_DCHECK(out.size() == writer.written());
   return out;
 }
 
@@ -1268,6 +1271,7 @@ std::size_t serialize_message(const M& message, MutableByteSpan out,
   }
   // Written back to front: a message shorter than the span ends at the span's end.
   const auto size = static_cast<std::size_t>(writer.written());
+  ONNXZIP_DCHECK(size <= out.size());
   if (size != out.size()) std::memmove(out.data(), out.data() + (out.size() - size), size);
   return size;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "check.h"
+
 namespace onnxzip::wire {
 
 std::string_view to_string(WireType type) noexcept {
@@ -37,18 +39,19 @@ DecodedVarint decode_varint_slow(const std::uint8_t* p, const std::uint8_t* end)
     value |= static_cast<std::uint64_t>(byte & 0x7f) << (7 * i);
     if (!(byte & 0x80)) return {value, p + i + 1, VarintStatus::kOk};
   }
-  return {0, nullptr, VarintStatus::kTooLong};  // Unreachable: the 10th byte decides above.
+  ONNXZIP_DCHECK(false);  // The 10th byte decided above.
+  return {0, nullptr, VarintStatus::kTooLong};
 }
 
 void WireReader::fail(ErrorCode code, std::uint64_t offset, const WireContext& where,
                       std::string_view problem) const {
   std::string message;
-  message.reserve(source_.size() + where.message.size() + where.field.size() + problem.size() + 40);
-  message.append(source_).append(": offset ").append(std::to_string(offset)).append(": ");
+  message.reserve(where.message.size() + where.field.size() + problem.size() + 40);
+  message.append("offset ").append(std::to_string(offset)).append(": ");
   message.append(where.message);
   if (!where.field.empty()) message.append(".").append(where.field);
   message.append(": ").append(problem);
-  throw Error(code, message);
+  throw Error(code, {.file = std::string(source_)}, std::move(message));
 }
 
 void WireReader::fail_varint(VarintStatus status, const WireContext& where) const {

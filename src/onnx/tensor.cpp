@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "check.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/protobuf_wire.h"
@@ -170,12 +171,15 @@ OwnedBytes strings_to_raw(const std::vector<Text>& strings) {
 
 std::vector<Text> raw_to_strings(ByteSpan raw, const TensorProto& tensor) {
   std::vector<Text> strings;
-  const std::string label = tensor_label(tensor);
-  wire::WireReader reader(raw, label);
-  while (!reader.at_end()) {
-    const ByteSpan s = reader.read_length_delimited("string element");
-    strings.emplace_back(reinterpret_cast<const char*>(s.data()), s.size());
-  }
+  // The reader names no file; the tensor is the place it knows.
+  wire::WireReader reader(raw, "");
+  with_error_context([&] { return ErrorContext{.tensor = tensor_label(tensor)}; },
+                     [&] {
+                       while (!reader.at_end()) {
+                         const ByteSpan s = reader.read_length_delimited("string element");
+                         strings.emplace_back(reinterpret_cast<const char*>(s.data()), s.size());
+                       }
+                     });
   return strings;
 }
 
@@ -355,7 +359,8 @@ const TypedFieldSlot& slot_of(TypedField field) {
   for (const TypedFieldSlot& slot : kTypedFields) {
     if (slot.field == field) return slot;
   }
-  return kTypedFields[0];  // Unreachable for the fields of kDataTypes.
+  ONNXZIP_DCHECK(false);  // Every field of kDataTypes has a slot.
+  return kTypedFields[0];
 }
 
 // "[4, 300] of FLOAT" ("of 99" for an unknown type), the first dims only when there are many
@@ -465,7 +470,9 @@ std::uint64_t tensor_byte_size(std::uint64_t element_count, std::int32_t data_ty
   // result does.
   const std::string context = std::string(what) + ": byte size";
   const std::uint64_t whole = checked_mul(element_count / 8, bits, context);
-  return checked_add(whole, ((element_count % 8) * bits + 7) / 8, context);
+  const std::uint64_t size = checked_add(whole, ((element_count % 8) * bits + 7) / 8, context);
+  ONNXZIP_DCHECK(try_tensor_byte_size(element_count, data_type) == size);
+  return size;
 }
 
 std::uint64_t tensor_byte_size(std::span<const std::int64_t> dims, std::int32_t data_type,
@@ -476,6 +483,38 @@ std::uint64_t tensor_byte_size(std::span<const std::int64_t> dims, std::int32_t 
 std::uint64_t tensor_byte_size(const TensorProto& tensor) {
   const std::string label = tensor_label(tensor);
   return tensor_byte_size(tensor.dims, tensor.data_type.value_or(TensorProto::kUndefined), label);
+}
+
+std::optional<std::uint64_t> try_element_count(std::span<const std::int64_t> dims) noexcept {
+  std::uint64_t count = 1;
+  for (const std::int64_t dim : dims) {
+    if (dim < 0 || __builtin_mul_overflow(count, static_cast<std::uint64_t>(dim), &count)) {
+      return std::nullopt;
+    }
+  }
+  return count;
+}
+
+std::optional<std::uint64_t> try_tensor_byte_size(std::uint64_t element_count,
+                                                  std::int32_t data_type) noexcept {
+  const std::uint32_t bits = element_bits(data_type);
+  std::uint64_t whole = 0;
+  std::uint64_t size = 0;
+  if (bits == 0 || __builtin_mul_overflow(element_count / 8, std::uint64_t{bits}, &whole) ||
+      __builtin_add_overflow(whole, ((element_count % 8) * bits + 7) / 8, &size)) {
+    return std::nullopt;
+  }
+  return size;
+}
+
+std::optional<std::uint64_t> try_tensor_byte_size(std::span<const std::int64_t> dims,
+                                                  std::int32_t data_type) noexcept {
+  const std::optional<std::uint64_t> count = try_element_count(dims);
+  return count ? try_tensor_byte_size(*count, data_type) : std::nullopt;
+}
+
+std::optional<std::uint64_t> try_tensor_byte_size(const TensorProto& tensor) noexcept {
+  return try_tensor_byte_size(tensor.dims, tensor.data_type.value_or(TensorProto::kUndefined));
 }
 
 namespace {
@@ -517,12 +556,10 @@ std::string fixed_payload_problem(const TensorProto& tensor, std::string_view fi
                                   const DataTypeInfo& info, std::uint64_t elements,
                                   const std::string& shape) {
   const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
-  std::uint64_t bytes = 0;
-  try {
-    bytes = tensor_byte_size(elements, data_type, "dims");
-  } catch (const Error&) {
-    return "dims " + shape + " make more bytes than 64 bits can count";
-  }
+  // The caller found a fixed element size, so only overflow fails.
+  const std::optional<std::uint64_t> size = try_tensor_byte_size(elements, data_type);
+  if (!size) return "dims " + shape + " make more bytes than 64 bits can count";
+  const std::uint64_t bytes = *size;
   if (tensor.raw_data) {
     if (tensor.raw_data->size() == bytes) return {};
     return "raw_data holds " + counted(tensor.raw_data->size(), "byte", "bytes") + ", but dims " +
@@ -556,12 +593,9 @@ std::string payload_problem(const TensorProto& tensor) {
   const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
   const std::string shape = shape_label(tensor, data_type);
   // The size helpers' checks, their errors said in this function's words.
-  std::uint64_t elements = 0;
-  try {
-    elements = element_count(tensor.dims, "dims");
-  } catch (const Error&) {
-    return dims_problem(tensor, shape);
-  }
+  const std::optional<std::uint64_t> count = try_element_count(tensor.dims);
+  if (!count) return dims_problem(tensor, shape);
+  const std::uint64_t elements = *count;
   const DataTypeInfo* info = info_of(data_type);
   if (info == nullptr || info->field == TypedField::kNone) return {};
   if (info->field == TypedField::kStringData) {

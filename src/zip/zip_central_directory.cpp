@@ -262,8 +262,8 @@ void CentralDirectoryReader::read_central_record(std::uint64_t& position,
 CentralDirectoryReader::CentralRecord CentralDirectoryReader::central_record_at(
     std::uint64_t offset, std::uint64_t directory_end) const {
   const Central h =
-      with_context([&] { return places_.source(); },
-                   [&] { return Central::decode(held_.up_to(directory_end), offset); });
+      with_error_context([&] { return places_.file_place(); },
+                         [&] { return Central::decode(held_.up_to(directory_end), offset); });
   const std::uint64_t variable = std::uint64_t{h.name_length} + h.extra_length + h.comment_length;
   if (!fits(offset + Central::kSize, variable, directory_end)) {
     places_.fail_at(ErrorCode::kCorrupt, "central directory record", offset,
@@ -336,7 +336,7 @@ void CentralDirectoryReader::apply_central_zip64(ZipEntry& e, const Central& h,
   const bool need_disk = h.disk_number_start == kSentinel16;
   if (zip64) {
     e.zip64 = true;
-    const Zip64Extra z = with_context(place, [&] {
+    const Zip64Extra z = with_error_context(place, [&] {
       return Zip64Extra::decode(zip64->data, need_size, need_compressed, need_offset, need_disk,
                                 "extra field");
     });

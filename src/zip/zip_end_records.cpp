@@ -46,7 +46,7 @@ class EndRecordReader final {
 
 ArchiveEnd EndRecordReader::read() {
   if (size_ < End::kSize) {
-    places_.fail(ErrorCode::kCorrupt, places_.source(),
+    places_.fail(ErrorCode::kCorrupt, places_.file_place(),
                  "not a ZIP archive: " + std::to_string(size_) +
                      " bytes cannot hold an end of central directory record (22 bytes)");
   }
@@ -56,7 +56,7 @@ ArchiveEnd EndRecordReader::read() {
   if (!chosen && resolve_trailer(out)) {
     chosen = find_end_record(nearest_mismatch);
     if (!chosen) {
-      places_.fail_at(ErrorCode::kCorrupt, out.trailer->name.c_str(), out.trailer->offset,
+      places_.fail_at(ErrorCode::kCorrupt, out.trailer->name, out.trailer->offset,
                       "the archive it points to ends at offset " + std::to_string(size_) +
                           ", but no end of central directory record ends there");
     }
@@ -130,7 +130,7 @@ void EndRecordReader::fail_without_end_record(std::optional<std::uint64_t> neare
                         " but the file has " + std::to_string(size_) +
                         " bytes (bytes after the archive, or a truncated file)");
   }
-  places_.fail(ErrorCode::kCorrupt, places_.source(),
+  places_.fail(ErrorCode::kCorrupt, places_.file_place(),
                "not a ZIP archive: no end of central directory record in the last " +
                    std::to_string(std::min(size_, kMaxEndRecordSearch)) + " bytes");
 }
@@ -141,10 +141,9 @@ bool EndRecordReader::resolve_trailer(ArchiveEnd& out) {
   std::optional<ZipTrailer> trailer = trailer_(held_.source());
   if (!trailer) return false;
   if (trailer->archive_end > size_) {
-    throw Error(ErrorCode::kInvalidArgument,
-                places_.source() + ": " + trailer->name + " at offset " +
-                    std::to_string(trailer->offset) + ": the archive cannot end at offset " +
-                    std::to_string(trailer->archive_end) + ", past the end of the file");
+    places_.fail_at(ErrorCode::kInvalidArgument, trailer->name, trailer->offset,
+                    "the archive cannot end at offset " + std::to_string(trailer->archive_end) +
+                        ", past the end of the file");
   }
   size_ = trailer->archive_end;
   out.trailer = std::move(trailer);
@@ -157,8 +156,8 @@ void EndRecordReader::read_zip64_end_records(const End& end, ArchiveEnd& out) {
   const std::uint64_t record_offset = zip64_end_record_offset(locator_offset);
   // Its own read: an extensible data sector may lie between the record and the locator.
   const TensorBytes bytes = held_.read(record_offset, End64::kSize);
-  const End64 record = with_context(
-      [&] { return places_.source(); },
+  const End64 record = with_error_context(
+      [&] { return places_.file_place(); },
       [&] { return End64::decode(FileBytes(bytes.view(), record_offset), record_offset); });
   check_zip64_end_record(record, record_offset, locator_offset);
   check_end_agrees(end, end_offset, record, record_offset);

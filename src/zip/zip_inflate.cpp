@@ -33,28 +33,29 @@ struct LibdeflateDecompressorDelete {
 
 // The messages of a deflate stream that disagrees with its entry, the same whichever inflater
 // found it.
-[[noreturn]] void throw_longer_stream(const std::string& place, std::uint64_t size) {
-  throw Error(ErrorCode::kCorrupt, place + ": the deflate stream inflates to more than the " +
-                                       std::to_string(size) + " bytes recorded");
+[[noreturn]] void throw_longer_stream(const ErrorContext& place, std::uint64_t size) {
+  throw Error(
+      ErrorCode::kCorrupt, place,
+      "the deflate stream inflates to more than the " + std::to_string(size) + " bytes recorded");
 }
-[[noreturn]] void throw_invalid_stream(const std::string& place, std::uint64_t compressed_size,
+[[noreturn]] void throw_invalid_stream(const ErrorContext& place, std::uint64_t compressed_size,
                                        std::uint64_t data_offset) {
-  throw Error(ErrorCode::kCorrupt, place + ": invalid deflate stream in the " +
-                                       std::to_string(compressed_size) + " bytes at offset " +
-                                       std::to_string(data_offset));
+  throw Error(ErrorCode::kCorrupt, place,
+              "invalid deflate stream in the " + std::to_string(compressed_size) +
+                  " bytes at offset " + std::to_string(data_offset));
 }
-void check_stream_end(const std::string& place, const ZipEntry& e, std::uint64_t produced,
+void check_stream_end(const ErrorContext& place, const ZipEntry& e, std::uint64_t produced,
                       std::uint64_t consumed) {
   if (produced != e.size) {
-    throw Error(ErrorCode::kCorrupt, place + ": the deflate stream inflates to " +
-                                         std::to_string(produced) + " bytes, not the " +
-                                         std::to_string(e.size) + " recorded");
+    throw Error(ErrorCode::kCorrupt, place,
+                "the deflate stream inflates to " + std::to_string(produced) + " bytes, not the " +
+                    std::to_string(e.size) + " recorded");
   }
   if (consumed != e.compressed_size) {
-    throw Error(ErrorCode::kCorrupt, place + ": the deflate stream ends at offset " +
-                                         std::to_string(e.data_offset + consumed) + ", " +
-                                         std::to_string(e.compressed_size - consumed) +
-                                         " bytes before the entry's compressed data does");
+    throw Error(ErrorCode::kCorrupt, place,
+                "the deflate stream ends at offset " + std::to_string(e.data_offset + consumed) +
+                    ", " + std::to_string(e.compressed_size - consumed) +
+                    " bytes before the entry's compressed data does");
   }
 }
 
@@ -106,14 +107,14 @@ bool write_all(int fd, ByteSpan bytes) {
 
 }  // namespace
 
-std::uint32_t inflate_in_pieces(ByteSpan raw, const ZipEntry& e, const std::string& place,
+std::uint32_t inflate_in_pieces(ByteSpan raw, const ZipEntry& e, const ErrorContext& place,
                                 const std::function<void(ByteSpan)>& consumer) {
   // zlib counts in 32-bit unsigned ints.
   constexpr std::size_t kMaxInput = std::size_t{1} << 30;
   ZlibInflater inflater;
   const auto buffer = std::make_unique_for_overwrite<std::uint8_t[]>(ZipReader::kStreamPieceBytes);
   if (!inflater.ok() || buffer == nullptr) {
-    throw Error(ErrorCode::kLimitExceeded, place + ": cannot allocate an inflater");
+    throw Error(ErrorCode::kLimitExceeded, place, "cannot allocate an inflater");
   }
   z_stream& z = inflater.stream();
   ByteSpan input = raw;
@@ -142,7 +143,7 @@ std::uint32_t inflate_in_pieces(ByteSpan raw, const ZipEntry& e, const std::stri
       continue;
     }
     if (result == Z_MEM_ERROR) {
-      throw Error(ErrorCode::kLimitExceeded, place + ": out of memory while inflating");
+      throw Error(ErrorCode::kLimitExceeded, place, "out of memory while inflating");
     }
     // Z_DATA_ERROR, or Z_BUF_ERROR with all input used: a bad or truncated stream.
     throw_invalid_stream(place, raw.size(), e.data_offset);
@@ -154,10 +155,10 @@ std::uint32_t inflate_in_pieces(ByteSpan raw, const ZipEntry& e, const std::stri
 // The messages name the option that sets each limit: a caller that sets it otherwise (the onnxzip
 // tool, by its flags) says so in its own words.
 void check_inflate_limits(const ZipEntry& e, const ZipReaderOptions& options,
-                          const std::string& place) {
+                          const ErrorContext& place) {
   if (e.size > options.max_inflated_size || e.size > std::numeric_limits<std::size_t>::max()) {
-    throw Error(ErrorCode::kLimitExceeded,
-                place + ": inflates to " + std::to_string(e.size) + " bytes, above the limit of " +
+    throw Error(ErrorCode::kLimitExceeded, place,
+                "inflates to " + std::to_string(e.size) + " bytes, above the limit of " +
                     std::to_string(options.max_inflated_size) +
                     " (ZipReaderOptions::max_inflated_size: raise it for an archive you trust)");
   }
@@ -167,8 +168,8 @@ void check_inflate_limits(const ZipEntry& e, const ZipReaderOptions& options,
       !__builtin_mul_overflow(ratio, e.compressed_size, &allowed) && e.size > allowed) {
     // compressed_size > 0 here: the reader refused more than 1032:1 when it opened the archive.
     const std::uint64_t actual = e.size / std::max<std::uint64_t>(e.compressed_size, 1);
-    throw Error(ErrorCode::kLimitExceeded,
-                place + ": deflated from " + std::to_string(e.compressed_size) + " to " +
+    throw Error(ErrorCode::kLimitExceeded, place,
+                "deflated from " + std::to_string(e.compressed_size) + " to " +
                     std::to_string(e.size) + " bytes, a compression ratio of " +
                     std::to_string(actual) + ":1, above the limit of " + std::to_string(ratio) +
                     ":1 that refuses zip bombs (ZipReaderOptions::max_compression_ratio: raise "
@@ -176,7 +177,7 @@ void check_inflate_limits(const ZipEntry& e, const ZipReaderOptions& options,
   }
 }
 
-TensorBytes inflate_whole(ByteSpan raw, const ZipEntry& e, const std::string& place) {
+TensorBytes inflate_whole(ByteSpan raw, const ZipEntry& e, const ErrorContext& place) {
   // Not a valid deflate stream (RFC 1951 wants one block), but its content is unambiguous and
   // some writers store empty deflated entries this way.
   if (e.size == 0 && raw.empty()) return TensorBytes::owned(OwnedBytes());
@@ -188,8 +189,8 @@ TensorBytes inflate_whole(ByteSpan raw, const ZipEntry& e, const std::string& pl
   } catch (const std::bad_alloc&) {
   }
   if ((e.size > 0 && out.data() == nullptr) || decompressor == nullptr) {
-    throw Error(ErrorCode::kLimitExceeded,
-                place + ": cannot allocate " + std::to_string(e.size) + " bytes to inflate into");
+    throw Error(ErrorCode::kLimitExceeded, place,
+                "cannot allocate " + std::to_string(e.size) + " bytes to inflate into");
   }
   std::size_t in_used = 0;
   std::size_t out_used = 0;
@@ -207,7 +208,7 @@ TensorBytes inflate_whole(ByteSpan raw, const ZipEntry& e, const std::string& pl
   return TensorBytes::owned(std::move(out));
 }
 
-TensorBytes inflate_to_spill_file(ByteSpan raw, const ZipEntry& e, const std::string& place,
+TensorBytes inflate_to_spill_file(ByteSpan raw, const ZipEntry& e, const ErrorContext& place,
                                   std::filesystem::path directory,
                                   const std::function<void(std::uint32_t)>& check_crc) {
   if (directory.empty()) {
@@ -219,19 +220,21 @@ TensorBytes inflate_to_spill_file(ByteSpan raw, const ZipEntry& e, const std::st
   detail::Fd fd(open_spill_file(directory));
   if (fd.get() < 0) {
     const std::string reason = std::strerror(errno);
-    throw Error(ErrorCode::kIo, place + ": cannot inflate " + std::to_string(e.size) +
-                                    " bytes into " + spill_text + ": " + reason);
+    throw Error(
+        ErrorCode::kIo, place,
+        "cannot inflate " + std::to_string(e.size) + " bytes into " + spill_text + ": " + reason);
   }
   const std::uint32_t crc = inflate_in_pieces(raw, e, place, [&](ByteSpan piece) {
     if (!write_all(fd.get(), piece)) {
       const std::string reason = std::strerror(errno);
-      throw Error(ErrorCode::kIo, place + ": cannot write the " + std::to_string(e.size) +
-                                      " inflated bytes to " + spill_text + ": " + reason);
+      throw Error(ErrorCode::kIo, place,
+                  "cannot write the " + std::to_string(e.size) + " inflated bytes to " +
+                      spill_text + ": " + reason);
     }
   });
   check_crc(crc);
-  const std::shared_ptr<const MappedFile> mapping =
-      MappedFile::adopt(fd.release(), place + " (inflated into " + spill_text + ")");
+  const std::shared_ptr<const MappedFile> mapping = MappedFile::adopt(
+      fd.release(), place.file + ": " + place.entry + " (inflated into " + spill_text + ")");
   return TensorBytes::borrowed(mapping->bytes(), mapping);
 }
 

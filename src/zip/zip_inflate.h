@@ -11,6 +11,7 @@
 #include <string>
 
 #include "onnxzip/bytes.h"
+#include "onnxzip/error.h"
 #include "onnxzip/zip_reader.h"
 
 namespace onnxzip::zip {
@@ -18,22 +19,22 @@ namespace onnxzip::zip {
 // Error(kLimitExceeded) when inflating `e` would pass max_inflated_size or
 // max_compression_ratio: checked before anything is read or allocated for it.
 void check_inflate_limits(const ZipEntry& e, const ZipReaderOptions& options,
-                          const std::string& place);
+                          const ErrorContext& place);
 
 // The entry's bytes, inflated from `raw` into owned memory.
-TensorBytes inflate_whole(ByteSpan raw, const ZipEntry& e, const std::string& place);
+TensorBytes inflate_whole(ByteSpan raw, const ZipEntry& e, const ErrorContext& place);
 
 // Inflates `raw` with zlib, handing the output to `consumer` in pieces of at most
 // ZipReader::kStreamPieceBytes: memory stays bounded whatever the entry's size (libdeflate,
 // faster, inflates only whole buffers); no piece past e.size bytes is handed on. Returns the
 // CRC-32 of the output.
-std::uint32_t inflate_in_pieces(ByteSpan raw, const ZipEntry& e, const std::string& place,
+std::uint32_t inflate_in_pieces(ByteSpan raw, const ZipEntry& e, const ErrorContext& place,
                                 const std::function<void(ByteSpan)>& consumer);
 
 // Inflates `raw` in pieces into an unlinked temporary file in `directory` ($TMPDIR, or /tmp,
 // when empty), hands its CRC-32 to `check_crc`, then maps it: the bytes are borrowed with the
 // mapping as owner token. Error(kIo) when the file cannot be made or written.
-TensorBytes inflate_to_spill_file(ByteSpan raw, const ZipEntry& e, const std::string& place,
+TensorBytes inflate_to_spill_file(ByteSpan raw, const ZipEntry& e, const ErrorContext& place,
                                   std::filesystem::path directory,
                                   const std::function<void(std::uint32_t)>& check_crc);
 

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "check.h"
 #include "zip_records.h"
 
 namespace onnxzip::zip {
@@ -51,9 +52,12 @@ EntryLayout plan_entry(std::uint64_t position, std::size_t name_length, std::uin
       layout.data_offset = header_end + padding;
       break;
     }
-    // Only alignment 65536 gets here; one step always suffices (the padding drops by 64).
+    // Only alignment 65536 gets here, and the padding drops by 64 with the step.
+    ONNXZIP_DCHECK(alignment == 65536 && layout.gap == 0);
     layout.gap += kGapStep;
   }
+  ONNXZIP_DCHECK(layout.data_offset % alignment == 0);
+  ONNXZIP_DCHECK(layout.padding == 0 || layout.padding >= kMinAlignmentRecordSize);
   layout.zip64_offset = needs_zip64(layout.local_header_offset);
   return layout;
 }

@@ -43,38 +43,34 @@ inline std::string_view as_chars(ByteSpan bytes) noexcept {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
-// Calls f(); an Error it throws gets prefix() in front of its problem (record decoders name the
-// record and offset but not the file or entry, so they give no context of their own).
-// prefix() runs only on that path.
-template <typename Prefix, typename F>
-auto with_context(const Prefix& prefix, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    throw Error(e.code(), prefix() + ": " + e.message());
-  }
-}
-
-// How the parser's messages name the places of problems in the archive `source`.
+// How the parser's messages name the places of problems in the archive `source`: the file and
+// entry as the Error's context, so that a caller can tell them from the problem. Record decoders
+// (zip_records.h) name the record and offset but not the file or entry; their Errors get the
+// place with with_error_context (error.h).
 class ZipPlaces final {
  public:
   explicit ZipPlaces(std::string source) : source_(std::move(source)) {}
 
   const std::string& source() const noexcept { return source_; }
-  [[noreturn]] void fail(ErrorCode code, const std::string& place, const std::string& what) const {
-    throw Error(code, place + ": " + what);
+  [[noreturn]] void fail(ErrorCode code, ErrorContext place, std::string what) const {
+    throw Error(code, std::move(place), std::move(what));
   }
-  [[noreturn]] void fail_at(ErrorCode code, const char* record, std::uint64_t offset,
+  // A problem of a record that is not an entry's: the record and its offset open the problem.
+  [[noreturn]] void fail_at(ErrorCode code, std::string_view record, std::uint64_t offset,
                             const std::string& what) const {
-    fail(code, source_ + ": " + record + " at offset " + std::to_string(offset), what);
+    fail(code, file_place(),
+         std::string(record) + " at offset " + std::to_string(offset) + ": " + what);
   }
-  std::string central_place(std::string_view name, std::uint64_t offset) const {
-    return source_ + ": entry " + detail::quote(name) + " (central directory record at offset " +
-           std::to_string(offset) + ")";
+  ErrorContext file_place() const { return {.file = source_}; }
+  ErrorContext central_place(std::string_view name, std::uint64_t offset) const {
+    return {.file = source_,
+            .entry = "entry " + detail::quote(name) + " (central directory record at offset " +
+                     std::to_string(offset) + ")"};
   }
-  std::string local_place(const ZipEntry& e) const {
-    return source_ + ": entry " + detail::quote(e.name) + " (local header at offset " +
-           std::to_string(e.local_header_offset) + ")";
+  ErrorContext local_place(const ZipEntry& e) const {
+    return {.file = source_,
+            .entry = "entry " + detail::quote(e.name) + " (local header at offset " +
+                     std::to_string(e.local_header_offset) + ")"};
   }
 
  private:
@@ -105,7 +101,7 @@ std::optional<ExtraRecord> read_extra_field(const ZipPlaces& places, ByteSpan ex
                                             std::string_view header,
                                             std::vector<std::uint16_t>* unknown) {
   const std::vector<ExtraRecord> records =
-      with_context(place, [&] { return split_extra_field(extra, offset, "extra field"); });
+      with_error_context(place, [&] { return split_extra_field(extra, offset, "extra field"); });
   std::optional<ExtraRecord> zip64;
   for (const ExtraRecord& record : records) {
     if (record.id != kExtraZip64) continue;

@@ -117,8 +117,8 @@ void ZipReader::parse(const ZipTrailerResolver& trailer) {
     }
     held_ = held;
   } catch (const std::bad_alloc&) {
-    throw Error(ErrorCode::kLimitExceeded,
-                source_->name() + ": out of memory while indexing the archive");
+    throw Error(ErrorCode::kLimitExceeded, {.file = source_->name()},
+                "out of memory while indexing the archive");
   }
 }
 
@@ -135,7 +135,7 @@ const ZipEntry* ZipReader::find(std::string_view name) const noexcept {
 const ZipEntry& ZipReader::at(std::string_view name) const {
   const ZipEntry* e = find(name);
   if (e == nullptr) {
-    throw Error(ErrorCode::kNotFound, source_->name() + ": no entry named " + quote(name));
+    throw Error(ErrorCode::kNotFound, {.file = source_->name()}, "no entry named " + quote(name));
   }
   return *e;
 }
@@ -145,24 +145,25 @@ const ZipEntry& ZipReader::own_entry(const ZipEntry& entry, const char* operatio
   if (entry.index >= entries_.size() ||
       entries_[entry.index].local_header_offset != entry.local_header_offset ||
       entries_[entry.index].central_header_offset != entry.central_header_offset) {
-    throw Error(ErrorCode::kInvalidArgument, source_->name() + ": " + operation + ": entry " +
-                                                 quote(entry.name) +
-                                                 " does not belong to this archive");
+    throw Error(ErrorCode::kInvalidArgument, {.file = source_->name()},
+                std::string(operation) + ": entry " + quote(entry.name) +
+                    " does not belong to this archive");
   }
   const ZipEntry& own = entries_[entry.index];
   if (!own.local_header_read && options_.local_headers != LocalHeaderScope::kOnRead &&
       options_.local_headers != LocalHeaderScope::kOnReadAndHeld) {
-    throw Error(ErrorCode::kBadState,
-                entry_place(own) + ": " + operation +
+    throw Error(ErrorCode::kBadState, entry_place(own),
+                std::string(operation) +
                     ": its local header was not read (the archive was opened with "
                     "LocalHeaderScope::kTail, which reads only the last two entries')");
   }
   return own;
 }
 
-std::string ZipReader::entry_place(const ZipEntry& e) const {
-  return source_->name() + ": entry " + quote(e.name) + " at offset " +
-         std::to_string(e.local_header_offset);
+ErrorContext ZipReader::entry_place(const ZipEntry& e) const {
+  return {
+      .file = source_->name(),
+      .entry = "entry " + quote(e.name) + " at offset " + std::to_string(e.local_header_offset)};
 }
 
 // The local header, data and data descriptor of an entry whose local header the open left to
@@ -206,7 +207,7 @@ TensorBytes ZipReader::located_data(const ZipEntry& e, const TensorBytes& read,
 // A deflated entry inflated: whole, or above spill_threshold into a spill file whose CRC-32 is
 // checked on the way.
 TensorBytes ZipReader::inflated_data(const ZipEntry& e) const {
-  const std::string place = entry_place(e);
+  const ErrorContext place = entry_place(e);
   zip::check_inflate_limits(e, options_, place);
   std::optional<ZipEntry> located;
   const TensorBytes raw = compressed_data(e, located);
@@ -219,14 +220,13 @@ TensorBytes ZipReader::inflated_data(const ZipEntry& e) const {
 ByteSpan ZipReader::stored_data(const ZipEntry& entry) const {
   const ZipEntry& e = own_entry(entry, "stored_data");
   if (!e.is_stored()) {
-    throw Error(ErrorCode::kUnsupported,
-                entry_place(e) + ": deflated, so there are no stored bytes to borrow (use data())");
+    throw Error(ErrorCode::kUnsupported, entry_place(e),
+                "deflated, so there are no stored bytes to borrow (use data())");
   }
   if (source_->access() == ByteSource::Access::kRanges) {
-    throw Error(ErrorCode::kUnsupported,
-                entry_place(e) +
-                    ": the archive is read in ranges, so there are no stored bytes "
-                    "to borrow (use data())");
+    throw Error(ErrorCode::kUnsupported, entry_place(e),
+                "the archive is read in ranges, so there are no stored bytes "
+                "to borrow (use data())");
   }
   // Borrowed from the source's bytes, which live as long as the reader.
   std::optional<ZipEntry> located;
@@ -294,7 +294,7 @@ TensorBytes ZipReader::verified_data(const ZipEntry& entry) const {
 void ZipReader::stream(const ZipEntry& entry, const std::function<void(ByteSpan)>& consumer) const {
   const ZipEntry& e = own_entry(entry, "stream");
   if (e.is_deflated() && e.size > options_.spill_threshold) {
-    const std::string place = entry_place(e);
+    const ErrorContext place = entry_place(e);
     zip::check_inflate_limits(e, options_, place);
     std::optional<ZipEntry> located;
     const TensorBytes raw = compressed_data(e, located);
@@ -320,9 +320,9 @@ void ZipReader::verify(const ZipEntry& entry) const {
 
 void ZipReader::check_crc(const ZipEntry& e, std::uint32_t actual) const {
   if (actual != e.crc32) {
-    throw Error(ErrorCode::kCorrupt, entry_place(e) + ": CRC-32 mismatch: the data has " +
-                                         hex(actual, 8) + ", the central directory says " +
-                                         hex(e.crc32, 8));
+    throw Error(ErrorCode::kCorrupt, entry_place(e),
+                "CRC-32 mismatch: the data has " + hex(actual, 8) +
+                    ", the central directory says " + hex(e.crc32, 8));
   }
 }
 

@@ -18,15 +18,14 @@ constexpr std::uint32_t kMaxAlignment = 65536;
 std::uint64_t last_entry_start(const ZipReader& zip, std::uint64_t file_size) {
   const std::vector<ZipEntry>& entries = zip.entries();
   if (entries.empty() || entries.back().central_index + 1 != entries.size()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                zip.source_name() +
-                    ": the last entry in the file is not the last one in the central directory");
+    throw Error(ErrorCode::kInvalidArgument, {.file = zip.source_name()},
+                "the last entry in the file is not the last one in the central directory");
   }
   const ZipEntry& last = entries.back();
   if (file_size < zip.size()) {
-    throw Error(ErrorCode::kBadState, zip.source_name() + ": the file has " +
-                                          std::to_string(file_size) +
-                                          " bytes, fewer than the archive read from it");
+    throw Error(ErrorCode::kBadState, {.file = zip.source_name()},
+                "the file has " + std::to_string(file_size) +
+                    " bytes, fewer than the archive read from it");
   }
   return last.index > 0 ? entries[last.index - 1].end_offset : last.local_header_offset;
 }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "check.h"
 #include "crc32.h"
 #include "crc_worker.h"
 #include "little_endian.h"
@@ -48,6 +49,7 @@ void write_local_header(AtomicOutputFile& file, const EntryLayout& layout, std::
                         std::uint32_t crc, std::uint32_t alignment) {
   file.write_zeros(layout.gap);
   file.write(zip::encode_local_header(layout, name, crc, alignment));
+  ONNXZIP_DCHECK(file.position() == layout.data_offset);
 }
 
 // Appends `data` to the file and returns crc32(data, previous). Large data is copied on this
@@ -82,14 +84,14 @@ std::uint32_t write_with_crc(AtomicOutputFile& file, std::unique_ptr<detail::Crc
 class StreamingSink final : public EntrySink {
  public:
   StreamingSink(AtomicOutputFile& file, std::unique_ptr<detail::CrcWorker>& worker,
-                std::string_view name, std::uint64_t size, const std::string& label)
+                std::string_view name, std::uint64_t size, const ErrorContext& label)
       : file_(file), worker_(worker), name_(name), remaining_(size), size_(size), label_(label) {}
 
   void write(ByteSpan piece) override {
     if (overflowed_ || piece.size() > remaining_) {
       overflowed_ = true;
-      throw Error(ErrorCode::kInvalidArgument,
-                  label_ + ": the producer wrote more than the declared " + std::to_string(size_) +
+      throw Error(ErrorCode::kInvalidArgument, label_,
+                  "the producer wrote more than the declared " + std::to_string(size_) +
                       " bytes (a piece of " + std::to_string(piece.size()) + " bytes after " +
                       std::to_string(size_ - remaining_) + ")");
     }
@@ -107,7 +109,7 @@ class StreamingSink final : public EntrySink {
   const std::string_view name_;
   std::uint64_t remaining_;
   const std::uint64_t size_;
-  const std::string& label_;
+  const ErrorContext& label_;
   std::uint32_t crc_ = 0;
   bool overflowed_ = false;
 };
@@ -117,9 +119,9 @@ class StreamingSink final : public EntrySink {
 ZipWriter::ZipWriter(std::filesystem::path destination, ZipWriterOptions options)
     : alignment_(options.alignment) {
   if (!is_power_of_two(alignment_) || alignment_ < kMinAlignment || alignment_ > kMaxAlignment) {
-    throw Error(ErrorCode::kInvalidArgument, destination.string() + ": alignment " +
-                                                 std::to_string(alignment_) +
-                                                 " is not a power of two between 64 and 65536");
+    throw Error(
+        ErrorCode::kInvalidArgument, {.file = destination.string()},
+        "alignment " + std::to_string(alignment_) + " is not a power of two between 64 and 65536");
   }
   file_ = std::make_unique<AtomicOutputFile>(std::move(destination), options.output,
                                              options.buffer_size);
@@ -131,7 +133,7 @@ ZipWriter& ZipWriter::operator=(ZipWriter&& other) noexcept = default;
 
 void ZipWriter::validate_name(std::string_view name) {
   const auto fail = [&](const std::string& reason) {
-    throw Error(ErrorCode::kInvalidArgument, "entry name " + quote(name) + ": " + reason);
+    throw Error(ErrorCode::kInvalidArgument, {.entry = "entry name " + quote(name)}, reason);
   };
   if (name.empty()) fail("is empty");
   if (name.size() > kMaxNameLength) {
@@ -154,8 +156,8 @@ void ZipWriter::validate_name(std::string_view name) {
   }
 }
 
-std::string ZipWriter::entry_label(std::string_view name) const {
-  return file_->destination().string() + ": entry " + quote(name);
+ErrorContext ZipWriter::entry_label(std::string_view name) const {
+  return {.file = file_->destination().string(), .entry = "entry " + quote(name)};
 }
 
 void ZipWriter::ensure_usable(const char* operation) const {
@@ -171,8 +173,8 @@ void ZipWriter::ensure_usable(const char* operation) const {
     reason = "after an entry failed; the archive cannot be completed";
   }
   if (reason != nullptr) {
-    throw Error(ErrorCode::kBadState,
-                file_->destination().string() + ": " + operation + " called " + reason);
+    throw Error(ErrorCode::kBadState, {.file = file_->destination().string()},
+                std::string(operation) + " called " + reason);
   }
 }
 
@@ -181,10 +183,10 @@ void ZipWriter::check_unique(std::string_view name) const {
   if (found == lowered_names_.end()) return;
   const std::string& existing = entries_[found->second].name;
   if (existing == name) {
-    throw Error(ErrorCode::kInvalidArgument, entry_label(name) + ": duplicate name");
+    throw Error(ErrorCode::kInvalidArgument, entry_label(name), "duplicate name");
   }
-  throw Error(ErrorCode::kInvalidArgument,
-              entry_label(name) + ": differs from the earlier entry " + quote(existing) +
+  throw Error(ErrorCode::kInvalidArgument, entry_label(name),
+              "differs from the earlier entry " + quote(existing) +
                   " only in ASCII case (they would collide on case-insensitive file systems)");
 }
 
@@ -193,13 +195,16 @@ void ZipWriter::check_size(std::string_view name, std::uint64_t size) const {
   const std::uint64_t headroom = kLocalHeaderLimit + zip::kGapStep + kMaxAlignment;
   const std::uint64_t position = file_->position();
   if (position > kMaxFileSize - headroom || size > kMaxFileSize - headroom - position) {
-    throw Error(ErrorCode::kInvalidArgument, entry_label(name) + ": size " + std::to_string(size) +
-                                                 " would take the file past the largest size"
-                                                 " the system allows");
+    throw Error(ErrorCode::kInvalidArgument, entry_label(name),
+                "size " + std::to_string(size) +
+                    " would take the file past the largest size"
+                    " the system allows");
   }
 }
 
 void ZipWriter::remember(WrittenEntry entry) {
+  ONNXZIP_DCHECK(entry.data_offset % alignment_ == 0);
+  ONNXZIP_DCHECK(file_->position() == entry.data_offset + entry.size);
   lowered_names_.emplace(ascii_lower(entry.name), entries_.size());
   entries_.push_back(std::move(entry));
 }
@@ -226,6 +231,7 @@ const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data) {
       const std::vector<std::uint8_t> header =
           zip::encode_local_header(layout, name, crc, alignment_);
       head.insert(head.end(), header.begin(), header.end());
+      ONNXZIP_DCHECK(start + head.size() == layout.data_offset);
       file_->write_at(start, head);
       remember(written_entry(layout, name, crc));
     }
@@ -242,8 +248,8 @@ const WrittenEntry& ZipWriter::add(std::string_view name, std::uint64_t size,
   validate_name(name);
   check_unique(name);
   check_size(name, size);
-  const std::string label = entry_label(name);
-  if (!producer) throw Error(ErrorCode::kInvalidArgument, label + ": no producer given");
+  const ErrorContext label = entry_label(name);
+  if (!producer) throw Error(ErrorCode::kInvalidArgument, label, "no producer given");
   const EntryLayout layout = plan_entry(file_->position(), name.size(), size, alignment_);
   try {
     write_local_header(*file_, layout, name, 0, alignment_);
@@ -258,13 +264,12 @@ const WrittenEntry& ZipWriter::add(std::string_view name, std::uint64_t size,
     in_producer_ = false;
     // A producer may swallow the sink's overflow error; the entry is still wrong.
     if (sink.overflowed()) {
-      throw Error(
-          ErrorCode::kInvalidArgument,
-          label + ": the producer wrote more than the declared " + std::to_string(size) + " bytes");
+      throw Error(ErrorCode::kInvalidArgument, label,
+                  "the producer wrote more than the declared " + std::to_string(size) + " bytes");
     }
     if (sink.remaining() != 0) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  label + ": the producer wrote " + std::to_string(size - sink.remaining()) +
+      throw Error(ErrorCode::kInvalidArgument, label,
+                  "the producer wrote " + std::to_string(size - sink.remaining()) +
                       " of the declared " + std::to_string(size) + " bytes");
     }
     std::uint8_t crc_bytes[4];

@@ -24,6 +24,7 @@
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/entry_sink.h"
+#include "onnxzip/error.h"
 #include "output_file.h"
 
 namespace onnxzip {
@@ -98,7 +99,7 @@ class ZipWriter final {
  private:
   void ensure_usable(const char* operation) const;
   void check_unique(std::string_view name) const;
-  std::string entry_label(std::string_view name) const;
+  ErrorContext entry_label(std::string_view name) const;
   void check_size(std::string_view name, std::uint64_t size) const;
   void remember(WrittenEntry entry);
   void write_central_directory();
