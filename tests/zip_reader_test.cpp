@@ -1567,7 +1567,9 @@ void PrintTo(const RejectCase& c, std::ostream* os) { *os << c.name; }
 class MustReject : public ::testing::TestWithParam<std::tuple<RejectCase, Source>> {};
 
 TEST_P(MustReject, WithTheCodeAndAMessageNamingThePlace) {
-  const auto& [c, source] = GetParam();
+  // Named copies, not a structured binding: clang 14 cannot capture one in the lambda.
+  const RejectCase& c = std::get<0>(GetParam());
+  const Source source = std::get<1>(GetParam());
   Rejected r = c.make();
   r.fragments.push_back(archive_name());
   expect_error([&] { (void)open_over(source, r.bytes, c.options); }, c.code, r.fragments);
