@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,6 +39,7 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
+#include "onnxzip/integrity.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
@@ -310,8 +312,9 @@ class Archive final {
 // --- Verification (spec §9.5) ---
 
 struct VerifyFinding {
-  // kError: load() refuses the archive for this (or the CRC-32 is wrong). kWarning: a deviation
-  // from the spec that load() accepts (spec §9.3, §9.4 item 4, §11).
+  // kError: load() refuses the archive for this (or the CRC-32 is wrong, or a digest or the
+  // signature check of spec §12.5 fails). kWarning: a deviation from the spec that load()
+  // accepts (spec §9.3, §9.4 item 4, §11, §12.1).
   enum class Severity { kError, kWarning };
   Severity severity = Severity::kError;
   std::string entry;   // "" when the finding concerns no entry.
@@ -343,6 +346,12 @@ struct VerifyOptions {
   // uncompressed sizes (0 without check_crc), and the last call (done == total) comes when the
   // report is complete. Not called for a file that is not a readable ZIP.
   ProgressCallback progress = nullptr;
+  // When the archive has `__DIGESTS`, every entry's SHA-256 is checked against it (spec §12.5;
+  // with check_crc only: both read every byte).
+  // With a public key, a valid `__SIGNATURE` by that key is required too: its absence, another
+  // key, a bad signature are errors.
+  std::optional<PublicKey> public_key{};
+  IntegrityLimits integrity{};
 };
 
 // Checks the archive at `path` against the spec: everything load() checks (as kError), the
