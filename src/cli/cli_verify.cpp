@@ -10,6 +10,7 @@
 #include "cli_common.h"
 #include "cli_progress.h"
 #include "onnxzip/archive.h"
+#include "onnxzip/integrity.h"
 #include "onnxzip/ir_check.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/tensor.h"
@@ -20,13 +21,16 @@ namespace {
 struct VerifyArgs {
   std::vector<std::string> files;
   InflateLimits limits;
+  std::string public_key;
 };
 
 // The problems of one file, each a line "FILE: <where>: <message>".
 std::vector<std::string> archive_problems(const std::string& file, const InflateLimits& limits,
+                                          const std::optional<PublicKey>& public_key,
                                           FileAccess access, bool quiet) {
   std::vector<std::string> lines;
   VerifyOptions verify_options;
+  verify_options.public_key = public_key;
   verify_options.zip = limits.zip_options();
   verify_options.access = access;
   const VerifyReport report = [&] {
@@ -89,13 +93,18 @@ std::vector<std::string> legacy_problems(const std::string& file, FileAccess acc
 }
 
 int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
+  std::optional<PublicKey> public_key;
+  if (!args.public_key.empty()) public_key = PublicKey::load(args.public_key);
   int status = kExitOk;
   for (const std::string& file : args.files) {
     std::vector<std::string> lines;
     try {
       lines = detect_format(file) == ModelFormat::kOnnxz
-                  ? archive_problems(file, args.limits, global.access(), global.quiet)
+                  ? archive_problems(file, args.limits, public_key, global.access(), global.quiet)
                   : legacy_problems(file, global.access());
+      if (public_key && detect_format(file) != ModelFormat::kOnnxz) {
+        lines.push_back(with_file(file, "a legacy .onnx model holds no signature (--public-key)"));
+      }
     } catch (const Error& e) {  // Missing, unreadable: a problem of this file, then the next.
       lines.push_back(with_file(file, e.message()));
     }
@@ -120,6 +129,9 @@ Command add_verify_command(CLI::App& app, const GlobalOptions& global) {
   sub->add_option("FILE", args->files, "The .onnxz archives or legacy .onnx models to check")
       ->required();
   add_inflate_limit_options(*sub, args->limits);
+  sub->add_option("--public-key", args->public_key,
+                  "Also require a valid __SIGNATURE by this ECDSA P-256 public key (PEM)")
+      ->type_name("PUBLIC.pem");
   sub->footer(
       "Prints one line per problem, 'FILE: <where>: <message>', or 'FILE: ok'. An .onnxz is\n"
       "checked against the whole format specification: ZIP structure, entry records,\n"
@@ -127,8 +139,10 @@ Command add_verify_command(CLI::App& app, const GlobalOptions& global) {
       "legacy .onnx is parsed and its external data resolved and size-checked. Both get the\n"
       "payload check (every inline tensor's data matches its dims and type) and the ONNX IR\n"
       "rules: ir_version, a graph and opset imports present, no cycles, single assignment,\n"
-      "nodes in topological order, unique names, every node's domain imported. Exit status 0\n"
-      "when every file is valid, else 1.\n\n"
+      "nodes in topological order, unique names, every node's domain imported. An archive with\n"
+      "__DIGESTS has every entry's SHA-256 checked against it; with --public-key its\n"
+      "__SIGNATURE must verify with that key (onnxzip sign). Exit status 0 when every file is\n"
+      "valid, else 1.\n\n"
       "Examples:\n"
       "  onnxzip verify model.onnxz\n"
       "  onnxzip verify --quiet *.onnxz *.onnx || echo 'problems found'");
