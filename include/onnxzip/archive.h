@@ -84,6 +84,9 @@ struct SaveOptions {
   // A symbolic link at `path`: refused (false) or followed, replacing the file it leads to
   // (OutputFileOptions::follow_symlinks). Anything but a regular file there is always refused.
   bool follow_symlinks = false;
+  // Also write `__DIGESTS` (spec §12): each payload is hashed (SHA-256) as it is written, the
+  // model before it is, so nothing is read back. Sign the result with sign_archive (signing.h).
+  bool digests = false;
   // Called as finish()/save() writes the payloads it externalizes (progress.h); `total` is their
   // byte count (tensors added to an ArchiveWriter are not counted: their caller writes them).
   ProgressCallback progress = nullptr;
