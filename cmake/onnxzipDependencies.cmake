@@ -8,6 +8,8 @@ find_dependency(Boost 1.74 COMPONENTS iostreams)
 # streaming interface, so entries too large to inflate into memory (zip_reader.h, "Deflated
 # entries and memory") go through zlib's inflate() in pieces.
 find_dependency(ZLIB)
+# SHA-256 and ECDSA P-256 for the integrity entries (__DIGESTS, __SIGNATURE): libcrypto 3.
+find_dependency(OpenSSL 3 COMPONENTS Crypto)
 
 if(NOT TARGET onnxzip::isal)
   find_path(ONNXZIP_ISAL_INCLUDE_DIR isa-l/crc.h)

@@ -2,12 +2,16 @@
 # Installs everything onnxzip needs to build, test, benchmark and run the main job on Debian 12,
 # from Debian's packages only. libprotobuf, libonnx-dev and python3-onnx are test and benchmark
 # oracles: the library itself never links them (the Python extension links libprotobuf only to read
-# payloads in place from python3-protobuf's C++ messages, README "Python"). python3-pybind11 builds the Python package
+# payloads in place from python3-protobuf's C++ messages, README "Python"). libssl-dev (libcrypto
+# 3: SHA-256, ECDSA) and nlohmann-json3-dev (the JSON of __DIGESTS and __SIGNATURE) are the
+# integrity layer's; python3-cryptography is its interop test's independent verifier.
+# python3-pybind11 builds the Python package
 # (python/), python3-pytest tests it, python3-torch is its torch export path's test.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev clang-format
   libboost-iostreams-dev libisal-dev libdeflate-dev zlib1g-dev libcli11-dev
+  libssl-dev nlohmann-json3-dev python3-cryptography
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libonnx-dev python3 python3-onnx python3-numpy libonnx-testdata
   python3-venv python3-pip python3-setuptools python3-pybind11 python3-pytest python3-torch strace

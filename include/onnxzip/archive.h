@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,6 +42,7 @@
 #include "onnxzip/entry_sink.h"
 #include "onnxzip/error.h"
 #include "onnxzip/http_source.h"
+#include "onnxzip/integrity.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
@@ -83,6 +85,9 @@ struct SaveOptions {
   // final rename; follow_symlinks replaces the file a symbolic link at `path` leads to. Anything
   // but a regular file (or such a link) there is always refused.
   OutputFileOptions output{};
+  // Also write `__DIGESTS` (spec §12): each payload is hashed (SHA-256) as it is written, the
+  // model before it is, so nothing is read back. Sign the result with sign_archive (signing.h).
+  bool digests = false;
   // Called as finish()/save() writes the payloads it externalizes (progress.h); `total` is their
   // byte count (tensors added to an ArchiveWriter are not counted: their caller writes them).
   ProgressCallback progress = nullptr;
@@ -330,8 +335,9 @@ class Archive final {
 // --- Verification (spec §9.5) ---
 
 struct VerifyFinding {
-  // kError: load() refuses the archive for this (or the CRC-32 is wrong). kWarning: a deviation
-  // from the spec that load() accepts (spec §9.3, §9.4 item 4, §11).
+  // kError: load() refuses the archive for this (or the CRC-32 is wrong, or a digest or the
+  // signature check of spec §12.5 fails). kWarning: a deviation from the spec that load()
+  // accepts (spec §9.3, §9.4 item 4, §11, §12.1).
   enum class Severity { kError, kWarning };
   Severity severity = Severity::kError;
   std::string entry;   // "" when the finding concerns no entry.
@@ -369,6 +375,12 @@ struct VerifyOptions {
   // uncompressed sizes (0 without check_crc), and the last call (done == total) comes when the
   // report is complete. Not called for a file that is not a readable ZIP.
   ProgressCallback progress = nullptr;
+  // When the archive has `__DIGESTS`, every entry's SHA-256 is checked against it (spec §12.5;
+  // with check_crc only: both read every byte).
+  // With a public key, a valid `__SIGNATURE` by that key is required too: its absence, another
+  // key, a bad signature are errors.
+  std::optional<PublicKey> public_key{};
+  IntegrityLimits integrity{};
 };
 
 // Checks the archive at `path` against the spec: everything load() checks (as kError), the

@@ -21,9 +21,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "onnxzip/integrity.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/output_options.h"
 #include "onnxzip/progress.h"
@@ -54,6 +56,12 @@ struct EditOptions {
   ProgressCallback progress = nullptr;
   // Limits for reading the archive (its local_headers is not used: see replace_model).
   ZipReaderOptions zip{};
+  // An archive with `__DIGESTS` (spec §12) gets it rewritten with the new model's digest (no
+  // other entry is hashed again), and its `__SIGNATURE` signed anew with this key; without a
+  // key the signature is removed (EditResult::signature_removed), never left untrue. A key also
+  // signs an archive that had digests but no signature. A compaction removes both entries.
+  std::optional<PrivateKey> signing_key{};
+  IntegrityLimits integrity{};
 };
 
 struct EditResult {
@@ -62,6 +70,10 @@ struct EditResult {
   std::uint64_t model_offset = 0;            // Local header offset of the new `__MODEL_PROTO`.
   std::uint64_t model_size = 0;              // Its bytes (the serialized model).
   std::uint64_t file_size = 0;               // The archive's size afterwards.
+  bool digests_updated = false;              // `__DIGESTS` was rewritten for the new model.
+  bool signed_again = false;                 // `__SIGNATURE` was written with signing_key.
+  bool signature_removed = false;            // `__SIGNATURE` went (no key, or a compaction).
+  bool digests_removed = false;              // `__DIGESTS` went (a compaction).
 };
 
 // Replaces the model of the archive at `archive` by `model`. The model is checked against the

@@ -17,11 +17,13 @@
 
 #include "archive_internal.h"
 #include "crc32.h"
+#include "integrity_entries.h"
 #include "interrupted_edit.h"
 #include "model_parts.h"
 #include "onnxzip/byte_source.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
+#include "onnxzip/signing.h"
 #include "onnxzip/tensor.h"
 #include "posix_file.h"
 #include "progress_meter.h"
@@ -88,6 +90,12 @@ class ArchiveFile final {
   std::string source_;
   detail::Fd fd_;
 };
+
+// A new integrity entry of the tail: its text, borrowed.
+zip::TailEntry text_entry(std::string_view name, const std::string& text) {
+  const ByteSpan bytes(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+  return {name, bytes, crc32(bytes)};
+}
 
 std::string name_list(const std::vector<std::string>& names) {
   std::string text;
@@ -197,6 +205,15 @@ EditResult compact(const std::filesystem::path& path, const ZipReader& zip,
       path, ZipWriterOptions{.alignment = zip::declared_alignment(zip), .output = options.output});
   for (const ZipEntry& entry : zip.entries()) {
     if (entry.index == model_entry.index) continue;
+    // Digests of the entries dropped, and a signature of them: neither stays true (spec §12.4).
+    if (entry.name == kDigestsEntryName) {
+      result.digests_removed = true;
+      continue;
+    }
+    if (entry.name == kSignatureEntryName) {
+      result.signature_removed = true;
+      continue;
+    }
     const bool reserved = entry.name.starts_with("__");
     if (!reserved && !referenced[entry.index]) {
       result.dropped_entries.push_back(entry.name);
@@ -267,12 +284,43 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   }
 
   detail::ProgressMeter meter(options.progress, bytes.size());
-  const archive_detail::TailReplacement replaced = archive_detail::replace_last_entry(
-      zip, bytes.span(), crc32(bytes.span()), zip::declared_alignment(zip), file.fd(), file_size,
-      options.output.durable);
+  const std::uint32_t model_crc = crc32(bytes.span());
+  EditResult result;
+  archive_detail::TailReplacement replaced;
+  if (zip.find(kDigestsEntryName) == nullptr && zip.find(kSignatureEntryName) == nullptr) {
+    replaced = archive_detail::replace_last_entry(zip, bytes.span(), model_crc,
+                                                  zip::declared_alignment(zip), file.fd(),
+                                                  file_size, options.output.durable);
+  } else {
+    // spec §12.4: the integrity entries before the model are rewritten with it. Where the entry
+    // before them ends is in its local header, which the tail-only read may not have reached.
+    ZipReaderOptions every_header = options.zip;
+    every_header.local_headers = LocalHeaderScope::kAll;
+    const ZipReader whole = archive_detail::open_zip(ByteSource::of_file(file.map()), every_header);
+    const ZipEntry& model = whole.entries()[model_entry->index];
+    const archive_detail::IntegrityPlace place =
+        archive_detail::find_integrity_entries(whole, model);
+    if (!place.misplaced.empty()) {
+      throw Error(ErrorCode::kUnsupported, {.file = source},
+                  place.misplaced + "; repack the archive to edit it");
+    }
+    const archive_detail::IntegrityRewrite rewrite = archive_detail::rewrite_for_model(
+        whole, place, bytes.span(), model_crc, options.signing_key, options.integrity);
+    std::vector<zip::TailEntry> tail;
+    if (!rewrite.digests.empty()) tail.push_back(text_entry(kDigestsEntryName, rewrite.digests));
+    if (!rewrite.signature.empty()) {
+      tail.push_back(text_entry(kSignatureEntryName, rewrite.signature));
+    }
+    tail.push_back({kModelEntryName, bytes.span(), model_crc});
+    replaced = archive_detail::replace_last_entries(whole, place.tail_start, tail,
+                                                    zip::declared_alignment(whole), file.fd(),
+                                                    file_size, options.output.durable);
+    result.digests_updated = !rewrite.digests.empty();
+    result.signed_again = !rewrite.signature.empty();
+    result.signature_removed = rewrite.signature_removed;
+  }
   meter.advance(bytes.size());
   meter.finish();
-  EditResult result;
   result.model_offset = replaced.local_header_offset;
   result.model_size = bytes.size();
   result.file_size = replaced.file_size;
@@ -368,6 +416,60 @@ EditResult edit_model_properties(const std::filesystem::path& archive,
     put_graph_parts(properties, take_graph_parts(model));
     return check_and_serialize(properties, zip, model_entry, source);
   });
+}
+
+SignResult sign_archive(const std::filesystem::path& archive, const SignOptions& options) {
+  const std::string source = archive.string();
+  const ArchiveFile file(archive, options.output.follow_symlinks);
+  // Every entry is read, so every local header is: the tail rewrite needs the one before it.
+  ZipReaderOptions every_header = options.zip;
+  every_header.local_headers = LocalHeaderScope::kAll;
+  const ZipReader zip = archive_detail::open_zip(ByteSource::of_file(file.map()), every_header);
+  const ZipEntry* const model_entry =
+      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
+  const std::uint64_t file_size = file.size();
+  const archive_detail::IntegrityPlace place =
+      archive_detail::find_integrity_entries(zip, *model_entry);
+  if (!place.misplaced.empty()) {
+    throw Error(ErrorCode::kUnsupported, {.file = source},
+                place.misplaced + "; repack the archive to sign it");
+  }
+  static_cast<void>(zip::entries_start(zip, place.tail_start, file_size));
+
+  std::uint64_t total = 0;
+  for (const ZipEntry& entry : zip.entries()) {
+    if (!archive_detail::is_integrity_entry(entry.name)) total += entry.size;
+  }
+  detail::ProgressMeter meter(options.progress, total);
+  std::vector<EntryDigest> digests;
+  for (const ZipEntry& entry : zip.entries()) {
+    if (archive_detail::is_integrity_entry(entry.name)) continue;
+    digests.push_back(archive_detail::digest_entry(zip, entry, &meter));
+  }
+  SignResult result;
+  result.entries = digests.size();
+  const std::string statement = encode_digests(archive.stem().string(), std::move(digests));
+  std::string signature;
+  if (options.key) {
+    signature = encode_signature(
+        ByteSpan(reinterpret_cast<const std::uint8_t*>(statement.data()), statement.size()),
+        *options.key);
+    result.key_id = options.key->key_id();
+  } else {
+    result.signature_removed = place.signature != nullptr;
+  }
+  // The model is written again from a copy: its new place may overlap its old bytes.
+  const TensorBytes stored_model = zip.data(*model_entry);
+  const OwnedBytes model = OwnedBytes::copy_of(stored_model.view());
+  std::vector<zip::TailEntry> tail{text_entry(kDigestsEntryName, statement)};
+  if (!signature.empty()) tail.push_back(text_entry(kSignatureEntryName, signature));
+  tail.push_back({kModelEntryName, model.span(), model_entry->crc32});
+  meter.finish();
+  const archive_detail::TailReplacement replaced = archive_detail::replace_last_entries(
+      zip, place.tail_start, tail, zip::declared_alignment(zip), file.fd(), file_size,
+      options.output.durable);
+  result.file_size = replaced.file_size;
+  return result;
 }
 
 }  // namespace onnxzip

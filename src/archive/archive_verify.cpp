@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "archive_internal.h"
+#include "integrity_entries.h"
 #include "interrupted_edit.h"
 #include "little_endian.h"
 #include "onnxzip/byte_source.h"
@@ -126,6 +127,14 @@ void Verifier::run(const ZipReader& zip) {
   }
   const ZipEntry* model = archive_detail::find_model_entry(zip, collector());
   if (model != nullptr) check_model(*model);
+  if (model != nullptr) {
+    archive_detail::check_integrity(
+        zip, *model, options_,
+        [this](Severity severity, std::string entry, std::uint64_t offset, ErrorContext place,
+               std::string problem) {
+          add(severity, std::move(entry), "", offset, std::move(place), std::move(problem));
+        });
+  }
   for (const ZipEntry& e : zip.entries()) {
     if (e.name.starts_with("__") || referenced_.contains(e.index)) continue;
     warn(e, e.local_header_offset,
@@ -294,7 +303,7 @@ void Verifier::check_alignment(const ZipEntry& e) {
 }
 
 void Verifier::check_name(const ZipEntry& e) {
-  if (e.name == kModelEntryName) return;
+  if (e.name == kModelEntryName || archive_detail::is_integrity_entry(e.name)) return;
   if (e.name.starts_with("__")) {
     warn(e, e.central_header_offset,
          "unknown reserved entry, ignored by version 1 readers (spec §6.2, §11 item 1)");

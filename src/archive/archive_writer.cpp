@@ -13,6 +13,7 @@
 #include "archive_internal.h"
 #include "check.h"
 #include "crc32.h"
+#include "onnxzip/integrity.h"
 #include "onnxzip/tensor.h"
 #include "progress_meter.h"
 #include "zip_writer.h"
@@ -22,6 +23,34 @@ namespace {
 
 using archive_detail::make_reference;
 using archive_detail::quote;
+
+// Passes an entry's pieces on, hashing them for `__DIGESTS` (SaveOptions::digests).
+class HashingSink final : public EntrySink {
+ public:
+  HashingSink(EntrySink& sink, Sha256& hasher) noexcept : sink_(sink), hasher_(hasher) {}
+  void write(ByteSpan piece) override {
+    hasher_.update(piece);
+    sink_.write(piece);
+  }
+  std::uint64_t remaining() const noexcept override { return sink_.remaining(); }
+
+ private:
+  EntrySink& sink_;
+  Sha256& hasher_;
+};
+
+// The model's bytes as the codec streams them, hashed and CRC-ed before they are written.
+class DigestingByteSink final : public wire::ByteSink {
+ public:
+  void write(ByteSpan bytes) override {
+    hasher.update(bytes);
+    crc = crc32(bytes, crc);
+    size += bytes.size();
+  }
+  Sha256 hasher;
+  std::uint32_t crc = 0;
+  std::uint64_t size = 0;
+};
 
 // Feeds the codec's streamed output into a ZIP entry.
 class EntrySinkAdapter final : public wire::ByteSink {
@@ -112,6 +141,10 @@ struct ArchiveWriter::State {
   void check_added_tensor(std::string_view tensor_name, std::int32_t data_type,
                           std::span<const std::int64_t> dims, std::uint64_t size) const;
   TensorRef remember(const WrittenEntry& written);
+  // zip.add, hashing the entry with options.digests.
+  const WrittenEntry& add_entry(std::string_view name, ByteSpan bytes);
+  const WrittenEntry& add_entry(std::string_view name, std::uint64_t size,
+                                const EntryProducer& producer);
 
   SaveOptions options;
   ZipWriter zip;
@@ -119,6 +152,7 @@ struct ArchiveWriter::State {
   EntryNamer namer;
   archive_detail::PayloadIndex added;
   std::map<std::pair<std::uint64_t, std::uint32_t>, std::vector<WrittenPayload>> by_content;
+  std::vector<EntryDigest> digests;  // With options.digests: every entry written.
   bool finished = false;
   bool broken = false;
 };
@@ -147,6 +181,26 @@ void ArchiveWriter::State::check_added_tensor(std::string_view tensor_name, std:
                                                  std::string(data_type_name(data_type)) + " is " +
                                                  std::to_string(expected) + " (spec §7.3)");
   }
+}
+
+const WrittenEntry& ArchiveWriter::State::add_entry(std::string_view name, ByteSpan bytes) {
+  const WrittenEntry& written = zip.add(name, bytes);
+  if (options.digests) {
+    digests.push_back({written.name, Sha256::of(bytes), written.size, written.crc32});
+  }
+  return written;
+}
+
+const WrittenEntry& ArchiveWriter::State::add_entry(std::string_view name, std::uint64_t size,
+                                                    const EntryProducer& producer) {
+  if (!options.digests) return zip.add(name, size, producer);
+  Sha256 hasher;
+  const WrittenEntry& written = zip.add(name, size, [&](EntrySink& sink) {
+    HashingSink hashing(sink, hasher);
+    producer(hashing);
+  });
+  digests.push_back({written.name, hasher.finish(), written.size, written.crc32});
+  return written;
 }
 
 TensorRef ArchiveWriter::State::remember(const WrittenEntry& written) {
@@ -224,12 +278,12 @@ std::string ArchiveWriter::State::write_candidate(const Candidate& candidate,
   const std::string location = namer.name_for(tensor.name.value_or(""));
   if (meter.active()) {
     // In pieces, so that the meter moves within a large tensor.
-    zip.add(location, payload.view().size(), [&](EntrySink& sink) {
+    add_entry(location, payload.view().size(), [&](EntrySink& sink) {
       detail::write_with_progress(payload.view(), meter,
                                   [&](ByteSpan piece) { sink.write(piece); });
     });
   } else {
-    zip.add(location, payload.view());
+    add_entry(location, payload.view());
   }
   if (key) by_content[*key].push_back({location, &tensor});
   return location;
@@ -248,7 +302,7 @@ TensorRef ArchiveWriter::add_tensor(std::string_view tensor_name, std::int32_t d
   state_->ensure_open("add_tensor");
   state_->check_added_tensor(tensor_name, data_type, dims, bytes.size());
   try {
-    return state_->remember(state_->zip.add(state_->namer.name_for(tensor_name), bytes));
+    return state_->remember(state_->add_entry(state_->namer.name_for(tensor_name), bytes));
   } catch (...) {
     state_->broken = true;
     throw;
@@ -269,7 +323,7 @@ TensorRef ArchiveWriter::add_tensor(std::string_view tensor_name, std::int32_t d
   const std::uint64_t size = try_tensor_byte_size(dims, data_type).value_or(0);
   state_->check_added_tensor(tensor_name, data_type, dims, size);
   try {
-    return state_->remember(state_->zip.add(state_->namer.name_for(tensor_name), size, producer));
+    return state_->remember(state_->add_entry(state_->namer.name_for(tensor_name), size, producer));
   } catch (...) {
     state_->broken = true;
     throw;
@@ -294,6 +348,19 @@ void ArchiveWriter::finish(const ModelProto& model) {
     SerializeOptions serialize_options;
     serialize_options.substitutions = &substitutions;
     const MessageSerializer<ModelProto> serializer(model, serialize_options);
+    if (state.options.digests) {
+      // spec §12.1: __DIGESTS comes before the model, so the model is hashed first (streamed
+      // once more: it is small next to the payloads, and nothing is held).
+      DigestingByteSink model_digest;
+      serializer.write(model_digest);
+      std::vector<EntryDigest> digests = state.digests;
+      digests.push_back({std::string(kModelEntryName), model_digest.hasher.finish(),
+                         model_digest.size, model_digest.crc});
+      const std::string statement = encode_digests(path_.stem().string(), std::move(digests));
+      state.zip.add(
+          kDigestsEntryName,
+          ByteSpan(reinterpret_cast<const std::uint8_t*>(statement.data()), statement.size()));
+    }
     // spec §2.4: the model entry comes last.
     state.zip.add(kModelEntryName, serializer.size(), [&](EntrySink& sink) {
       EntrySinkAdapter adapter(sink);

@@ -33,10 +33,15 @@ TailStepHook& step_hook() {
 
 // More than the new tail, written twice, can take: the entry and the central directory, each
 // with headers and padding, and the end records and comment.
-std::uint64_t largest_tails(const ZipReader& zip, ByteSpan data) {
-  if (data.size() > kMaxFileSize / 4) return std::numeric_limits<std::uint64_t>::max();
-  return 2 * (data.size() + zip.central_directory_size() + kMaxAlignment) +
-         (std::uint64_t{1} << 20);
+std::uint64_t largest_tails(const ZipReader& zip, std::span<const zip::TailEntry> entries) {
+  std::uint64_t data = 0;
+  for (const zip::TailEntry& entry : entries) {
+    if (entry.data.size() > kMaxFileSize / 4 - data) {
+      return std::numeric_limits<std::uint64_t>::max();
+    }
+    data += entry.data.size() + kMaxAlignment;
+  }
+  return 2 * (data + zip.central_directory_size()) + (std::uint64_t{1} << 20);
 }
 
 // The first offset from `at` on where the record lies within one sector.
@@ -73,9 +78,12 @@ class TailWriter final {
     }
   }
   void write(const zip::EntryTail& tail, std::uint64_t offset, const char* what) {
-    write(offset, tail.head, what);
-    write(offset + tail.head.size(), tail.data, what);
-    write(offset + tail.head.size() + tail.data.size(), tail.rest, what);
+    for (const zip::EntryTail::Part& part : tail.entries) {
+      write(offset, part.head, what);
+      write(offset + part.head.size(), part.data, what);
+      offset += part.head.size() + part.data.size();
+    }
+    write(offset, tail.rest, what);
   }
   void truncate(std::uint64_t size, const char* what) {
     while (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
@@ -107,23 +115,41 @@ class TailWriter final {
 TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
                                    std::uint32_t alignment, int fd, std::uint64_t file_size,
                                    bool durable) {
-  const std::uint64_t start = zip::last_entry_start(zip, file_size);
+  if (zip.entries().empty()) {
+    throw Error(ErrorCode::kInvalidArgument, zip.source_name() + ": the archive has no entry");
+  }
+  const zip::TailEntry entry{zip.entries().back().name, data, crc};
+  return replace_last_entries(zip, zip.entries().size() - 1, std::span(&entry, 1), alignment, fd,
+                              file_size, durable);
+}
+
+TailReplacement replace_last_entries(const ZipReader& zip, std::size_t first,
+                                     std::span<const zip::TailEntry> entries,
+                                     std::uint32_t alignment, int fd, std::uint64_t file_size,
+                                     bool durable) {
+  const std::uint64_t start = zip::entries_start(zip, first, file_size);
   const std::uint64_t archive_end = zip.size();
-  check_room(zip, file_size, largest_tails(zip, data),
-             "an entry of " + std::to_string(data.size()) + " bytes");
+  std::uint64_t data_size = 0;
+  for (const zip::TailEntry& entry : entries) data_size += entry.data.size();  // Bytes in memory.
+  check_room(zip, file_size, largest_tails(zip, entries),
+             (entries.size() == 1 ? "an entry of " : "entries of ") + std::to_string(data_size) +
+                 " bytes");
   TailWriter writer(zip, fd, durable);
-  const zip::EntryTail final_tail = zip::lay_out_tail(zip, start, data, crc, alignment);
+  const zip::EntryTail final_tail = zip::lay_out_tail(zip, first, start, entries, alignment);
   // The new tail goes after the archive and after the final tail's place, so that neither the
   // old archive nor step 3 overwrites it while it is the live one.
   const std::uint64_t temporary_offset = std::max(archive_end, start + final_tail.size());
   const zip::EntryTail temporary_tail =
-      zip::lay_out_tail(zip, temporary_offset, data, crc, alignment);
+      zip::lay_out_tail(zip, first, temporary_offset, entries, alignment);
   InterruptedEditRecord record;
   record.old_end = archive_end;
   record.new_start = temporary_offset;
   record.new_end = temporary_offset + temporary_tail.size();
-  record.new_crc32 =
-      crc32(temporary_tail.rest, crc32(temporary_tail.data, crc32(temporary_tail.head)));
+  std::uint32_t tail_crc = 0;
+  for (const zip::EntryTail::Part& part : temporary_tail.entries) {
+    tail_crc = crc32(part.data, crc32(part.head, tail_crc));
+  }
+  record.new_crc32 = crc32(temporary_tail.rest, tail_crc);
   // Past the new tail, and past anything the file holds after the archive (an earlier
   // interrupted edit's record among it), so that the file ends with this record.
   record.record_offset = record_place(std::max(record.new_end, file_size));

@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/zip_reader.h"
+#include "zip_tail.h"
 
 namespace onnxzip::archive_detail {
 
@@ -48,6 +50,13 @@ struct TailReplacement {
 TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
                                    std::uint32_t alignment, int fd, std::uint64_t file_size,
                                    bool durable);
+// The same for the entries from index `first` (file order) to the last, replaced by `entries`
+// (zip::entries_start says which archives allow it): the integrity entries and the model of
+// spec §12 are rewritten together this way. The result names the last new entry.
+TailReplacement replace_last_entries(const ZipReader& zip, std::size_t first,
+                                     std::span<const zip::TailEntry> entries,
+                                     std::uint32_t alignment, int fd, std::uint64_t file_size,
+                                     bool durable);
 
 // --- Test seam (tests only; nothing in the library sets it) ---
 

@@ -124,6 +124,7 @@ Command add_verify_command(CLI::App& app, const GlobalOptions& global);
 Command add_extract_command(CLI::App& app, const GlobalOptions& global);
 Command add_view_command(CLI::App& app, const GlobalOptions& global);
 Command add_edit_command(CLI::App& app, const GlobalOptions& global);
+Command add_sign_command(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace onnxzip::cli
 

@@ -23,6 +23,7 @@ struct ConvertArgs {
   std::vector<std::string> external_data;  // Empty, or one value ("" for the default name).
   SizeOption max_file_size;
   bool dedupe = false;
+  bool digests = false;
   InflateLimits limits;
 };
 
@@ -59,7 +60,12 @@ int run_convert(const ConvertArgs& args, const CLI::Option& external_data_option
     }
     if (threshold) options.archive.threshold = *threshold;
     options.archive.dedupe = args.dedupe;
+    options.archive.digests = args.digests;
   } else {
+    if (args.digests) {
+      throw UsageError("--digests applies to conversions to .onnxz; " + args.in +
+                       " is an .onnxz archive, so it converts to a legacy .onnx");
+    }
     if (args.dedupe) {
       throw UsageError("--dedupe applies to conversions to .onnxz; " + args.in +
                        " is an .onnxz archive, so it converts to a legacy .onnx");
@@ -143,6 +149,9 @@ Command add_convert_command(CLI::App& app, const GlobalOptions& global) {
                   "SIZE; implies --external-data. A tensor is never split");
   sub->add_flag("--dedupe", args->dedupe,
                 "To .onnxz: store identical tensors once, all referring to one entry");
+  sub->add_flag("--digests", args->digests,
+                "To .onnxz: also write __DIGESTS, the SHA-256 of every entry, hashed as it is "
+                "written (sign it with 'onnxzip sign')");
   add_inflate_limit_options(*sub, args->limits);
   sub->footer(
       "The direction comes from IN's content, not its name. A legacy model may keep its\n"

@@ -13,6 +13,7 @@
 #include "cli_progress.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/edit.h"
+#include "onnxzip/integrity.h"
 #include "onnxzip/onnx_codec.h"
 
 namespace onnxzip::cli {
@@ -27,6 +28,7 @@ struct EditArgs {
   std::string model;
   bool compact = false;
   bool no_sync = false;
+  std::string key;
 };
 
 struct MetadataSet {
@@ -140,6 +142,7 @@ int run_edit(const EditArgs& args, const CLI::Option& producer_option,
   EditOptions options;
   options.compact = args.compact;
   options.output.durable = !args.no_sync;
+  if (!args.key.empty()) options.signing_key = PrivateKey::load(args.key);
   EditResult result;
   {
     ProgressBar bar("editing", global.quiet);
@@ -154,6 +157,16 @@ int run_edit(const EditArgs& args, const CLI::Option& producer_option,
                        [&](ModelProto& model) { apply_edit(model, plan, args.archive); }, options);
   }
   if (!global.quiet) {
+    if (result.signature_removed) {
+      std::fprintf(stderr,
+                   "onnxzip: note: %s: __SIGNATURE removed: it signed the old model (give --key "
+                   "to sign again)\n",
+                   printable(args.archive).c_str());
+    }
+    if (result.digests_removed) {
+      std::fprintf(stderr, "onnxzip: note: %s: __DIGESTS removed by the compaction\n",
+                   printable(args.archive).c_str());
+    }
     for (const std::string& name : result.dropped_entries) {
       std::fprintf(stderr, "onnxzip: note: %s: entry '%s' left out: no tensor refers to it\n",
                    args.archive.c_str(), printable(name).c_str());
@@ -193,6 +206,10 @@ Command add_edit_command(CLI::App& app, const GlobalOptions& global) {
   sub->add_flag("--compact", args->compact,
                 "When the new model refers to no tensor in some entries, rewrite the archive "
                 "without them (instead of refusing the edit)");
+  sub->add_option("--key", args->key,
+                  "A signed archive: sign its new __DIGESTS with this ECDSA P-256 private key "
+                  "(PEM); without it the old signature is removed")
+      ->type_name("PRIVATE.pem");
   sub->add_flag("--no-sync", args->no_sync,
                 "Do not flush each step to disk: a crash still leaves the old or the new model, "
                 "a power loss may not");

@@ -18,6 +18,7 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/bytes.h"
 #include "onnxzip/legacy.h"
+#include "onnxzip/signing.h"
 #include "onnxzip/tensor.h"
 
 namespace onnxzip::cli {
@@ -100,6 +101,7 @@ struct ArchiveContents {
   std::uint64_t payload_bytes = 0;
   std::uint64_t inline_count = 0;  // Tensors whose payload is in the model, and their bytes.
   std::uint64_t inline_bytes = 0;
+  IntegrityInfo integrity;  // __DIGESTS and __SIGNATURE (spec §12).
 
   const ModelProto& model() const { return archive.model(); }
 };
@@ -186,8 +188,9 @@ InfoReport gather_archive(const InfoArgs& args, const GlobalOptions& global) {
   ArchiveContents contents(remote ? Archive::open_url(args.file, options, http_options(global))
                                   : Archive::open(args.file, options));
   contents.entries = entry_rows(contents.archive);
+  contents.integrity = read_integrity_info(contents.archive.zip());
   for (const EntryRow& row : contents.entries) {
-    if (row.is_model) continue;
+    if (row.is_model || row.name == kDigestsEntryName || row.name == kSignatureEntryName) continue;
     ++contents.payload_count;
     contents.payload_bytes += row.size;
   }
@@ -389,6 +392,20 @@ void write_contents_json(JsonWriter& json, const ArchiveContents& contents) {
   json.key("bytes");
   json.number(contents.inline_bytes);
   json.end_object();
+  const IntegrityInfo& integrity = contents.integrity;
+  json.key("integrity");
+  json.begin_object();
+  json.key("digests");
+  json.boolean(integrity.has_digests);
+  json.key("digested_entries");
+  json.number(integrity.digested_entries);
+  json.key("signature");
+  json.boolean(integrity.has_signature);
+  json.key("key_id");
+  json.string(integrity.key_id);
+  json.key("problem");
+  json.string(integrity.problem);
+  json.end_object();
 }
 
 void write_legacy_tensor_json(JsonWriter& json, const LegacyTensor& t) {
@@ -487,11 +504,26 @@ std::string model_text(const ModelProto& model) {
   return out;
 }
 
+std::string integrity_text(const IntegrityInfo& integrity) {
+  if (!integrity.has_digests && !integrity.has_signature) return "none";
+  std::string text = integrity.has_digests
+                         ? "digests of " + std::to_string(integrity.digested_entries) + " entries"
+                         : "no digests";
+  if (integrity.has_signature) {
+    text += ", signed by key " + (integrity.key_id.empty() ? "?" : printable(integrity.key_id));
+  } else {
+    text += ", not signed";
+  }
+  if (!integrity.problem.empty()) text += " (unreadable: " + printable(integrity.problem) + ")";
+  return text;
+}
+
 std::string format_text(const InfoReport& report, const ArchiveContents& contents) {
   const std::size_t payloads = contents.payload_count;
   return "format          .onnxz, " + human_bytes(report.file_size) + ", " +
          std::to_string(payloads) + " payload entr" + (payloads == 1 ? "y" : "ies") + " (" +
-         human_bytes(contents.payload_bytes) + ")\n";
+         human_bytes(contents.payload_bytes) + ")\n" + "integrity       " +
+         integrity_text(contents.integrity) + "\n";
 }
 
 std::string format_text(const InfoReport& report, const LegacyContents& contents) {

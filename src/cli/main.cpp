@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
       onnxzip::cli::add_view_command(app, global),
       onnxzip::cli::add_repack_command(app, global),
       onnxzip::cli::add_edit_command(app, global),
+      onnxzip::cli::add_sign_command(app, global),
   };
   if (const std::string message = unknown_command(argc, argv, commands); !message.empty()) {
     return usage_error(message);

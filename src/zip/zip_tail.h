@@ -8,6 +8,8 @@
 #define ONNXZIP_SRC_ZIP_TAIL_H_
 
 #include <cstdint>
+#include <span>
+#include <string_view>
 #include <vector>
 
 #include "onnxzip/bytes.h"
@@ -15,15 +17,29 @@
 
 namespace onnxzip::zip {
 
-// The new last entry and everything after it, laid out for one position of the file.
+// The new last entries and everything after them, laid out for one position of the file.
 struct EntryTail {
-  std::vector<std::uint8_t> head;  // The gap (if any), the local header.
-  ByteSpan data;
-  std::vector<std::uint8_t> rest;  // Central directory, end records, archive comment.
-  std::uint64_t local_header_offset = 0;
-  std::uint64_t data_offset = 0;
+  struct Part {
+    std::vector<std::uint8_t> head;  // The gap (if any), the local header.
+    ByteSpan data;
+  };
+  std::vector<Part> entries;              // In file order, the replaced last entry's last.
+  std::vector<std::uint8_t> rest;         // Central directory, end records, archive comment.
+  std::uint64_t local_header_offset = 0;  // Of the last entry.
+  std::uint64_t data_offset = 0;          // Of the last entry.
 
-  std::uint64_t size() const noexcept { return head.size() + data.size() + rest.size(); }
+  std::uint64_t size() const noexcept {
+    std::uint64_t total = rest.size();
+    for (const Part& part : entries) total += part.head.size() + part.data.size();
+    return total;
+  }
+};
+
+// An entry of a new tail: a stored entry named `name` holding `data` (CRC-32 `crc`), borrowed.
+struct TailEntry {
+  std::string_view name;
+  ByteSpan data;
+  std::uint32_t crc = 0;
 };
 
 // Where the new last entry starts -- where the entry before it ends (a gap an interrupted edit
@@ -35,6 +51,11 @@ struct EntryTail {
 std::uint64_t last_entry_start(const ZipReader& zip, std::uint64_t file_size);
 // The same checks alone.
 void check_last_entry_replaceable(const ZipReader& zip, std::uint64_t file_size);
+// The same for the entries from index `first` (file order) to the last: they must be the last
+// ones in the central directory too, in file order, else Error(kInvalidArgument); the entry
+// before them must have had its local header read (LocalHeaderScope::kAll, or kTail when it is
+// one of the last two), else Error(kBadState).
+std::uint64_t entries_start(const ZipReader& zip, std::size_t first, std::uint64_t file_size);
 
 // The archive's last entry replaced by a stored entry of the same name holding `data` (whose
 // CRC-32 is `crc`), laid out as ZipWriter lays out entries (zip_layout.h) from `position` on, its
@@ -42,6 +63,10 @@ void check_last_entry_replaceable(const ZipReader& zip, std::uint64_t file_size)
 // archive keeps its comment. `data` is borrowed by the result.
 EntryTail lay_out_tail(const ZipReader& zip, std::uint64_t position, ByteSpan data,
                        std::uint32_t crc, std::uint32_t alignment);
+// The entries from index `first` on (see entries_start) replaced by `entries`, the same way:
+// the central records of the entries before `first` are kept byte for byte.
+EntryTail lay_out_tail(const ZipReader& zip, std::size_t first, std::uint64_t position,
+                       std::span<const TailEntry> entries, std::uint32_t alignment);
 
 // The alignment A the archive declares (spec §3.6): the value of the first 0xD935 record of a
 // local header, when it is a power of two in [64, 65536]; else 64.

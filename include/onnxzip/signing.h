@@ -1,0 +1,64 @@
+// Digests and signatures inside an .onnxz archive (spec §12): `sign_archive` adds or replaces
+// `__DIGESTS` (the SHA-256 of every other entry) and `__SIGNATURE` (a signature of `__DIGESTS`)
+// in place, and `read_integrity_info` says what an archive holds. verify() (archive.h) checks
+// them; the edits (edit.h) keep them true. The bytes of both entries are integrity.h's. Any
+// module above the archive layer may use this header.
+#ifndef ONNXZIP_SIGNING_H_
+#define ONNXZIP_SIGNING_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "onnxzip/integrity.h"
+#include "onnxzip/output_options.h"
+#include "onnxzip/progress.h"
+#include "onnxzip/zip_reader.h"
+
+namespace onnxzip {
+
+struct SignOptions {
+  // The key that signs `__DIGESTS`; none writes `__DIGESTS` alone and removes a `__SIGNATURE`
+  // the archive had (it would no longer verify).
+  std::optional<PrivateKey> key{};
+  // As EditOptions::output: signing rewrites the user's only copy in place, so it is durable (a
+  // power loss leaves the archive before or after the signing) and follows a symbolic link.
+  OutputFileOptions output{.durable = true, .follow_symlinks = true};
+  // Called as the entries are hashed (progress.h); `total` is their byte count.
+  ProgressCallback progress = nullptr;
+  ZipReaderOptions zip{};
+};
+
+struct SignResult {
+  std::uint64_t entries = 0;       // Entries listed in `__DIGESTS`.
+  std::string key_id;              // The signing key's id; "" without a key.
+  bool signature_removed = false;  // A `__SIGNATURE` went (no key given).
+  std::uint64_t file_size = 0;     // The archive's size afterwards.
+};
+
+// Hashes every entry of the archive but `__DIGESTS` and `__SIGNATURE` (checking each CRC-32 on
+// the way), then writes `__DIGESTS`, and `__SIGNATURE` with a key, directly before
+// `__MODEL_PROTO` (spec §12.1), replacing those the archive had. The rewrite is the crash-safe
+// in-place edit of spec §9.6: no payload byte moves, and at every instant the file is the
+// archive before or after the signing. Errors (the archive unchanged): those of the ZIP reader
+// and of an edit (edit.h: missing or misplaced model, a lock held, I/O); Error(kCorrupt) naming
+// the entry whose CRC-32 is wrong; Error(kUnsupported) when integrity entries of the archive are
+// not directly before the model (another tool wrote them: repack the archive first).
+SignResult sign_archive(const std::filesystem::path& archive, const SignOptions& options = {});
+
+// What an archive's integrity entries are, for `onnxzip info`: read, not verified.
+struct IntegrityInfo {
+  bool has_digests = false;
+  bool has_signature = false;
+  std::uint64_t digested_entries = 0;  // Resources in `__DIGESTS` (when it parses).
+  std::string key_id;                  // The signing key's id the bundle names (when it parses).
+  std::string problem;                 // Why an entry present does not parse ("" when both do).
+};
+
+// Never throws for the archive's content (a problem goes into `problem`).
+IntegrityInfo read_integrity_info(const ZipReader& zip, const IntegrityLimits& limits = {});
+
+}  // namespace onnxzip
+
+#endif  // ONNXZIP_SIGNING_H_

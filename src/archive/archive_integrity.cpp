@@ -1,0 +1,244 @@
+// The integrity entries in an archive (spec §12): where they sit, the digests verify() checks,
+// their rewrite by an edit, sign_archive() and what `info` shows.
+#include <map>
+#include <string>
+#include <utility>
+
+#include "archive_internal.h"
+#include "crc32.h"
+#include "integrity_entries.h"
+#include "onnxzip/signing.h"
+
+namespace onnxzip::archive_detail {
+
+using Severity = VerifyFinding::Severity;
+
+bool is_integrity_entry(std::string_view name) noexcept {
+  return name == kDigestsEntryName || name == kSignatureEntryName;
+}
+
+IntegrityPlace find_integrity_entries(const ZipReader& zip, const ZipEntry& model_entry) {
+  IntegrityPlace place;
+  place.digests = zip.find(kDigestsEntryName);
+  place.signature = zip.find(kSignatureEntryName);
+  place.tail_start = model_entry.index;
+  // Directly before the model, in file order: [__DIGESTS] [__SIGNATURE] __MODEL_PROTO.
+  std::size_t expected = model_entry.index;
+  for (const ZipEntry* entry : {place.signature, place.digests}) {
+    if (entry == nullptr) continue;
+    if (expected == 0 || entry->index != expected - 1) {
+      place.misplaced =
+          "entry " + quote(entry->name) + " is not where spec §12.1 puts it (directly before " +
+          (entry == place.digests && place.signature != nullptr ? quote(kSignatureEntryName)
+                                                                : quote(kModelEntryName)) +
+          ")";
+      return place;
+    }
+    expected = entry->index;
+  }
+  place.tail_start = expected;
+  return place;
+}
+
+EntryDigest digest_entry(const ZipReader& zip, const ZipEntry& entry,
+                         detail::ProgressMeter* meter) {
+  Sha256 hasher;
+  zip.stream(entry, [&](ByteSpan piece) {
+    hasher.update(piece);
+    if (meter != nullptr) meter->advance(piece.size());
+  });
+  return EntryDigest{entry.name, hasher.finish(), entry.size, entry.crc32};
+}
+
+TensorBytes integrity_entry_bytes(const ZipReader& zip, const ZipEntry& entry, std::uint64_t limit,
+                                  std::string_view limit_name) {
+  if (entry.size > limit) {
+    throw Error(ErrorCode::kLimitExceeded,
+                ErrorContext{zip.source_name(), "", "entry " + quote(entry.name)},
+                std::to_string(entry.size) + " bytes, more than the limit of " +
+                    std::to_string(limit) + " (" + std::string(limit_name) + ")");
+  }
+  return zip.verified_data(entry);
+}
+
+namespace {
+
+DigestStatement read_digests(const ZipReader& zip, const ZipEntry& entry,
+                             const IntegrityLimits& limits, TensorBytes* keep_bytes = nullptr) {
+  TensorBytes bytes = integrity_entry_bytes(zip, entry, limits.max_digests_size,
+                                            "IntegrityLimits::max_digests_size");
+  DigestStatement statement = decode_digests(bytes.view(), limits, zip.source_name());
+  if (keep_bytes != nullptr) *keep_bytes = std::move(bytes);
+  return statement;
+}
+
+// A finding's place in the archive; verify() names the file.
+ErrorContext entry_place(std::string_view name) { return {.entry = "entry " + quote(name)}; }
+
+// `error`'s place and problem, naming the entry `name` when the error did not.
+std::pair<ErrorContext, std::string> error_finding(const Error& error, std::string_view name) {
+  const Error named = error.with_context(entry_place(name));
+  return {named.context(), named.problem()};
+}
+
+}  // namespace
+
+void check_integrity(const ZipReader& zip, const ZipEntry& model_entry,
+                     const VerifyOptions& options, const FindingSink& add) {
+  const IntegrityPlace place = find_integrity_entries(zip, model_entry);
+  const std::string required =
+      options.public_key
+          ? " (a signature by key " + options.public_key->key_id() + " was asked for)"
+          : "";
+  if (place.digests == nullptr) {
+    if (place.signature != nullptr) {
+      add(Severity::kError, std::string(kSignatureEntryName), place.signature->local_header_offset,
+          entry_place(kSignatureEntryName), "a signature, but no __DIGESTS entry (spec §12.3)");
+    } else if (options.public_key) {
+      add(Severity::kError, "", 0, {}, "no __DIGESTS and no __SIGNATURE entry" + required);
+    }
+    return;
+  }
+  if (!place.misplaced.empty()) {
+    add(Severity::kWarning, place.digests->name, place.digests->local_header_offset, {},
+        place.misplaced);
+  }
+  TensorBytes digests_bytes;
+  DigestStatement statement;
+  try {
+    statement = read_digests(zip, *place.digests, options.integrity, &digests_bytes);
+  } catch (const Error& error) {
+    auto [where, problem] = error_finding(error, kDigestsEntryName);
+    add(Severity::kError, place.digests->name, place.digests->data_offset, std::move(where),
+        std::move(problem));
+    return;
+  }
+
+  std::map<std::string_view, const EntryDigest*> listed;
+  for (const EntryDigest& entry : statement.entries) listed.emplace(entry.name, &entry);
+  for (const ZipEntry& entry : zip.entries()) {
+    if (is_integrity_entry(entry.name)) continue;
+    const auto found = listed.find(entry.name);
+    if (found == listed.end()) {
+      add(Severity::kError, entry.name, entry.local_header_offset, entry_place(entry.name),
+          "not listed in __DIGESTS (spec §12.2)");
+      continue;
+    }
+    const EntryDigest& expected = *found->second;
+    listed.erase(found);
+    if (entry.size != expected.size) {
+      add(Severity::kError, entry.name, entry.data_offset, entry_place(entry.name),
+          std::to_string(entry.size) + " bytes, __DIGESTS says " + std::to_string(expected.size) +
+              " (spec §12.5)");
+      continue;
+    }
+    if (!options.check_crc) continue;  // The caller asked for no payload to be read.
+    EntryDigest actual;
+    try {
+      actual = digest_entry(zip, entry);
+    } catch (const Error&) {
+      continue;  // A wrong CRC-32 or a bad stream: the CRC check reports it.
+    }
+    if (actual.sha256 != expected.sha256) {
+      add(Severity::kError, entry.name, entry.data_offset, entry_place(entry.name),
+          "its SHA-256 is " + to_hex(actual.sha256) + ", __DIGESTS says " +
+              to_hex(expected.sha256) +
+              ": its bytes are not those that were digested (spec §12.5)");
+    }
+  }
+  for (const auto& [name, entry] : listed) {
+    add(Severity::kError, std::string(kDigestsEntryName), place.digests->data_offset,
+        entry_place(kDigestsEntryName),
+        "lists entry " + quote(name) + ", which the archive does not hold (spec §12.2)");
+  }
+
+  if (place.signature == nullptr) {
+    if (options.public_key) {
+      add(Severity::kError, "", 0, {}, "no __SIGNATURE entry" + required);
+    }
+    return;
+  }
+  try {
+    const TensorBytes bytes =
+        integrity_entry_bytes(zip, *place.signature, options.integrity.max_signature_size,
+                              "IntegrityLimits::max_signature_size");
+    const SignatureBundle bundle =
+        decode_signature(bytes.view(), options.integrity, zip.source_name());
+    if (options.public_key) {
+      const std::string problem =
+          signature_problem(bundle, digests_bytes.view(), *options.public_key);
+      if (!problem.empty()) {
+        add(Severity::kError, place.signature->name, place.signature->data_offset,
+            entry_place(kSignatureEntryName), problem + " (spec §12.5)");
+      }
+    }
+  } catch (const Error& error) {
+    auto [where, problem] = error_finding(error, kSignatureEntryName);
+    add(Severity::kError, place.signature->name, place.signature->data_offset, std::move(where),
+        std::move(problem));
+  }
+}
+
+IntegrityRewrite rewrite_for_model(const ZipReader& zip, const IntegrityPlace& place,
+                                   ByteSpan model, std::uint32_t model_crc,
+                                   const std::optional<PrivateKey>& key,
+                                   const IntegrityLimits& limits) {
+  IntegrityRewrite rewrite;
+  if (place.digests == nullptr) {
+    // A signature without digests signs nothing this archive can check: it goes.
+    rewrite.signature_removed = place.signature != nullptr;
+    return rewrite;
+  }
+  DigestStatement statement = read_digests(zip, *place.digests, limits);
+  bool found = false;
+  for (EntryDigest& entry : statement.entries) {
+    if (entry.name != kModelEntryName) continue;
+    entry.sha256 = Sha256::of(model);
+    entry.size = model.size();
+    entry.crc32 = model_crc;
+    found = true;
+  }
+  if (!found) {
+    throw Error(ErrorCode::kCorrupt,
+                ErrorContext{zip.source_name(), "", "entry " + quote(kDigestsEntryName)},
+                "does not list __MODEL_PROTO, so an edit cannot keep it true; sign the archive "
+                "again");
+  }
+  rewrite.digests = encode_digests(statement.model_name, std::move(statement.entries));
+  if (key) {
+    rewrite.signature =
+        encode_signature(ByteSpan(reinterpret_cast<const std::uint8_t*>(rewrite.digests.data()),
+                                  rewrite.digests.size()),
+                         *key);
+  } else {
+    rewrite.signature_removed = place.signature != nullptr;
+  }
+  return rewrite;
+}
+
+}  // namespace onnxzip::archive_detail
+
+namespace onnxzip {
+
+IntegrityInfo read_integrity_info(const ZipReader& zip, const IntegrityLimits& limits) {
+  IntegrityInfo info;
+  const ZipEntry* digests = zip.find(kDigestsEntryName);
+  const ZipEntry* signature = zip.find(kSignatureEntryName);
+  info.has_digests = digests != nullptr;
+  info.has_signature = signature != nullptr;
+  try {
+    if (digests != nullptr) {
+      info.digested_entries = archive_detail::read_digests(zip, *digests, limits).entries.size();
+    }
+    if (signature != nullptr) {
+      const TensorBytes bytes = archive_detail::integrity_entry_bytes(
+          zip, *signature, limits.max_signature_size, "IntegrityLimits::max_signature_size");
+      info.key_id = decode_signature(bytes.view(), limits, zip.source_name()).key_hint;
+    }
+  } catch (const Error& error) {
+    info.problem = error.message();
+  }
+  return info;
+}
+
+}  // namespace onnxzip

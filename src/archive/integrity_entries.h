@@ -1,0 +1,68 @@
+// Private to the archive layer: the integrity entries of spec §12 in an archive -- where they
+// are, the digest of an entry, their check for verify() and their rewrite for an edit. The
+// bytes of the entries are the integrity layer's (integrity.h).
+#ifndef ONNXZIP_SRC_INTEGRITY_ENTRIES_H_
+#define ONNXZIP_SRC_INTEGRITY_ENTRIES_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "onnxzip/archive.h"
+#include "onnxzip/integrity.h"
+#include "onnxzip/zip_reader.h"
+#include "progress_meter.h"
+
+namespace onnxzip::archive_detail {
+
+// `__DIGESTS` or `__SIGNATURE`: the entries `__DIGESTS` does not list.
+bool is_integrity_entry(std::string_view name) noexcept;
+
+// Where the integrity entries are. Spec §12.1 puts them directly before `__MODEL_PROTO`,
+// `__DIGESTS` first, so that an edit rewrites them with the model.
+struct IntegrityPlace {
+  const ZipEntry* digests = nullptr;
+  const ZipEntry* signature = nullptr;
+  // The first entry of the tail an edit rewrites: the first integrity entry, else the model.
+  std::size_t tail_start = 0;
+  std::string misplaced;  // Why they are not where §12.1 puts them; "" when they are.
+};
+IntegrityPlace find_integrity_entries(const ZipReader& zip, const ZipEntry& model_entry);
+
+// The SHA-256 of the entry's bytes with its size and CRC-32, the CRC-32 checked as they are
+// read (ZipReader::stream); `meter` advances with them when given.
+EntryDigest digest_entry(const ZipReader& zip, const ZipEntry& entry,
+                         detail::ProgressMeter* meter = nullptr);
+
+// An integrity entry's bytes, refused unread (Error(kLimitExceeded)) beyond `limit`.
+TensorBytes integrity_entry_bytes(const ZipReader& zip, const ZipEntry& entry, std::uint64_t limit,
+                                  std::string_view limit_name);
+
+// verify()'s checks of spec §12.5, each problem reported through `add` (severity, entry, offset,
+// place, problem): every digest against the entry's bytes, the list against the archive's entries,
+// and with options.public_key the signature.
+using FindingSink =
+    std::function<void(VerifyFinding::Severity severity, std::string entry, std::uint64_t offset,
+                       ErrorContext place, std::string problem)>;
+void check_integrity(const ZipReader& zip, const ZipEntry& model_entry,
+                     const VerifyOptions& options, const FindingSink& add);
+
+// What an edit writes before its new model (spec §12.4): `__DIGESTS` with the model's digest
+// replaced, and `__SIGNATURE` signed anew with `key`, or none (`signature_removed` when the
+// archive had one). Nothing but the model is hashed. Errors: decode_digests's for an archive
+// whose `__DIGESTS` does not parse, Error(kCorrupt) when it does not list the model.
+struct IntegrityRewrite {
+  std::string digests;
+  std::string signature;  // "" for none.
+  bool signature_removed = false;
+};
+IntegrityRewrite rewrite_for_model(const ZipReader& zip, const IntegrityPlace& place,
+                                   ByteSpan model, std::uint32_t model_crc,
+                                   const std::optional<PrivateKey>& key,
+                                   const IntegrityLimits& limits);
+
+}  // namespace onnxzip::archive_detail
+
+#endif  // ONNXZIP_SRC_INTEGRITY_ENTRIES_H_

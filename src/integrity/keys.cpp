@@ -1,0 +1,148 @@
+// PEM keys for __SIGNATURE: ECDSA on P-256 only (spec §12.3), read by OpenSSL.
+#include <openssl/core_names.h>
+#include <openssl/pem.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "onnxzip/error.h"
+#include "onnxzip/integrity.h"
+#include "openssl_handles.h"
+
+namespace onnxzip {
+namespace {
+
+using integrity_detail::BioPtr;
+using integrity_detail::openssl_reason;
+using integrity_detail::PkeyPtr;
+
+// A key file is a few hundred bytes; anything much larger is not one.
+constexpr std::uintmax_t kMaxKeyFileSize = 64 * 1024;
+
+std::vector<std::uint8_t> read_key_file(const std::filesystem::path& path) {
+  std::error_code error;
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) {
+    throw Error(
+        error == std::errc::no_such_file_or_directory ? ErrorCode::kNotFound : ErrorCode::kIo,
+        path.string() + ": cannot read the key: " + error.message());
+  }
+  if (size > kMaxKeyFileSize) {
+    throw Error(ErrorCode::kInvalidArgument, path.string() + ": " + std::to_string(size) +
+                                                 " bytes, too large for a PEM key (at most " +
+                                                 std::to_string(kMaxKeyFileSize) + ")");
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) {
+    throw Error(ErrorCode::kIo, path.string() + ": cannot read the key");
+  }
+  return bytes;
+}
+
+BioPtr memory_bio(ByteSpan bytes) {
+  BioPtr bio(BIO_new_mem_buf(bytes.data(), static_cast<int>(bytes.size())));
+  if (!bio) throw Error(ErrorCode::kIo, "OpenSSL cannot allocate a buffer: " + openssl_reason());
+  return bio;
+}
+
+// Refuses what is not an EC key on P-256, the one curve spec §12.3 allows.
+void check_p256(EVP_PKEY* pkey, std::string_view source, std::string_view kind) {
+  char group[64] = {};
+  std::size_t length = 0;
+  if (EVP_PKEY_is_a(pkey, "EC") != 1 ||
+      EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group,
+                                     &length) != 1 ||
+      std::string_view(group, length) != "prime256v1") {
+    openssl_reason();
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(source) + ": not an ECDSA P-256 (prime256v1) " + std::string(kind) +
+                    " (a " + EVP_PKEY_get0_type_name(pkey) +
+                    (length > 0 ? " key on " + std::string(group, length) : std::string(" key")) +
+                    "); make one with: openssl ecparam -name prime256v1 -genkey -noout");
+  }
+}
+
+std::string key_id_of(EVP_PKEY* pkey) {
+  const BioPtr out(BIO_new(BIO_s_mem()));
+  if (!out || PEM_write_bio_PUBKEY(out.get(), pkey) != 1) {
+    throw Error(ErrorCode::kIo, "OpenSSL cannot encode a public key: " + openssl_reason());
+  }
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(out.get(), &data);
+  return to_hex(Sha256::of(
+      ByteSpan(reinterpret_cast<const std::uint8_t*>(data), static_cast<std::size_t>(size))));
+}
+
+}  // namespace
+
+PrivateKey PrivateKey::from_pem(ByteSpan pem, std::string_view source) {
+  if (pem.size() > kMaxKeyFileSize) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(source) + ": too large for a PEM key");
+  }
+  const BioPtr bio = memory_bio(pem);
+  // No password callback: an encrypted key fails instead of prompting on a terminal.
+  PkeyPtr pkey(PEM_read_bio_PrivateKey(
+      bio.get(), nullptr, [](char*, int, int, void*) { return 0; }, nullptr));
+  if (!pkey) {
+    const std::string reason = openssl_reason();
+    throw Error(ErrorCode::kInvalidArgument, std::string(source) +
+                                                 ": not an unencrypted PEM private key" +
+                                                 (reason.empty() ? "" : " (" + reason + ")"));
+  }
+  check_p256(pkey.get(), source, "private key");
+  auto key = std::make_shared<Key>();
+  key->pkey = std::move(pkey);
+  return PrivateKey(std::move(key));
+}
+
+PrivateKey PrivateKey::load(const std::filesystem::path& path) {
+  return from_pem(read_key_file(path), path.string());
+}
+
+PublicKey PrivateKey::public_key() const {
+  // The public half, copied out through its DER encoding so the PublicKey holds no private part.
+  unsigned char* der = nullptr;
+  const int length = i2d_PUBKEY(key_->pkey.get(), &der);
+  if (length <= 0) {
+    throw Error(ErrorCode::kIo, "OpenSSL cannot encode a public key: " + openssl_reason());
+  }
+  const unsigned char* cursor = der;
+  PkeyPtr pkey(d2i_PUBKEY(nullptr, &cursor, length));
+  OPENSSL_free(der);
+  if (!pkey) throw Error(ErrorCode::kIo, "OpenSSL cannot decode a public key: " + openssl_reason());
+  std::string id = key_id_of(pkey.get());
+  auto key = std::make_shared<PublicKey::Key>();
+  key->pkey = std::move(pkey);
+  return PublicKey(std::move(key), std::move(id));
+}
+
+std::string PrivateKey::key_id() const { return public_key().key_id(); }
+
+PublicKey PublicKey::from_pem(ByteSpan pem, std::string_view source) {
+  if (pem.size() > kMaxKeyFileSize) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(source) + ": too large for a PEM key");
+  }
+  const BioPtr bio = memory_bio(pem);
+  PkeyPtr pkey(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
+  if (!pkey) {
+    const std::string reason = openssl_reason();
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(source) + ": not a PEM public key (-----BEGIN PUBLIC KEY-----)" +
+                    (reason.empty() ? "" : " (" + reason + ")"));
+  }
+  check_p256(pkey.get(), source, "public key");
+  std::string id = key_id_of(pkey.get());
+  auto key = std::make_shared<Key>();
+  key->pkey = std::move(pkey);
+  return PublicKey(std::move(key), std::move(id));
+}
+
+PublicKey PublicKey::load(const std::filesystem::path& path) {
+  return from_pem(read_key_file(path), path.string());
+}
+
+}  // namespace onnxzip

@@ -1,0 +1,154 @@
+// The `__SIGNATURE` entry (spec §12.3): a Sigstore bundle v0.3 in its JSON form, holding a DSSE
+// envelope over the `__DIGESTS` bytes signed with ECDSA P-256 / SHA-256, as model_signing's
+// key-based signer writes it (public-key verification material whose hint is the key id, no
+// transparency log entries).
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "json_input.h"
+#include "message_text.h"
+#include "onnxzip/error.h"
+#include "onnxzip/integrity.h"
+#include "openssl_handles.h"
+
+namespace onnxzip {
+namespace {
+
+using integrity_detail::Json;
+using integrity_detail::JsonSource;
+using integrity_detail::MdContextPtr;
+using integrity_detail::openssl_reason;
+
+constexpr std::string_view kBundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json";
+
+std::string base64(ByteSpan bytes) {
+  std::string text(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int length = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(text.data()), bytes.data(),
+                                     static_cast<int>(bytes.size()));
+  text.resize(static_cast<std::size_t>(length));
+  return text;
+}
+
+// Standard base64 with padding (protobuf's JSON form of bytes); nullopt for anything else.
+std::optional<std::vector<std::uint8_t>> unbase64(std::string_view text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  if (text.empty()) return std::vector<std::uint8_t>{};
+  std::vector<std::uint8_t> bytes(text.size() / 4 * 3);
+  // EVP_DecodeBlock takes an int: the signature limit keeps the text far below 2^31.
+  const int length =
+      EVP_DecodeBlock(bytes.data(), reinterpret_cast<const unsigned char*>(text.data()),
+                      static_cast<int>(text.size()));
+  if (length < 0) return std::nullopt;
+  // It decodes padding as zero bytes: those come off, and '=' may only end the text.
+  std::size_t padding = 0;
+  while (padding < 2 && text[text.size() - 1 - padding] == '=') ++padding;
+  if (text.find('=') < text.size() - padding) return std::nullopt;
+  bytes.resize(static_cast<std::size_t>(length) - padding);
+  return bytes;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> dsse_pae(std::string_view payload_type, ByteSpan payload) {
+  const std::string head = "DSSEv1 " + std::to_string(payload_type.size()) + " " +
+                           std::string(payload_type) + " " + std::to_string(payload.size()) + " ";
+  std::vector<std::uint8_t> pae(head.begin(), head.end());
+  pae.insert(pae.end(), payload.begin(), payload.end());
+  return pae;
+}
+
+std::string encode_signature(ByteSpan digests, const PrivateKey& key) {
+  const std::vector<std::uint8_t> pae = dsse_pae(kInTotoPayloadType, digests);
+  const MdContextPtr context(EVP_MD_CTX_new());
+  std::size_t length = 0;
+  if (!context ||
+      EVP_DigestSignInit(context.get(), nullptr, EVP_sha256(), nullptr, key.key().pkey.get()) !=
+          1 ||
+      EVP_DigestSign(context.get(), nullptr, &length, pae.data(), pae.size()) != 1) {
+    throw Error(ErrorCode::kIo, "__SIGNATURE: OpenSSL cannot sign: " + openssl_reason());
+  }
+  std::vector<std::uint8_t> signature(length);
+  if (EVP_DigestSign(context.get(), signature.data(), &length, pae.data(), pae.size()) != 1) {
+    throw Error(ErrorCode::kIo, "__SIGNATURE: OpenSSL cannot sign: " + openssl_reason());
+  }
+  signature.resize(length);
+  const nlohmann::ordered_json bundle = {
+      {"mediaType", kBundleMediaType},
+      {"verificationMaterial",
+       {{"publicKey", {{"hint", key.key_id()}}}, {"tlogEntries", nlohmann::ordered_json::array()}}},
+      {"dsseEnvelope",
+       {{"payload", base64(digests)},
+        {"payloadType", kInTotoPayloadType},
+        {"signatures",
+         nlohmann::ordered_json::array({{{"sig", base64(signature)}, {"keyid", ""}}})}}}};
+  return bundle.dump(2) + "\n";
+}
+
+SignatureBundle decode_signature(ByteSpan json, const IntegrityLimits& limits,
+                                 std::string_view source_name) {
+  const JsonSource source{std::string(source_name), "entry " + detail::quote(kSignatureEntryName),
+                          limits.max_signature_size, "IntegrityLimits::max_signature_size"};
+  const Json document = integrity_detail::parse_json(json, source);
+  integrity_detail::expect_object(document, "", source);
+  integrity_detail::expect_string(document, "mediaType", kBundleMediaType, "", source);
+  const Json& material =
+      integrity_detail::object_member(document, "verificationMaterial", "", source);
+  const Json& public_key =
+      integrity_detail::object_member(material, "publicKey", "verificationMaterial", source);
+  SignatureBundle bundle;
+  bundle.key_hint =
+      integrity_detail::string_member(public_key, "hint", "verificationMaterial.publicKey", source);
+  const Json& envelope = integrity_detail::object_member(document, "dsseEnvelope", "", source);
+  bundle.payload_type =
+      integrity_detail::string_member(envelope, "payloadType", "dsseEnvelope", source);
+  const std::string& payload =
+      integrity_detail::string_member(envelope, "payload", "dsseEnvelope", source);
+  auto payload_bytes = unbase64(payload);
+  if (!payload_bytes) source.fail("dsseEnvelope.payload is not base64");
+  bundle.payload = std::move(*payload_bytes);
+  const Json& signatures =
+      integrity_detail::array_member(envelope, "signatures", "dsseEnvelope", source);
+  if (signatures.size() != 1) {
+    source.fail("dsseEnvelope.signatures has " + std::to_string(signatures.size()) +
+                " items, expected 1");
+  }
+  const std::string& sig =
+      integrity_detail::string_member(signatures[0], "sig", "dsseEnvelope.signatures[0]", source);
+  auto signature = unbase64(sig);
+  if (!signature || signature->empty()) {
+    source.fail("dsseEnvelope.signatures[0].sig is not a non-empty base64 string");
+  }
+  bundle.signature = std::move(*signature);
+  return bundle;
+}
+
+std::string signature_problem(const SignatureBundle& bundle, ByteSpan digests,
+                              const PublicKey& key) {
+  if (bundle.key_hint != key.key_id()) {
+    return "signed by another key (key id " + bundle.key_hint + ", the key given has " +
+           key.key_id() + ")";
+  }
+  if (bundle.payload_type != kInTotoPayloadType) {
+    return "its payload type is " + detail::quote(bundle.payload_type) + ", expected " +
+           detail::quote(kInTotoPayloadType);
+  }
+  if (!std::equal(bundle.payload.begin(), bundle.payload.end(), digests.begin(), digests.end())) {
+    return "its payload is not the __DIGESTS entry";
+  }
+  const std::vector<std::uint8_t> pae = dsse_pae(bundle.payload_type, bundle.payload);
+  const MdContextPtr context(EVP_MD_CTX_new());
+  if (!context || EVP_DigestVerifyInit(context.get(), nullptr, EVP_sha256(), nullptr,
+                                       key.key().pkey.get()) != 1) {
+    throw Error(ErrorCode::kIo, "__SIGNATURE: OpenSSL cannot verify: " + openssl_reason());
+  }
+  const int verdict = EVP_DigestVerify(context.get(), bundle.signature.data(),
+                                       bundle.signature.size(), pae.data(), pae.size());
+  openssl_reason();  // A bad DER signature leaves errors queued; they are this verdict.
+  return verdict == 1 ? "" : "the signature does not verify with the key given";
+}
+
+}  // namespace onnxzip

@@ -1,0 +1,119 @@
+// onnxzip sign, verify --public-key, info and edit --key, run as a user would: exit codes and
+// the words of each failure (spec §12; the library's side is signing_test.cpp).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "onnxzip/archive.h"
+#include "support/external_tool.h"
+#include "support/model_builder.h"
+#include "support/scratch_dir.h"
+
+namespace onnxzip {
+namespace {
+
+namespace fs = std::filesystem;
+using test_support::read_file_bytes;
+using test_support::run_tool;
+using test_support::ScratchDir;
+using test_support::shell_quote;
+
+const fs::path kCli = ONNXZIP_CLI_PATH;
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_text(const fs::path& path) {
+  const std::vector<std::uint8_t> bytes = read_file_bytes(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+CliRun run_cli(const ScratchDir& dir, const std::vector<std::string>& args) {
+  std::string command = shell_quote(kCli.string());
+  for (const std::string& arg : args) command += " " + shell_quote(arg);
+  const fs::path out = dir / "stdout.txt";
+  const fs::path err = dir / "stderr.txt";
+  const auto result = run_tool("{ " + command + " </dev/null >" + shell_quote(out.string()) +
+                               " 2>" + shell_quote(err.string()) + "; }");
+  CliRun run{result.exit_code, read_text(out), read_text(err)};
+  fs::remove(out);
+  fs::remove(err);
+  return run;
+}
+
+std::ostream& operator<<(std::ostream& os, const CliRun& run) {
+  return os << "exit " << run.exit_code << "\n--- stdout\n" << run.out << "--- stderr\n" << run.err;
+}
+
+TEST(CliSignTest, SignVerifyInfoAndEditAsAUserWould) {
+  if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
+  const ScratchDir dir("cli_sign");
+  for (const char* key : {"a", "b"}) {
+    const std::string pem = (dir / (std::string(key) + ".pem")).string();
+    const auto made = run_tool("openssl ecparam -name prime256v1 -genkey -noout -out " +
+                               shell_quote(pem) + " && openssl ec -in " + shell_quote(pem) +
+                               " -pubout -out " + shell_quote(pem + ".pub") + " 2>/dev/null");
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+  }
+  ModelProto model;
+  model.ir_version = 8;
+  model.opset_import.emplace_back().version = 17;
+  model.graph.ensure().initializer.push_back(
+      test_support::raw_tensor("w", TensorProto::kFloat, {64, 64}, 1));
+  const std::string archive = (dir / "m.onnxz").string();
+  save(model, archive);
+  const std::string a = (dir / "a.pem").string();
+  const std::string b = (dir / "b.pem").string();
+
+  CliRun run = run_cli(dir, {"sign", archive});
+  EXPECT_EQ(run.exit_code, 2) << run;
+  EXPECT_CONTAINS(run.err, "give --key PRIVATE.pem to sign, or --digests-only");
+  run = run_cli(dir, {"sign", archive, "--key", a + ".pub"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_CONTAINS(run.err, "a.pem.pub: not an unencrypted PEM private key");
+
+  run = run_cli(dir, {"verify", archive, "--public-key", a + ".pub"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_CONTAINS(run.out, "no __DIGESTS and no __SIGNATURE entry");
+
+  run = run_cli(dir, {"sign", archive, "--key", a});
+  ASSERT_EQ(run.exit_code, 0) << run;
+  EXPECT_CONTAINS(run.out, "2 entries digested, signed by key ");
+  run = run_cli(dir, {"verify", archive, "--public-key", a + ".pub"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_EQ(run.out, archive + ": ok\n");
+  run = run_cli(dir, {"verify", archive, "--public-key", b + ".pub"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_CONTAINS(run.out, "entry '__SIGNATURE': signed by another key");
+  run = run_cli(dir, {"info", archive});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_CONTAINS(run.out, "integrity       digests of 2 entries, signed by key ");
+  run = run_cli(dir, {"info", "--json", archive});
+  EXPECT_CONTAINS(run.out, "\"signature\": true");
+
+  run = run_cli(dir, {"edit", archive, "--set-metadata", "k=v"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_CONTAINS(run.err, "__SIGNATURE removed: it signed the old model");
+  run = run_cli(dir, {"verify", archive});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  run = run_cli(dir, {"edit", archive, "--set-metadata", "k=w", "--key", a});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  run = run_cli(dir, {"verify", archive, "--public-key", a + ".pub"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  run = run_cli(dir, {"sign", archive, "--digests-only"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_CONTAINS(run.err, "the old __SIGNATURE was removed");
+  run = run_cli(dir, {"info", archive});
+  EXPECT_CONTAINS(run.out, "integrity       digests of 2 entries, not signed");
+}
+
+}  // namespace
+}  // namespace onnxzip

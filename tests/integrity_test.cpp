@@ -1,0 +1,309 @@
+// The integrity layer (integrity.h): SHA-256, the __DIGESTS statement, the __SIGNATURE bundle
+// and PEM keys, checked against independent implementations (tests/support/sha256.cpp, the
+// openssl command line, python3-cryptography) and against every malformed input of issue 24.
+#include "onnxzip/integrity.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "onnxzip/error.h"
+#include "support/external_tool.h"
+#include "support/scratch_dir.h"
+#include "support/sha256.h"
+
+namespace onnxzip {
+namespace {
+
+using test_support::read_file_bytes;
+using test_support::run_tool;
+using test_support::ScratchDir;
+using test_support::shell_quote;
+
+ByteSpan bytes_of(std::string_view text) {
+  return {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()};
+}
+
+std::vector<EntryDigest> sample_entries() {
+  std::vector<EntryDigest> entries;
+  for (const char* name : {"weight", "__MODEL_PROTO", "Bias", "w_2"}) {
+    const std::string text = std::string("bytes of ") + name;
+    entries.push_back({name, Sha256::of(bytes_of(text)), text.size(), 0x01020304});
+  }
+  return entries;
+}
+
+// A key pair as the issue's commands make one; skipped without the openssl tool.
+struct KeyFiles {
+  std::filesystem::path private_pem;
+  std::filesystem::path public_pem;
+};
+KeyFiles make_keys(const ScratchDir& dir, const std::string& tag) {
+  KeyFiles keys{dir / (tag + ".pem"), dir / (tag + ".pub.pem")};
+  const auto made = run_tool("openssl ecparam -name prime256v1 -genkey -out " +
+                             shell_quote(keys.private_pem.string()) + " && openssl ec -in " +
+                             shell_quote(keys.private_pem.string()) + " -pubout -out " +
+                             shell_quote(keys.public_pem.string()));
+  EXPECT_EQ(made.exit_code, 0) << made.output;
+  return keys;
+}
+
+void expect_error(const std::function<void()>& call, ErrorCode code, const std::string& part) {
+  try {
+    call();
+    ADD_FAILURE() << "no error; expected one containing: " << part;
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), code) << error.message();
+    EXPECT_NE(error.message().find(part), std::string::npos) << error.message();
+  }
+}
+
+TEST(Sha256Test, MatchesAnIndependentImplementationOverSizesAndPieces) {
+  for (const std::size_t size : {0, 1, 55, 56, 63, 64, 65, 1000, 100000}) {
+    std::vector<std::uint8_t> bytes(size);
+    for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<std::uint8_t>(i * 31 + 7);
+    EXPECT_EQ(to_hex(Sha256::of(bytes)), test_support::sha256_hex(bytes)) << size;
+    Sha256 pieces;
+    for (std::size_t at = 0; at < size; at += 17) {
+      pieces.update(ByteSpan(bytes).subspan(at, std::min<std::size_t>(17, size - at)));
+    }
+    EXPECT_EQ(to_hex(pieces.finish()), test_support::sha256_hex(bytes)) << size;
+  }
+  EXPECT_EQ(to_hex(Sha256::of(bytes_of("abc"))),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(DigestsTest, RoundTripsSortedByNameWithTheModelSigningRootDigest) {
+  const std::string json = encode_digests("model", sample_entries());
+  const DigestStatement statement = decode_digests(bytes_of(json), {}, "a.onnxz");
+  EXPECT_EQ(statement.model_name, "model");
+  ASSERT_EQ(statement.entries.size(), 4u);
+  // Byte order, as model_signing sorts its resources: upper case, '_', lower case.
+  EXPECT_EQ(statement.entries[0].name, "Bias");
+  EXPECT_EQ(statement.entries[1].name, "__MODEL_PROTO");
+  EXPECT_EQ(statement.entries[2].name, "w_2");
+  EXPECT_EQ(statement.entries[3].name, "weight");
+  // The subject digest: SHA-256 of the 32-byte digests concatenated in that order.
+  std::vector<std::uint8_t> concatenated;
+  for (const EntryDigest& entry : statement.entries) {
+    concatenated.insert(concatenated.end(), entry.sha256.begin(), entry.sha256.end());
+    EXPECT_EQ(entry.size, std::string("bytes of ").size() + entry.name.size());
+    EXPECT_EQ(entry.crc32, 0x01020304u);
+  }
+  EXPECT_EQ(to_hex(statement.root), test_support::sha256_hex(concatenated));
+  EXPECT_NE(json.find("\"sha256\": \"" + test_support::sha256_hex(concatenated) + "\""),
+            std::string::npos);
+  EXPECT_NE(json.find(R"("predicateType": "https://model_signing/signature/v1.0")"),
+            std::string::npos);
+  EXPECT_NE(json.find(R"("ignore_paths": [)"), std::string::npos);
+}
+
+TEST(DigestsTest, EncodeRefusesTwoEntriesOfOneName) {
+  std::vector<EntryDigest> entries = sample_entries();
+  entries.push_back(entries[0]);
+  expect_error([&] { encode_digests("m", entries); }, ErrorCode::kInvalidArgument,
+               "entry 'weight' given twice");
+}
+
+// The statement with one textual change, which must be refused with `expected` in the message.
+struct BadDigests {
+  std::string from;
+  std::string to;
+  std::string expected;
+};
+
+TEST(DigestsTest, RefusesEachMalformedStatementNamingTheField) {
+  const std::string good = encode_digests("model", sample_entries());
+  const std::string weight_digest = to_hex(Sha256::of(bytes_of("bytes of weight")));
+  const std::vector<BadDigests> cases = {
+      {R"("_type": "https://in-toto.io/Statement/v1")", R"("_type": 1)",
+       "_type is a number, expected a string"},
+      {"https://model_signing/signature/v1.0", "https://model_signing/Digests/v0.1",
+       "predicateType is 'https://model_signing/Digests/v0.1'"},
+      {R"("method": "files")", R"("method": "shards")", "predicate.serialization.method"},
+      {R"("allow_symlinks": false)", R"("allow_symlinks": "false")",
+       "allow_symlinks is \"false\", expected false"},
+      {R"("hash_type": "sha256")", R"("hash_type": "sha1")", "hash_type is 'sha1'"},
+      {R"("algorithm": "sha256")", R"("algorithm": "blake2")", "algorithm is 'blake2'"},
+      {weight_digest, weight_digest.substr(0, 63) + "G", "not 64 lower-case hex digits"},
+      {weight_digest, weight_digest.substr(0, 62), "not 64 lower-case hex digits"},
+      {R"("size": )", R"("size": -)", "size is a number that is not a whole number"},
+      {R"("crc32": "01020304")", R"("crc32": 16909060)", "crc32 is a number, expected a string"},
+      {R"("name": "Bias")", R"("name": "Bias", "name": "Bias")", "the key 'name' appears twice"},
+      {R"("format_version": "1.1")", R"("format_version": "2")", "format_version is '2'"},
+      {"\"subject\": [", "\"subject\": [], \"x\": [", "subject has 0 items, expected 1"},
+      {"\"resources\"", "\"resourcez\"", "predicate.resources is missing"},
+  };
+  for (const BadDigests& bad : cases) {
+    std::string json = good;
+    const std::size_t at = json.find(bad.from);
+    ASSERT_NE(at, std::string::npos) << bad.from;
+    json.replace(at, bad.from.size(), bad.to);
+    expect_error([&] { decode_digests(bytes_of(json), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+                 bad.expected);
+    expect_error([&] { decode_digests(bytes_of(json), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+                 "a.onnxz: entry '__DIGESTS': ");
+  }
+}
+
+TEST(DigestsTest, RefusesAResourceListedTwiceAndAWrongSubjectDigest) {
+  std::vector<EntryDigest> entries = sample_entries();
+  const std::string good = encode_digests("model", entries);
+  // The same resource twice, with the subject digest made right for it: only the duplicate is
+  // wrong.
+  entries.push_back(entries[0]);
+  std::string json = good;
+  {
+    const std::size_t resources = json.find("\"resources\": [") + 14;
+    const std::size_t end = json.find('}', resources) + 1;
+    json.insert(resources, json.substr(resources, end - resources) + ",");
+  }
+  expect_error([&] { decode_digests(bytes_of(json), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+               "is listed twice");
+
+  std::string changed = good;
+  const std::string bias = to_hex(Sha256::of(bytes_of("bytes of Bias")));
+  changed.replace(changed.find(bias), 64, std::string(64, '0'));
+  expect_error([&] { decode_digests(bytes_of(changed), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+               "but the resources' digests hash to");
+}
+
+TEST(DigestsTest, BadJsonAndHugeInputGiveClearErrorsBeforeParsing) {
+  expect_error([] { decode_digests(bytes_of("{\"_type\": "), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+               "not valid JSON at byte");
+  expect_error([] { decode_digests(bytes_of("\xff\xfe"), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+               "not valid JSON");
+  // A limit smaller than the input refuses it unread: a 1 GB entry costs nothing.
+  const std::string json = encode_digests("model", sample_entries());
+  IntegrityLimits limits;
+  limits.max_digests_size = json.size() - 1;
+  expect_error([&] { decode_digests(bytes_of(json), limits, "a.onnxz"); },
+               ErrorCode::kLimitExceeded,
+               std::to_string(json.size()) + " bytes, more than the limit of " +
+                   std::to_string(json.size() - 1) + " (IntegrityLimits::max_digests_size)");
+  // Deep nesting: the parser is not recursive, and the result is a type error, not a crash.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  expect_error([&] { decode_digests(bytes_of(deep), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+               "the document is an array");
+}
+
+TEST(KeysTest, LoadsOpensslKeysAndRefusesOthers) {
+  if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
+  const ScratchDir dir("keys");
+  const KeyFiles keys = make_keys(dir, "a");
+  const PrivateKey private_key = PrivateKey::load(keys.private_pem);
+  const PublicKey public_key = PublicKey::load(keys.public_pem);
+  EXPECT_EQ(private_key.key_id(), public_key.key_id());
+  // The key id is SHA-256 of the PEM SubjectPublicKeyInfo, which `openssl ec -pubout` writes.
+  EXPECT_EQ(public_key.key_id(), test_support::sha256_hex(read_file_bytes(keys.public_pem)));
+
+  expect_error([&] { PublicKey::load(keys.private_pem); }, ErrorCode::kInvalidArgument,
+               "not a PEM public key");
+  expect_error([&] { PrivateKey::load(keys.public_pem); }, ErrorCode::kInvalidArgument,
+               "not an unencrypted PEM private key");
+  expect_error([&] { PrivateKey::load(dir / "missing.pem"); }, ErrorCode::kNotFound,
+               "missing.pem: cannot read the key");
+  const auto rsa = run_tool("openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:1024 -out " +
+                            shell_quote((dir / "rsa.pem").string()) + " 2>&1");
+  ASSERT_EQ(rsa.exit_code, 0) << rsa.output;
+  expect_error([&] { PrivateKey::load(dir / "rsa.pem"); }, ErrorCode::kInvalidArgument,
+               "not an ECDSA P-256 (prime256v1) private key (a RSA key)");
+  const auto p384 = run_tool("openssl ecparam -name secp384r1 -genkey -noout -out " +
+                             shell_quote((dir / "p384.pem").string()));
+  ASSERT_EQ(p384.exit_code, 0) << p384.output;
+  expect_error([&] { PrivateKey::load(dir / "p384.pem"); }, ErrorCode::kInvalidArgument,
+               "key on secp384r1");
+}
+
+TEST(SignatureTest, SignsVerifiesAndNamesEachFailure) {
+  if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
+  const ScratchDir dir("sign");
+  const KeyFiles a = make_keys(dir, "a");
+  const KeyFiles b = make_keys(dir, "b");
+  const PrivateKey key = PrivateKey::load(a.private_pem);
+  const std::string digests = encode_digests("model", sample_entries());
+  const std::string json = encode_signature(bytes_of(digests), key);
+  const SignatureBundle bundle = decode_signature(bytes_of(json), {}, "a.onnxz");
+  EXPECT_EQ(bundle.key_hint, key.key_id());
+  EXPECT_EQ(bundle.payload_type, "application/vnd.in-toto+json");
+  EXPECT_EQ(std::string(bundle.payload.begin(), bundle.payload.end()), digests);
+  EXPECT_EQ(signature_problem(bundle, bytes_of(digests), PublicKey::load(a.public_pem)), "");
+
+  EXPECT_EQ(signature_problem(bundle, bytes_of(digests), PublicKey::load(b.public_pem)),
+            "signed by another key (key id " + key.key_id() + ", the key given has " +
+                PublicKey::load(b.public_pem).key_id() + ")");
+  std::string other = digests;
+  other[other.size() / 2] ^= 1;
+  EXPECT_EQ(signature_problem(bundle, bytes_of(other), PublicKey::load(a.public_pem)),
+            "its payload is not the __DIGESTS entry");
+  SignatureBundle forged = bundle;
+  forged.signature[forged.signature.size() - 3] ^= 1;
+  EXPECT_EQ(signature_problem(forged, bytes_of(digests), PublicKey::load(a.public_pem)),
+            "the signature does not verify with the key given");
+  // A bundle claiming key a, signed by key b: the hint matches, the signature does not.
+  SignatureBundle by_b = decode_signature(
+      bytes_of(encode_signature(bytes_of(digests), PrivateKey::load(b.private_pem))), {},
+      "a.onnxz");
+  by_b.key_hint = key.key_id();
+  EXPECT_EQ(signature_problem(by_b, bytes_of(digests), PublicKey::load(a.public_pem)),
+            "the signature does not verify with the key given");
+}
+
+TEST(SignatureTest, TheSignatureVerifiesWithOpensslOverThePae) {
+  if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
+  const ScratchDir dir("pae");
+  const KeyFiles a = make_keys(dir, "a");
+  const std::string digests = encode_digests("model", sample_entries());
+  const SignatureBundle bundle = decode_signature(
+      bytes_of(encode_signature(bytes_of(digests), PrivateKey::load(a.private_pem))), {}, "x");
+  // The PAE written out by hand, as DSSE defines it, not by dsse_pae().
+  const std::string pae =
+      "DSSEv1 28 application/vnd.in-toto+json " + std::to_string(digests.size()) + " " + digests;
+  EXPECT_EQ(dsse_pae("application/vnd.in-toto+json", bytes_of(digests)),
+            std::vector<std::uint8_t>(pae.begin(), pae.end()));
+  test_support::write_file_bytes(dir / "pae.bin", pae);
+  test_support::write_file_bytes(dir / "sig.der",
+                                 std::string(bundle.signature.begin(), bundle.signature.end()));
+  const auto verified = run_tool(
+      "openssl dgst -sha256 -verify " + shell_quote(a.public_pem.string()) + " -signature " +
+      shell_quote((dir / "sig.der").string()) + " " + shell_quote((dir / "pae.bin").string()));
+  EXPECT_EQ(verified.exit_code, 0) << verified.output;
+  EXPECT_NE(verified.output.find("Verified OK"), std::string::npos) << verified.output;
+}
+
+TEST(SignatureTest, RefusesMalformedBundlesNamingTheField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[]", "the document is an array"},
+      {R"({"mediaType": "application/vnd.dev.sigstore.bundle.v0.2+json"})", "mediaType is"},
+      {R"({"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+           "verificationMaterial": {"certificate": {}}})",
+       "verificationMaterial.publicKey is missing"},
+      {R"({"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+           "verificationMaterial": {"publicKey": {"hint": "k"}},
+           "dsseEnvelope": {"payloadType": "t", "payload": "!!!!", "signatures": []}})",
+       "dsseEnvelope.payload is not base64"},
+      {R"({"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+           "verificationMaterial": {"publicKey": {"hint": "k"}},
+           "dsseEnvelope": {"payloadType": "t", "payload": "YQ==", "signatures": []}})",
+       "dsseEnvelope.signatures has 0 items, expected 1"},
+      {R"({"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+           "verificationMaterial": {"publicKey": {"hint": "k"}},
+           "dsseEnvelope": {"payloadType": "t", "payload": "YQ=a", "signatures": [{"sig": "YQ=="}]}})",
+       "dsseEnvelope.payload is not base64"},
+      {R"({"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+           "verificationMaterial": {"publicKey": {"hint": 5}}})",
+       "verificationMaterial.publicKey.hint is a number, expected a string"},
+  };
+  for (const auto& [json, expected] : cases) {
+    expect_error([&] { decode_signature(bytes_of(json), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+                 "a.onnxz: entry '__SIGNATURE': " + expected);
+  }
+  IntegrityLimits limits;
+  limits.max_signature_size = 10;
+  expect_error([&] { decode_signature(bytes_of(cases[1].first), limits, "a.onnxz"); },
+               ErrorCode::kLimitExceeded, "IntegrityLimits::max_signature_size");
+}
+
+}  // namespace
+}  // namespace onnxzip

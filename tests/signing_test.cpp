@@ -1,0 +1,396 @@
+// Signed archives (signing.h, spec §12): sign_archive, verify()'s digest and signature checks,
+// edits that keep both true, and the interoperability of the result with tools independent of
+// the library (unzip, sha256sum, python3's json and cryptography over the DSSE PAE).
+#include "onnxzip/signing.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "crc32.h"
+#include "onnxzip/archive.h"
+#include "onnxzip/edit.h"
+#include "onnxzip/error.h"
+#include "support/external_tool.h"
+#include "support/model_builder.h"
+#include "support/scratch_dir.h"
+#include "tail_edit.h"
+#include "zip_writer.h"
+
+namespace onnxzip {
+namespace {
+
+using test_support::read_file_bytes;
+using test_support::run_tool;
+using test_support::ScratchDir;
+using test_support::shell_quote;
+using Severity = VerifyFinding::Severity;
+
+ByteSpan bytes_of(std::string_view text) {
+  return {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()};
+}
+
+struct Keys {
+  std::filesystem::path private_pem;
+  std::filesystem::path public_pem;
+};
+
+Keys make_keys(const ScratchDir& dir, const std::string& tag) {
+  Keys keys{dir / (tag + ".pem"), dir / (tag + ".pub.pem")};
+  const auto made = run_tool("openssl ecparam -name prime256v1 -genkey -noout -out " +
+                             shell_quote(keys.private_pem.string()) + " && openssl ec -in " +
+                             shell_quote(keys.private_pem.string()) + " -pubout -out " +
+                             shell_quote(keys.public_pem.string()) + " 2>/dev/null");
+  EXPECT_EQ(made.exit_code, 0) << made.output;
+  return keys;
+}
+
+// Two payloads (one of them 100 KiB) and a model referring to them.
+ModelProto two_tensor_model() {
+  ModelProto model;
+  model.ir_version = 8;
+  model.graph.ensure().initializer.push_back(
+      test_support::raw_tensor("weight", TensorProto::kFloat, {256, 100}, 1));
+  model.graph->initializer.push_back(
+      test_support::raw_tensor("Bias", TensorProto::kFloat, {300}, 2));
+  return model;
+}
+
+std::string findings_text(const VerifyReport& report) {
+  std::string text;
+  for (const VerifyFinding& finding : report.findings) text += finding.message + "\n";
+  return text;
+}
+
+VerifyReport verify_with(const std::filesystem::path& path, const Keys* keys) {
+  VerifyOptions options;
+  if (keys != nullptr) options.public_key = PublicKey::load(keys->public_pem);
+  return verify(path, options);
+}
+
+class SigningTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
+    keys_ = make_keys(dir_, "a");
+    other_ = make_keys(dir_, "b");
+    save(two_tensor_model(), archive_);
+  }
+  SignResult sign_with_a() {
+    SignOptions options;
+    options.key = PrivateKey::load(keys_.private_pem);
+    options.output.durable = false;
+    return sign_archive(archive_, options);
+  }
+
+  ScratchDir dir_{"signing"};
+  std::filesystem::path archive_ = dir_ / "model.onnxz";
+  Keys keys_;
+  Keys other_;
+};
+
+TEST_F(SigningTest, SignPlacesBothEntriesBeforeTheModelAndVerifies) {
+  const std::vector<std::uint8_t> before = read_file_bytes(archive_);
+  const SignResult result = sign_with_a();
+  EXPECT_EQ(result.entries, 3u);
+  EXPECT_EQ(result.key_id, PublicKey::load(keys_.public_pem).key_id());
+  const ZipReader zip = ZipReader::open(archive_);
+  ASSERT_EQ(zip.entries().size(), 5u);
+  EXPECT_EQ(zip.entries()[2].name, "__DIGESTS");
+  EXPECT_EQ(zip.entries()[3].name, "__SIGNATURE");
+  EXPECT_EQ(zip.entries()[4].name, "__MODEL_PROTO");
+  // No payload byte moved: the file up to the end of the last payload is as it was.
+  const std::vector<std::uint8_t> after = read_file_bytes(archive_);
+  const std::uint64_t payload_end = zip.entries()[1].end_offset;
+  EXPECT_TRUE(std::equal(after.begin(), after.begin() + payload_end, before.begin()));
+
+  const VerifyReport plain = verify(archive_);
+  EXPECT_TRUE(plain.ok()) << findings_text(plain);
+  const VerifyReport keyed = verify_with(archive_, &keys_);
+  EXPECT_TRUE(keyed.ok()) << findings_text(keyed);
+  const IntegrityInfo info = read_integrity_info(zip);
+  EXPECT_TRUE(info.has_digests && info.has_signature);
+  EXPECT_EQ(info.digested_entries, 3u);
+  EXPECT_EQ(info.key_id, result.key_id);
+  EXPECT_EQ(info.problem, "");
+  // Signing again replaces both: still five entries, still valid.
+  sign_with_a();
+  EXPECT_EQ(ZipReader::open(archive_).entries().size(), 5u);
+  EXPECT_TRUE(verify_with(archive_, &keys_).ok());
+}
+
+TEST_F(SigningTest, AnotherKeyAndAMissingSignatureFailSayingWhy) {
+  sign_with_a();
+  const VerifyReport other = verify_with(archive_, &other_);
+  ASSERT_EQ(other.findings.size(), 1u) << findings_text(other);
+  EXPECT_EQ(other.findings[0].severity, Severity::kError);
+  EXPECT_EQ(other.findings[0].entry, "__SIGNATURE");
+  EXPECT_NE(other.findings[0].message.find("entry '__SIGNATURE': signed by another key (key id " +
+                                           PublicKey::load(keys_.public_pem).key_id()),
+            std::string::npos)
+      << other.findings[0].message;
+
+  SignOptions digests_only;
+  digests_only.output.durable = false;
+  const SignResult result = sign_archive(archive_, digests_only);
+  EXPECT_TRUE(result.signature_removed);
+  EXPECT_TRUE(verify(archive_).ok());
+  const VerifyReport unsigned_report = verify_with(archive_, &keys_);
+  ASSERT_EQ(unsigned_report.findings.size(), 1u) << findings_text(unsigned_report);
+  EXPECT_NE(unsigned_report.findings[0].message.find("no __SIGNATURE entry (a signature by key " +
+                                                     PublicKey::load(keys_.public_pem).key_id() +
+                                                     " was asked for)"),
+            std::string::npos)
+      << unsigned_report.findings[0].message;
+}
+
+TEST_F(SigningTest, APayloadByteChangedWithItsCrcFixedFailsNamingTheEntry) {
+  sign_with_a();
+  std::vector<std::uint8_t> bytes = read_file_bytes(archive_);
+  const ZipReader zip = ZipReader::from_bytes(bytes, kNoOwner);
+  const ZipEntry& weight = *zip.find("weight");
+  const std::uint64_t at = weight.data_offset + 1000;
+  bytes[at] ^= 0x40;
+  // Fix the CRC-32 in both headers, so that only the digest can tell.
+  const std::uint32_t crc = crc32(ByteSpan(bytes).subspan(weight.data_offset, weight.size));
+  for (const std::uint64_t field :
+       {weight.local_header_offset + 14, weight.central_header_offset + 16}) {
+    for (int i = 0; i < 4; ++i) bytes[field + i] = static_cast<std::uint8_t>(crc >> (8 * i));
+  }
+  test_support::write_file_bytes(archive_, std::string(bytes.begin(), bytes.end()));
+  const ZipReader changed = ZipReader::open(archive_);
+  EXPECT_NO_THROW(changed.verify(*changed.find("weight")));  // The CRC-32 agrees.
+  const VerifyReport report = verify_with(archive_, &keys_);
+  ASSERT_EQ(report.findings.size(), 1u) << findings_text(report);
+  EXPECT_EQ(report.findings[0].severity, Severity::kError);
+  EXPECT_EQ(report.findings[0].entry, "weight");
+  EXPECT_NE(report.findings[0].message.find("entry 'weight': its SHA-256 is "), std::string::npos)
+      << report.findings[0].message;
+  EXPECT_FALSE(report.loadable());
+}
+
+// An archive whose __DIGESTS says what `entries` says, written by hand.
+void write_with_digests(const std::filesystem::path& path, const std::string& digests) {
+  const ModelProto model = two_tensor_model();
+  save(model, path);
+  ZipReader source = ZipReader::open(path);
+  std::vector<std::pair<std::string, std::vector<std::uint8_t>>> entries;
+  for (const ZipEntry& entry : source.entries()) {
+    const TensorBytes data = source.data(entry);
+    entries.emplace_back(entry.name,
+                         std::vector<std::uint8_t>(data.view().begin(), data.view().end()));
+  }
+  ZipWriter zip(path.string() + ".tmp");
+  for (std::size_t i = 0; i + 1 < entries.size(); ++i) zip.add(entries[i].first, entries[i].second);
+  zip.add(kDigestsEntryName, bytes_of(digests));
+  zip.add(kModelEntryName, entries.back().second);
+  zip.finish();
+  std::filesystem::rename(path.string() + ".tmp", path);
+}
+
+std::vector<EntryDigest> true_digests(const std::filesystem::path& path) {
+  const ZipReader zip = ZipReader::open(path);
+  std::vector<EntryDigest> digests;
+  for (const ZipEntry& entry : zip.entries()) {
+    if (entry.name == kDigestsEntryName || entry.name == kSignatureEntryName) continue;
+    digests.push_back({entry.name, Sha256::of(zip.data(entry).view()), entry.size, entry.crc32});
+  }
+  return digests;
+}
+
+TEST_F(SigningTest, DigestsThatOmitNameAMissingOrListTwiceFail) {
+  const std::filesystem::path path = dir_ / "hand.onnxz";
+  save(two_tensor_model(), path);
+  std::vector<EntryDigest> digests = true_digests(path);
+  ASSERT_EQ(digests.size(), 3u);
+
+  // Omitted: `Bias` not listed.
+  std::vector<EntryDigest> omitted = digests;
+  std::erase_if(omitted, [](const EntryDigest& d) { return d.name == "Bias"; });
+  write_with_digests(path, encode_digests("m", omitted));
+  VerifyReport report = verify(path);
+  ASSERT_EQ(report.findings.size(), 1u) << findings_text(report);
+  EXPECT_EQ(report.findings[0].entry, "Bias");
+  EXPECT_NE(report.findings[0].message.find("entry 'Bias': not listed in __DIGESTS"),
+            std::string::npos);
+
+  // Missing: a resource naming no entry.
+  std::vector<EntryDigest> extra = digests;
+  extra.push_back({"ghost", Sha256::of(bytes_of("x")), 1, 0});
+  write_with_digests(path, encode_digests("m", extra));
+  report = verify(path);
+  ASSERT_EQ(report.findings.size(), 1u) << findings_text(report);
+  EXPECT_NE(report.findings[0].message.find(
+                "entry '__DIGESTS': lists entry 'ghost', which the archive does not hold"),
+            std::string::npos)
+      << report.findings[0].message;
+
+  // Twice: the first resource repeated (the subject digest does not matter: the duplicate is
+  // refused first).
+  std::string twice = encode_digests("m", digests);
+  const std::size_t resources = twice.find("\"resources\": [") + 14;
+  const std::size_t end = twice.find('}', resources) + 1;
+  twice.insert(resources, twice.substr(resources, end - resources) + ",");
+  write_with_digests(path, twice);
+  report = verify(path);
+  ASSERT_EQ(report.findings.size(), 1u) << findings_text(report);
+  EXPECT_EQ(report.findings[0].entry, "__DIGESTS");
+  EXPECT_NE(report.findings[0].message.find("entry 'Bias' is listed twice"), std::string::npos)
+      << report.findings[0].message;
+
+  // Bad JSON and a size beyond the limit: errors, in bounded memory (nothing is parsed).
+  write_with_digests(path, "{\"_type\": [");
+  report = verify(path);
+  ASSERT_EQ(report.findings.size(), 1u) << findings_text(report);
+  EXPECT_NE(report.findings[0].message.find("entry '__DIGESTS': not valid JSON at byte"),
+            std::string::npos);
+  write_with_digests(path, encode_digests("m", digests));
+  VerifyOptions small;
+  small.integrity.max_digests_size = 100;
+  report = verify(path, small);
+  ASSERT_EQ(report.findings.size(), 1u) << findings_text(report);
+  EXPECT_NE(report.findings[0].message.find(
+                "more than the limit of 100 (IntegrityLimits::max_digests_size)"),
+            std::string::npos)
+      << report.findings[0].message;
+  EXPECT_TRUE(verify(path).ok()) << findings_text(verify(path));
+}
+
+TEST_F(SigningTest, EditsRewriteTheDigestsAndResignOrDropTheSignature) {
+  sign_with_a();
+  // Without a key: the digests follow the new model, the signature goes.
+  const EditResult dropped =
+      edit_model(archive_, [](ModelProto& model) { model.producer_name = "edited"; });
+  EXPECT_TRUE(dropped.digests_updated);
+  EXPECT_TRUE(dropped.signature_removed);
+  EXPECT_FALSE(dropped.signed_again);
+  EXPECT_TRUE(verify(archive_).ok()) << findings_text(verify(archive_));
+  EXPECT_EQ(ZipReader::open(archive_).find(kSignatureEntryName), nullptr);
+  EXPECT_EQ(load(archive_).producer_name, "edited");
+
+  // With a key: signed again, and the signature verifies.
+  EditOptions options;
+  options.signing_key = PrivateKey::load(keys_.private_pem);
+  const EditResult resigned = edit_model_properties(
+      archive_, [](ModelProto& model) { model.doc_string = "again"; }, options);
+  EXPECT_TRUE(resigned.signed_again);
+  EXPECT_FALSE(resigned.signature_removed);
+  const VerifyReport report = verify_with(archive_, &keys_);
+  EXPECT_TRUE(report.ok()) << findings_text(report);
+  // The digest of the model is that of its new bytes.
+  const ZipReader zip = ZipReader::open(archive_);
+  const DigestStatement statement =
+      decode_digests(zip.data(*zip.find(kDigestsEntryName)).view(), {}, "x");
+  for (const EntryDigest& entry : statement.entries) {
+    EXPECT_EQ(entry.sha256, Sha256::of(zip.data(*zip.find(entry.name)).view())) << entry.name;
+  }
+}
+
+TEST_F(SigningTest, AnEditInterruptedAtEachStepLeavesAnArchiveThatVerifies) {
+  sign_with_a();
+  for (const archive_detail::TailStep step :
+       {archive_detail::TailStep::kMark, archive_detail::TailStep::kAppend,
+        archive_detail::TailStep::kMove}) {
+    archive_detail::set_tail_step_hook([step](archive_detail::TailStep done, bool) {
+      if (done == step) throw Error(ErrorCode::kIo, "test: interrupted");
+    });
+    EditOptions options;
+    options.signing_key = PrivateKey::load(keys_.private_pem);
+    options.output.durable = false;
+    EXPECT_THROW(edit_model(
+                     archive_, [](ModelProto& m) { m.doc_string = "x"; }, options),
+                 Error);
+    archive_detail::set_tail_step_hook(nullptr);
+    // Old or new archive: either way every digest and the signature hold.
+    const VerifyReport report = verify_with(archive_, &keys_);
+    for (const VerifyFinding& finding : report.findings) {
+      EXPECT_EQ(finding.severity, Severity::kWarning) << finding.message;  // The gap, at most.
+    }
+  }
+}
+
+TEST_F(SigningTest, WritingWithDigestsHashesEveryEntryAsItIsWritten) {
+  const std::filesystem::path path = dir_ / "written.onnxz";
+  SaveOptions options;
+  options.digests = true;
+  {
+    // One tensor added by a producer, in pieces; the rest externalized by finish().
+    ArchiveWriter writer(path, options);
+    const std::vector<std::uint8_t> bytes = test_support::pattern_bytes(4096, 9);
+    const std::int64_t dims[] = {1024};
+    const TensorRef ref =
+        writer.add_tensor("streamed", TensorProto::kFloat, dims, [&](EntrySink& sink) {
+          sink.write(ByteSpan(bytes).first(1000));
+          sink.write(ByteSpan(bytes).subspan(1000));
+        });
+    ModelProto model = two_tensor_model();
+    TensorProto& streamed = model.graph->initializer.emplace_back();
+    streamed.name = "streamed";
+    streamed.data_type = TensorProto::kFloat;
+    streamed.dims = {1024};
+    ref.apply_to(streamed);
+    writer.finish(model);
+  }
+  const ZipReader zip = ZipReader::open(path);
+  ASSERT_EQ(zip.entries().size(), 5u);
+  EXPECT_EQ(zip.entries()[3].name, "__DIGESTS");
+  const DigestStatement statement =
+      decode_digests(zip.data(*zip.find(kDigestsEntryName)).view(), {}, "x");
+  EXPECT_EQ(statement.model_name, "written");
+  EXPECT_EQ(statement.entries, [&] {
+    std::vector<EntryDigest> expected = true_digests(path);
+    std::sort(expected.begin(), expected.end(),
+              [](const EntryDigest& a, const EntryDigest& b) { return a.name < b.name; });
+    return expected;
+  }());
+  const VerifyReport report = verify(path);
+  EXPECT_TRUE(report.ok()) << findings_text(report);
+}
+
+TEST_F(SigningTest, UnzipSha256sumAndPythonCryptographyAgreeWithTheEntries) {
+  if (!test_support::find_tool("unzip") || !test_support::find_tool("sha256sum")) {
+    GTEST_SKIP() << "no unzip or sha256sum";
+  }
+  sign_with_a();
+  const std::filesystem::path out = dir_ / "out";
+  const auto unzipped =
+      run_tool("unzip -q " + shell_quote(archive_.string()) + " -d " + shell_quote(out.string()));
+  ASSERT_EQ(unzipped.exit_code, 0) << unzipped.output;
+  // Every extracted file's sha256sum equals its resource digest, compared by python's json.
+  const std::string script = R"(
+import hashlib, json, os, subprocess, sys, base64
+d = sys.argv[1]
+statement = json.load(open(os.path.join(d, "__DIGESTS"), "rb"))
+resources = statement["predicate"]["resources"]
+names = sorted(n for n in os.listdir(d) if n not in ("__DIGESTS", "__SIGNATURE"))
+assert [r["name"] for r in resources] == names, (resources, names)
+for r in resources:
+    out = subprocess.run(["sha256sum", os.path.join(d, r["name"])], capture_output=True, text=True)
+    assert out.stdout.split()[0] == r["digest"], r["name"]
+root = hashlib.sha256(b"".join(bytes.fromhex(r["digest"]) for r in resources)).hexdigest()
+assert statement["subject"][0]["digest"]["sha256"] == root
+bundle = json.load(open(os.path.join(d, "__SIGNATURE"), "rb"))
+payload = base64.b64decode(bundle["dsseEnvelope"]["payload"])
+assert payload == open(os.path.join(d, "__DIGESTS"), "rb").read()
+ptype = bundle["dsseEnvelope"]["payloadType"].encode()
+pae = b"DSSEv1 %d %s %d %s" % (len(ptype), ptype, len(payload), payload)
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+pem = open(sys.argv[2], "rb").read()
+key = serialization.load_pem_public_key(pem)
+key.verify(base64.b64decode(bundle["dsseEnvelope"]["signatures"][0]["sig"]), pae, ec.ECDSA(hashes.SHA256()))
+assert bundle["verificationMaterial"]["publicKey"]["hint"] == hashlib.sha256(pem).hexdigest()
+print("interop ok", len(resources))
+)";
+  test_support::write_file_bytes(dir_ / "check.py", script);
+  const auto checked =
+      run_tool("/usr/bin/python3 " + shell_quote((dir_ / "check.py").string()) + " " +
+               shell_quote(out.string()) + " " + shell_quote(keys_.public_pem.string()) + " 2>&1");
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  EXPECT_NE(checked.output.find("interop ok 3"), std::string::npos) << checked.output;
+}
+
+}  // namespace
+}  // namespace onnxzip
