@@ -127,8 +127,9 @@ TEST_F(SigningTest, AnotherKeyAndAMissingSignatureFailSayingWhy) {
   ASSERT_EQ(other.findings.size(), 1u) << findings_text(other);
   EXPECT_EQ(other.findings[0].severity, Severity::kError);
   EXPECT_EQ(other.findings[0].entry, "__SIGNATURE");
-  EXPECT_NE(other.findings[0].message.find("entry '__SIGNATURE': signed by another key (key id " +
-                                           PublicKey::load(keys_.public_pem).key_id()),
+  EXPECT_NE(to_string(other.findings[0])
+                .find("entry '__SIGNATURE': signed by another key (key id " +
+                      PublicKey::load(keys_.public_pem).key_id()),
             std::string::npos)
       << other.findings[0].message;
 
@@ -139,9 +140,9 @@ TEST_F(SigningTest, AnotherKeyAndAMissingSignatureFailSayingWhy) {
   EXPECT_TRUE(verify(archive_).ok());
   const VerifyReport unsigned_report = verify_with(archive_, &keys_);
   ASSERT_EQ(unsigned_report.findings.size(), 1u) << findings_text(unsigned_report);
-  EXPECT_NE(unsigned_report.findings[0].message.find("no __SIGNATURE entry (a signature by key " +
-                                                     PublicKey::load(keys_.public_pem).key_id() +
-                                                     " was asked for)"),
+  EXPECT_NE(to_string(unsigned_report.findings[0])
+                .find("no __SIGNATURE entry (a signature by key " +
+                      PublicKey::load(keys_.public_pem).key_id() + " was asked for)"),
             std::string::npos)
       << unsigned_report.findings[0].message;
 }
@@ -166,7 +167,8 @@ TEST_F(SigningTest, APayloadByteChangedWithItsCrcFixedFailsNamingTheEntry) {
   ASSERT_EQ(report.findings.size(), 1u) << findings_text(report);
   EXPECT_EQ(report.findings[0].severity, Severity::kError);
   EXPECT_EQ(report.findings[0].entry, "weight");
-  EXPECT_NE(report.findings[0].message.find("entry 'weight': its SHA-256 is "), std::string::npos)
+  EXPECT_NE(to_string(report.findings[0]).find("entry 'weight': its SHA-256 is "),
+            std::string::npos)
       << report.findings[0].message;
   EXPECT_FALSE(report.loadable());
 }
@@ -213,7 +215,7 @@ TEST_F(SigningTest, DigestsThatOmitNameAMissingOrListTwiceFail) {
   VerifyReport report = verify(path);
   ASSERT_EQ(report.findings.size(), 1u) << findings_text(report);
   EXPECT_EQ(report.findings[0].entry, "Bias");
-  EXPECT_NE(report.findings[0].message.find("entry 'Bias': not listed in __DIGESTS"),
+  EXPECT_NE(to_string(report.findings[0]).find("entry 'Bias': not listed in __DIGESTS"),
             std::string::npos);
 
   // Missing: a resource naming no entry.
@@ -222,8 +224,8 @@ TEST_F(SigningTest, DigestsThatOmitNameAMissingOrListTwiceFail) {
   write_with_digests(path, encode_digests("m", extra));
   report = verify(path);
   ASSERT_EQ(report.findings.size(), 1u) << findings_text(report);
-  EXPECT_NE(report.findings[0].message.find(
-                "entry '__DIGESTS': lists entry 'ghost', which the archive does not hold"),
+  EXPECT_NE(to_string(report.findings[0])
+                .find("entry '__DIGESTS': lists entry 'ghost', which the archive does not hold"),
             std::string::npos)
       << report.findings[0].message;
 
@@ -237,22 +239,22 @@ TEST_F(SigningTest, DigestsThatOmitNameAMissingOrListTwiceFail) {
   report = verify(path);
   ASSERT_EQ(report.findings.size(), 1u) << findings_text(report);
   EXPECT_EQ(report.findings[0].entry, "__DIGESTS");
-  EXPECT_NE(report.findings[0].message.find("entry 'Bias' is listed twice"), std::string::npos)
+  EXPECT_NE(to_string(report.findings[0]).find("entry 'Bias' is listed twice"), std::string::npos)
       << report.findings[0].message;
 
   // Bad JSON and a size beyond the limit: errors, in bounded memory (nothing is parsed).
   write_with_digests(path, "{\"_type\": [");
   report = verify(path);
   ASSERT_EQ(report.findings.size(), 1u) << findings_text(report);
-  EXPECT_NE(report.findings[0].message.find("entry '__DIGESTS': not valid JSON at byte"),
+  EXPECT_NE(to_string(report.findings[0]).find("entry '__DIGESTS': not valid JSON at byte"),
             std::string::npos);
   write_with_digests(path, encode_digests("m", digests));
   VerifyOptions small;
   small.integrity.max_digests_size = 100;
   report = verify(path, small);
   ASSERT_EQ(report.findings.size(), 1u) << findings_text(report);
-  EXPECT_NE(report.findings[0].message.find(
-                "more than the limit of 100 (IntegrityLimits::max_digests_size)"),
+  EXPECT_NE(to_string(report.findings[0])
+                .find("more than the limit of 100 (IntegrityLimits::max_digests_size)"),
             std::string::npos)
       << report.findings[0].message;
   EXPECT_TRUE(verify(path).ok()) << findings_text(verify(path));

@@ -308,7 +308,7 @@ void AtomicOutputFile::write(ByteSpan bytes) {
   position_ += bytes.size();
   // What is not yet written is exactly the buffer.
   ONNXZIP_DCHECK(position_ == flushed_position_ + buffer_.size());
-  ONNXZIP_DCHECK(buffer_.size() <= options_.buffer_size);
+  ONNXZIP_DCHECK(buffer_.size() <= buffer_size_);
 }
 
 // Bytes of a mapped file are copied from the file, never through the mapping (which write() would

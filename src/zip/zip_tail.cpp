@@ -3,6 +3,7 @@
 #include <string>
 
 #include "little_endian.h"
+#include "message_text.h"
 #include "onnxzip/error.h"
 #include "zip_layout.h"
 #include "zip_records.h"
@@ -17,7 +18,8 @@ constexpr std::uint32_t kMaxAlignment = 65536;
 
 std::uint64_t last_entry_start(const ZipReader& zip, std::uint64_t file_size) {
   if (zip.entries().empty()) {
-    throw Error(ErrorCode::kInvalidArgument, {.file = zip.source_name()}, "the archive has no entry");
+    throw Error(ErrorCode::kInvalidArgument, {.file = zip.source_name()},
+                "the archive has no entry");
   }
   return entries_start(zip, zip.entries().size() - 1, file_size);
 }
@@ -41,7 +43,8 @@ std::uint64_t entries_start(const ZipReader& zip, std::size_t first, std::uint64
   if (first == 0) return entries[0].local_header_offset;
   const ZipEntry& before = entries[first - 1];
   if (!before.local_header_read) {
-    throw Error(ErrorCode::kBadState, {.file = zip.source_name(), .entry = "entry " + quote(before.name)},
+    throw Error(ErrorCode::kBadState,
+                {.file = zip.source_name(), .entry = "entry " + detail::quote(before.name)},
                 "its local header was not read, so where it ends is not known");
   }
   return before.end_offset;
