@@ -295,9 +295,10 @@ TEST(SignatureTest, RefusesMalformedBundlesNamingTheField) {
            "verificationMaterial": {"publicKey": {"hint": 5}}})",
        "verificationMaterial.publicKey.hint is a number, expected a string"},
   };
-  for (const auto& [json, expected] : cases) {
+  for (const auto& bad : cases) {
+    const auto& json = bad.first;  // Not a structured binding: clang 14 cannot capture one.
     expect_error([&] { decode_signature(bytes_of(json), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
-                 "a.onnxz: entry '__SIGNATURE': " + expected);
+                 "a.onnxz: entry '__SIGNATURE': " + bad.second);
   }
   IntegrityLimits limits;
   limits.max_signature_size = 10;
