@@ -10,6 +10,7 @@
 #include "support/external_tool.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
+#include "support/test_keys.h"
 
 namespace onnxzip {
 namespace {
@@ -56,13 +57,9 @@ std::ostream& operator<<(std::ostream& os, const CliRun& run) {
 TEST(CliSignTest, SignVerifyInfoAndEditAsAUserWould) {
   if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
   const ScratchDir dir("cli_sign");
-  for (const char* key : {"a", "b"}) {
-    const std::string pem = (dir / (std::string(key) + ".pem")).string();
-    const auto made = run_tool("openssl ecparam -name prime256v1 -genkey -noout -out " +
-                               shell_quote(pem) + " && openssl ec -in " + shell_quote(pem) +
-                               " -pubout -out " + shell_quote(pem + ".pub") + " 2>/dev/null");
-    ASSERT_EQ(made.exit_code, 0) << made.output;
-  }
+  const test_support::KeyFiles key_a = test_support::make_key_pair(dir.path(), "a");
+  const test_support::KeyFiles key_b = test_support::make_key_pair(dir.path(), "b");
+  ASSERT_FALSE(::testing::Test::HasFailure());
   ModelProto model;
   model.ir_version = 8;
   model.opset_import.emplace_back().version = 17;
@@ -70,27 +67,29 @@ TEST(CliSignTest, SignVerifyInfoAndEditAsAUserWould) {
       test_support::raw_tensor("w", TensorProto::kFloat, {64, 64}, 1));
   const std::string archive = (dir / "m.onnxz").string();
   save(model, archive);
-  const std::string a = (dir / "a.pem").string();
-  const std::string b = (dir / "b.pem").string();
+  const std::string a = key_a.private_pem.string();
+  const std::string b = key_b.private_pem.string();
+  const std::string a_pub = key_a.public_pem.string();
+  const std::string b_pub = key_b.public_pem.string();
 
   CliRun run = run_cli(dir, {"sign", archive});
   EXPECT_EQ(run.exit_code, 2) << run;
   EXPECT_CONTAINS(run.err, "give --key PRIVATE.pem to sign, or --digests-only");
-  run = run_cli(dir, {"sign", archive, "--key", a + ".pub"});
+  run = run_cli(dir, {"sign", archive, "--key", a_pub});
   EXPECT_EQ(run.exit_code, 1) << run;
-  EXPECT_CONTAINS(run.err, "a.pem.pub: not an unencrypted PEM private key");
+  EXPECT_CONTAINS(run.err, "a.pub.pem: not an unencrypted PEM private key");
 
-  run = run_cli(dir, {"verify", archive, "--public-key", a + ".pub"});
+  run = run_cli(dir, {"verify", archive, "--public-key", a_pub});
   EXPECT_EQ(run.exit_code, 1) << run;
   EXPECT_CONTAINS(run.out, "no __DIGESTS and no __SIGNATURE entry");
 
   run = run_cli(dir, {"sign", archive, "--key", a});
   ASSERT_EQ(run.exit_code, 0) << run;
   EXPECT_CONTAINS(run.out, "2 entries digested, signed by key ");
-  run = run_cli(dir, {"verify", archive, "--public-key", a + ".pub"});
+  run = run_cli(dir, {"verify", archive, "--public-key", a_pub});
   EXPECT_EQ(run.exit_code, 0) << run;
   EXPECT_EQ(run.out, archive + ": ok\n");
-  run = run_cli(dir, {"verify", archive, "--public-key", b + ".pub"});
+  run = run_cli(dir, {"verify", archive, "--public-key", b_pub});
   EXPECT_EQ(run.exit_code, 1) << run;
   EXPECT_CONTAINS(run.out, "entry '__SIGNATURE': signed by another key");
   run = run_cli(dir, {"info", archive});
@@ -106,7 +105,7 @@ TEST(CliSignTest, SignVerifyInfoAndEditAsAUserWould) {
   EXPECT_EQ(run.exit_code, 0) << run;
   run = run_cli(dir, {"edit", archive, "--set-metadata", "k=w", "--key", a});
   EXPECT_EQ(run.exit_code, 0) << run;
-  run = run_cli(dir, {"verify", archive, "--public-key", a + ".pub"});
+  run = run_cli(dir, {"verify", archive, "--public-key", a_pub});
   EXPECT_EQ(run.exit_code, 0) << run;
   run = run_cli(dir, {"sign", archive, "--digests-only"});
   EXPECT_EQ(run.exit_code, 0) << run;

@@ -12,10 +12,13 @@
 #include "support/external_tool.h"
 #include "support/scratch_dir.h"
 #include "support/sha256.h"
+#include "support/test_keys.h"
 
 namespace onnxzip {
 namespace {
 
+using test_support::KeyFiles;
+using test_support::make_key_pair;
 using test_support::read_file_bytes;
 using test_support::run_tool;
 using test_support::ScratchDir;
@@ -32,21 +35,6 @@ std::vector<EntryDigest> sample_entries() {
     entries.push_back({name, Sha256::of(bytes_of(text)), text.size(), 0x01020304});
   }
   return entries;
-}
-
-// A key pair as the commands make one; skipped without the openssl tool.
-struct KeyFiles {
-  std::filesystem::path private_pem;
-  std::filesystem::path public_pem;
-};
-KeyFiles make_keys(const ScratchDir& dir, const std::string& tag) {
-  KeyFiles keys{dir / (tag + ".pem"), dir / (tag + ".pub.pem")};
-  const auto made = run_tool("openssl ecparam -name prime256v1 -genkey -out " +
-                             shell_quote(keys.private_pem.string()) + " && openssl ec -in " +
-                             shell_quote(keys.private_pem.string()) + " -pubout -out " +
-                             shell_quote(keys.public_pem.string()));
-  EXPECT_EQ(made.exit_code, 0) << made.output;
-  return keys;
 }
 
 void expect_error(const std::function<void()>& call, ErrorCode code, const std::string& part) {
@@ -191,7 +179,7 @@ TEST(DigestsTest, BadJsonAndHugeInputGiveClearErrorsBeforeParsing) {
 TEST(KeysTest, LoadsOpensslKeysAndRefusesOthers) {
   if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
   const ScratchDir dir("keys");
-  const KeyFiles keys = make_keys(dir, "a");
+  const KeyFiles keys = make_key_pair(dir.path(), "a");
   const PrivateKey private_key = PrivateKey::load(keys.private_pem);
   const PublicKey public_key = PublicKey::load(keys.public_pem);
   EXPECT_EQ(private_key.key_id(), public_key.key_id());
@@ -219,8 +207,8 @@ TEST(KeysTest, LoadsOpensslKeysAndRefusesOthers) {
 TEST(SignatureTest, SignsVerifiesAndNamesEachFailure) {
   if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
   const ScratchDir dir("sign");
-  const KeyFiles a = make_keys(dir, "a");
-  const KeyFiles b = make_keys(dir, "b");
+  const KeyFiles a = make_key_pair(dir.path(), "a");
+  const KeyFiles b = make_key_pair(dir.path(), "b");
   const PrivateKey key = PrivateKey::load(a.private_pem);
   const std::string digests = encode_digests("model", sample_entries());
   const std::string json = encode_signature(bytes_of(digests), key);
@@ -253,7 +241,7 @@ TEST(SignatureTest, SignsVerifiesAndNamesEachFailure) {
 TEST(SignatureTest, TheSignatureVerifiesWithOpensslOverThePae) {
   if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
   const ScratchDir dir("pae");
-  const KeyFiles a = make_keys(dir, "a");
+  const KeyFiles a = make_key_pair(dir.path(), "a");
   const std::string digests = encode_digests("model", sample_entries());
   const SignatureBundle bundle = decode_signature(
       bytes_of(encode_signature(bytes_of(digests), PrivateKey::load(a.private_pem))), {}, "x");

@@ -16,12 +16,15 @@
 #include "support/external_tool.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
+#include "support/test_keys.h"
 #include "tail_edit.h"
 #include "zip_writer.h"
 
 namespace onnxzip {
 namespace {
 
+using test_support::KeyFiles;
+using test_support::make_key_pair;
 using test_support::read_file_bytes;
 using test_support::run_tool;
 using test_support::ScratchDir;
@@ -30,21 +33,6 @@ using Severity = VerifyFinding::Severity;
 
 ByteSpan bytes_of(std::string_view text) {
   return {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()};
-}
-
-struct Keys {
-  std::filesystem::path private_pem;
-  std::filesystem::path public_pem;
-};
-
-Keys make_keys(const ScratchDir& dir, const std::string& tag) {
-  Keys keys{dir / (tag + ".pem"), dir / (tag + ".pub.pem")};
-  const auto made = run_tool("openssl ecparam -name prime256v1 -genkey -noout -out " +
-                             shell_quote(keys.private_pem.string()) + " && openssl ec -in " +
-                             shell_quote(keys.private_pem.string()) + " -pubout -out " +
-                             shell_quote(keys.public_pem.string()) + " 2>/dev/null");
-  EXPECT_EQ(made.exit_code, 0) << made.output;
-  return keys;
 }
 
 // Two payloads (one of them 100 KiB) and a model referring to them.
@@ -64,7 +52,7 @@ std::string findings_text(const VerifyReport& report) {
   return text;
 }
 
-VerifyReport verify_with(const std::filesystem::path& path, const Keys* keys) {
+VerifyReport verify_with(const std::filesystem::path& path, const KeyFiles* keys) {
   VerifyOptions options;
   if (keys != nullptr) options.public_key = PublicKey::load(keys->public_pem);
   return verify(path, options);
@@ -74,8 +62,8 @@ class SigningTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
-    keys_ = make_keys(dir_, "a");
-    other_ = make_keys(dir_, "b");
+    keys_ = make_key_pair(dir_.path(), "a");
+    other_ = make_key_pair(dir_.path(), "b");
     save(two_tensor_model(), archive_);
   }
   SignResult sign_with_a() {
@@ -87,8 +75,8 @@ class SigningTest : public ::testing::Test {
 
   ScratchDir dir_{"signing"};
   std::filesystem::path archive_ = dir_ / "model.onnxz";
-  Keys keys_;
-  Keys other_;
+  KeyFiles keys_;
+  KeyFiles other_;
 };
 
 TEST_F(SigningTest, SignPlacesBothEntriesBeforeTheModelAndVerifies) {
