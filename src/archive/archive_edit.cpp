@@ -58,20 +58,22 @@ class ArchiveFile final {
     }
     struct stat status {};
     if (::fstat(fd_.get(), &status) != 0 || !S_ISREG(status.st_mode)) {
-      throw Error(ErrorCode::kIo, source_ + ": not a regular file");
+      throw Error(ErrorCode::kIo, {.file = source_}, "not a regular file");
     }
     if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;
-      throw Error(ErrorCode::kIo, source_ + ": cannot edit: " +
-                                      (error == EWOULDBLOCK ? "another edit of it is in progress"
-                                                            : std::strerror(error)));
+      throw Error(
+          ErrorCode::kIo, {.file = source_},
+          std::string("cannot edit: ") +
+              (error == EWOULDBLOCK ? "another edit of it is in progress" : std::strerror(error)));
     }
   }
   int fd() const noexcept { return fd_.get(); }
   std::uint64_t size() const {
     struct stat status {};
     if (::fstat(fd_.get(), &status) != 0) {
-      throw Error(ErrorCode::kIo, source_ + ": cannot stat: " + std::strerror(errno));
+      throw Error(ErrorCode::kIo, {.file = source_},
+                  std::string("cannot stat: ") + std::strerror(errno));
     }
     return static_cast<std::uint64_t>(status.st_size);
   }
@@ -80,8 +82,8 @@ class ArchiveFile final {
   std::shared_ptr<const MappedFile> map() const {
     const int copy = ::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0);
     if (copy < 0) {
-      throw Error(ErrorCode::kIo,
-                  source_ + ": cannot duplicate its descriptor: " + std::strerror(errno));
+      throw Error(ErrorCode::kIo, {.file = source_},
+                  std::string("cannot duplicate its descriptor: ") + std::strerror(errno));
     }
     return MappedFile::adopt(copy, source_);
   }
@@ -262,8 +264,8 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
     }
   }
   if (!unreferenced.empty() && !options.compact) {
-    throw Error(ErrorCode::kInvalidArgument,
-                source + ": no tensor of the new model refers to " +
+    throw Error(ErrorCode::kInvalidArgument, {.file = source},
+                std::string("no tensor of the new model refers to ") +
                     (unreferenced.size() == 1 ? "entry " : "entries ") + name_list(unreferenced) +
                     " (spec §7.2: every payload entry must be referred to); refer to " +
                     (unreferenced.size() == 1 ? "it" : "them") +

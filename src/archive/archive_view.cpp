@@ -46,7 +46,7 @@ void write_view_model(const std::filesystem::path& archive_path,
   const std::string label =
       "view " + quote(view_path.string()) + " of " + quote(archive_path.string());
   if (!archive_path.has_filename() || !view_path.has_filename()) {
-    throw Error(ErrorCode::kInvalidArgument, label + ": both paths must name files");
+    throw Error(ErrorCode::kInvalidArgument, {.file = label}, "both paths must name files");
   }
   // onnx resolves locations against the model's folder and refuses '..', so the view must sit
   // next to the archive.
@@ -57,7 +57,8 @@ void write_view_model(const std::filesystem::path& archive_path,
                     "are file names relative to the model's folder)");
   }
   if (archive_path.filename() == view_path.filename()) {
-    throw Error(ErrorCode::kInvalidArgument, label + ": the view would overwrite the archive");
+    throw Error(ErrorCode::kInvalidArgument, {.file = label},
+                "the view would overwrite the archive");
   }
   const std::string location = archive_path.filename().string();
 

@@ -124,11 +124,12 @@ struct ArchiveWriter::State {
 
   void ensure_open(const char* operation) const {
     if (finished) {
-      throw Error(ErrorCode::kBadState, source + ": " + operation + " after finish()");
+      throw Error(ErrorCode::kBadState, {.file = source},
+                  std::string(operation) + " after finish()");
     }
     if (broken) {
-      throw Error(ErrorCode::kBadState,
-                  source + ": " + operation + " after a failed write; the archive is abandoned");
+      throw Error(ErrorCode::kBadState, {.file = source},
+                  std::string(operation) + " after a failed write; the archive is abandoned");
     }
   }
 
@@ -163,8 +164,8 @@ void ArchiveWriter::State::check_added_tensor(std::string_view tensor_name, std:
   const std::string label = source + ": add_tensor " + quote(tensor_name);
   if (element_bits(data_type) == 0) {
     const std::string_view type_name = data_type_name(data_type);
-    throw Error(ErrorCode::kInvalidArgument,
-                label + ": data type " + std::to_string(data_type) +
+    throw Error(ErrorCode::kInvalidArgument, {.file = label},
+                "data type " + std::to_string(data_type) +
                     (type_name.empty() ? "" : " (" + std::string(type_name) + ")") +
                     " has no fixed element size, so it cannot be a payload entry (spec §7.2)");
   }
@@ -173,13 +174,13 @@ void ArchiveWriter::State::check_added_tensor(std::string_view tensor_name, std:
     expected = tensor_byte_size(dims, data_type, "dims");
   } catch (const Error& e) {
     // The caller's dims: an invalid argument, whatever code the size helper gives it.
-    throw Error(ErrorCode::kInvalidArgument, label + ": " + e.message());
+    throw Error(ErrorCode::kInvalidArgument, {.file = label}, e.message());
   }
   if (size != expected) {
-    throw Error(ErrorCode::kInvalidArgument, label + ": " + std::to_string(size) +
-                                                 " bytes given, but dims x element size of " +
-                                                 std::string(data_type_name(data_type)) + " is " +
-                                                 std::to_string(expected) + " (spec §7.3)");
+    throw Error(ErrorCode::kInvalidArgument, {.file = label},
+                std::to_string(size) + " bytes given, but dims x element size of " +
+                    std::string(data_type_name(data_type)) + " is " + std::to_string(expected) +
+                    " (spec §7.3)");
   }
 }
 
@@ -248,8 +249,8 @@ std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
   });
   for (std::size_t i = 0; i < referenced.size(); ++i) {
     if (!referenced[i]) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  source + ": entry " + quote(added.entries()[i].location) +
+      throw Error(ErrorCode::kInvalidArgument, {.file = source},
+                  "entry " + quote(added.entries()[i].location) +
                       " was added but no tensor of the model refers to it (spec §7.2: every "
                       "payload entry must be referred to)");
     }

@@ -54,9 +54,8 @@ std::uint64_t record_place(std::uint64_t at) {
 void check_room(const ZipReader& zip, std::uint64_t file_size, std::uint64_t extra,
                 const std::string& what) {
   if (extra > kMaxFileSize / 2 || file_size > kMaxFileSize - extra - kSectorSize - kRecordSize) {
-    throw Error(ErrorCode::kInvalidArgument,
-                zip.source_name() + ": " + what +
-                    " would take the file past the largest size the system allows");
+    throw Error(ErrorCode::kInvalidArgument, {.file = zip.source_name()},
+                std::string(what) + " would take the file past the largest size the system allows");
   }
 }
 
@@ -100,8 +99,9 @@ class TailWriter final {
 
  private:
   [[noreturn]] void fail(const char* what, int error) const {
-    throw Error(ErrorCode::kIo, source_ + ": editing in place: " + what + ": " +
-                                    std::strerror(error) + "; " + aftermath_);
+    throw Error(
+        ErrorCode::kIo, {.file = source_},
+        std::string("editing in place: ") + what + ": " + std::strerror(error) + "; " + aftermath_);
   }
 
   const std::string& source_;
@@ -116,7 +116,8 @@ TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uin
                                    std::uint32_t alignment, int fd, std::uint64_t file_size,
                                    bool durable) {
   if (zip.entries().empty()) {
-    throw Error(ErrorCode::kInvalidArgument, zip.source_name() + ": the archive has no entry");
+    throw Error(ErrorCode::kInvalidArgument, {.file = zip.source_name()},
+                "the archive has no entry");
   }
   const zip::TailEntry entry{zip.entries().back().name, data, crc};
   return replace_last_entries(zip, zip.entries().size() - 1, std::span(&entry, 1), alignment, fd,

@@ -43,9 +43,9 @@ bool same_file(const fs::path& a, const fs::path& b) {
 
 [[noreturn]] void refuse_overwrite(const fs::path& in, const fs::path& victim,
                                    std::string_view what) {
-  throw Error(ErrorCode::kInvalidArgument, in.string() + ": the output " + quote(victim.string()) +
-                                               " would replace " + std::string(what) +
-                                               "; the input is never written to");
+  throw Error(ErrorCode::kInvalidArgument, {.file = in.string()},
+              "the output " + quote(victim.string()) + " would replace " + std::string(what) +
+                  "; the input is never written to");
 }
 
 fs::path folder_of(const fs::path& file) {
@@ -102,12 +102,13 @@ void check_input_model(const fs::path& in, const ModelProto& model) {
     const bool empty_file = fs::file_size(in, ec) == 0 && !ec;
     const std::string what =
         empty_file ? "the file is empty" : "the model has neither an ir_version nor a graph";
-    throw Error(ErrorCode::kCorrupt, in.string() + ": " + what + ", so it is not an ONNX model");
+    throw Error(ErrorCode::kCorrupt, {.file = in.string()},
+                std::string(what) + ", so it is not an ONNX model");
   }
   for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
       throw Error(ErrorCode::kCorrupt,
-                  in.string() + ": " + tensor_label(tensor, site.path) + ": " + problem);
+                  {.file = in.string(), .tensor = tensor_label(tensor, site.path)}, problem);
     }
   });
 }
@@ -242,7 +243,7 @@ class Repacker final {
 
  private:
   [[noreturn]] void fail(const std::string& message) const {
-    throw Error(ErrorCode::kCorrupt, in_.string() + ": " + message);
+    throw Error(ErrorCode::kCorrupt, {.file = in_.string()}, message);
   }
   const ZipEntry& find_model_entry() const;
   ModelProto parse_model(const ZipEntry& model_entry);

@@ -434,7 +434,7 @@ LegacyWriter::LegacyWriter(const ModelProto& model, const std::filesystem::path&
       target_(out.string()),
       model_name_(out.filename().string()) {
   if (model_name_.empty() || !is_plain_file_name(model_name_)) {
-    throw Error(ErrorCode::kInvalidArgument, target_ + ": not a file name");
+    throw Error(ErrorCode::kInvalidArgument, {.file = target_}, "not a file name");
   }
   if (options.alignment > 1 && !is_power_of_two(options.alignment)) {
     throw Error(
@@ -443,13 +443,13 @@ LegacyWriter::LegacyWriter(const ModelProto& model, const std::filesystem::path&
   }
   base_name_ = options.data_file_name.empty() ? model_name_ + ".data" : options.data_file_name;
   if (!is_plain_file_name(base_name_)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                target_ + ": data file name " + quote(base_name_) + " is not a plain file name");
+    throw Error(ErrorCode::kInvalidArgument, {.file = target_},
+                "data file name " + quote(base_name_) + " is not a plain file name");
   }
   for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (is_external(tensor)) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  target_ + ": " + tensor_label(tensor, site.path) +
+      throw Error(ErrorCode::kInvalidArgument, {.file = target_},
+                  tensor_label(tensor, site.path) +
                       " refers to external data; read the model with read_legacy_model, which "
                       "resolves it");
     }
@@ -457,7 +457,7 @@ LegacyWriter::LegacyWriter(const ModelProto& model, const std::filesystem::path&
     // readers refuse (or, inline, a model they misread).
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
       throw Error(ErrorCode::kInvalidArgument,
-                  target_ + ": " + tensor_label(tensor, site.path) + ": " + problem);
+                  {.file = target_, .tensor = tensor_label(tensor, site.path)}, problem);
     }
   });
 }
@@ -477,9 +477,8 @@ void LegacyWriter::write() const {
   serialize_options.substitutions = &substitute_of;
   const MessageSerializer<ModelProto> external_model(model_, serialize_options);
   if (external_model.size() > kMaxProtobufBytes) {
-    throw Error(ErrorCode::kLimitExceeded,
-                target_ + ": the model still serializes to " +
-                    std::to_string(external_model.size()) +
+    throw Error(ErrorCode::kLimitExceeded, {.file = target_},
+                "the model still serializes to " + std::to_string(external_model.size()) +
                     " bytes with its initializers external, more than protobuf's limit of " +
                     std::to_string(kMaxProtobufBytes) +
                     "; lower the threshold or externalize attributes and sparse tensors");
@@ -517,8 +516,8 @@ bool LegacyWriter::write_inline() const {
     return true;
   }
   if (options_.mode == Mode::kInline) {
-    throw Error(ErrorCode::kLimitExceeded,
-                target_ + ": the model serializes to " + std::to_string(inline_model.size()) +
+    throw Error(ErrorCode::kLimitExceeded, {.file = target_},
+                "the model serializes to " + std::to_string(inline_model.size()) +
                     " bytes with its data inline, more than protobuf's limit of " +
                     std::to_string(kMaxProtobufBytes) + "; write it with external data");
   }
@@ -537,7 +536,7 @@ std::vector<Placement> LegacyWriter::place_payloads() const {
     std::uint64_t offset =
         options_.alignment > 1 ? align_up(file_end, options_.alignment) : file_end;
     if (offset < file_end) {
-      throw Error(ErrorCode::kLimitExceeded, target_ + ": data file offset overflows");
+      throw Error(ErrorCode::kLimitExceeded, {.file = target_}, "data file offset overflows");
     }
     if (options_.max_file_size != 0 && file_used && !fits(offset, *size, options_.max_file_size)) {
       ++file_index;
@@ -575,9 +574,9 @@ std::optional<std::uint64_t> LegacyWriter::external_size(const TensorProto& tens
 void LegacyWriter::check_data_file_names(std::size_t file_count) const {
   for (std::size_t i = 0; i < file_count; ++i) {
     if (data_file_name(base_name_, i) == model_name_) {
-      throw Error(ErrorCode::kInvalidArgument, target_ + ": data file name " +
-                                                   quote(data_file_name(base_name_, i)) +
-                                                   " is the model's own name");
+      throw Error(
+          ErrorCode::kInvalidArgument, {.file = target_},
+          "data file name " + quote(data_file_name(base_name_, i)) + " is the model's own name");
     }
   }
 }
@@ -595,8 +594,8 @@ std::vector<std::unique_ptr<AtomicOutputFile>> LegacyWriter::write_data_files(
       const RawPayload raw_payload(*next->tensor);
       const ByteSpan payload = raw_payload.view();
       if (payload.size() != next->size) {
-        throw Error(ErrorCode::kBadState,
-                    target_ + ": " + next->label + " changed while the model was being written");
+        throw Error(ErrorCode::kBadState, {.file = target_},
+                    next->label + " changed while the model was being written");
       }
       detail::write_with_progress(payload, meter, [&](ByteSpan piece) { file.write(piece); });
     }
@@ -609,7 +608,8 @@ std::vector<std::unique_ptr<AtomicOutputFile>> LegacyWriter::write_data_files(
 ModelFormat detect_format(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    throw Error(ErrorCode::kInvalidArgument, path.string() + ": is a folder, not a model file");
+    throw Error(ErrorCode::kInvalidArgument, {.file = path.string()},
+                "is a folder, not a model file");
   }
   // Opened without blocking and checked to be a regular file before a byte is read: a FIFO
   // would otherwise wait for a writer forever.
@@ -621,7 +621,8 @@ ModelFormat detect_format(const std::filesystem::path& path) {
         ::pread(file.fd.get(), head.data() + got, head.size() - got, static_cast<off_t>(got));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      throw Error(ErrorCode::kIo, path.string() + ": cannot read: " + errno_text(errno));
+      throw Error(ErrorCode::kIo, {.file = path.string()},
+                  std::string("cannot read: ") + errno_text(errno));
     }
     if (n == 0) break;
     got += static_cast<std::size_t>(n);
