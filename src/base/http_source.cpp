@@ -177,7 +177,8 @@ struct HttpSource::State {
       }
     }
     CurlHandle handle(curl_easy_init());
-    if (!handle) throw Error(ErrorCode::kIo, name + ": cannot start an HTTP client (libcurl)");
+    if (!handle)
+      throw Error(ErrorCode::kIo, {.file = name}, "cannot start an HTTP client (libcurl)");
     return handle;
   }
   void release(CurlHandle handle) const {
@@ -186,7 +187,8 @@ struct HttpSource::State {
   }
 
   [[noreturn]] void changed(const std::string& how) const {
-    throw Error(ErrorCode::kIo, name + ": the remote file changed while it was read: " + how);
+    throw Error(ErrorCode::kIo, {.file = name},
+                "the remote file changed while it was read: " + how);
   }
 };
 
@@ -531,10 +533,10 @@ void run(const HttpSource::State& s, Exchange& exchange) {
 
 void check_range(const ByteSource& source, std::uint64_t offset, std::uint64_t length) {
   if (!fits(offset, length, source.size())) {
-    throw Error(ErrorCode::kInvalidArgument, source.name() + ": a read of " +
-                                                 std::to_string(length) + " bytes at offset " +
-                                                 std::to_string(offset) + " lies outside its " +
-                                                 std::to_string(source.size()) + " bytes");
+    throw Error(ErrorCode::kInvalidArgument, {.file = source.name()},
+                "a read of " + std::to_string(length) + " bytes at offset " +
+                    std::to_string(offset) + " lies outside its " + std::to_string(source.size()) +
+                    " bytes");
   }
 }
 
@@ -578,18 +580,20 @@ void run_parallel(std::size_t count, unsigned parallel,
 std::shared_ptr<const HttpSource> HttpSource::open(const std::string& url,
                                                    const HttpOptions& options) {
   if (!is_url(url)) {
-    throw Error(ErrorCode::kInvalidArgument, display_url(url) + ": not an http:// or https:// URL");
+    throw Error(ErrorCode::kInvalidArgument, {.file = display_url(url)},
+                "not an http:// or https:// URL");
   }
   for (const std::string& header : options.headers) {
     if (header.find(':') == std::string::npos ||
         header.find_first_of("\r\n") != std::string::npos) {
       // The header's text is not shown: it may be a credential.
-      throw Error(ErrorCode::kInvalidArgument,
-                  display_url(url) + ": a request header must be 'Name: value' on one line");
+      throw Error(ErrorCode::kInvalidArgument, {.file = display_url(url)},
+                  "a request header must be 'Name: value' on one line");
     }
   }
   if (options.tail_size == 0) {
-    throw Error(ErrorCode::kInvalidArgument, display_url(url) + ": HttpOptions::tail_size is 0");
+    throw Error(ErrorCode::kInvalidArgument, {.file = display_url(url)},
+                "HttpOptions::tail_size is 0");
   }
   init_curl_once();
   auto state = std::make_unique<State>();
@@ -603,7 +607,8 @@ std::shared_ptr<const HttpSource> HttpSource::open(const std::string& url,
   exchange.length = options.tail_size;
   const std::uint64_t capacity = options.tail_size + kDefaultBufferAlignment;
   if (!fits(0, capacity, std::uint64_t{PTRDIFF_MAX})) {
-    throw Error(ErrorCode::kLimitExceeded, state->name + ": HttpOptions::tail_size is too large");
+    throw Error(ErrorCode::kLimitExceeded, {.file = state->name},
+                "HttpOptions::tail_size is too large");
   }
   std::shared_ptr<OwnedBytes> buffer;
   std::size_t lead = 0;
@@ -635,7 +640,7 @@ std::shared_ptr<const HttpSource> HttpSource::open(const std::string& url,
       state->size = 0;
       buffer = std::make_shared<OwnedBytes>(0);
     } else {
-      throw Error(ErrorCode::kCorrupt, state->name + ": the first answer had no body");
+      throw Error(ErrorCode::kCorrupt, {.file = state->name}, "the first answer had no body");
     }
   }
   if (exchange.status == 200) state->size = exchange.body_length;
@@ -665,10 +670,10 @@ TensorBytes HttpSource::read(std::uint64_t offset, std::uint64_t length) const {
                                  s.tail_buffer);
   }
   if (length > s.options.max_read_size) {
-    throw Error(ErrorCode::kLimitExceeded, s.name + ": a read of " + std::to_string(length) +
-                                               " bytes at offset " + std::to_string(offset) +
-                                               " is more than HttpOptions::max_read_size (" +
-                                               std::to_string(s.options.max_read_size) + ")");
+    throw Error(ErrorCode::kLimitExceeded, {.file = s.name},
+                "a read of " + std::to_string(length) + " bytes at offset " +
+                    std::to_string(offset) + " is more than HttpOptions::max_read_size (" +
+                    std::to_string(s.options.max_read_size) + ")");
   }
   const std::size_t lead = static_cast<std::size_t>(offset % kDefaultBufferAlignment);
   const auto buffer = std::make_shared<OwnedBytes>(lead + static_cast<std::size_t>(length));

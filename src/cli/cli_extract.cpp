@@ -62,10 +62,10 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
   if (!fs::exists(dir, ec)) {
     created = fs::create_directories(dir, ec);
     if (ec) {
-      throw Error(ErrorCode::kIo, args.dir + ": cannot create the folder: " + ec.message());
+      throw Error(ErrorCode::kIo, {.file = args.dir}, "cannot create the folder: " + ec.message());
     }
   } else if (!fs::is_directory(dir, ec)) {
-    throw Error(ErrorCode::kInvalidArgument, args.dir + ": not a folder");
+    throw Error(ErrorCode::kInvalidArgument, {.file = args.dir}, "not a folder");
   }
   if (!args.force) {
     for (const fs::path& file : {model, data}) {

@@ -42,14 +42,15 @@ Download download(const std::string& url, const GlobalOptions& global, const std
   const std::string folder = temporary_folder();
   const int fd = ::open(folder.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) {
-    throw Error(ErrorCode::kIo, result.shown + ": cannot make a temporary file in " + folder +
-                                    " to download it into: " + std::strerror(errno));
+    throw Error(ErrorCode::kIo, {.file = result.shown},
+                "cannot make a temporary file in " + folder +
+                    " to download it into: " + std::strerror(errno));
   }
   try {
     if (source->size() > 0 && ::ftruncate(fd, static_cast<off_t>(source->size())) != 0) {
-      throw Error(ErrorCode::kIo, result.shown + ": cannot make room for " +
-                                      std::to_string(source->size()) + " bytes in " + folder +
-                                      ": " + std::strerror(errno));
+      throw Error(ErrorCode::kIo, {.file = result.shown},
+                  "cannot make room for " + std::to_string(source->size()) + " bytes in " + folder +
+                      ": " + std::strerror(errno));
     }
     ProgressBar bar(label, global.quiet);
     source->fetch(
@@ -61,8 +62,8 @@ Download download(const std::string& url, const GlobalOptions& global, const std
                                        static_cast<off_t>(at + done));
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) {
-              throw Error(ErrorCode::kIo, result.shown + ": cannot write its download to " +
-                                              folder + ": " + std::strerror(errno));
+              throw Error(ErrorCode::kIo, {.file = result.shown},
+                          "cannot write its download to " + folder + ": " + std::strerror(errno));
             }
             done += static_cast<std::size_t>(n);
           }

@@ -30,15 +30,15 @@ std::vector<std::uint8_t> read_key_file(const std::filesystem::path& path) {
         path.string() + ": cannot read the key: " + error.message());
   }
   if (size > kMaxKeyFileSize) {
-    throw Error(ErrorCode::kInvalidArgument, path.string() + ": " + std::to_string(size) +
-                                                 " bytes, too large for a PEM key (at most " +
-                                                 std::to_string(kMaxKeyFileSize) + ")");
+    throw Error(ErrorCode::kInvalidArgument, {.file = path.string()},
+                std::to_string(size) + " bytes, too large for a PEM key (at most " +
+                    std::to_string(kMaxKeyFileSize) + ")");
   }
   std::ifstream in(path, std::ios::binary);
   std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                                   std::istreambuf_iterator<char>());
   if (!in.good() && !in.eof()) {
-    throw Error(ErrorCode::kIo, path.string() + ": cannot read the key");
+    throw Error(ErrorCode::kIo, {.file = path.string()}, "cannot read the key");
   }
   return bytes;
 }
@@ -58,9 +58,9 @@ void check_p256(EVP_PKEY* pkey, std::string_view source, std::string_view kind) 
                                      &length) != 1 ||
       std::string_view(group, length) != "prime256v1") {
     openssl_reason();
-    throw Error(ErrorCode::kInvalidArgument,
-                std::string(source) + ": not an ECDSA P-256 (prime256v1) " + std::string(kind) +
-                    " (a " + EVP_PKEY_get0_type_name(pkey) +
+    throw Error(ErrorCode::kInvalidArgument, {.file = std::string(source)},
+                "not an ECDSA P-256 (prime256v1) " + std::string(kind) + " (a " +
+                    EVP_PKEY_get0_type_name(pkey) +
                     (length > 0 ? " key on " + std::string(group, length) : std::string(" key")) +
                     "); make one with: openssl ecparam -name prime256v1 -genkey -noout");
   }
@@ -81,7 +81,8 @@ std::string key_id_of(EVP_PKEY* pkey) {
 
 PrivateKey PrivateKey::from_pem(ByteSpan pem, std::string_view source) {
   if (pem.size() > kMaxKeyFileSize) {
-    throw Error(ErrorCode::kInvalidArgument, std::string(source) + ": too large for a PEM key");
+    throw Error(ErrorCode::kInvalidArgument, {.file = std::string(source)},
+                "too large for a PEM key");
   }
   const BioPtr bio = memory_bio(pem);
   // No password callback: an encrypted key fails instead of prompting on a terminal.
@@ -124,14 +125,15 @@ std::string PrivateKey::key_id() const { return public_key().key_id(); }
 
 PublicKey PublicKey::from_pem(ByteSpan pem, std::string_view source) {
   if (pem.size() > kMaxKeyFileSize) {
-    throw Error(ErrorCode::kInvalidArgument, std::string(source) + ": too large for a PEM key");
+    throw Error(ErrorCode::kInvalidArgument, {.file = std::string(source)},
+                "too large for a PEM key");
   }
   const BioPtr bio = memory_bio(pem);
   PkeyPtr pkey(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
   if (!pkey) {
     const std::string reason = openssl_reason();
-    throw Error(ErrorCode::kInvalidArgument,
-                std::string(source) + ": not a PEM public key (-----BEGIN PUBLIC KEY-----)" +
+    throw Error(ErrorCode::kInvalidArgument, {.file = std::string(source)},
+                "not a PEM public key (-----BEGIN PUBLIC KEY-----)" +
                     (reason.empty() ? "" : " (" + reason + ")"));
   }
   check_p256(pkey.get(), source, "public key");

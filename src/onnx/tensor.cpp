@@ -71,8 +71,8 @@ const DataTypeInfo& require_known(const TensorProto& tensor) {
   const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
   const DataTypeInfo* info = info_of(data_type);
   if (info == nullptr || info->field == TypedField::kNone) {
-    throw Error(ErrorCode::kUnsupported, tensor_label(tensor) + ": data type " +
-                                             type_label(data_type) + " has no typed field");
+    throw Error(ErrorCode::kUnsupported, {.tensor = tensor_label(tensor)},
+                "data type " + type_label(data_type) + " has no typed field");
   }
   return *info;
 }
@@ -637,10 +637,9 @@ void set_typed_data_from_raw(ByteSpan raw, TensorProto& tensor) {
   }
   const std::size_t unit = raw_unit_bytes(data_type, info);
   if (raw.size() % unit != 0) {
-    throw Error(ErrorCode::kCorrupt, tensor_label(tensor) + ": " + std::to_string(raw.size()) +
-                                         " bytes are not a whole number of " +
-                                         std::to_string(unit) + "-byte " + std::string(info.name) +
-                                         " values");
+    throw Error(ErrorCode::kCorrupt, {.tensor = tensor_label(tensor)},
+                std::to_string(raw.size()) + " bytes are not a whole number of " +
+                    std::to_string(unit) + "-byte " + std::string(info.name) + " values");
   }
   switch (info.field) {
     case TypedField::kFloatData:
