@@ -11,6 +11,7 @@
 
 #include "onnxzip/archive.h"
 #include "onnxzip/onnx_codec.h"
+#include "support/cli_run.h"
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
 #include "support/model_builder.h"
@@ -18,6 +19,9 @@
 
 namespace onnxzip {
 namespace {
+
+using test_support::CliRun;
+using test_support::operator<<;
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
@@ -32,33 +36,9 @@ const fs::path kCli = ONNXZIP_CLI_PATH;
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_text(const fs::path& path) {
-  const Bytes bytes = read_file_bytes(path);
-  return std::string(bytes.begin(), bytes.end());
-}
-
+// run_cli(dir, args) with the scratch folder's path (support/cli_run.h).
 CliRun run_cli(const ScratchDir& dir, const std::vector<std::string>& args) {
-  std::string command = shell_quote(kCli.string());
-  for (const std::string& arg : args) command += " " + shell_quote(arg);
-  const fs::path out = dir / "stdout.txt";
-  const fs::path err = dir / "stderr.txt";
-  // Grouped, so that run_tool's own redirection of the shell's output does not apply to it.
-  const auto result = run_tool("{ " + command + " </dev/null >" + shell_quote(out.string()) +
-                               " 2>" + shell_quote(err.string()) + "; }");
-  CliRun run{result.exit_code, read_text(out), read_text(err)};
-  fs::remove(out);
-  fs::remove(err);
-  return run;
-}
-
-std::ostream& operator<<(std::ostream& os, const CliRun& run) {
-  return os << "exit " << run.exit_code << "\n--- stdout\n" << run.out << "--- stderr\n" << run.err;
+  return test_support::run_cli(dir.path(), args);
 }
 
 std::size_t line_count(const std::string& text) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "onnxzip/archive.h"
+#include "support/cli_run.h"
 #include "support/external_tool.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
@@ -15,43 +16,21 @@
 namespace onnxzip {
 namespace {
 
+using test_support::CliRun;
+using test_support::operator<<;
+
 namespace fs = std::filesystem;
 using test_support::read_file_bytes;
 using test_support::run_tool;
 using test_support::ScratchDir;
 using test_support::shell_quote;
 
-const fs::path kCli = ONNXZIP_CLI_PATH;
-
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_text(const fs::path& path) {
-  const std::vector<std::uint8_t> bytes = read_file_bytes(path);
-  return std::string(bytes.begin(), bytes.end());
-}
-
+// run_cli(dir, args) with the scratch folder's path (support/cli_run.h).
 CliRun run_cli(const ScratchDir& dir, const std::vector<std::string>& args) {
-  std::string command = shell_quote(kCli.string());
-  for (const std::string& arg : args) command += " " + shell_quote(arg);
-  const fs::path out = dir / "stdout.txt";
-  const fs::path err = dir / "stderr.txt";
-  const auto result = run_tool("{ " + command + " </dev/null >" + shell_quote(out.string()) +
-                               " 2>" + shell_quote(err.string()) + "; }");
-  CliRun run{result.exit_code, read_text(out), read_text(err)};
-  fs::remove(out);
-  fs::remove(err);
-  return run;
-}
-
-std::ostream& operator<<(std::ostream& os, const CliRun& run) {
-  return os << "exit " << run.exit_code << "\n--- stdout\n" << run.out << "--- stderr\n" << run.err;
+  return test_support::run_cli(dir.path(), args);
 }
 
 TEST(CliSignTest, SignVerifyInfoAndEditAsAUserWould) {
