@@ -329,10 +329,11 @@ class PyArchive final {
     }
     const onnxzip::Archive::TensorInfo& t = info(row.external);
     if (ranged_ || checked_) {
+      const std::shared_ptr<const onnxzip::Archive> held = archive_;
       std::vector<onnxzip::TensorBytes> read;
       {
         const py::gil_scoped_release unlocked;
-        read = fetch({&t});
+        read = fetch(*held, {&t});
       }
       return array_of(t, std::move(read.front()));
     }
@@ -365,10 +366,12 @@ class PyArchive final {
         infos.push_back(&info(row.external));
       }
     }
+    // Held here: close() from another thread while the GIL is released must not free it.
+    const std::shared_ptr<const onnxzip::Archive> held = archive_;
     std::vector<onnxzip::TensorBytes> read;
     {
       const py::gil_scoped_release unlocked;
-      read = fetch(infos);
+      read = fetch(*held, infos);
     }
     std::vector<py::object> out(indices.size());
     for (std::size_t j = 0; j < external.size(); ++j) {
@@ -393,10 +396,12 @@ class PyArchive final {
         infos.push_back(&info(row.external));
       }
     }
+    // Held here: close() from another thread while the GIL is released must not free it.
+    const std::shared_ptr<const onnxzip::Archive> held = archive_;
     std::vector<onnxzip::TensorBytes> read;
     {
       const py::gil_scoped_release unlocked;
-      read = fetch(infos);
+      read = fetch(*held, infos);
     }
     std::vector<py::object> out(indices.size());
     for (std::size_t j = 0; j < external.size(); ++j) {
@@ -416,10 +421,11 @@ class PyArchive final {
     if (row.inline_tensor) return copy_to_bytes(row.inline_tensor->bytes);
     const onnxzip::Archive::TensorInfo& t = info(row.external);
     if (ranged_ || checked_) {
+      const std::shared_ptr<const onnxzip::Archive> held = archive_;
       std::vector<onnxzip::TensorBytes> read;
       {
         const py::gil_scoped_release unlocked;
-        read = fetch({&t});
+        read = fetch(*held, {&t});
       }
       return copy_to_bytes(read.front().view());
     }
@@ -463,7 +469,11 @@ class PyArchive final {
   };
 
   std::uint64_t entry_size(const onnxzip::Archive::TensorInfo& t) const {
-    const onnxzip::ZipEntry* const entry = archive().zip().find(t.location);
+    return entry_size(archive(), t);
+  }
+  static std::uint64_t entry_size(const onnxzip::Archive& a,
+                                  const onnxzip::Archive::TensorInfo& t) {
+    const onnxzip::ZipEntry* const entry = a.zip().find(t.location);
     return entry == nullptr ? t.data.size() : entry->size;
   }
 
@@ -484,12 +494,13 @@ class PyArchive final {
     return array_owning(std::move(bytes), dtype_for(t.data_type), shape);
   }
 
-  // Archive::payloads of `infos` (called without the GIL). A remote archive's are read in groups
-  // of about kRemoteGroupBytes in file order, up to kRemoteGroupsInFlight groups at once: a
-  // whole model is not one request of its size, and the requests overlap.
+  // a.payloads() of `infos` (called without the GIL, `a` held by the caller). A remote
+  // archive's are read in groups of about kRemoteGroupBytes in file order, up to
+  // kRemoteGroupsInFlight groups at once: a whole model is not one request of its size, and the
+  // requests overlap.
   std::vector<onnxzip::TensorBytes> fetch(
+      const onnxzip::Archive& a,
       const std::vector<const onnxzip::Archive::TensorInfo*>& infos) const {
-    const onnxzip::Archive& a = archive();
     if (!ranged_) return a.payloads(infos);
     std::vector<std::size_t> order(infos.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -504,7 +515,7 @@ class PyArchive final {
     std::vector<std::vector<std::size_t>> groups;
     std::uint64_t group_bytes = 0;
     for (const std::size_t i : order) {
-      const std::uint64_t size = entry_size(*infos[i]);
+      const std::uint64_t size = entry_size(a, *infos[i]);
       if (groups.empty() || (group_bytes > 0 && group_bytes + size > kRemoteGroupBytes)) {
         groups.emplace_back();
         group_bytes = 0;
