@@ -1,16 +1,22 @@
 // Signed archives (signing.h, spec §12): sign_archive, verify()'s digest and signature checks,
-// edits that keep both true, and the interoperability of the result with tools independent of
-// the library (unzip, sha256sum, python3's json and cryptography over the DSSE PAE).
+// edits that keep both true, the interoperability of the result with tools independent of the
+// library (unzip, sha256sum, python3's json and cryptography over the DSSE PAE), and the lazy
+// digest checking of an Archive opened with LoadOptions::check_digests.
 #include "onnxzip/signing.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "crc32.h"
 #include "onnxzip/archive.h"
+#include "onnxzip/byte_source.h"
 #include "onnxzip/edit.h"
 #include "onnxzip/error.h"
 #include "support/external_tool.h"
@@ -380,6 +386,162 @@ print("interop ok", len(resources))
                shell_quote(out.string()) + " " + shell_quote(keys_.public_pem.string()) + " 2>&1");
   EXPECT_EQ(checked.exit_code, 0) << checked.output;
   EXPECT_NE(checked.output.find("interop ok 3"), std::string::npos) << checked.output;
+}
+
+// The message of the Error `action` throws, after checking its code.
+template <typename Action>
+std::string error_of(ErrorCode code, Action&& action) {
+  try {
+    action();
+  } catch (const Error& e) {
+    EXPECT_EQ(to_string(e.code()), to_string(code)) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error thrown";
+  return "";
+}
+
+// XORs `mask` into byte `at` of entry `name`'s data and writes the entry's new CRC-32 into both
+// of its headers, so that only a digest can tell.
+void change_byte_fixing_crc(const std::filesystem::path& path, const std::string& name,
+                            std::uint64_t at, std::uint8_t mask = 0x40) {
+  std::vector<std::uint8_t> bytes = read_file_bytes(path);
+  const ZipReader zip = ZipReader::from_bytes(bytes, kNoOwner);
+  const ZipEntry& entry = *zip.find(name);
+  bytes[entry.data_offset + at] ^= mask;
+  const std::uint32_t crc = crc32(ByteSpan(bytes).subspan(entry.data_offset, entry.size));
+  for (const std::uint64_t field :
+       {entry.local_header_offset + 14, entry.central_header_offset + 16}) {
+    for (int i = 0; i < 4; ++i) bytes[field + i] = static_cast<std::uint8_t>(crc >> (8 * i));
+  }
+  test_support::write_file_bytes(path, std::string(bytes.begin(), bytes.end()));
+}
+
+LoadOptions checking_digests() {
+  LoadOptions options;
+  options.check_digests = true;
+  return options;
+}
+
+TEST_F(SigningTest, LazyDigestsCatchAChangedPayloadAtItsFirstGetNamingIt) {
+  sign_with_a();
+  change_byte_fixing_crc(archive_, "weight", 1000);
+  // Mapped, read whole, and read in ranges (the remote archive's path): each opens, hands out
+  // the intact tensor, and refuses the changed one whenever it is asked for.
+  const std::vector<std::pair<std::string, std::function<Archive()>>> opens = {
+      {"mapped", [&] { return Archive::open(archive_, checking_digests()); }},
+      {"read",
+       [&] {
+         LoadOptions options = checking_digests();
+         options.access = FileAccess::kRead;
+         return Archive::open(archive_, options);
+       }},
+      {"ranges",
+       [&] { return Archive::open(ByteSource::open_ranges(archive_), checking_digests()); }},
+  };
+  for (const auto& [how, open] : opens) {
+    SCOPED_TRACE(how);
+    const Archive archive = open();
+    const Archive::TensorInfo& weight = *archive.find_tensor("weight");
+    const Archive::TensorInfo& bias = *archive.find_tensor("Bias");
+    EXPECT_TRUE(weight.data.empty());  // No unchecked byte is handed out.
+    EXPECT_TRUE(bias.data.empty());
+    const TensorBytes bias_bytes = archive.payload(bias);
+    EXPECT_EQ(bias_bytes.size(), 300u * 4);
+    const ZipReader zip = ZipReader::open(archive_);
+    EXPECT_EQ(bias_bytes, zip.data(*zip.find("Bias")));
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const std::string message = error_of(ErrorCode::kCorrupt, [&] { archive.payload(weight); });
+      EXPECT_NE(message.find("model.onnxz: entry 'weight': its SHA-256 is "), std::string::npos)
+          << message;
+    }
+    const Archive::TensorInfo* both[] = {&bias, &weight};
+    EXPECT_NE(error_of(ErrorCode::kCorrupt, [&] { archive.payloads(both); }).find("'weight'"),
+              std::string::npos);
+    EXPECT_EQ(archive.payload(bias), bias_bytes);  // Still fine after the failures.
+  }
+  // verify() reports it as a finding of the integrity checks (VerifyFinding::integrity).
+  const VerifyReport report = verify(archive_);
+  ASSERT_EQ(report.findings.size(), 1u) << findings_text(report);
+  EXPECT_TRUE(report.findings[0].integrity);
+  // Without the option the archive opens and hands the changed bytes out (the CRC-32 agrees).
+  const Archive unchecked = Archive::open(archive_);
+  EXPECT_EQ(unchecked.payload(*unchecked.find_tensor("weight")).size(), 256u * 100 * 4);
+  // load() checks every payload.
+  EXPECT_NE(error_of(ErrorCode::kCorrupt, [&] { load(archive_, checking_digests()); })
+                .find("entry 'weight': its SHA-256 is "),
+            std::string::npos);
+}
+
+TEST_F(SigningTest, LazyDigestsCheckTheModelAtOpen) {
+  ModelProto model = two_tensor_model();
+  model.doc_string = "a model whose bytes change";
+  save(model, archive_);
+  sign_with_a();
+  const std::vector<std::uint8_t> bytes = read_file_bytes(archive_);
+  const ZipReader zip = ZipReader::from_bytes(bytes, kNoOwner);
+  const ZipEntry& entry = *zip.find("__MODEL_PROTO");
+  const std::string text(
+      bytes.begin() + static_cast<std::ptrdiff_t>(entry.data_offset),
+      bytes.begin() + static_cast<std::ptrdiff_t>(entry.data_offset + entry.size));
+  const std::size_t at = text.find("whose");
+  ASSERT_NE(at, std::string::npos);
+  change_byte_fixing_crc(archive_, "__MODEL_PROTO", at, 0x20);  // "whose" -> "Whose".
+  EXPECT_EQ(Archive::open(archive_).model().doc_string, "a model Whose bytes change");
+  const std::string message =
+      error_of(ErrorCode::kCorrupt, [&] { Archive::open(archive_, checking_digests()); });
+  EXPECT_NE(message.find("entry '__MODEL_PROTO': its SHA-256 is "), std::string::npos) << message;
+}
+
+TEST_F(SigningTest, LazyDigestsRefuseAnArchiveWithoutThemAndCheckAKeyAtOpen) {
+  const std::string message =
+      error_of(ErrorCode::kCorrupt, [&] { Archive::open(archive_, checking_digests()); });
+  EXPECT_NE(message.find("model.onnxz: has no __DIGESTS entry"), std::string::npos) << message;
+
+  sign_with_a();
+  LoadOptions keyed;  // A key implies check_digests.
+  keyed.public_key = PublicKey::load(keys_.public_pem);
+  const Archive archive = Archive::open(archive_, keyed);
+  EXPECT_TRUE(archive.find_tensor("weight")->data.empty());
+  EXPECT_EQ(archive.payload(*archive.find_tensor("weight")).size(), 256u * 100 * 4);
+  keyed.public_key = PublicKey::load(other_.public_pem);
+  const std::string other = error_of(ErrorCode::kCorrupt, [&] { Archive::open(archive_, keyed); });
+  EXPECT_NE(other.find("entry '__SIGNATURE': signed by another key"), std::string::npos) << other;
+
+  SignOptions digests_only;
+  digests_only.output.durable = false;
+  sign_archive(archive_, digests_only);
+  EXPECT_NE(error_of(ErrorCode::kCorrupt, [&] { Archive::open(archive_, keyed); })
+                .find("has no __SIGNATURE entry, and a signature by key"),
+            std::string::npos);
+  EXPECT_NO_THROW(Archive::open(archive_, checking_digests()));
+}
+
+TEST_F(SigningTest, LazyDigestsHoldWhenThreadsGetTheSameTensorAtOnce) {
+  sign_with_a();
+  for (const bool changed : {false, true}) {
+    SCOPED_TRACE(changed ? "changed" : "intact");
+    if (changed) change_byte_fixing_crc(archive_, "weight", 5);
+    const Archive archive = Archive::open(archive_, checking_digests());
+    const Archive::TensorInfo& weight = *archive.find_tensor("weight");
+    std::atomic<int> failures{0};
+    std::atomic<int> successes{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < 8; ++i) {
+          try {
+            if (archive.payload(weight).size() == 256u * 100 * 4) ++successes;
+          } catch (const Error& e) {
+            if (e.code() == ErrorCode::kCorrupt) ++failures;
+          }
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_EQ(successes.load(), changed ? 0 : 32);
+    EXPECT_EQ(failures.load(), changed ? 32 : 0);
+  }
 }
 
 }  // namespace

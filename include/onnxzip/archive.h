@@ -233,6 +233,21 @@ struct LoadOptions {
   // mapping, which must not shrink while it lives: see mapped_file.h), or read whole into owned
   // memory (kRead: for files others may change; payloads then borrow from that memory).
   FileAccess access = FileAccess::kMap;
+  // Digest checking for runtimes (spec §12.5), paid as payloads are used: opening reads and
+  // parses `__DIGESTS` (within `integrity`'s limits), checks that it lists the model and every
+  // entry a tensor refers to with its size, and checks the model's SHA-256. Each payload's is
+  // checked the first time Archive::payload() or payloads() hands it out -- with this option
+  // the one way to a payload: every TensorInfo::data is empty -- and later handouts of it cost
+  // nothing (a source read in ranges brings new bytes with each read, so each is checked).
+  // load() checks every payload. Errors: Error(kCorrupt) for an archive without `__DIGESTS`
+  // (nothing to check against), for an entry it does not list, and for bytes whose SHA-256
+  // differs, naming the entry; decode_digests's for a `__DIGESTS` that does not parse.
+  bool check_digests = false;
+  // Also require, at open, a valid `__SIGNATURE` of `__DIGESTS` by this key (implies
+  // check_digests; only the two entries are read): Error(kCorrupt) saying what failed -- none,
+  // another key, a bad signature.
+  std::optional<PublicKey> public_key{};
+  IntegrityLimits integrity{};
 };
 
 // Reads the archive at `path` (memory-mapped) and returns its model with every external tensor
@@ -315,9 +330,11 @@ class Archive final {
 
   // The payload of `info` (one of tensors()): TensorInfo::data when the archive holds it, else
   // read from the source (one read; a deflated entry inflated, its CRC-32 checked), owned by the
-  // result, 64-byte aligned when stored aligned. Errors: the ZipReader's (the entry's local
-  // header is checked first), the source's (kIo naming it), Error(kInvalidArgument) for a
-  // TensorInfo of another archive.
+  // result, 64-byte aligned when stored aligned. With LoadOptions::check_digests, its SHA-256
+  // checked first (the first time, or every time for a source read in ranges). Errors: the
+  // ZipReader's (the entry's local header is checked first), the source's (kIo naming it),
+  // Error(kCorrupt) naming the entry for a digest mismatch, Error(kInvalidArgument) for a
+  // TensorInfo of another archive. May be called from several threads at once.
   TensorBytes payload(const TensorInfo& info) const;
   // payload() of each, in their order: entries adjacent in the file read with one read, the reads
   // made together (an HTTP source makes them at once).
@@ -347,6 +364,10 @@ struct VerifyFinding {
   // The place as a line names it: the file, the tensor label, the entry phrase ("entry 'w' at
   // offset 0"); parts that do not apply are "".
   ErrorContext place{};
+  // Whether the finding comes from the integrity entries' checks (spec §12.5: a digest, the
+  // `__DIGESTS` list, the signature) rather than from the format's rules and CRC-32s, so that a
+  // report can say the digests' and the signature's status apart.
+  bool integrity = false;
 };
 
 std::string_view to_string(VerifyFinding::Severity severity) noexcept;

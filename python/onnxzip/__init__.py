@@ -17,9 +17,24 @@ tensors are numpy views of the mapping, no byte copied.
     onnxzip.save_file({"w": array}, "weights.onnxz", metadata={"step": "100"})  # no graph
     tensors = onnxzip.load_file("weights.onnxz", framework="pt")  # safetensors-like
 
-Functions: save, load, open, load_file, save_file, convert, verify, repack, write_view_model,
-replace_model, edit_model, edit_model_properties, export_torch.
-Classes: Archive (what open returns), ArchiveWriter, TensorInfo, VerifyReport, VerifyFinding.
+Remote archives: open, load and load_file take an http:// or https:// URL (range requests through
+libcurl; headers={...} for private hubs, never shown). Opening and the model cost one request,
+get_tensor(name) one more, get_tensors(names) reads tensors together (adjacent ones in one
+request, several at once); the arrays own their 64-byte aligned buffers, and transfers release
+the GIL.
+
+    with onnxzip.open("https://hub.example/model.onnxz") as archive:
+        w = archive.get_tensor("encoder.weight")
+
+Integrity (spec §12): digests=True on the writers adds `__DIGESTS` (SHA-256 of every entry);
+sign(path, key=PEM) adds `__SIGNATURE` too; verify(path, public_key=PEM) checks both and says
+their status; edits keep them true (key= re-signs). open(..., check_digests=True) checks the model
+at open and each tensor the first time it is handed out (CorruptError naming the entry).
+
+Functions: save, load, open, load_file, save_file, convert, verify, sign, repack,
+write_view_model, replace_model, edit_model, edit_model_properties, export_torch.
+Classes: Archive (what open returns), ArchiveWriter, TensorInfo, VerifyReport, VerifyFinding,
+SignResult, EditResult, RepackResult.
 Errors: Error and its subclasses (see onnxzip.Error).
 
 Data types: get_tensor returns numpy's own dtype for FLOAT, DOUBLE, FLOAT16, the integer types,
@@ -38,22 +53,23 @@ from ._archive import Archive, TensorInfo, load, load_file, open
 from ._edit import EditResult, edit_model, edit_model_properties, replace_model
 from ._errors import (BadStateError, CorruptError, Error, InvalidArgumentError, IOFailure,
                       LimitExceededError, NotFoundError, UnsupportedError)
-from ._tools import (RepackResult, VerifyFinding, VerifyReport, convert, repack, verify,
-                     write_view_model)
+from ._tools import (RepackResult, SignResult, VerifyFinding, VerifyReport, convert, repack, sign,
+                     verify, write_view_model)
 from ._torch_export import export_torch
 from ._writer import ArchiveWriter, save, save_file
 
 __all__ = [
-    "save", "load", "open", "load_file", "save_file", "convert", "verify", "repack", "write_view_model", "export_torch",
+    "save", "load", "open", "load_file", "save_file", "convert", "verify", "sign", "repack",
+    "write_view_model", "export_torch",
     "replace_model", "edit_model", "edit_model_properties", "Archive", "ArchiveWriter", "TensorInfo", "VerifyReport",
-    "VerifyFinding", "RepackResult", "EditResult",
+    "VerifyFinding", "RepackResult", "EditResult", "SignResult",
     "Error", "CorruptError", "UnsupportedError", "NotFoundError", "IOFailure",
     "InvalidArgumentError", "LimitExceededError", "BadStateError",
 ]
 __version__ = "0.1.0"
 
 # Tracebacks and repr() show the public names (onnxzip.Archive), not the private modules.
-for _public in (Archive, TensorInfo, EditResult, RepackResult, VerifyFinding, VerifyReport,
-                ArchiveWriter):
+for _public in (Archive, TensorInfo, EditResult, RepackResult, SignResult, VerifyFinding,
+                VerifyReport, ArchiveWriter):
     _public.__module__ = "onnxzip"
 del _public

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 import onnx
@@ -17,6 +17,10 @@ from ._errors import (BadStateError, CorruptError, InvalidArgumentError, IOFailu
 from ._model_walk import model_tensors
 from ._common import PathLike, _is_archive_file, _path
 from ._dtypes import _location
+from ._tools import KeyLike, _key
+
+# Extra request headers for a remote archive (Authorization for a private hub).
+Headers = Optional[Mapping[str, str]]
 
 def _parse_stored_model(model_bytes: bytes, path: str) -> onnx.ModelProto:
     """The onnx.ModelProto of `__MODEL_PROTO`, which the C++ reader has already validated; onnx's
@@ -29,12 +33,47 @@ def _parse_stored_model(model_bytes: bytes, path: str) -> onnx.ModelProto:
     return model
 
 
-def _open_archive(path: str, access: str) -> _onnxzip.Archive:
+def _is_url(path: Any) -> bool:
+    return isinstance(path, str) and _onnxzip.is_url(path)
+
+
+def _header_lines(function: str, headers: Headers) -> List[str]:
+    """`headers` as "Name: value" lines, refused (without showing a value) when malformed."""
+    if headers is None:
+        return []
+    if not isinstance(headers, Mapping):
+        raise TypeError(f"{function}: headers must be a mapping of str to str, not "
+                        f"{type(headers).__name__}")
+    lines = []
+    for name, value in headers.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise TypeError(f"{function}: headers must map str to str")
+        if not name or any(c in name for c in ": \t\r\n") or any(c in value for c in "\r\n"):
+            # The value is never shown: it is a credential more often than not.
+            raise InvalidArgumentError(f"{function}: header {name[:64]!r}: not a valid header "
+                                       "name, or a value with a line break")
+        lines.append(f"{name}: {value}")
+    return lines
+
+
+def _open_archive(path: str, access: str, *, headers: Headers = None,
+                  check_digests: bool = False, public_key: Optional[KeyLike] = None,
+                  function: str = "open") -> _onnxzip.Archive:
     """The extension's Archive, with what the C++ message cannot know added: the file's name on
     a NotFoundError (as open() sets it), and a hint when the file is a legacy model or looks
-    cut short."""
+    cut short. An http(s) URL opens a remote archive (range requests with `headers`)."""
+    if not isinstance(check_digests, bool):
+        raise TypeError(f"{function}: check_digests must be a bool, not "
+                        f"{type(check_digests).__name__}")
+    key = _key(function, "public_key", public_key)
+    if _is_url(path):
+        return _onnxzip.Archive(path, access, True, _header_lines(function, headers),
+                                check_digests, key)
+    if headers is not None:
+        raise InvalidArgumentError(f"{function}: headers apply to http(s) URLs only, and "
+                                   f"{path!r} is a path")
     try:
-        return _onnxzip.Archive(path, access)
+        return _onnxzip.Archive(path, access, False, [], check_digests, key)
     except (NotFoundError, IOFailure) as e:
         e.filename = path
         raise
@@ -60,8 +99,21 @@ def _corrupt_hint(path: str) -> str:
     return ""
 
 
-def load(path: PathLike, *, load_external_data: bool = True) -> onnx.ModelProto:
-    """Reads the archive at `path` and returns its model, like onnx.load.
+def _location_of(path: PathLike) -> str:
+    """A URL as given, or the path as a str."""
+    return path if isinstance(path, str) and _is_url(path) else _path(path)
+
+
+def _display(path: PathLike) -> str:
+    """What messages and repr() call `path`: a URL without its user, query and fragment (a
+    presigned URL's credentials), else the path."""
+    location = _location_of(path)
+    return _onnxzip.display_url(location) if _is_url(location) else location
+
+
+def load(path: PathLike, *, load_external_data: bool = True, check_digests: bool = False,
+         public_key: Optional[KeyLike] = None, headers: Headers = None) -> onnx.ModelProto:
+    """Reads the archive at `path` (or an http(s) URL) and returns its model, like onnx.load.
 
     With `load_external_data` (the default) every tensor stored as an entry gets its bytes back in
     raw_data (a copy: protobuf owns its bytes) and loses its reference, so the model is an
@@ -71,21 +123,30 @@ def load(path: PathLike, *, load_external_data: bool = True) -> onnx.ModelProto:
     The archive is validated as the C++ loader does (ZIP structure, every reference, sizes);
     problems raise CorruptError / UnsupportedError naming the entry and tensor, a missing file
     NotFoundError.
+
+    A URL is read with HTTP range requests (see open()): the model with the first request, the
+    payloads in requests of up to 64 MiB, several at once. `check_digests`, `public_key` and
+    `headers` as for open(); with check_digests every payload is checked.
     """
-    archive = _open_archive(_path(path), "map")
+    archive = _open_archive(_location_of(path), "map", headers=headers,
+                            check_digests=check_digests, public_key=public_key,
+                            function="load")
     try:
-        model = _parse_stored_model(archive.model_bytes(), _path(path))
+        model = _parse_stored_model(archive.model_bytes(), _display(path))
         if load_external_data:
             index: Dict[str, int] = {}
             for i, record in enumerate(archive.tensors()):
                 if record.location:
                     index.setdefault(record.location, i)
-            for tensor, _, _ in model_tensors(model):
-                if tensor.data_location != onnx.TensorProto.EXTERNAL:
-                    continue
-                tensor.raw_data = archive.payload(index[_location(tensor)])
+            external = [tensor for tensor, _, _ in model_tensors(model)
+                        if tensor.data_location == onnx.TensorProto.EXTERNAL]
+            # One call for all: a remote archive reads them merged and in parallel.
+            payloads = archive.payloads([index[_location(tensor)] for tensor in external])
+            for tensor, payload in zip(external, payloads):
+                tensor.raw_data = payload
                 del tensor.external_data[:]
                 tensor.ClearField("data_location")
+            del payloads
         return model
     finally:
         archive.close()
@@ -99,8 +160,9 @@ class TensorInfo:
     name; for an unnamed tensor its entry name, or for an unnamed inline one its site);
     location: the entry ("" for an inline tensor, whose payload sits in the model); data_type:
     the ONNX data type number (onnx.TensorProto.FLOAT...); dims: the logical shape; nbytes: the
-    payload's size; file_offset: its offset in the file (0 when inline); alignment: the largest power of two
-    (<= 65536) dividing it (0 when inline); zero_copy: False for an inline tensor (get_tensor
+    payload's size; file_offset: its offset in the file (0 when inline, and for a remote
+    archive, whose local headers are read with the data); alignment: the largest power of two
+    (<= 65536) dividing it (0 when file_offset is); zero_copy: False for an inline tensor (get_tensor
     gives a copy) and for an entry another tool deflated (get_tensor then views inflated
     memory); site: where the tensor sits in the model, e.g. "graph/initializer[3]".
     """
@@ -130,17 +192,33 @@ class Archive:
     written. With access="read" the file is read into memory instead of mapped: for files that
     others may truncate or rewrite while they are open (a truncated mapping kills the process
     with SIGBUS when touched).
+
+    A remote archive (an http:// or https:// URL) is read with HTTP range requests: opening
+    makes one request (two when the model and central directory do not fit its 1 MiB), which
+    gives keys(), tensors and model; each get_tensor() is one request for that tensor, and
+    get_tensors() reads the tensors asked for together, adjacent ones in one request, several
+    requests at once. Its arrays own their 64-byte aligned buffers. `path` is then the URL as
+    messages show it (no user, query or fragment). Transfers release the GIL.
+
+    With check_digests (or a public_key), the archive's `__DIGESTS` is read at open and the
+    model checked against it; each tensor is checked the first time get_tensor() or
+    get_tensors() hands it out (CorruptError naming the entry on a mismatch), later ones cost
+    nothing. Arrays are then still views of the mapping, checked.
     """
 
-    def __init__(self, path: PathLike, *, framework: str = "np", access: str = "map") -> None:
+    def __init__(self, path: PathLike, *, framework: str = "np", access: str = "map",
+                 check_digests: bool = False, public_key: Optional[KeyLike] = None,
+                 headers: Headers = None) -> None:
         if access not in ("map", "read"):
             raise InvalidArgumentError(f'open: access must be "map" or "read", not {access!r}')
         if framework not in _FRAMEWORKS:
             raise InvalidArgumentError(
                 f'open: framework must be "np" (numpy) or "pt" (torch), not {framework!r}')
         self.framework = _FRAMEWORKS[framework]
-        self.path = _path(path)
-        self._archive = _open_archive(self.path, access)
+        self.path = _display(path)
+        self._archive = _open_archive(_location_of(path), access,
+                                      headers=headers, check_digests=check_digests,
+                                      public_key=public_key)
         self._model: Optional[onnx.ModelProto] = None
         # TensorInfo objects are made when asked for: building a frozen dataclass per tensor took
         # longer than opening the archive, and most callers only want keys() and get_tensor().
@@ -208,6 +286,19 @@ class Archive:
             return _as_torch(array, self._archive.tensor(index).data_type, self.path, name)
         return array
 
+    def get_tensors(self, names: Iterable[str]) -> Dict[str, Any]:
+        """{name: get_tensor(name)} for each of `names`, read together: for a remote archive,
+        tensors adjacent in the file come with one request and the requests run in parallel
+        (in groups of up to 64 MiB); locally the same views get_tensor() gives. KeyError for an
+        unknown name (before anything is read)."""
+        wanted = list(dict.fromkeys(names))
+        indices = [self._lookup(name) for name in wanted]
+        arrays = self._archive.arrays(indices)
+        if self.framework == "pt":
+            return {name: _as_torch(array, self._archive.tensor(index).data_type, self.path, name)
+                    for name, index, array in zip(wanted, indices, arrays)}
+        return dict(zip(wanted, arrays))
+
     def metadata(self) -> Dict[str, str]:
         """The model's metadata_props as a dict (the last value of a key given twice), read
         without parsing the graph. BadStateError after close()."""
@@ -240,22 +331,46 @@ class Archive:
 
 
 def open(path: PathLike, *, framework: str = "np",  # noqa: A001 - like safetensors' safe_open.
-         access: str = "map") -> Archive:
-    """Opens the .onnxz archive at `path` for zero-copy reading: see Archive.
+         access: str = "map", check_digests: bool = False, public_key: Optional[KeyLike] = None,
+         headers: Headers = None) -> Archive:
+    """Opens the .onnxz archive at `path` for zero-copy reading, or at an http(s) URL for reading
+    tensors on demand: see Archive.
 
         with onnxzip.open("model.onnxz") as archive:
             w = archive.get_tensor("encoder.weight")   # numpy view of the mapped file
             model = archive.model                       # onnx.ModelProto with references
+        with onnxzip.open("https://hub.example/m.onnxz", headers={"Authorization": "Bearer t"}) as a:
+            w = a.get_tensor("encoder.weight")          # one range request
+
+    Args:
+        framework: "np" (numpy arrays) or "pt" (torch tensors).
+        access: "map" (the file mapped) or "read" (read into memory); files only.
+        check_digests: check the model at open and each tensor when first handed out against
+            the archive's `__DIGESTS` (an archive without one is a CorruptError).
+        public_key: also require a valid `__SIGNATURE` by this key at open (a PEM file's path or
+            bytes; implies check_digests).
+        headers: extra HTTP request headers for a URL ({"Authorization": "Bearer ..."}); never
+            shown in messages or repr().
+
+    Raises:
+        CorruptError: a broken archive, a digest mismatch, a signature that does not verify.
+        NotFoundError: a missing file. IOFailure: a failed request (its HTTP status).
+        UnsupportedError: a URL when the extension was built without libcurl.
     """
-    return Archive(path, framework=framework, access=access)
+    return Archive(path, framework=framework, access=access, check_digests=check_digests,
+                   public_key=public_key, headers=headers)
 
 
-def load_file(path: PathLike, *, framework: str = "np", access: str = "map") -> Dict[str, Any]:
-    """Every tensor of the archive at `path` by its key (see Archive.keys), as safetensors'
-    load_file gives them: numpy arrays, or torch tensors with framework="pt". Zero-copy views of
-    the mapping (inline tensors copied), which stays mapped while any of them lives."""
-    with Archive(path, framework=framework, access=access) as archive:
-        return {name: archive.get_tensor(name) for name in archive.keys()}
+def load_file(path: PathLike, *, framework: str = "np", access: str = "map",
+              check_digests: bool = False, headers: Headers = None) -> Dict[str, Any]:
+    """Every tensor of the archive at `path` (or an http(s) URL) by its key (see Archive.keys),
+    as safetensors' load_file gives them: numpy arrays, or torch tensors with framework="pt".
+    Zero-copy views of the mapping (inline tensors copied), which stays mapped while any of
+    them lives; a remote archive's are read as get_tensors() reads them. check_digests and
+    headers as for open()."""
+    with Archive(path, framework=framework, access=access, check_digests=check_digests,
+                 headers=headers) as archive:
+        return archive.get_tensors(archive.keys())
 
 
 _FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt"}

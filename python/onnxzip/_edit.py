@@ -14,21 +14,29 @@ from ._model_walk import model_tensors
 from ._archive import Archive, _parse_stored_model
 from ._common import ModelLike, PathLike, _is_buffer, _path
 from ._dtypes import _make_reference
+from ._tools import KeyLike, _key
 
 class EditResult(NamedTuple):
     """What replace_model() or edit_model() did: compacted (the archive was rewritten without the entries in
     dropped_entries), and the new `__MODEL_PROTO`'s local header offset and size, and the file's
-    size afterwards."""
+    size afterwards. For an archive with integrity entries (spec §12): digests_updated
+    (`__DIGESTS` rewritten with the new model's digest, nothing else hashed), signed_again
+    (`__SIGNATURE` written anew with `key`), signature_removed (it went: no key was given, or a
+    compaction), digests_removed (`__DIGESTS` went with a compaction)."""
 
     compacted: bool
     dropped_entries: List[str]
     model_offset: int
     model_size: int
     file_size: int
+    digests_updated: bool = False
+    signed_again: bool = False
+    signature_removed: bool = False
+    digests_removed: bool = False
 
 
 def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact: bool = False,
-                  durable: bool = True) -> EditResult:
+                  durable: bool = True, key: Optional[KeyLike] = None) -> EditResult:
     """Replaces the model of the archive at `path` in place, without moving or rewriting a payload
     byte: only `__MODEL_PROTO`, the central directory and the end records are rewritten, so the
     cost is the model's size, whatever the weights weigh. Crash-safe: the file always reads as the
@@ -44,6 +52,10 @@ def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact:
     archive for its new model. Raises InvalidArgumentError naming the tensor or entry (the
     archive is then unchanged), CorruptError for a broken archive, IOFailure (the message says
     which model the file holds).
+
+    An archive with `__DIGESTS` keeps it true: the new model is hashed (no other entry) and
+    `__DIGESTS` rewritten; its `__SIGNATURE` is signed anew with `key` (a PEM private key's path
+    or bytes, as for sign()), or removed without one -- never left untrue (see EditResult).
 
         with onnxzip.open("model.onnxz") as archive:
             model = archive.model
@@ -62,7 +74,8 @@ def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact:
     else:
         raise TypeError("replace_model: model must be an onnx.ModelProto, its bytes or a path, "
                         f"not {type(model).__name__}")
-    return EditResult(*_onnxzip.replace_model(archive_path, model_bytes, compact, durable))
+    return EditResult(*_onnxzip.replace_model(archive_path, model_bytes, compact, durable,
+                                              _key("replace_model", "key", key)))
 
 
 def _serialize_referring(archive_path: str, model: onnx.ModelProto) -> bytes:
@@ -105,7 +118,7 @@ Change = Callable[[onnx.ModelProto], Optional[onnx.ModelProto]]
 
 
 def edit_model(path: PathLike, change: Change, *, compact: bool = False,
-               durable: bool = True) -> EditResult:
+               durable: bool = True, key: Optional[KeyLike] = None) -> EditResult:
     """Changes the model of the archive at `path` in place, as replace_model() does, but reads the
     archive's own model and writes the changed one under one open and lock of the file, so that
     no other edit can come in between.
@@ -117,7 +130,7 @@ def edit_model(path: PathLike, change: Change, *, compact: bool = False,
         change: called with the onnx.ModelProto as Archive.model shows it (tensors that are
             entries as references); changes it and returns None, or returns a new model to put
             in instead.
-        compact, durable: as for replace_model().
+        compact, durable, key: as for replace_model().
 
     Returns:
         What was done (EditResult).
@@ -127,11 +140,11 @@ def edit_model(path: PathLike, change: Change, *, compact: bool = False,
         InvalidArgumentError: the new model fails replace_model()'s checks.
         Whatever `change` raises. In every case nothing is written: the archive is unchanged.
     """
-    return _edit("edit_model", path, change, compact, durable, False)
+    return _edit("edit_model", path, change, compact, durable, False, key)
 
 
 def edit_model_properties(path: PathLike, change: Change, *, compact: bool = False,
-                          durable: bool = True) -> EditResult:
+                          durable: bool = True, key: Optional[KeyLike] = None) -> EditResult:
     """edit_model() for the model's properties alone (the C++ edit_model_properties): `change`
     gets the model without its graph, training_info and functions, and may change everything
     else (metadata_props, producer_name, doc_string, opset_import...). Those three are kept
@@ -143,11 +156,11 @@ def edit_model_properties(path: PathLike, change: Change, *, compact: bool = Fal
 
     Args, Returns and Raises: as for edit_model().
     """
-    return _edit("edit_model_properties", path, change, compact, durable, True)
+    return _edit("edit_model_properties", path, change, compact, durable, True, key)
 
 
 def _edit(function: str, path: PathLike, change: Change, compact: bool, durable: bool,
-          properties_only: bool) -> EditResult:
+          properties_only: bool, key: Optional[KeyLike]) -> EditResult:
     archive_path = _path(path)
 
     def apply(model_bytes: bytes) -> bytes:
@@ -165,4 +178,4 @@ def _edit(function: str, path: PathLike, change: Change, compact: bool, durable:
         return changed
 
     return EditResult(*_onnxzip.edit_model(archive_path, apply, compact, durable,
-                                           properties_only))
+                                           properties_only, _key(function, "key", key)))

@@ -10,7 +10,8 @@ import onnx
 
 
 def export_torch(module: Any, args: Any, path: "str | os.PathLike[str]", *, alignment: int = 64,
-                 keep_state_dict: bool = False, **export_kwargs: Any) -> onnx.ModelProto:
+                 keep_state_dict: bool = False, digests: bool = False,
+                 **export_kwargs: Any) -> onnx.ModelProto:
     """Exports a torch.nn.Module to an .onnxz archive without ever building a protobuf that holds
     the weights (so models over 2 GiB export): torch.onnx.export writes the graph only
     (export_params=False, do_constant_folding=False, so that no parameter is computed by the
@@ -32,6 +33,7 @@ def export_torch(module: Any, args: Any, path: "str | os.PathLike[str]", *, alig
         path: the archive to write (appears atomically).
         alignment: as for save().
         keep_state_dict: store every state_dict key (see above).
+        digests: also write `__DIGESTS`, each parameter hashed as it is streamed (see save()).
         **export_kwargs: torch.onnx.export's (input_names, opset_version, dynamic_axes...).
 
     Returns:
@@ -75,7 +77,7 @@ def export_torch(module: Any, args: Any, path: "str | os.PathLike[str]", *, alig
 
     state: Dict[str, Any] = dict(module.named_parameters())
     state.update(module.named_buffers())
-    with ArchiveWriter(path, alignment=alignment) as writer:
+    with ArchiveWriter(path, alignment=alignment, digests=digests) as writer:
         kept_inputs = []
         written: Set[str] = set()
 

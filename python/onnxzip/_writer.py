@@ -68,7 +68,7 @@ def _tensor_objects(model: onnx.ModelProto) -> List[onnx.TensorProto]:
 
 
 def save(model: ModelLike, path: PathLike, *, threshold: int = 1024, alignment: int = 64,
-         dedupe: bool = False) -> None:
+         dedupe: bool = False, digests: bool = False) -> None:
     """Writes `model` (an onnx.ModelProto, or its serialized bytes) to `path` as an .onnxz archive.
 
     Every tensor of a fixed-size data type whose payload has at least `threshold` bytes becomes a
@@ -89,16 +89,27 @@ def save(model: ModelLike, path: PathLike, *, threshold: int = 1024, alignment: 
 
     Raises InvalidArgumentError (a tensor already EXTERNAL, a payload whose size is not dims x
     element size, a bad alignment), IOFailure, and the parser's errors for bad model bytes.
+
+    With `digests`, the archive also gets `__DIGESTS` (spec §12): the SHA-256 of every entry,
+    computed as it is written (nothing is read back). sign() then signs it; verify() and
+    open(check_digests=True) check it.
     """
     _check_options("save", alignment=alignment, threshold=threshold, dedupe=dedupe)
+    _check_flag("save", "digests", digests)
     _check_model("save", model)
     # An ArchiveWriter with no tensor added: finish() is save()'s one path (the C++ writer
     # externalizes exactly as the C++ save does).
-    writer = ArchiveWriter(path, alignment=alignment, threshold=threshold, dedupe=dedupe)
+    writer = ArchiveWriter(path, alignment=alignment, threshold=threshold, dedupe=dedupe,
+                           digests=digests)
     try:
         writer.finish(model)
     finally:
         writer.abort()  # After a successful finish this only closes; else no file is left.
+
+
+def _check_flag(function: str, option: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{function}: {option} must be a bool, not {type(value).__name__}")
 
 
 def _check_model(function: str, model: Any) -> None:
@@ -130,16 +141,18 @@ class ArchiveWriter:
     to, externalizes the model's other large inline tensors as save() does, writes the model and
     renames the archive into place. Leaving the with-block on an exception, or without finish(),
     leaves no file (the latter raises BadStateError unless abort() was called). Not thread-safe;
-    calls release the GIL.
+    calls release the GIL. With `digests`, every entry is hashed as it is written and finish()
+    adds `__DIGESTS` (see save()).
     """
 
     def __init__(self, path: PathLike, *, alignment: int = 64, threshold: int = 1024,
-                 dedupe: bool = False) -> None:
+                 dedupe: bool = False, digests: bool = False) -> None:
         _check_options("ArchiveWriter", alignment=alignment, threshold=threshold, dedupe=dedupe)
+        _check_flag("ArchiveWriter", "digests", digests)
         self.path = _path(path)
         self._threshold = threshold
         self._dedupe = dedupe
-        self._writer = _onnxzip.ArchiveWriter(self.path, alignment, threshold, dedupe)
+        self._writer = _onnxzip.ArchiveWriter(self.path, alignment, threshold, dedupe, digests)
         self._finished = False
         self._aborted = False
         self._names: Set[str] = set()
@@ -257,7 +270,8 @@ def _as_array(array: Any) -> Tuple[np.ndarray[Any, Any], Optional[int]]:
 
 
 def save_file(tensors: Mapping[str, Any], path: PathLike,
-              metadata: Optional[Mapping[str, str]] = None, *, alignment: int = 64) -> None:
+              metadata: Optional[Mapping[str, str]] = None, *, alignment: int = 64,
+              digests: bool = False) -> None:
     """Writes named tensors with no graph to build, as safetensors' save_file does: an archive
     whose model is a graph of initializers only (spec §7.6), every tensor a payload entry.
 
@@ -269,7 +283,7 @@ def save_file(tensors: Mapping[str, Any], path: PathLike,
             them; written in the mapping's order, straight from their memory.
         path: the archive to write (appears atomically).
         metadata: string pairs for the model's metadata_props (Archive.metadata reads them).
-        alignment: as for save().
+        alignment, digests: as for save().
 
     Raises:
         TypeError: a metadata key or value that is not a str.
@@ -279,7 +293,7 @@ def save_file(tensors: Mapping[str, Any], path: PathLike,
     for key, value in pairs:
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError(f"save_file: metadata must map str to str, not {key!r}: {value!r}"[:200])
-    with ArchiveWriter(path, alignment=alignment, threshold=0) as writer:
+    with ArchiveWriter(path, alignment=alignment, threshold=0, digests=digests) as writer:
         initializers = [writer.add_tensor(name, tensor) for name, tensor in tensors.items()]
         graph = onnx.helper.make_graph([], "tensors", [], [], initializer=initializers)
         model = onnx.helper.make_model(graph, producer_name="onnxzip.save_file")

@@ -11,14 +11,19 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -28,9 +33,12 @@
 #include "onnxzip/convert.h"
 #include "onnxzip/edit.h"
 #include "onnxzip/error.h"
+#include "onnxzip/http_source.h"
+#include "onnxzip/integrity.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
+#include "onnxzip/signing.h"
 #include "onnxzip/tensor.h"
 #include "protobuf_bridge.h"
 
@@ -81,12 +89,26 @@ void translate_error(std::exception_ptr thrown) {
 }
 
 onnxzip::SaveOptions save_options(const std::uint32_t alignment, const std::uint64_t threshold,
-                                  const bool dedupe) {
+                                  const bool dedupe, const bool digests) {
   onnxzip::SaveOptions options;
   options.alignment = alignment;
   options.threshold = threshold;
   options.dedupe = dedupe;
+  options.digests = digests;
   return options;
+}
+
+// A key given as PEM bytes (any buffer) or as the path of a PEM file; None is no key.
+template <typename Key>
+std::optional<Key> pem_key(const py::handle key) {
+  if (key.is_none()) return std::nullopt;
+  if (PyObject_CheckBuffer(key.ptr())) {
+    const HeldBuffer buffer(key);
+    return Key::from_pem(buffer.span(), "<key bytes>");
+  }
+  const auto path = py::cast<std::filesystem::path>(key);
+  const py::gil_scoped_release unlocked;
+  return Key::load(path);
 }
 
 // Parses serialized model bytes that the caller keeps alive for as long as the model is used.
@@ -97,11 +119,12 @@ onnxzip::ModelProto parse_borrowed(const onnxzip::ByteSpan bytes) {
 }
 
 void save_bytes(const py::handle model_bytes, const std::filesystem::path& path,
-                const std::uint32_t alignment, const std::uint64_t threshold, const bool dedupe) {
+                const std::uint32_t alignment, const std::uint64_t threshold, const bool dedupe,
+                const bool digests) {
   const HeldBuffer buffer(model_bytes);
   const py::gil_scoped_release unlocked;
   const onnxzip::ModelProto model = parse_borrowed(buffer.span());
-  onnxzip::save(model, path, save_options(alignment, threshold, dedupe));
+  onnxzip::save(model, path, save_options(alignment, threshold, dedupe, digests));
 }
 
 // The numpy dtype that views a payload of `data_type`; types numpy lacks are raw views of their
@@ -165,18 +188,51 @@ onnxzip::FileAccess file_access(const std::string& access) {
                        "access must be \"map\" or \"read\", not \"" + access + "\"");
 }
 
+// A read-only numpy array over `bytes`, which the array's base (a capsule) then owns: a payload
+// read from a remote archive (owned, 64-byte aligned), or one checked against its digest
+// (borrowed from the mapping, with its owner token).
+py::array array_owning(onnxzip::TensorBytes bytes, const py::dtype& dtype,
+                       const std::vector<py::ssize_t>& shape) {
+  auto* const held = new onnxzip::TensorBytes(std::move(bytes));
+  const py::capsule base(held, [](void* p) { delete static_cast<onnxzip::TensorBytes*>(p); });
+  py::array result(dtype, shape, held->data(), base);
+  py::detail::array_proxy(result.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return result;
+}
+
+// Remote payloads asked for together are read in groups of about this many bytes, several at
+// once: each group one request (adjacent entries merge), as `onnxzip extract` reads.
+constexpr std::uint64_t kRemoteGroupBytes = std::uint64_t{64} << 20;
+constexpr unsigned kRemoteGroupsInFlight = 4;
+
 // An opened archive, shared with every numpy view made from it: a view of an inflated (deflated
 // in the file) payload keeps the whole Archive alive, a view of a stored one only the mapping.
 class PyArchive final {
  public:
-  // `access`: "map" maps the file copy-on-write, so that a write through a view (torch ignores
-  // numpy's read-only flag) copies a page instead of killing the process with SIGSEGV; "read"
-  // reads the file into memory, for files that others may change.
-  PyArchive(const std::filesystem::path& path, const std::string& access) {
+  // `location`: a path, or with `remote` an http(s) URL read with range requests (`headers` go
+  // with each). `access`: "map" maps the file copy-on-write, so that a write through a view
+  // (torch ignores numpy's read-only flag) copies a page instead of killing the process with
+  // SIGSEGV; "read" reads the file into memory, for files that others may change.
+  // `check_digests` / `public_key`: LoadOptions' lazy digest checking; every payload is then
+  // handed out through Archive::payload(), which checks it.
+  PyArchive(const py::handle location, const std::string& access, const bool remote,
+            const std::vector<std::string>& headers, const bool check_digests,
+            const py::handle public_key) {
     onnxzip::LoadOptions options{.parse = {.no_copy = true}};
     options.access = file_access(access);
+    options.check_digests = check_digests;
+    options.public_key = pem_key<onnxzip::PublicKey>(public_key);
+    checked_ = options.check_digests || options.public_key.has_value();
+    onnxzip::HttpOptions http;
+    http.headers = headers;
+    // A path may hold bytes that are not UTF-8 (os.fsencode's surrogates); a URL is text.
+    const std::string url = remote ? py::cast<std::string>(location) : std::string();
+    const auto path = remote ? std::filesystem::path() : py::cast<std::filesystem::path>(location);
     const py::gil_scoped_release unlocked;
-    archive_ = std::make_shared<const onnxzip::Archive>(onnxzip::Archive::open(path, options));
+    archive_ = std::make_shared<const onnxzip::Archive>(
+        remote ? onnxzip::Archive::open_url(url, options, http)
+               : onnxzip::Archive::open(path, options));
+    ranged_ = archive_->zip().source().access() == onnxzip::ByteSource::Access::kRanges;
     collect_rows();
   }
 
@@ -205,11 +261,17 @@ class PyArchive final {
               false,  t.site};
     }
     const onnxzip::Archive::TensorInfo& t = info(row.external);
-    return {t.tensor_name, t.tensor_name.empty() ? t.location : t.tensor_name,
-            t.location,    t.data_type,
-            t.dims,        t.data.size(),
-            t.file_offset, t.alignment,
-            t.zero_copy,   t.site};
+    // A remote entry's data offset is not known before its local header is read.
+    return {t.tensor_name,
+            t.tensor_name.empty() ? t.location : t.tensor_name,
+            t.location,
+            t.data_type,
+            t.dims,
+            entry_size(t),
+            ranged_ ? 0 : t.file_offset,
+            ranged_ ? 0 : t.alignment,
+            t.zero_copy,
+            t.site};
   }
 
   // The model's metadata_props as (key, value) pairs, from the model the Archive has parsed: the
@@ -266,6 +328,15 @@ class PyArchive final {
       return result;
     }
     const onnxzip::Archive::TensorInfo& t = info(row.external);
+    if (ranged_ || checked_) {
+      const std::shared_ptr<const onnxzip::Archive> held = archive_;
+      std::vector<onnxzip::TensorBytes> read;
+      {
+        const py::gil_scoped_release unlocked;
+        read = fetch(*held, {&t});
+      }
+      return array_of(t, std::move(read.front()));
+    }
     const std::vector<py::ssize_t> shape = shape_of(t.data_type, t.dims, t.data.size());
     // The capsule is the array's base: it owns a reference to the memory, so the array outlives
     // this object and the Python Archive.
@@ -283,24 +354,94 @@ class PyArchive final {
     return result;
   }
 
-  // A copy of tensor `index`'s payload (for onnx's raw_data, which must own its bytes).
-  py::bytes payload(const std::size_t index) const {
-    const Row& row = this->row(index);
-    const onnxzip::ByteSpan data =
-        row.inline_tensor ? onnxzip::ByteSpan(row.inline_tensor->bytes) : info(row.external).data;
-    PyObject* const bytes =
-        PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(data.size()));
-    if (bytes == nullptr) throw py::error_already_set();
-    py::bytes result = py::reinterpret_steal<py::bytes>(bytes);
+  // arrays of tensors()[indices], the payloads a remote archive holds read together (merged,
+  // in parallel), the GIL released meanwhile.
+  py::list arrays(const std::vector<std::size_t>& indices) const {
+    std::vector<std::size_t> external;  // Positions in `indices` of what fetch() reads.
+    std::vector<const onnxzip::Archive::TensorInfo*> infos;
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      const Row& row = this->row(indices[k]);
+      if (!row.inline_tensor && (ranged_ || checked_)) {
+        external.push_back(k);
+        infos.push_back(&info(row.external));
+      }
+    }
+    // Held here: close() from another thread while the GIL is released must not free it.
+    const std::shared_ptr<const onnxzip::Archive> held = archive_;
+    std::vector<onnxzip::TensorBytes> read;
     {
       const py::gil_scoped_release unlocked;
-      if (!data.empty()) std::memcpy(PyBytes_AS_STRING(bytes), data.data(), data.size());
+      read = fetch(*held, infos);
+    }
+    std::vector<py::object> out(indices.size());
+    for (std::size_t j = 0; j < external.size(); ++j) {
+      out[external[j]] = array_of(*infos[j], std::move(read[j]));
+    }
+    py::list result;
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      result.append(out[k] ? out[k] : py::object(array(indices[k])));
     }
     return result;
   }
 
+  // Copies of the payloads of tensors()[indices] (for onnx's raw_data, which must own its
+  // bytes), read as arrays() reads them; each read buffer is let go once copied.
+  py::list payloads(const std::vector<std::size_t>& indices) const {
+    std::vector<const onnxzip::Archive::TensorInfo*> infos;
+    std::vector<std::size_t> external;
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      const Row& row = this->row(indices[k]);
+      if (!row.inline_tensor) {
+        external.push_back(k);
+        infos.push_back(&info(row.external));
+      }
+    }
+    // Held here: close() from another thread while the GIL is released must not free it.
+    const std::shared_ptr<const onnxzip::Archive> held = archive_;
+    std::vector<onnxzip::TensorBytes> read;
+    {
+      const py::gil_scoped_release unlocked;
+      read = fetch(*held, infos);
+    }
+    std::vector<py::object> out(indices.size());
+    for (std::size_t j = 0; j < external.size(); ++j) {
+      out[external[j]] = copy_to_bytes(read[j].view());
+      read[j] = onnxzip::TensorBytes();
+    }
+    py::list result;
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      result.append(out[k] ? out[k] : py::object(payload(indices[k])));
+    }
+    return result;
+  }
+
+  // A copy of tensor `index`'s payload (for onnx's raw_data, which must own its bytes).
+  py::bytes payload(const std::size_t index) const {
+    const Row& row = this->row(index);
+    if (row.inline_tensor) return copy_to_bytes(row.inline_tensor->bytes);
+    const onnxzip::Archive::TensorInfo& t = info(row.external);
+    if (ranged_ || checked_) {
+      const std::shared_ptr<const onnxzip::Archive> held = archive_;
+      std::vector<onnxzip::TensorBytes> read;
+      {
+        const py::gil_scoped_release unlocked;
+        read = fetch(*held, {&t});
+      }
+      return copy_to_bytes(read.front().view());
+    }
+    return copy_to_bytes(t.data);
+  }
+
   void close() { archive_.reset(); }
   bool closed() const { return archive_ == nullptr; }
+  bool remote() const { return ranged_; }
+  // (requests, bytes) the remote archive's source has made and received; (0, 0) for a file.
+  std::pair<std::uint64_t, std::uint64_t> http_stats() const {
+    const auto* source = dynamic_cast<const onnxzip::HttpSource*>(&archive().zip().source());
+    if (source == nullptr) return {0, 0};
+    const onnxzip::HttpStats stats = source->stats();
+    return {stats.requests, stats.bytes};
+  }
 
  private:
   const onnxzip::Archive& archive() const {
@@ -326,6 +467,95 @@ class PyArchive final {
     std::size_t external = 0;                           // Index into archive().tensors()...
     std::shared_ptr<const InlineTensor> inline_tensor;  // ...unless this is set.
   };
+
+  std::uint64_t entry_size(const onnxzip::Archive::TensorInfo& t) const {
+    return entry_size(archive(), t);
+  }
+  static std::uint64_t entry_size(const onnxzip::Archive& a,
+                                  const onnxzip::Archive::TensorInfo& t) {
+    const onnxzip::ZipEntry* const entry = a.zip().find(t.location);
+    return entry == nullptr ? t.data.size() : entry->size;
+  }
+
+  static py::bytes copy_to_bytes(const onnxzip::ByteSpan data) {
+    PyObject* const bytes =
+        PyBytes_FromStringAndSize(nullptr, static_cast<py::ssize_t>(data.size()));
+    if (bytes == nullptr) throw py::error_already_set();
+    py::bytes result = py::reinterpret_steal<py::bytes>(bytes);
+    {
+      const py::gil_scoped_release unlocked;
+      if (!data.empty()) std::memcpy(PyBytes_AS_STRING(bytes), data.data(), data.size());
+    }
+    return result;
+  }
+
+  py::array array_of(const onnxzip::Archive::TensorInfo& t, onnxzip::TensorBytes bytes) const {
+    const std::vector<py::ssize_t> shape = shape_of(t.data_type, t.dims, bytes.size());
+    return array_owning(std::move(bytes), dtype_for(t.data_type), shape);
+  }
+
+  // a.payloads() of `infos` (called without the GIL, `a` held by the caller). A remote
+  // archive's are read in groups of about kRemoteGroupBytes in file order, up to
+  // kRemoteGroupsInFlight groups at once: a whole model is not one request of its size, and the
+  // requests overlap.
+  std::vector<onnxzip::TensorBytes> fetch(
+      const onnxzip::Archive& a,
+      const std::vector<const onnxzip::Archive::TensorInfo*>& infos) const {
+    if (!ranged_) return a.payloads(infos);
+    std::vector<std::size_t> order(infos.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    // File order: a remote entry's data offset is known once its local header is read, the
+    // header's own offset from the central directory.
+    const auto header_offset = [&](std::size_t i) {
+      const onnxzip::ZipEntry* const entry = a.zip().find(infos[i]->location);
+      return entry == nullptr ? 0 : entry->local_header_offset;
+    };
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t x, std::size_t y) { return header_offset(x) < header_offset(y); });
+    std::vector<std::vector<std::size_t>> groups;
+    std::uint64_t group_bytes = 0;
+    for (const std::size_t i : order) {
+      const std::uint64_t size = entry_size(a, *infos[i]);
+      if (groups.empty() || (group_bytes > 0 && group_bytes + size > kRemoteGroupBytes)) {
+        groups.emplace_back();
+        group_bytes = 0;
+      }
+      groups.back().push_back(i);
+      group_bytes += size;
+    }
+    std::vector<onnxzip::TensorBytes> out(infos.size());
+    const auto read_group = [&](const std::vector<std::size_t>& group) {
+      std::vector<const onnxzip::Archive::TensorInfo*> some;
+      for (const std::size_t i : group) some.push_back(infos[i]);
+      std::vector<onnxzip::TensorBytes> read = a.payloads(some);
+      for (std::size_t k = 0; k < group.size(); ++k) out[group[k]] = std::move(read[k]);
+    };
+    if (groups.size() <= 1) {
+      for (const auto& group : groups) read_group(group);
+      return out;
+    }
+    std::atomic<std::size_t> next{0};
+    std::mutex failure_lock;
+    std::exception_ptr failure;
+    const auto work = [&] {
+      for (std::size_t g = next++; g < groups.size(); g = next++) {
+        try {
+          read_group(groups[g]);
+        } catch (...) {
+          const std::lock_guard<std::mutex> locked(failure_lock);
+          if (!failure) failure = std::current_exception();
+          next = groups.size();  // The others stop after their current group.
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    const std::size_t count = std::min<std::size_t>(kRemoteGroupsInFlight, groups.size());
+    for (std::size_t t = 1; t < count; ++t) threads.emplace_back(work);
+    work();
+    for (std::thread& thread : threads) thread.join();
+    if (failure) std::rethrow_exception(failure);
+    return out;
+  }
 
   const Row& row(const std::size_t index) const {
     archive();
@@ -369,6 +599,8 @@ class PyArchive final {
 
   std::shared_ptr<const onnxzip::Archive> archive_;
   std::vector<Row> rows_;
+  bool ranged_ = false;   // Payloads are read when asked for (a remote archive).
+  bool checked_ = false;  // Payloads are checked against `__DIGESTS` when handed out.
 };
 
 // ArchiveWriter with an explicit abort(), so that Python's `with` decides when the temporary
@@ -376,9 +608,9 @@ class PyArchive final {
 class PyWriter final {
  public:
   PyWriter(const std::filesystem::path& path, const std::uint32_t alignment,
-           const std::uint64_t threshold, const bool dedupe) {
+           const std::uint64_t threshold, const bool dedupe, const bool digests) {
     const py::gil_scoped_release unlocked;
-    writer_.emplace(path, save_options(alignment, threshold, dedupe));
+    writer_.emplace(path, save_options(alignment, threshold, dedupe, digests));
   }
 
   std::pair<std::string, std::uint64_t> add_tensor(const std::string& name,
@@ -462,9 +694,10 @@ class PyWriter final {
 std::string convert(const std::filesystem::path& in, const std::filesystem::path& out,
                     const std::uint32_t alignment, const std::uint64_t threshold, const bool dedupe,
                     const std::optional<bool> external_data, const std::string& data_file_name,
-                    const std::uint64_t max_file_size, const std::uint64_t data_alignment) {
+                    const std::uint64_t max_file_size, const std::uint64_t data_alignment,
+                    const bool digests) {
   onnxzip::ConvertOptions options;
-  options.archive = save_options(alignment, threshold, dedupe);
+  options.archive = save_options(alignment, threshold, dedupe, digests);
   if (external_data) {
     options.legacy.mode = *external_data ? onnxzip::LegacyWriteOptions::Mode::kExternal
                                          : onnxzip::LegacyWriteOptions::Mode::kInline;
@@ -478,23 +711,54 @@ std::string convert(const std::filesystem::path& in, const std::filesystem::path
   return format == onnxzip::ModelFormat::kOnnxz ? "onnxz" : "legacy";
 }
 
-// (severity, entry, tensor, offset, message) per finding; the message is the whole line, its
-// place included (onnxzip::to_string(VerifyFinding)).
-py::list verify(const std::filesystem::path& path, const bool check_crc) {
+// ((severity, entry, tensor, offset, message, integrity) per finding, (has_digests,
+// has_signature, key_id, problem)); the message is the whole line, its place included
+// (onnxzip::to_string(VerifyFinding)); `integrity` marks the findings of spec §12.5's checks. The
+// second part is what the archive's integrity entries say they are (read_integrity_info): all
+// false and "" for a legacy model or a file that is no readable ZIP.
+py::tuple verify(const std::filesystem::path& path, const bool check_crc,
+                 const py::handle public_key) {
   onnxzip::VerifyOptions options;
   options.check_crc = check_crc;
+  options.public_key = pem_key<onnxzip::PublicKey>(public_key);
   onnxzip::VerifyReport report;
+  onnxzip::IntegrityInfo integrity;
   {
     const py::gil_scoped_release unlocked;
     report = onnxzip::verify_model_file(path, options);  // What `onnxzip verify` reports.
+    try {
+      if (onnxzip::detect_format(path) == onnxzip::ModelFormat::kOnnxz) {
+        integrity = onnxzip::read_integrity_info(onnxzip::ZipReader::open(path), options.integrity);
+      }
+    } catch (const onnxzip::Error&) {
+      // The findings say why the file does not read; it has no integrity entries to speak of.
+    }
   }
-  py::list result;
+  py::list findings;
   for (const onnxzip::VerifyFinding& f : report.findings) {
-    result.append(py::make_tuple(std::string(onnxzip::to_string(f.severity)), file_text(f.entry),
-                                 file_text(f.tensor), f.offset,
-                                 file_text(onnxzip::to_string(f), "backslashreplace")));
+    findings.append(py::make_tuple(
+        std::string(onnxzip::to_string(f.severity)), file_text(f.entry), file_text(f.tensor),
+        f.offset, file_text(onnxzip::to_string(f), "backslashreplace"), f.integrity));
   }
-  return result;
+  return py::make_tuple(
+      findings,
+      py::make_tuple(integrity.has_digests, integrity.has_signature, integrity.key_id,
+                     file_text(integrity.problem, "backslashreplace")),
+      options.public_key ? py::str(options.public_key->key_id()) : py::str(""));
+}
+
+// sign_archive() with a key (PEM bytes or a path) or None for `__DIGESTS` alone:
+// (entries, key_id, signature_removed, file_size).
+py::tuple sign(const std::filesystem::path& path, const py::handle key, const bool durable) {
+  onnxzip::SignOptions options;
+  options.key = pem_key<onnxzip::PrivateKey>(key);
+  options.output.durable = durable;
+  onnxzip::SignResult result;
+  {
+    const py::gil_scoped_release unlocked;
+    result = onnxzip::sign_archive(path, options);
+  }
+  return py::make_tuple(result.entries, result.key_id, result.signature_removed, result.file_size);
 }
 
 // (compacted, dropped_entries, model_offset, model_size, file_size)
@@ -503,14 +767,16 @@ py::tuple edit_result(const onnxzip::EditResult& result) {
   py::list dropped;
   for (const std::string& entry : result.dropped_entries) dropped.append(file_text(entry));
   return py::make_tuple(result.compacted, dropped, result.model_offset, result.model_size,
-                        result.file_size);
+                        result.file_size, result.digests_updated, result.signed_again,
+                        result.signature_removed, result.digests_removed);
 }
 
 py::tuple replace_model(const std::filesystem::path& path, const py::handle model_bytes,
-                        const bool compact, const bool durable) {
+                        const bool compact, const bool durable, const py::handle key) {
   onnxzip::EditOptions options;
   options.compact = compact;
   options.output.durable = durable;
+  options.signing_key = pem_key<onnxzip::PrivateKey>(key);
   onnxzip::EditResult result;
   {
     const HeldBuffer buffer(model_bytes);
@@ -526,10 +792,12 @@ py::tuple replace_model(const std::filesystem::path& path, const py::handle mode
 // `properties_only`, edit_model_properties(): `change` gets and gives the model without its
 // graph, training_info and functions, which the library keeps as they are.
 py::tuple edit_model(const std::filesystem::path& path, const py::function& change,
-                     const bool compact, const bool durable, const bool properties_only) {
+                     const bool compact, const bool durable, const bool properties_only,
+                     const py::handle key) {
   onnxzip::EditOptions options;
   options.compact = compact;
   options.output.durable = durable;
+  options.signing_key = pem_key<onnxzip::PrivateKey>(key);
   const auto apply = [&](onnxzip::ModelProto& model) {
     const onnxzip::OwnedBytes before = onnxzip::serialize_model_to_owned_bytes(model);
     const py::gil_scoped_acquire locked;
@@ -587,35 +855,43 @@ PYBIND11_MODULE(_onnxzip, m) {
   py::register_exception_translator(&translate_error);
 
   m.def("save_bytes", &save_bytes, py::arg("model_bytes"), py::arg("path"), py::arg("alignment"),
-        py::arg("threshold"), py::arg("dedupe"));
+        py::arg("threshold"), py::arg("dedupe"), py::arg("digests") = false);
   m.def(
       "save_message",
       [](const py::handle model, const py::list& tensors, const std::filesystem::path& path,
-         const std::uint32_t alignment, const std::uint64_t threshold, const bool dedupe) {
-        const onnxzip::SaveOptions options = save_options(alignment, threshold, dedupe);
+         const std::uint32_t alignment, const std::uint64_t threshold, const bool dedupe,
+         const bool digests) {
+        const onnxzip::SaveOptions options = save_options(alignment, threshold, dedupe, digests);
         return onnxzip_python::write_message(
             model, tensors, threshold,
             [&](const onnxzip::ModelProto& parsed) { onnxzip::save(parsed, path, options); });
       },
       py::arg("model"), py::arg("tensors"), py::arg("path"), py::arg("alignment"),
-      py::arg("threshold"), py::arg("dedupe"));
+      py::arg("threshold"), py::arg("dedupe"), py::arg("digests") = false);
   m.def("message_bridge_available", &onnxzip_python::message_bridge_available);
+  m.def("http_available", &onnxzip::http_available);
+  m.def(
+      "is_url", [](const std::string& text) { return onnxzip::is_url(text); }, py::arg("text"));
+  m.def("display_url", &onnxzip::display_url, py::arg("url"));
   m.def("convert", &convert, py::arg("src"), py::arg("dst"), py::arg("alignment"),
         py::arg("threshold"), py::arg("dedupe"), py::arg("external_data"),
-        py::arg("data_file_name"), py::arg("max_file_size"), py::arg("data_alignment"));
-  m.def("verify", &verify, py::arg("path"), py::arg("check_crc"));
+        py::arg("data_file_name"), py::arg("max_file_size"), py::arg("data_alignment"),
+        py::arg("digests") = false);
+  m.def("verify", &verify, py::arg("path"), py::arg("check_crc"),
+        py::arg("public_key") = py::none());
+  m.def("sign", &sign, py::arg("path"), py::arg("key"), py::arg("durable") = true);
   m.def("replace_model", &replace_model, py::arg("path"), py::arg("model_bytes"),
-        py::arg("compact"), py::arg("durable"));
+        py::arg("compact"), py::arg("durable"), py::arg("key") = py::none());
   m.def("edit_model", &edit_model, py::arg("path"), py::arg("change"), py::arg("compact"),
-        py::arg("durable"), py::arg("properties_only"));
+        py::arg("durable"), py::arg("properties_only"), py::arg("key") = py::none());
   m.def(
       "repack",
       [](const std::filesystem::path& in, const std::filesystem::path& out,
-         const std::uint32_t alignment, const std::uint64_t threshold) {
+         const std::uint32_t alignment, const std::uint64_t threshold, const bool digests) {
         onnxzip::RepackResult r;
         {
           const py::gil_scoped_release unlocked;
-          r = onnxzip::repack(in, out, save_options(alignment, threshold, false));
+          r = onnxzip::repack(in, out, save_options(alignment, threshold, false, digests));
         }
         const auto names = [](const std::vector<std::string>& entries) {
           py::list list;
@@ -625,7 +901,8 @@ PYBIND11_MODULE(_onnxzip, m) {
         return py::make_tuple(names(r.kept_entries), names(r.unpacked_entries),
                               names(r.dropped_entries));
       },
-      py::arg("src"), py::arg("dst"), py::arg("alignment"), py::arg("threshold"));
+      py::arg("src"), py::arg("dst"), py::arg("alignment"), py::arg("threshold"),
+      py::arg("digests") = false);
   m.def(
       "write_view_model",
       [](const std::filesystem::path& archive, const std::filesystem::path& view) {
@@ -669,8 +946,11 @@ PYBIND11_MODULE(_onnxzip, m) {
       .def_property_readonly("site", text(&TensorRecord::site));
 
   py::class_<PyArchive>(m, "Archive")
-      .def(py::init<const std::filesystem::path&, const std::string&>(), py::arg("path"),
-           py::arg("access"))
+      .def(py::init<py::handle, const std::string&, bool, const std::vector<std::string>&, bool,
+                    py::handle>(),
+           py::arg("location"), py::arg("access"), py::arg("remote") = false,
+           py::arg("headers") = std::vector<std::string>(), py::arg("check_digests") = false,
+           py::arg("public_key") = py::none())
       .def("model_bytes", &PyArchive::model_bytes)
       .def("tensors", &PyArchive::tensors)
       .def("tensor", &PyArchive::tensor, py::arg("index"))
@@ -679,12 +959,17 @@ PYBIND11_MODULE(_onnxzip, m) {
       .def("index", &PyArchive::index)
       .def("array", &PyArchive::array, py::arg("index"))
       .def("payload", &PyArchive::payload, py::arg("index"))
+      .def("arrays", &PyArchive::arrays, py::arg("indices"))
+      .def("payloads", &PyArchive::payloads, py::arg("indices"))
+      .def("http_stats", &PyArchive::http_stats)
+      .def_property_readonly("remote", &PyArchive::remote)
       .def("close", &PyArchive::close)
       .def_property_readonly("closed", &PyArchive::closed);
 
   py::class_<PyWriter>(m, "ArchiveWriter")
-      .def(py::init<const std::filesystem::path&, std::uint32_t, std::uint64_t, bool>(),
-           py::arg("path"), py::arg("alignment"), py::arg("threshold"), py::arg("dedupe"))
+      .def(py::init<const std::filesystem::path&, std::uint32_t, std::uint64_t, bool, bool>(),
+           py::arg("path"), py::arg("alignment"), py::arg("threshold"), py::arg("dedupe"),
+           py::arg("digests") = false)
       .def("add_tensor", &PyWriter::add_tensor, py::arg("name"), py::arg("data_type"),
            py::arg("dims"), py::arg("data"))
       .def("add_tensor_proto", &PyWriter::add_tensor_proto, py::arg("tensor_bytes"))

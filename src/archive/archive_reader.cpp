@@ -4,11 +4,13 @@
 // and check every EXTERNAL reference (archive_references.cpp), without touching any payload byte
 // unless asked to check CRCs or the entry is deflated. load() then points each external tensor's
 // raw_data at its slice of the archive.
+#include <atomic>
 #include <optional>
 #include <utility>
 
 #include "archive_internal.h"
 #include "crc32.h"
+#include "integrity_entries.h"
 #include "interrupted_edit.h"
 #include "onnxzip/byte_source.h"
 #include "onnxzip/http_source.h"
@@ -40,15 +42,102 @@ struct detail::ArchiveState {
   std::vector<const ZipEntry*> entries;  // The payload entry of tensors[i].
   NameIndex by_name;
   NameIndex by_location;
+  // LoadOptions::check_digests: what `__DIGESTS` lists for each ZIP entry (by its index; null
+  // for entries no tensor refers to), and whether the entry's bytes were found to match. Two
+  // threads may both hash an entry not yet marked: the same outcome, and no lock.
+  bool check_digests = false;
+  DigestStatement digests;
+  std::vector<const EntryDigest*> expected;
+  std::unique_ptr<std::atomic<bool>[]> checked;
 };
 
 namespace {
+
+ErrorContext entry_context(const ZipReader& zip, std::string_view name) {
+  return {zip.source_name(), "", "entry " + quote(name)};
+}
+
+// Throws unless `bytes` are what `__DIGESTS` lists for `entry` (spec §12.5).
+void check_digest(const detail::ArchiveState& state, const ZipEntry& entry, ByteSpan bytes) {
+  const EntryDigest& expected = *state.expected[entry.index];
+  const Sha256Digest actual = Sha256::of(bytes);
+  if (bytes.size() != expected.size || actual != expected.sha256) {
+    throw Error(ErrorCode::kCorrupt, entry_context(state.zip, entry.name),
+                "its SHA-256 is " + to_hex(actual) + ", __DIGESTS says " + to_hex(expected.sha256) +
+                    ": its bytes are not those that were digested (spec §12.5)");
+  }
+}
+
+// check_digest once per entry of an archive whose bytes do not change (mapped or in memory).
+void check_digest_once(const detail::ArchiveState& state, const ZipEntry& entry, ByteSpan bytes) {
+  std::atomic<bool>& checked = state.checked[entry.index];
+  if (checked.load(std::memory_order_acquire)) return;
+  check_digest(state, entry, bytes);
+  checked.store(true, std::memory_order_release);
+}
+
+// LoadOptions::check_digests at open: `__DIGESTS` read and parsed, the model checked, the
+// signature with a public key.
+void open_digests(detail::ArchiveState& state, const ZipEntry& model_entry,
+                  const LoadOptions& options) {
+  const ZipReader& zip = state.zip;
+  const archive_detail::IntegrityPlace place =
+      archive_detail::find_integrity_entries(zip, model_entry);
+  if (place.digests == nullptr) {
+    throw Error(ErrorCode::kCorrupt, ErrorContext{.file = zip.source_name()},
+                "has no __DIGESTS entry, so its bytes cannot be checked as was asked "
+                "(LoadOptions::check_digests; `onnxzip sign` adds one)");
+  }
+  const TensorBytes digests_bytes = archive_detail::integrity_entry_bytes(
+      zip, *place.digests, options.integrity.max_digests_size, "IntegrityLimits::max_digests_size");
+  state.digests = decode_digests(digests_bytes.view(), options.integrity, zip.source_name());
+  if (options.public_key) {
+    if (place.signature == nullptr) {
+      throw Error(ErrorCode::kCorrupt, ErrorContext{.file = zip.source_name()},
+                  "has no __SIGNATURE entry, and a signature by key " +
+                      options.public_key->key_id() + " was asked for");
+    }
+    const TensorBytes bytes = archive_detail::integrity_entry_bytes(
+        zip, *place.signature, options.integrity.max_signature_size,
+        "IntegrityLimits::max_signature_size");
+    const SignatureBundle bundle =
+        decode_signature(bytes.view(), options.integrity, zip.source_name());
+    const std::string problem =
+        signature_problem(bundle, digests_bytes.view(), *options.public_key);
+    if (!problem.empty()) {
+      throw Error(ErrorCode::kCorrupt, entry_context(zip, kSignatureEntryName),
+                  problem + " (spec §12.5)");
+    }
+  }
+  std::unordered_map<std::string_view, const EntryDigest*> listed;
+  for (const EntryDigest& entry : state.digests.entries) listed.emplace(entry.name, &entry);
+  state.expected.assign(zip.entries().size(), nullptr);
+  state.checked = std::make_unique<std::atomic<bool>[]>(zip.entries().size());
+  const auto expect = [&](const ZipEntry& entry) {
+    const auto found = listed.find(entry.name);
+    if (found == listed.end()) {
+      throw Error(ErrorCode::kCorrupt, entry_context(zip, entry.name),
+                  "not listed in __DIGESTS (spec §12.2), so its bytes cannot be checked");
+    }
+    if (found->second->size != entry.size) {
+      throw Error(ErrorCode::kCorrupt, entry_context(zip, entry.name),
+                  std::to_string(entry.size) + " bytes, __DIGESTS says " +
+                      std::to_string(found->second->size) + " (spec §12.5)");
+    }
+    state.expected[entry.index] = found->second;
+  };
+  expect(model_entry);
+  // The model is handed out now (model(), model_bytes()), so it is checked now.
+  check_digest_once(state, model_entry, state.model_bytes.view());
+  for (const ZipEntry* entry : state.entries) expect(*entry);
+}
 
 std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOptions& options) {
   auto state = std::make_unique<detail::ArchiveState>(std::move(zip));
   const ZipReader& reader = state->zip;
   state->on_demand = reader.source().access() == ByteSource::Access::kRanges;
   state->verify_crc = options.verify_crc;
+  state->check_digests = options.check_digests || options.public_key.has_value();
   const std::string& source = reader.source_name();
   const archive_detail::IssueSink fail = archive_detail::throwing_sink(source);
 
@@ -86,12 +175,14 @@ std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOption
     info.location = entry->name;
     info.data_type = tensor.data_type.value_or(TensorProto::kUndefined);
     info.dims = tensor.dims;
-    info.data = state->payloads.back().view();
+    // With check_digests no unchecked byte is handed out: payload() is the way to them.
+    if (!state->check_digests) info.data = state->payloads.back().view();
     info.file_offset = entry->data_offset;
     info.alignment = entry->alignment();
     info.zero_copy = entry->zero_copy();
     named.push_back(tensor.name.has_value());
   });
+  if (state->check_digests) open_digests(*state, *model_entry, options);
   // Indexed once every TensorInfo is in place, since the keys are views of their strings.
   state->by_name.reserve(state->tensors.size());
   state->by_location.reserve(state->tensors.size());
@@ -187,6 +278,7 @@ std::vector<TensorBytes> Archive::payloads(std::span<const TensorInfo* const> in
       const bool left = state.payloads[index].empty() && entry.is_deflated();
       out[i] = left ? archive_detail::entry_payload(state.zip, entry, state.verify_crc)
                     : state.payloads[index];
+      if (state.check_digests) check_digest_once(state, entry, out[i].view());
     } else {
       to_read.push_back(&entry);
       read_for.push_back(i);
@@ -199,6 +291,7 @@ std::vector<TensorBytes> Archive::payloads(std::span<const TensorInfo* const> in
       // Deflated entries were inflated by data(), whose CRC-32 check is spec §9.3 item 1's.
       state.zip.check_crc(entry, onnxzip::crc32(read[k].view()));
     }
+    if (state.check_digests) check_digest(state, entry, read[k].view());
     out[read_for[k]] = std::move(read[k]);
   }
   return out;
@@ -216,6 +309,9 @@ ModelProto resolve(detail::ArchiveState& state, const LoadOptions& options) {
   std::size_t next = 0;
   for_each_tensor(model, [&](TensorProto& tensor, const TensorSite&) {
     if (tensor.data_location != TensorProto::kExternal) return;
+    if (state.check_digests) {
+      check_digest_once(state, *state.entries[next], state.payloads[next].view());
+    }
     const TensorBytes& payload = state.payloads[next++];
     tensor.raw_data = options.parse.no_copy ? payload : TensorBytes::copy_of(payload.view());
     tensor.external_data.clear();

@@ -133,6 +133,7 @@ void Verifier::run(const ZipReader& zip) {
         [this](Severity severity, std::string entry, std::uint64_t offset, ErrorContext place,
                std::string problem) {
           add(severity, std::move(entry), "", offset, std::move(place), std::move(problem));
+          report_.findings.back().integrity = true;
         });
   }
   for (const ZipEntry& e : zip.entries()) {

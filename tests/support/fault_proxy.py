@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""A fault-injecting HTTP proxy for the remote-archive tests (tests/http_source_test.cpp).
+"""A fault-injecting HTTP proxy for the remote-archive tests (tests/http_source_test.cpp,
+tests/python/test_remote.py).
 
 Usage: fault_proxy.py UPSTREAM PORT_FILE
 Listens on 127.0.0.1 (an ephemeral port, written to PORT_FILE) and forwards GET /FAULT/NAME to
@@ -10,7 +11,9 @@ UPSTREAM/files/NAME with the request's Range and If-* headers, answering with a 
   badrange   every 206 answered with a Content-Range one byte off;
   long       every body one byte longer than its Content-Range (Content-Length counting it);
   stall      the first request's body stops after half of it and the connection is held open;
-  etag       every answer after the first carries another ETag (If-Range ignored).
+  etag       every answer after the first carries another ETag (If-Range ignored);
+  slow       every answer after the first for the name waits 1.5 s before its body (a slow
+             transfer, for the Python tests that another thread runs meanwhile).
 It runs until killed.
 """
 import http.client
@@ -65,6 +68,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         cut = None
         if fault in ("reset", "stall") and first_time((fault, name)) and len(body) > 1:
             cut = len(body) // 2
+        if fault == "slow" and not first_time(("slow", name)):
+            time.sleep(1.5)
         self.send_response(status)
         for key, value in out.items():
             self.send_header(key, value)
