@@ -11,6 +11,7 @@ import { DataType, dataTypeName, elementBits, payloadSize, typedFieldNames, walk
 import { openSource, type ArchiveSource, type SourceOptions } from './open_source.js';
 import { allocateFor, type ByteRange, type ByteSource, type SourceKind } from './source.js';
 import { tensorView, type TensorData } from './typed.js';
+import { isIntegrityEntry } from './integrity.js';
 import { verifyArchive, type VerifyOptions, type VerifyReport } from './verify.js';
 import { checkDescriptor, checkLocalHeader, layoutFindings, localHeaderGuess, readDirectory, type ZipDirectory, type ZipEntry } from './zip.js';
 
@@ -523,6 +524,7 @@ function entryFindings(dir: ZipDirectory, resolved: readonly ResolvedTensor[]): 
   const referenced = new Set(resolved.map((t) => t.entry));
   for (const e of dir.entries) {
     if (e.name === kModelEntryName) continue;
+    if (isIntegrityEntry(e.name)) continue; // Spec §12: known to a version 1.1 reader, checked by verify().
     if (isReservedName(e.name)) {
       out.push(warning('reserved_entry', `an entry with a reserved name this reader does not know (spec §6.2, §11); ignored`, { entry: e.name, offset: e.localHeaderOffset }));
       continue;
@@ -549,7 +551,7 @@ export async function verify(source: ArchiveSource, options: OpenOptions & Verif
     // an error; what was read and is wrong is a finding.
     if (!(e instanceof OnnxzipError) || e.code === 'not_found' || e.code === 'io' || e.code === 'invalid_argument') throw e;
     const finding: Finding = { severity: 'error', kind: e.code, entry: e.entry ?? '', tensor: e.tensor ?? '', offset: e.offset ?? 0, message: e.message };
-    return { findings: [finding], ok: false, loadable: false };
+    return { findings: [finding], ok: false, loadable: false, integrity: { digests: 'failed', signature: 'failed', keyId: '' } };
   }
   try {
     return await archive.verify(options);

@@ -12,7 +12,7 @@
 // URLs), and never show request headers.
 
 import { OnnxzipError, type ErrorPlace } from './errors.js';
-import { allocateFor, type ByteRange, type ByteSource, type ReadStats, type TailRead } from './source.js';
+import { allocateFor, type ByteRange, type ByteSource, type ReadStats, type StreamConsumer, type TailRead } from './source.js';
 
 /** A fetch function (the global one by default). */
 export type FetchFunction = (input: string, init: RequestInit) => Promise<Response>;
@@ -137,9 +137,9 @@ export class HttpSource implements ByteSource {
     return out;
   }
 
-  async stream(offset: number, length: number, consume: (piece: Uint8Array) => void): Promise<void> {
+  async stream(offset: number, length: number, consume: StreamConsumer): Promise<void> {
     if (length === 0) return;
-    await this.request({ start: offset, end: offset + length }, (piece) => consume(piece));
+    await this.request({ start: offset, end: offset + length }, consume);
   }
 
   async close(): Promise<void> {}
@@ -148,7 +148,7 @@ export class HttpSource implements ByteSource {
    * One range with retries: `sink` gets the body's pieces with the offset of their first byte, in
    * order, each byte once (a retry resumes where the last attempt stopped).
    */
-  private async request(what: { suffix: number } | { start: number; end: number }, sink: (piece: Uint8Array, at: number) => void): Promise<void> {
+  private async request(what: { suffix: number } | { start: number; end: number }, sink: (piece: Uint8Array, at: number) => void | Promise<void>): Promise<void> {
     // After the first response, a retry asks for the rest of the range that response announced.
     let rest: { start: number; end: number } | undefined = 'start' in what ? what : undefined;
     for (let attempt = 0; ; ++attempt) {
@@ -169,7 +169,7 @@ export class HttpSource implements ByteSource {
 
   private async attempt(
     what: { suffix: number } | { start: number; end: number },
-    sink: (piece: Uint8Array, at: number) => void,
+    sink: (piece: Uint8Array, at: number) => void | Promise<void>,
     progress: (at: number, end: number) => void,
   ): Promise<void> {
     const headers = new Headers(this.options.headers ?? {});
@@ -228,7 +228,7 @@ export class HttpSource implements ByteSource {
             if (value.byteLength > end - at) {
               throw new OnnxzipError('io', this.place, `the server sent more than the ${end - start} bytes of its Content-Range (${asked})`, { offset: at });
             }
-            sink(value, at);
+            await sink(value, at);
             at += value.byteLength;
             this.stats = { requests: this.stats.requests, bytes: this.stats.bytes + value.byteLength };
             progress(at, end);
