@@ -191,9 +191,14 @@ export class Archive {
     }
 
     // What the tail holds besides the model and the directory is payload bytes, mostly of the
-    // last entries: kept near the model only (small tensors there cost no read), not all of it,
-    // so that a large entry read later is not held twice.
-    if (source.kind !== 'memory') dir.tail.trim(Math.min(model.localHeaderOffset, dir.centralOffset) - kTailPayloadKept);
+    // last entries: the entries wholly within kTailPayloadKept of the model are kept (small
+    // tensors there cost no read), not the rest, so that a large entry read later is not held
+    // twice, nor a part of one that is read again anyway.
+    if (source.kind !== 'memory') {
+      const modelStart = Math.min(model.localHeaderOffset, dir.centralOffset);
+      const keptFrom = dir.entries.find((e) => e.localHeaderOffset >= modelStart - kTailPayloadKept)?.localHeaderOffset ?? modelStart;
+      dir.tail.trim(Math.min(keptFrom, modelStart));
+    }
     const modelBytes = await readEntryData(source, dir, model, limits);
     const records = walkModel(modelBytes, { maxDepth: options.maxModelDepth ?? 100 }, (problem, at) => {
       throw new OnnxzipError('corrupt', modelPlace, `the model does not parse as a ModelProto: ${problem} (byte ${at} of the model)`, {
