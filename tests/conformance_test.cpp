@@ -21,6 +21,7 @@
 
 #include "onnxzip/archive.h"
 #include "onnxzip/error.h"
+#include "onnxzip/integrity.h"
 
 namespace onnxzip {
 namespace {
@@ -210,6 +211,9 @@ struct Vector {
   std::string open;    // "ok" or an error code name.
   std::string verify;  // "ok", "warning" or "error".
   std::string names;   // "" or a word the error or a finding must contain.
+  // "" or a public key (PEM) to verify with too (spec §12.5 item 4), and what that gives.
+  std::string key;
+  std::string verify_key;
 };
 
 // gtest prints parameters in test listings and failures: the file names the vector.
@@ -224,7 +228,8 @@ std::vector<Vector> load_manifest() {
   std::vector<Vector> out;
   for (const Json& v : manifest.at("vectors").items) {
     out.push_back({v.at("file").text, v.at("rule").text, v.at("description").text,
-                   v.at("open").text, v.at("verify").text, v.string_or("names", "")});
+                   v.at("open").text, v.at("verify").text, v.string_or("names", ""),
+                   v.string_or("key", ""), v.string_or("verify_key", "")});
   }
   return out;
 }
@@ -274,13 +279,25 @@ TEST_P(ConformanceTest, VerdictsMatchTheManifest) {
   const std::string loaded = verdict_of([&] { (void)load(path); }, load_message);
   EXPECT_EQ(loaded, v.open) << "load() and Archive::open disagree: " << load_message;
 
-  const VerifyReport report = verify(path);
+  VerifyReport report = verify(path);
   std::string findings;
-  for (const VerifyFinding& f : report.findings) {
-    findings += std::string(to_string(f.severity)) + " [" + f.entry + "] " + f.tensor + ": " +
-                f.message + "\n";
-  }
+  const auto describe = [&findings](const VerifyReport& r) {
+    for (const VerifyFinding& f : r.findings) {
+      findings += std::string(to_string(f.severity)) + " [" + f.entry + "] " + f.tensor + ": " +
+                  f.message + "\n";
+    }
+  };
+  describe(report);
   EXPECT_EQ(verify_verdict(report), v.verify) << findings;
+  if (!v.key.empty()) {
+    const VerifyReport keyed =
+        verify(path, VerifyOptions{.public_key = PublicKey::load(kConformanceDir / v.key)});
+    findings += "with the key:\n";
+    describe(keyed);
+    EXPECT_EQ(verify_verdict(keyed), v.verify_key) << findings;
+    // The names below may be in what only the key's check finds.
+    report.findings.insert(report.findings.end(), keyed.findings.begin(), keyed.findings.end());
+  }
 
   if (!v.names.empty()) {
     if (open != "ok") {

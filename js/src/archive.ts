@@ -11,6 +11,7 @@ import { DataType, dataTypeName, elementBits, payloadSize, typedFieldNames, walk
 import { openSource, type ArchiveSource, type SourceOptions } from './open_source.js';
 import { allocateFor, type ByteRange, type ByteSource, type SourceKind } from './source.js';
 import { tensorView, type TensorData } from './typed.js';
+import { isIntegrityEntry } from './integrity.js';
 import { verifyArchive, type VerifyOptions, type VerifyReport } from './verify.js';
 import { checkDescriptor, checkLocalHeader, layoutFindings, localHeaderGuess, readDirectory, type ZipDirectory, type ZipEntry } from './zip.js';
 
@@ -190,9 +191,14 @@ export class Archive {
     }
 
     // What the tail holds besides the model and the directory is payload bytes, mostly of the
-    // last entries: kept near the model only (small tensors there cost no read), not all of it,
-    // so that a large entry read later is not held twice.
-    if (source.kind !== 'memory') dir.tail.trim(Math.min(model.localHeaderOffset, dir.centralOffset) - kTailPayloadKept);
+    // last entries: the entries wholly within kTailPayloadKept of the model are kept (small
+    // tensors there cost no read), not the rest, so that a large entry read later is not held
+    // twice, nor a part of one that is read again anyway.
+    if (source.kind !== 'memory') {
+      const modelStart = Math.min(model.localHeaderOffset, dir.centralOffset);
+      const keptFrom = dir.entries.find((e) => e.localHeaderOffset >= modelStart - kTailPayloadKept)?.localHeaderOffset ?? modelStart;
+      dir.tail.trim(Math.min(keptFrom, modelStart));
+    }
     const modelBytes = await readEntryData(source, dir, model, limits);
     const records = walkModel(modelBytes, { maxDepth: options.maxModelDepth ?? 100 }, (problem, at) => {
       throw new OnnxzipError('corrupt', modelPlace, `the model does not parse as a ModelProto: ${problem} (byte ${at} of the model)`, {
@@ -523,6 +529,7 @@ function entryFindings(dir: ZipDirectory, resolved: readonly ResolvedTensor[]): 
   const referenced = new Set(resolved.map((t) => t.entry));
   for (const e of dir.entries) {
     if (e.name === kModelEntryName) continue;
+    if (isIntegrityEntry(e.name)) continue; // Spec §12: known to a version 1.1 reader, checked by verify().
     if (isReservedName(e.name)) {
       out.push(warning('reserved_entry', `an entry with a reserved name this reader does not know (spec §6.2, §11); ignored`, { entry: e.name, offset: e.localHeaderOffset }));
       continue;
@@ -549,7 +556,7 @@ export async function verify(source: ArchiveSource, options: OpenOptions & Verif
     // an error; what was read and is wrong is a finding.
     if (!(e instanceof OnnxzipError) || e.code === 'not_found' || e.code === 'io' || e.code === 'invalid_argument') throw e;
     const finding: Finding = { severity: 'error', kind: e.code, entry: e.entry ?? '', tensor: e.tensor ?? '', offset: e.offset ?? 0, message: e.message };
-    return { findings: [finding], ok: false, loadable: false };
+    return { findings: [finding], ok: false, loadable: false, integrity: { digests: 'failed', signature: 'failed', keyId: '' } };
   }
   try {
     return await archive.verify(options);

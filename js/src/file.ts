@@ -5,7 +5,7 @@ import { basename, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { OnnxzipError, type ErrorPlace } from './errors.js';
-import { allocateFor, kStreamPiece, type ByteRange, type ByteSource, type ReadStats, type TailRead } from './source.js';
+import { allocateFor, kStreamPiece, type ByteRange, type ByteSource, type ReadStats, type StreamConsumer, type TailRead } from './source.js';
 
 export class FileSource implements ByteSource {
   readonly kind = 'file';
@@ -66,12 +66,12 @@ export class FileSource implements ByteSource {
     return out;
   }
 
-  async stream(offset: number, length: number, consume: (piece: Uint8Array) => void): Promise<void> {
+  async stream(offset: number, length: number, consume: StreamConsumer): Promise<void> {
     const buffer = new Uint8Array(Math.min(kStreamPiece, length));
     for (let at = 0; at < length; at += buffer.byteLength) {
       const piece = buffer.subarray(0, Math.min(buffer.byteLength, length - at));
       await this.fill(piece, offset + at);
-      consume(piece);
+      await consume(piece);
     }
   }
 

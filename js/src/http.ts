@@ -12,7 +12,7 @@
 // URLs), and never show request headers.
 
 import { OnnxzipError, type ErrorPlace } from './errors.js';
-import { allocateFor, type ByteRange, type ByteSource, type ReadStats, type TailRead } from './source.js';
+import { allocateFor, type ByteRange, type ByteSource, type ReadStats, type StreamConsumer, type TailRead } from './source.js';
 
 /** A fetch function (the global one by default). */
 export type FetchFunction = (input: string, init: RequestInit) => Promise<Response>;
@@ -40,8 +40,33 @@ export function displayUrl(url: URL): string {
 
 class Retryable extends Error {}
 
-/** The most a body read takes at once. */
+/** The most a body read takes at once into a scratch buffer (bytes that have no buffer of their own). */
 const kReadPiece = 1 << 18;
+/**
+ * Ranges up to this size are read in place (BodySink): a failed read keeps the buffer it was
+ * given, so a retry reads such a range again from its start. Larger ones go through the scratch
+ * buffer, and a retry resumes at the byte reached.
+ */
+const kInPlaceMax = 64 << 20;
+
+/**
+ * Where a response body goes. With a byte-stream reader, the bytes from `at` are read straight
+ * into the view `target` gives (a part of their final buffer): the read transfers that buffer and
+ * gives it back as `filled`, whose buffer the owner takes instead of its old one (now detached).
+ * Bytes without a target (the gaps of a merged run, a consumer of pieces) come to `put` in pieces
+ * of a reused scratch buffer.
+ */
+interface BodySink {
+  target?(at: number): Uint8Array | undefined;
+  filled?(view: Uint8Array, at: number): void;
+  put(piece: Uint8Array, at: number): void | Promise<void>;
+  /**
+   * Before a retry that would resume at `at`: where it must resume instead. A read that failed
+   * in place kept the buffer it was given (detached, with the bytes before it): the owner
+   * allocates that one again and has its bytes read again.
+   */
+  resume?(at: number): number;
+}
 
 export class HttpSource implements ByteSource {
   readonly kind = 'url';
@@ -77,15 +102,36 @@ export class HttpSource implements ByteSource {
 
   async readTail(length: number): Promise<TailRead> {
     // The size is known from the first response only: the buffer is allocated then.
-    let bytes = new Uint8Array(0);
+    let bytes: Uint8Array = new Uint8Array(0);
     let start = -1;
-    await this.request({ suffix: length }, (piece, at) => {
-      if (start < 0) {
-        start = Math.max(0, (this.size ?? 0) - length);
-        bytes = new Uint8Array((this.size ?? 0) - start);
-      }
-      bytes.set(piece, at - start);
-    });
+    const ensure = (): void => {
+      if (start >= 0) return;
+      start = Math.max(0, (this.size ?? 0) - length);
+      bytes = allocateFor({ offset: start, length: (this.size ?? 0) - start }, this.name);
+    };
+    const detached = (): boolean => start >= 0 && bytes.byteLength === 0 && (this.size ?? 0) > start;
+    await this.request(
+      { suffix: length },
+      {
+        target: (at) => {
+          ensure();
+          return at - start < bytes.byteLength ? bytes.subarray(at - start) : undefined;
+        },
+        filled: (view) => {
+          // The old view is detached (its length reads 0): the buffer is all of it.
+          bytes = new Uint8Array(view.buffer);
+        },
+        put: (piece, at) => {
+          ensure();
+          bytes.set(piece, at - start);
+        },
+        resume: (at) => {
+          if (!detached()) return at;
+          bytes = allocateFor({ offset: start, length: (this.size ?? 0) - start }, this.name);
+          return start;
+        },
+      },
+    );
     return { size: this.size ?? 0, bytes };
   }
 
@@ -96,6 +142,8 @@ export class HttpSource implements ByteSource {
 
   async readRanges(ranges: readonly ByteRange[]): Promise<Uint8Array[]> {
     const out = ranges.map((r) => allocateFor(r, this.name));
+    // Where each range sits in its buffer: a view detached by a read reads 0 there.
+    const placed = out.map((b) => b.byteOffset);
     // Runs of ranges close enough to fetch together.
     const runs: number[][] = [];
     ranges.forEach((r, i) => {
@@ -111,23 +159,52 @@ export class HttpSource implements ByteSource {
       const end = last.offset + last.length;
       if (end === start) return;
       let k = 0;
-      await this.request({ start, end }, (piece, at) => {
-        // Hand each byte of the piece to the range that holds it; skip the gaps between them.
-        let p = 0;
-        while (p < piece.byteLength && k < run.length) {
-          const r = ranges[run[k]!]!;
-          const pos = at + p;
-          if (pos < r.offset) {
-            p += Math.min(piece.byteLength - p, r.offset - pos);
-            continue;
-          }
-          const into = pos - r.offset;
-          const n = Math.min(piece.byteLength - p, r.length - into);
-          if (n > 0) out[run[k]!]!.set(piece.subarray(p, p + n), into);
-          p += Math.max(n, 0);
-          if (into + Math.max(n, 0) >= r.length) ++k;
-        }
-      });
+      // The range that holds `at`, or undefined in a gap (k: the first range not yet complete).
+      const holding = (at: number): number | undefined => {
+        while (k < run.length && at >= ranges[run[k]!]!.offset + ranges[run[k]!]!.length) ++k;
+        return k < run.length && at >= ranges[run[k]!]!.offset ? run[k]! : undefined;
+      };
+      await this.request(
+        { start, end },
+        {
+          target: (at) => {
+            const i = holding(at);
+            if (i === undefined || ranges[i]!.length > kInPlaceMax) return undefined;
+            return out[i]!.subarray(at - ranges[i]!.offset);
+          },
+          filled: (view, at) => {
+            const i = holding(at)!;
+            out[i] = new Uint8Array(view.buffer, placed[i]!, ranges[i]!.length);
+          },
+          put: (piece, at) => {
+            // Hand each byte of the piece to the range that holds it; skip the gaps between them.
+            let p = 0;
+            while (p < piece.byteLength) {
+              const pos = at + p;
+              const i = holding(pos);
+              if (i === undefined) {
+                if (k >= run.length) break;
+                p += Math.min(piece.byteLength - p, ranges[run[k]!]!.offset - pos);
+                continue;
+              }
+              const r = ranges[i]!;
+              const n = Math.min(piece.byteLength - p, r.offset + r.length - pos);
+              out[i]!.set(piece.subarray(p, p + n), pos - r.offset);
+              p += n;
+            }
+          },
+          resume: (at) => {
+            for (const [j, i] of run.entries()) {
+              if (out[i]!.byteLength === 0 && ranges[i]!.length > 0) {
+                out[i] = allocateFor(ranges[i]!, this.name);
+                k = j;
+                return Math.min(at, ranges[i]!.offset);
+              }
+            }
+            return at;
+          },
+        },
+      );
     };
     let next = 0;
     const workers = Array.from({ length: Math.min(this.concurrency, runs.length) }, async () => {
@@ -137,18 +214,18 @@ export class HttpSource implements ByteSource {
     return out;
   }
 
-  async stream(offset: number, length: number, consume: (piece: Uint8Array) => void): Promise<void> {
+  async stream(offset: number, length: number, consume: StreamConsumer): Promise<void> {
     if (length === 0) return;
-    await this.request({ start: offset, end: offset + length }, (piece) => consume(piece));
+    await this.request({ start: offset, end: offset + length }, { put: consume });
   }
 
   async close(): Promise<void> {}
 
   /**
-   * One range with retries: `sink` gets the body's pieces with the offset of their first byte, in
-   * order, each byte once (a retry resumes where the last attempt stopped).
+   * One range with retries: `sink` gets the body's bytes with the offset of the first, in order,
+   * each byte once (a retry resumes where the last attempt stopped).
    */
-  private async request(what: { suffix: number } | { start: number; end: number }, sink: (piece: Uint8Array, at: number) => void): Promise<void> {
+  private async request(what: { suffix: number } | { start: number; end: number }, sink: BodySink): Promise<void> {
     // After the first response, a retry asks for the rest of the range that response announced.
     let rest: { start: number; end: number } | undefined = 'start' in what ? what : undefined;
     for (let attempt = 0; ; ++attempt) {
@@ -162,6 +239,8 @@ export class HttpSource implements ByteSource {
           if (e instanceof OnnxzipError) throw e;
           throw new OnnxzipError('io', this.place, `${e instanceof Error ? e.message : String(e)}${attempt > 0 ? ` (after ${attempt + 1} attempts)` : ''}`, { cause: e });
         }
+        if (rest !== undefined && sink.resume !== undefined) rest = { start: sink.resume(rest.start), end: rest.end };
+        else sink.resume?.(0);
         await new Promise((resolve) => setTimeout(resolve, this.retryDelayMs * 2 ** attempt));
       }
     }
@@ -169,7 +248,7 @@ export class HttpSource implements ByteSource {
 
   private async attempt(
     what: { suffix: number } | { start: number; end: number },
-    sink: (piece: Uint8Array, at: number) => void,
+    sink: BodySink,
     progress: (at: number, end: number) => void,
   ): Promise<void> {
     const headers = new Headers(this.options.headers ?? {});
@@ -197,9 +276,10 @@ export class HttpSource implements ByteSource {
       let at = start;
       const body = response.body;
       if (body !== null) {
-        // A byte-stream reader fills one reused buffer: no chunk is allocated per read (a 128 MiB
-        // body read in chunks leaves ~100 MiB of them to the collector). Platforms without one
-        // give chunks.
+        // A byte-stream reader fills the bytes' own buffer, or one reused scratch buffer: no chunk
+        // is allocated per read (a 128 MiB body read in chunks leaves ~100 MiB of them to the
+        // collector; read through a scratch buffer, some 0.5 MiB of objects). Platforms without
+        // one give chunks.
         let byob: ReadableStreamBYOBReader | undefined;
         let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
         try {
@@ -207,28 +287,45 @@ export class HttpSource implements ByteSource {
         } catch {
           reader = body.getReader();
         }
-        let scratch: Uint8Array = new Uint8Array(kReadPiece);
-        const read = async (room: number): Promise<ReadableStreamReadResult<Uint8Array>> => {
-          try {
-            if (byob === undefined) return await reader!.read();
-            const result = await byob.read(new Uint8Array(scratch.buffer as ArrayBuffer, 0, Math.max(1, Math.min(room, kReadPiece))));
-            // The read detached the buffer it filled and gives it back with the bytes.
-            if (result.value !== undefined) scratch = new Uint8Array(result.value.buffer, 0, kReadPiece);
-            return result;
-          } catch (e) {
-            throw new Retryable(controller.signal.aborted ? `the body stalled for ${this.timeoutMs} ms at offset ${at} (${asked})` : `the body was cut at offset ${at} (${asked}): ${e instanceof Error ? e.message : String(e)}`);
-          }
+        // Allocated when a byte has no buffer of its own to go to.
+        let scratch: Uint8Array | undefined;
+        const fail = (e: unknown): never => {
+          throw new Retryable(controller.signal.aborted ? `the body stalled for ${this.timeoutMs} ms at offset ${at} (${asked})` : `the body was cut at offset ${at} (${asked}): ${e instanceof Error ? e.message : String(e)}`);
         };
         try {
           for (;;) {
-            const { done, value } = await read(end - at > 0 ? end - at : 16);
-            if (done || value === undefined) break;
+            let value: Uint8Array | undefined;
+            let done: boolean | undefined;
+            let inPlace = false;
+            try {
+              if (byob === undefined) {
+                ({ done, value } = await reader!.read());
+              } else {
+                // Past the end of the range, a few bytes tell a body that is too long.
+                const target = at < end ? sink.target?.(at) : undefined;
+                if (target !== undefined && target.byteLength > 0) {
+                  ({ done, value } = await byob.read(target.byteLength <= end - at ? target : target.subarray(0, end - at)));
+                  inPlace = true;
+                } else {
+                  const room = at < end ? Math.min(end - at, kReadPiece) : 16;
+                  if (scratch === undefined || scratch.byteLength < room) scratch = new Uint8Array(room);
+                  ({ done, value } = await byob.read(new Uint8Array(scratch.buffer as ArrayBuffer, 0, room)));
+                  // The read detached the buffer it filled and gives it back with the bytes.
+                  if (value !== undefined) scratch = new Uint8Array(value.buffer, 0, scratch.byteLength);
+                }
+              }
+            } catch (e) {
+              fail(e);
+            }
+            // A done read gives the buffer back empty: an in-place target takes it back all the same.
+            if (inPlace && value !== undefined) sink.filled?.(value, at);
+            if (done === true || value === undefined) break;
             if (value.byteLength === 0) continue;
             arm();
             if (value.byteLength > end - at) {
               throw new OnnxzipError('io', this.place, `the server sent more than the ${end - start} bytes of its Content-Range (${asked})`, { offset: at });
             }
-            sink(value, at);
+            if (!inPlace) await sink.put(value, at);
             at += value.byteLength;
             this.stats = { requests: this.stats.requests, bytes: this.stats.bytes + value.byteLength };
             progress(at, end);

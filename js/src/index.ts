@@ -12,4 +12,5 @@ export type { ExternalDataFile, OrtFlavor, OrtModel } from './ort.js';
 export { createSession, ortFlavor, ortModelFor, type CreateSessionOptions, type OrtModule } from './session.js';
 export type { ReadStats, SourceKind } from './source.js';
 export type { TensorData } from './typed.js';
-export type { VerifyOptions, VerifyReport } from './verify.js';
+export { importPublicKey, type IntegrityLimits, type PublicKeyInfo } from './integrity.js';
+export type { IntegrityReport, VerifyOptions, VerifyReport } from './verify.js';

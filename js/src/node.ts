@@ -1,9 +1,24 @@
 // The Node entry point: everything of index.ts, and file paths as sources (read through a file
 // handle, and handed to ONNX Runtime by the file route).
 
+import { createHash } from 'node:crypto';
+
 import { FileSource } from './file.js';
 import { registerFileOpener } from './open_source.js';
+import { registerSha256 } from './sha256.js';
 
 registerFileOpener((path) => FileSource.open(path));
+// Streaming: an entry is hashed piece by piece, never held whole (WebCrypto's digest is one-shot).
+registerSha256(() => {
+  const hash = createHash('sha256');
+  return {
+    update(piece) {
+      hash.update(piece);
+    },
+    async digest() {
+      return new Uint8Array(hash.digest());
+    },
+  };
+});
 
 export * from './index.js';

@@ -55,10 +55,11 @@ export interface ByteSource {
    */
   readRanges(ranges: readonly ByteRange[]): Promise<Uint8Array[]>;
   /**
-   * Passes [offset, offset + length) to `consume` in order, in pieces of bounded size; a piece is
-   * valid only during the call (the buffer may be reused).
+   * Passes [offset, offset + length) to `consume` in order, in pieces of bounded size, waiting for
+   * the promise it returns before the next one; a piece is valid only until then (the buffer may
+   * be reused).
    */
-  stream(offset: number, length: number, consume: (piece: Uint8Array) => void): Promise<void>;
+  stream(offset: number, length: number, consume: StreamConsumer): Promise<void>;
   /** The range as a lazy Blob (Blob and File sources only). */
   blobSlice?(offset: number, length: number): Blob;
   /** The file's real folder and name (Node file sources only), for ONNX Runtime's file route. */
@@ -66,6 +67,8 @@ export interface ByteSource {
   readonly stats: ReadStats;
   close(): Promise<void>;
 }
+
+export type StreamConsumer = (piece: Uint8Array) => void | Promise<void>;
 
 export const kStreamPiece = 1 << 20;
 
@@ -88,9 +91,9 @@ export class MemorySource implements ByteSource {
     return ranges.map((r) => this.view(r.offset, r.length));
   }
 
-  async stream(offset: number, length: number, consume: (piece: Uint8Array) => void): Promise<void> {
+  async stream(offset: number, length: number, consume: StreamConsumer): Promise<void> {
     const whole = this.view(offset, length);
-    for (let at = 0; at < length; at += kStreamPiece) consume(whole.subarray(at, Math.min(length, at + kStreamPiece)));
+    for (let at = 0; at < length; at += kStreamPiece) await consume(whole.subarray(at, Math.min(length, at + kStreamPiece)));
   }
 
   async close(): Promise<void> {}
@@ -132,9 +135,9 @@ export class BlobSource implements ByteSource {
     return Promise.all(ranges.map((r) => this.read(r.offset, r.length)));
   }
 
-  async stream(offset: number, length: number, consume: (piece: Uint8Array) => void): Promise<void> {
+  async stream(offset: number, length: number, consume: StreamConsumer): Promise<void> {
     for (let at = 0; at < length; at += kStreamPiece) {
-      consume(await this.read(offset + at, Math.min(kStreamPiece, length - at)));
+      await consume(await this.read(offset + at, Math.min(kStreamPiece, length - at)));
     }
   }
 

@@ -1,36 +1,95 @@
 // verify(): the whole archive read once, in order, in bounded memory.
 //
 // One pass over the entries' bytes (for a URL, one request) feeds each entry's data to the checks
-// of its entry: the CRC-32 now, and the SHA-256 of __DIGESTS when spec v1.1 defines it (issue 24:
-// an EntryCheck beside the CRC-32's, whose expected values come from that entry). A local header
-// not read yet (URL sources) is checked on the way. Problems are findings, never exceptions: a
-// verify report names every one.
+// of its entry: the CRC-32, and the SHA-256 that `__DIGESTS` gives it (spec §12.5). A local header
+// not read yet (URL sources) is checked on the way. `__DIGESTS` and `__SIGNATURE` are read and
+// checked before that pass, the signature with WebCrypto when a public key is given. Problems are
+// findings, never exceptions: a verify report names every one.
 
-import type { Archive } from './archive.js';
 import { ByteWindow } from './bytes.js';
 import { crc32 } from './crc32.js';
-import { OnnxzipError } from './errors.js';
+import { OnnxzipError, quote } from './errors.js';
 import type { Finding } from './findings.js';
+import {
+  decodeDigests,
+  decodeSignature,
+  importPublicKey,
+  isIntegrityEntry,
+  kDefaultMaxDigestsBytes,
+  kDefaultMaxSignatureBytes,
+  kDigestsEntryName,
+  kSignatureEntryName,
+  signatureProblem,
+  type IntegrityLimits,
+  type PublicKeyInfo,
+} from './integrity.js';
+import { kModelEntryName } from './names.js';
+import { createSha256, toHex, type Sha256 } from './sha256.js';
+import type { VerifyTarget } from './verify_target.js';
 import { checkDescriptor, checkLocalHeader, layoutFindings, type ZipEntry } from './zip.js';
 
-export interface VerifyOptions {
-  /** Check the CRC-32 of every entry (reads the whole archive). Default true. */
+export interface VerifyOptions extends IntegrityLimits {
+  /**
+   * Read every entry: check its CRC-32, and its SHA-256 when the archive has `__DIGESTS`. Default
+   * true. With false, only the listing and the sizes of `__DIGESTS` are compared.
+   */
   readonly checkCrc?: boolean;
+  /**
+   * An ECDSA P-256 public key (PEM SubjectPublicKeyInfo, as `openssl ec -pubout` writes it): a
+   * valid `__SIGNATURE` by this key is then required (spec §12.5 item 4); its absence, another
+   * key, a bad signature are error findings. invalid_argument when it is no such key.
+   */
+  readonly publicKey?: string | Uint8Array;
+}
+
+/** What the integrity entries of spec §12 gave. */
+export interface IntegrityReport {
+  /**
+   * `absent`: no `__DIGESTS`; `verified`: every entry listed, its size and its SHA-256 as
+   * `__DIGESTS` says; `listed`: listing and sizes right, the bytes not read (checkCrc false);
+   * `failed`: `__DIGESTS` refused, or an entry differs (the findings say which).
+   */
+  readonly digests: 'absent' | 'verified' | 'listed' | 'failed';
+  /**
+   * `absent`: no `__SIGNATURE`; `unverified`: one that parses, no key given; `verified`: a valid
+   * signature by the key given; `failed`: refused (the findings say why).
+   */
+  readonly signature: 'absent' | 'unverified' | 'verified' | 'failed';
+  /** The key id `__SIGNATURE` names ("" without one). */
+  readonly keyId: string;
 }
 
 export interface VerifyReport {
   readonly findings: readonly Finding[];
   /** The archive conforms to the spec: no finding of either severity (spec §9.5). */
   readonly ok: boolean;
-  /** openArchive accepts it and every CRC-32 is right: no finding of severity error. */
+  /** openArchive accepts it, every CRC-32 is right and so is every digest: no finding of severity error. */
   readonly loadable: boolean;
+  readonly integrity: IntegrityReport;
 }
 
 /** A check fed with one entry's uncompressed data, in order. */
 interface EntryCheck {
   update(piece: Uint8Array): void;
   /** A finding when the data is wrong. */
-  finish(): Finding | undefined;
+  finish(): Finding | undefined | Promise<Finding | undefined>;
+}
+
+function digestCheck(e: ZipEntry, expected: string, source: string): EntryCheck {
+  const hasher: Sha256 = createSha256(e.size, { source, entry: `entry ${quote(e.name)}` });
+  return {
+    update(piece) {
+      hasher.update(piece);
+    },
+    async finish() {
+      const actual = toHex(await hasher.digest());
+      return actual === expected ? undefined : digestMismatch(e, actual, expected);
+    },
+  };
+}
+
+function digestMismatch(e: ZipEntry, actual: string, expected: string): Finding {
+  return errorFinding('digest', e, `its SHA-256 is ${actual}, __DIGESTS says ${expected}: its bytes are not those that were digested (spec §12.5)`, e.local?.dataOffset ?? e.localHeaderOffset);
 }
 
 function crcCheck(e: ZipEntry): EntryCheck {
@@ -72,14 +131,22 @@ class EntryStreamer {
   private checks: EntryCheck[] = [];
   readonly deflated: ZipEntry[] = [];
   readonly findings: Finding[] = [];
+  /** Checks whose verdict is on its way (a WebCrypto digest): awaited before the next piece. */
+  private pending: Promise<void>[] = [];
 
   constructor(
     private readonly entries: readonly ZipEntry[],
     private readonly src: { source: string },
     private readonly headerFindings: Finding[],
     private readonly checkCrc: boolean,
+    private readonly digests: ReadonlyMap<ZipEntry, string>,
   ) {
     this.startEntry();
+  }
+
+  /** Waits for the checks under way, so that at most one entry's bytes are held for hashing. */
+  async settle(): Promise<void> {
+    while (this.pending.length > 0) await Promise.all(this.pending.splice(0));
   }
 
   /** `piece` holds the bytes from offset `at` on. */
@@ -156,15 +223,40 @@ class EntryStreamer {
 
   private beginData(e: ZipEntry): void {
     this.phase = 'data';
-    this.checks = this.checkCrc && e.isStored ? [crcCheck(e)] : [];
+    this.checks = [];
+    if (this.checkCrc && e.isStored) {
+      this.checks.push(crcCheck(e));
+      const digest = this.digests.get(e);
+      if (digest !== undefined) {
+        try {
+          this.checks.push(digestCheck(e, digest, this.src.source));
+        } catch (error) {
+          this.findings.push(fromError(e, error));
+        }
+      }
+    }
     if (this.checkCrc && !e.isStored) this.deflated.push(e);
     if (e.compressedSize === 0) this.endData(e);
   }
 
   private endData(e: ZipEntry): void {
-    for (const c of this.checks) {
-      const f = c.finish();
-      if (f !== undefined) this.findings.push(f);
+    // The CRC-32 first: an entry whose CRC-32 is wrong is reported for that alone, as in C++.
+    const [crc, ...rest] = this.checks;
+    const crcFinding = crc?.finish() as Finding | undefined;
+    if (crcFinding !== undefined) this.findings.push(crcFinding);
+    else {
+      for (const c of rest) {
+        this.pending.push(
+          Promise.resolve(c.finish()).then(
+            (f) => {
+              if (f !== undefined) this.findings.push(f);
+            },
+            (error: unknown) => {
+              this.findings.push(fromError(e, error));
+            },
+          ),
+        );
+      }
     }
     this.checks = [];
     this.phase = e.local!.descriptorPending ? 'descriptor' : 'skip';
@@ -204,25 +296,37 @@ function join(parts: readonly Uint8Array[]): Uint8Array {
   return all;
 }
 
-export async function verifyArchive(archive: Archive, options: VerifyOptions): Promise<VerifyReport> {
+export async function verifyArchive(archive: VerifyTarget, options: VerifyOptions): Promise<VerifyReport> {
   const dir = archive.dir;
   const source = archive.source;
   const entries = dir.entries;
   const checkCrc = options.checkCrc ?? true;
   const findings: Finding[] = [];
   const headerFindings: Finding[] = [];
+  // The key first: a key that is no key is the caller's error, thrown before any reading.
+  const key = options.publicKey === undefined ? undefined : await importPublicKey(options.publicKey);
+  const integrity = await checkIntegrity(archive, options, key, checkCrc, findings);
   if (entries.length > 0 && (checkCrc || entries.some((e) => e.local === undefined))) {
     const first = entries[0]!.localHeaderOffset;
-    const streamer = new EntryStreamer(entries, { source: source.name }, headerFindings, checkCrc);
+    const streamer = new EntryStreamer(entries, { source: source.name }, headerFindings, checkCrc, integrity.expected);
     let position = first;
-    await source.stream(first, dir.centralOffset - first, (piece) => {
+    await source.stream(first, dir.centralOffset - first, async (piece) => {
       streamer.feed(piece, position);
       position += piece.byteLength;
+      await streamer.settle();
     });
+    await streamer.settle();
     findings.push(...streamer.findings);
     for (const e of streamer.deflated) {
       try {
-        await archive.readEntries([e]);
+        const [bytes] = await archive.readEntries([e]);
+        const expected = integrity.expected.get(e);
+        if (expected !== undefined) {
+          const check = digestCheck(e, expected, source.name);
+          check.update(bytes!);
+          const f = await check.finish();
+          if (f !== undefined) findings.push(f);
+        }
       } catch (error) {
         findings.push(fromError(e, error));
       }
@@ -232,5 +336,119 @@ export async function verifyArchive(archive: Archive, options: VerifyOptions): P
   // For a URL the layout shows only now that every local header has been read.
   if (archive.sourceKind === 'url' && entries.every((e) => e.local !== undefined)) all.push(...layoutFindings(dir));
   all.push(...findings);
-  return { findings: all, ok: all.length === 0, loadable: all.every((f) => f.severity !== 'error') };
+  const digestKinds = new Set(['digest', 'digests']);
+  const digestsFailed = all.some((f) => digestKinds.has(f.kind));
+  const report: IntegrityReport = {
+    digests: integrity.digests === 'absent' ? 'absent' : digestsFailed ? 'failed' : integrity.digests,
+    signature: integrity.signature,
+    keyId: integrity.keyId,
+  };
+  return { findings: all, ok: all.length === 0, loadable: all.every((f) => f.severity !== 'error'), integrity: report };
+}
+
+interface IntegrityState {
+  /** The SHA-256 each entry must have (stored and deflated entries alike). */
+  readonly expected: Map<ZipEntry, string>;
+  readonly digests: 'absent' | 'verified' | 'listed' | 'failed';
+  readonly signature: 'absent' | 'unverified' | 'verified' | 'failed';
+  readonly keyId: string;
+}
+
+/**
+ * Spec §12.5 items 1, 2 and 4, and the sizes of item 3, as the C++ check_integrity orders them:
+ * findings of kind `digests` (the entry `__DIGESTS` and the listing), `digest` (an entry's bytes)
+ * and `signature`. The SHA-256 of each entry is left to the pass over the entries.
+ */
+async function checkIntegrity(archive: VerifyTarget, options: VerifyOptions, key: PublicKeyInfo | undefined, checkCrc: boolean, findings: Finding[]): Promise<IntegrityState> {
+  const dir = archive.dir;
+  const sourceName = archive.source.name;
+  const expected = new Map<ZipEntry, string>();
+  const digestsEntry = dir.byName.get(kDigestsEntryName);
+  const signatureEntry = dir.byName.get(kSignatureEntryName);
+  const model = dir.byName.get(kModelEntryName);
+  const add = (kind: string, entry: string, offset: number, message: string, severity: 'error' | 'warning' = 'error'): void => {
+    findings.push({ severity, kind, entry, tensor: '', offset, message });
+  };
+  const required = key === undefined ? '' : ` (a signature by key ${key.keyId} was asked for)`;
+  if (digestsEntry === undefined) {
+    if (signatureEntry !== undefined) {
+      add('signature', kSignatureEntryName, signatureEntry.localHeaderOffset, 'a signature, but no __DIGESTS entry (spec §12.3)');
+      return { expected, digests: 'absent', signature: 'failed', keyId: '' };
+    }
+    if (key !== undefined) add('signature', '', 0, `no __DIGESTS and no __SIGNATURE entry${required}`);
+    return { expected, digests: 'absent', signature: 'absent', keyId: '' };
+  }
+  // Spec §12.1 item 2: directly before the model, __DIGESTS then __SIGNATURE.
+  if (model !== undefined) {
+    let next = model.index;
+    for (const e of [signatureEntry, digestsEntry]) {
+      if (e === undefined) continue;
+      if (e.index !== next - 1) {
+        const before = e === digestsEntry && signatureEntry !== undefined ? kSignatureEntryName : kModelEntryName;
+        add('integrity_place', e.name, e.localHeaderOffset, `entry ${quote(e.name)} is not where spec §12.1 puts it (directly before ${quote(before)})`, 'warning');
+        break;
+      }
+      next = e.index;
+    }
+  }
+
+  const readBounded = async (e: ZipEntry, limit: number, option: string): Promise<Uint8Array> => {
+    const size = Math.max(e.size, e.compressedSize);
+    if (size > limit) {
+      throw new OnnxzipError('limit_exceeded', { source: sourceName, entry: `entry ${quote(e.name)}` }, `${size} bytes, more than the limit of ${limit} (option ${option})`);
+    }
+    return (await archive.readEntries([e]))[0]!;
+  };
+  const entryError = (kind: string, e: ZipEntry, error: unknown): void => {
+    if (!(error instanceof OnnxzipError)) throw error;
+    add(kind, e.name, e.local?.dataOffset ?? e.localHeaderOffset, error.problem);
+  };
+
+  let digestsBytes: Uint8Array;
+  let listed: Map<string, { size: bigint; sha256: string }>;
+  try {
+    digestsBytes = await readBounded(digestsEntry, options.maxDigestsBytes ?? kDefaultMaxDigestsBytes, 'maxDigestsBytes');
+    const statement = await decodeDigests(digestsBytes, sourceName, options.maxDigestsBytes ?? kDefaultMaxDigestsBytes);
+    listed = new Map(statement.entries.map((e) => [e.name, e]));
+  } catch (error) {
+    entryError('digests', digestsEntry, error);
+    return { expected, digests: 'failed', signature: signatureEntry === undefined ? 'absent' : 'failed', keyId: '' };
+  }
+  for (const e of dir.entries) {
+    if (isIntegrityEntry(e.name)) continue;
+    const digest = listed.get(e.name);
+    if (digest === undefined) {
+      add('digests', e.name, e.localHeaderOffset, 'not listed in __DIGESTS (spec §12.2)');
+      continue;
+    }
+    listed.delete(e.name);
+    if (BigInt(e.size) !== digest.size) {
+      add('digest', e.name, e.local?.dataOffset ?? e.localHeaderOffset, `${e.size} bytes, __DIGESTS says ${digest.size} (spec §12.5)`);
+      continue;
+    }
+    if (checkCrc) expected.set(e, digest.sha256);
+  }
+  for (const name of listed.keys()) {
+    add('digests', kDigestsEntryName, digestsEntry.local?.dataOffset ?? digestsEntry.localHeaderOffset, `lists entry ${quote(name)}, which the archive does not hold (spec §12.2)`);
+  }
+  const digests = checkCrc ? 'verified' : 'listed';
+
+  if (signatureEntry === undefined) {
+    if (key !== undefined) add('signature', '', 0, `no __SIGNATURE entry${required}`);
+    return { expected, digests, signature: key === undefined ? 'absent' : 'failed', keyId: '' };
+  }
+  try {
+    const bundle = decodeSignature(
+      await readBounded(signatureEntry, options.maxSignatureBytes ?? kDefaultMaxSignatureBytes, 'maxSignatureBytes'),
+      sourceName,
+      options.maxSignatureBytes ?? kDefaultMaxSignatureBytes,
+    );
+    if (key === undefined) return { expected, digests, signature: 'unverified', keyId: bundle.keyHint };
+    const problem = await signatureProblem(bundle, digestsBytes, key, sourceName);
+    if (problem !== undefined) add('signature', signatureEntry.name, signatureEntry.local?.dataOffset ?? signatureEntry.localHeaderOffset, `${problem} (spec §12.5)`);
+    return { expected, digests, signature: problem === undefined ? 'verified' : 'failed', keyId: bundle.keyHint };
+  } catch (error) {
+    entryError('signature', signatureEntry, error);
+    return { expected, digests, signature: 'failed', keyId: '' };
+  }
 }

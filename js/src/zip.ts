@@ -401,7 +401,9 @@ function parseCentralDirectory(w: ByteWindow, start: number, end: number, count:
     const extraLength = w.u16(at + 30);
     const commentLength = w.u16(at + 32);
     const recordEnd = checkedRange(at, kCentralSize + nameLength + extraLength + commentLength, end, rp('its name, extra field and comment'), 'the end of the central directory', () => src);
-    const nameBytes = w.slice(at + kCentralSize, nameLength);
+    // A copy: a view would keep the whole read that holds the directory (the 1 MiB tail of a
+    // URL or file) alive as long as the archive.
+    const nameBytes = w.slice(at + kCentralSize, nameLength).slice();
     const flags = w.u16(at + 8);
     const name = decodeText(nameBytes);
     const place: ErrorPlace = { ...src, entry: `entry ${quote(name)}` };

@@ -12,6 +12,7 @@ script again rewrites the same bytes, and `--check` fails when a committed vecto
 """
 
 import argparse
+import hashlib
 import json
 import os
 import struct
@@ -341,12 +342,71 @@ def zipfile_archive(entries, descriptors=False):
     return bytearray(sink.buf if descriptors else sink.getvalue())
 
 
-def build(cli):
+# --- Digests and signatures (spec §12) ----------------------------------------------------------
+
+PUBLIC_KEY = "vectors/signer.pub.pem"
+
+
+def sign(cli, data, *options):
+    """The archive `data` after `onnxzip sign OPTIONS` (the C++ signer)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.onnxz")
+        with open(path, "wb") as f:
+            f.write(data)
+        subprocess.run([cli, "sign", "--no-sync", *options, path], check=True, stdout=subprocess.DEVNULL)
+        with open(path, "rb") as f:
+            return bytearray(f.read())
+
+
+def entry_data(data, name):
+    e = Zip(data).entry(name)
+    return bytes(data[e.data_offset:e.data_offset + e.size])
+
+
+def replace_data(data, name, new):
+    """The archive with entry `name`'s bytes replaced by `new` of the same length, CRC-32 fixed."""
+    d = bytearray(data)
+    e = Zip(d).entry(name)
+    assert len(new) == e.size
+    d[e.data_offset:e.data_offset + e.size] = new
+    put32(d, e.lho + 14, zlib.crc32(new))
+    put32(d, e.central_offset + 16, zlib.crc32(new))
+    return d
+
+
+def keep_committed_signature(data, committed):
+    """ECDSA signatures are random (OpenSSL 3.0 has no deterministic ECDSA): when the committed
+    vector signs the same __DIGESTS with the same key in a signature of the same length, its
+    signature is put back, so that running the generator again writes the same bytes."""
+    try:
+        with open(committed, "rb") as f:
+            old = f.read()
+        old_signature, old_digests = entry_data(old, "__SIGNATURE"), entry_data(old, "__DIGESTS")
+    except (OSError, StopIteration, AssertionError, struct.error):
+        return data
+    signature = entry_data(data, "__SIGNATURE")
+    same_key = json.loads(old_signature)["verificationMaterial"] == json.loads(signature)["verificationMaterial"]
+    if old_digests != entry_data(data, "__DIGESTS") or len(old_signature) != len(signature) or not same_key:
+        return data
+    return replace_data(data, "__SIGNATURE", old_signature)
+
+
+def digests_text(statement):
+    """`__DIGESTS` bytes for a changed statement, its subject digest computed again (spec §12.2
+    item 2) unless the caller spoils it afterwards."""
+    resources = statement["predicate"]["resources"]
+    root = hashlib.sha256(b"".join(bytes.fromhex(r["digest"]) for r in resources)).hexdigest()
+    statement["subject"][0]["digest"]["sha256"] = root
+    return (json.dumps(statement, indent=2) + "\n").encode()
+
+
+def build(cli, out=HERE):
     vectors = []
 
-    def add(name, data, rule, description, open_verdict, verify_verdict, names=None):
+    def add(name, data, rule, description, open_verdict, verify_verdict, names=None, verify_key=None):
         vectors.append({"name": name, "data": bytes(data), "rule": rule, "description": description,
-                        "open": open_verdict, "verify": verify_verdict, **({"names": names} if names else {})})
+                        "open": open_verdict, "verify": verify_verdict, **({"names": names} if names else {}),
+                        **({"key": PUBLIC_KEY, "verify_key": verify_key} if verify_key else {})})
 
     base = convert(cli, base_model(), "--threshold", "64")
     z = Zip(base)
@@ -715,6 +775,95 @@ def build(cli):
         "an interrupted edit record whose record offset is not the file size - 48", "corrupt", "error")
     add("reject_9_6_record_order", interrupted(base, new_model, order_ok=False), "§9.6 item 1",
         "an interrupted edit record with old end > new start", "corrupt", "error")
+
+    # §12: digests and signature. Opening ignores them (a reader that does not verify reads the
+    # archive as version 1 with two entries it knows); verify checks them, and with the public
+    # key (`key`, verdict `verify_key`) the signature too.
+    keys = os.path.join(HERE, "keys")
+    committed = lambda name: os.path.join(out, "vectors", f"{name}.onnxz")  # noqa: E731
+    digested = sign(cli, base, "--digests-only")
+    add("valid_digests", digested, "§12.1, §12.2", "__DIGESTS (the C++ signer's, --digests-only) before the model",
+        "ok", "ok", verify_key="error")
+    signed = keep_committed_signature(sign(cli, base, "--key", os.path.join(keys, "signer.pem")),
+                                      committed("valid_signed"))
+    add("valid_signed", signed, "§12.1-§12.3", "__DIGESTS and __SIGNATURE by the key vectors/signer.pub.pem",
+        "ok", "ok", verify_key="ok")
+    changed = bytearray(entry_data(digested, "W"))
+    changed[100] ^= 0x01
+    add("reject_12_5_payload_changed", replace_data(digested, "W", bytes(changed)), "§12.5 item 3",
+        "one bit of W's payload flipped and its CRC-32 fixed in both headers: only the digest catches it",
+        "ok", "error", names="W")
+    statement = json.loads(entry_data(digested, "__DIGESTS"))
+
+    def digests_edit(edit):
+        s = json.loads(json.dumps(statement))
+        edit(s)
+        return s
+
+    def drop(s, name):
+        p = s["predicate"]
+        p["resources"] = [r for r in p["resources"] if r["name"] != name]
+        p["onnxzip"]["entries"] = [e for e in p["onnxzip"]["entries"] if e["name"] != name]
+
+    def with_digests(text):
+        return with_tail(base, before_model=[("__DIGESTS", text)])
+
+    add("reject_12_5_entry_not_listed", with_digests(digests_text(digests_edit(lambda s: drop(s, "B")))),
+        "§12.5 item 2", "__DIGESTS does not list entry B (its subject digest computed without it)", "ok", "error",
+        names="B")
+
+    def add_missing(s):
+        p = s["predicate"]
+        p["resources"].insert(1, {"name": "Q", "algorithm": "sha256", "digest": hashlib.sha256(b"Q").hexdigest()})
+        p["onnxzip"]["entries"].insert(1, {"name": "Q", "size": 1, "crc32": f"{zlib.crc32(b'Q'):08x}"})
+
+    add("reject_12_5_listed_missing", with_digests(digests_text(digests_edit(add_missing))), "§12.5 item 2",
+        "__DIGESTS lists an entry Q that the archive does not hold", "ok", "error", names="Q")
+
+    def twice(s):
+        p = s["predicate"]
+        for field in (p["resources"], p["onnxzip"]["entries"]):
+            field.insert(0, dict(next(r for r in field if r["name"] == "W")))
+
+    add("reject_12_2_listed_twice", with_digests(digests_text(digests_edit(twice))), "§12.2 item 5",
+        "__DIGESTS lists entry W twice", "ok", "error", names="W")
+    text = entry_data(digested, "__DIGESTS")
+    add("reject_12_2_not_json", with_digests(text[:len(text) // 2]), "§12.1 item 3, §12.2 item 5",
+        "__DIGESTS cut in half: not valid JSON", "ok", "error", names="__DIGESTS")
+    add("reject_12_1_duplicate_key", with_digests(text.replace(b"{", b'{\n  "_type": "x",', 1)), "§12.1 item 3",
+        "__DIGESTS holds the key _type twice in one object", "ok", "error", names="_type")
+
+    def size_as_string(s):
+        e = s["predicate"]["onnxzip"]["entries"][0]
+        e["size"] = str(e["size"])
+
+    add("reject_12_2_wrong_type", with_digests(digests_text(digests_edit(size_as_string))), "§12.2 item 5",
+        "a size in predicate.onnxzip.entries is a JSON string", "ok", "error", names="size")
+    add("reject_12_2_algorithm", with_digests(digests_text(digests_edit(
+        lambda s: s["predicate"]["resources"][0].update(algorithm="sha512")))), "§12.2 items 1, 5",
+        "a resource's algorithm is sha512", "ok", "error", names="algorithm")
+
+    def spoil_subject(s):
+        text = digests_text(s)
+        root = s["subject"][0]["digest"]["sha256"]
+        return text.replace(root.encode(), (("0" if root[0] != "0" else "1") + root[1:]).encode())
+
+    add("reject_12_2_subject", with_digests(spoil_subject(json.loads(json.dumps(statement)))), "§12.2 items 2, 5",
+        "the subject digest is not the SHA-256 of the resources' digests", "ok", "error", names="subject")
+    add("reject_12_1_signature_without_digests", with_tail(base, before_model=[
+        ("__SIGNATURE", entry_data(signed, "__SIGNATURE"))]), "§12.1 item 1",
+        "__SIGNATURE without __DIGESTS", "ok", "error", names="__SIGNATURE")
+    other = keep_committed_signature(sign(cli, base, "--key", os.path.join(keys, "other.pem")),
+                                     committed("reject_12_5_other_key"))
+    add("reject_12_5_other_key", other, "§12.5 item 4",
+        "signed by another key than vectors/signer.pub.pem (verify without a key accepts it)", "ok", "ok",
+        names="another key", verify_key="error")
+    bundle = entry_data(signed, "__SIGNATURE")
+    sig = json.loads(bundle)["dsseEnvelope"]["signatures"][0]["sig"]
+    bad = sig[:40] + ("A" if sig[40] != "A" else "B") + sig[41:]
+    add("reject_12_5_bad_signature", replace_data(signed, "__SIGNATURE", bundle.replace(sig.encode(), bad.encode())),
+        "§12.5 item 4", "valid_signed with one base64 digit of the signature changed (verify without a key "
+        "accepts it)", "ok", "ok", names="does not verify", verify_key="error")
     return vectors
 
 
@@ -728,14 +877,16 @@ def main():
     parser.add_argument("--out", default=HERE, help="where to write the vectors and manifest.json")
     parser.add_argument("--check", action="store_true", help="fail when the committed vectors differ")
     args = parser.parse_args()
-    vectors = build(os.path.abspath(args.cli))
-    manifest = {"format": "onnxz-conformance", "spec": "spec/onnxz-format.md version 1",
+    vectors = build(os.path.abspath(args.cli), args.out)
+    manifest = {"format": "onnxz-conformance", "spec": "spec/onnxz-format.md version 1.1",
                 "verdicts": {
                     "open": "what opening the archive gives: 'ok', or the error code of the C++ library "
                             "(corrupt, unsupported, limit_exceeded...)",
                     "verify": "what verification reports: 'ok' (no finding), 'warning' (findings, all "
                               "accepted), 'error' (the archive is refused, or a CRC-32 is wrong)",
-                    "names": "a word the error message (or one finding) contains: the entry or tensor"},
+                    "names": "a word the error message (or one finding) contains: the entry or tensor",
+                    "key": "a public key (PEM) to verify the signature with (spec §12.5 item 4)",
+                    "verify_key": "what verification with that key reports"},
                 "vectors": []}
     differ = []
     for v in vectors:

@@ -208,3 +208,16 @@ describe('pieces', () => {
     }), /nested more than 4 deep/);
   });
 });
+
+describe('memory after open', () => {
+  it('keeps no view of the 1 MiB tail read: entry names and the model are copies', async () => {
+    // mlp.onnxz is larger than the tail read, which also holds most of W2's payload.
+    const a = await openArchive(fixture('mlp.onnxz'));
+    try {
+      for (const e of a.dir.entries) assert.ok(e.nameBytes.buffer.byteLength < 4096, `${e.name}: a view of ${e.nameBytes.buffer.byteLength} bytes`);
+      assert.ok(a.modelBytes.buffer.byteLength < 128 << 10, `the model is a view of ${a.modelBytes.buffer.byteLength} bytes`);
+    } finally {
+      await a.close();
+    }
+  });
+});
