@@ -74,6 +74,10 @@ void HttpSource::fetch(std::uint64_t, std::uint64_t,
 ByteSpan HttpSource::tail() const noexcept { return {}; }
 std::uint64_t HttpSource::tail_offset() const noexcept { return 0; }
 HttpStats HttpSource::stats() const noexcept { return {}; }
+const HttpOptions& HttpSource::options() const noexcept {
+  static const HttpOptions kDefaults;
+  return kDefaults;
+}
 
 #else  // ONNXZIP_HAVE_CURL
 
@@ -660,6 +664,7 @@ std::uint64_t HttpSource::tail_offset() const noexcept { return state_->tail_off
 HttpStats HttpSource::stats() const noexcept {
   return {state_->requests.load(), state_->bytes.load()};
 }
+const HttpOptions& HttpSource::options() const noexcept { return state_->options; }
 
 TensorBytes HttpSource::read(std::uint64_t offset, std::uint64_t length) const {
   check_range(*this, offset, length);
