@@ -15,6 +15,7 @@
 
 #include "onnxzip/archive.h"
 #include "onnxzip/error.h"
+#include "onnxzip/zip_reader.h"
 #include "support/model_builder.h"
 #include "support/nginx_server.h"
 #include "support/scratch_dir.h"
@@ -326,6 +327,28 @@ TEST_F(HttpSourceTest, AModelLargerThanTheTailCostsOneMoreRequest) {
   EXPECT_EQ(remote.tensors().size(), 3000U);
   EXPECT_EQ(to_vector(remote.payload(*remote.find_tensor("w17")).view()),
             to_vector(local.find_tensor("w17")->data));
+}
+
+TEST_F(HttpSourceTest, AZip64ArchiveOpensWithinTheSameBudget) {
+  // 70,000 entries: more than the end record counts, so a zip64 end record and locator.
+  constexpr std::size_t kCount = 70'000;
+  write_model(server_->root() / "m.onnxz", kCount, 1);
+  const ZipReader zip = ZipReader::open(server_->root() / "m.onnxz");
+  ASSERT_TRUE(zip.has_zip64_end_record());
+  const std::uint64_t tail =
+      fs::file_size(server_->root() / "m.onnxz") - zip.entries().back().local_header_offset;
+  // The model, the central directory and the end records in the first request: one request.
+  server_->forget();
+  const Archive whole = Archive::open_url(server_->file_url("m.onnxz"), {}, {.tail_size = tail});
+  EXPECT_EQ(whole.tensors().size(), kCount);
+  EXPECT_EQ(whole.model().graph->initializer.size(), kCount);
+  EXPECT_EQ(server_->requests(1).size(), 1U);
+  // A first request of 64 KiB + 22 holds the end records only: one more brings the rest.
+  server_->forget();
+  const Archive split = Archive::open_url(server_->file_url("m.onnxz"), {}, {.tail_size = 65557});
+  EXPECT_EQ(split.tensors().size(), kCount);
+  EXPECT_EQ(split.model_bytes().size(), whole.model_bytes().size());
+  EXPECT_EQ(server_->requests(2).size(), 2U);
 }
 
 // --- The fault table: a fault-injecting proxy in front of nginx (tests/support/fault_proxy.py) ---
