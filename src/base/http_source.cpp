@@ -441,6 +441,9 @@ void perform(CURL* handle, Exchange& exchange) {
   curl_easy_setopt(handle, CURLOPT_HEADERDATA, &exchange);
   curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_body_bytes);
   curl_easy_setopt(handle, CURLOPT_WRITEDATA, &exchange);
+  // Bodies handed over in pieces of up to 512 KiB rather than 16 KiB: a whole-archive read
+  // (convert_remote) makes one pwrite per piece.
+  curl_easy_setopt(handle, CURLOPT_BUFFERSIZE, 512L * 1024);
 
   HeaderList headers;
   const auto add = [&](const std::string& line) {
