@@ -10,11 +10,12 @@ nginx_server.cpp runs it), plus `sendfile on; tcp_nopush on;` as Debian's stock 
 them (--no-sendfile leaves nginx's default, off). nginx is stopped at exit, on error too.
 
 For ROUNDS rounds, each whole-archive read runs right after a `curl -s -o` of the URL (the
-yardstick), hot cache on the server's side: `onnxzip verify URL` (download, then every CRC-32)
-and `onnxzip extract URL DIR` (download, then write the legacy model and its 1,000 MiB data
-file). onnxzip downloads into an unlinked file in TMPDIR, which is set to the scratch folder, so
-curl's output and onnxzip's download land on the same file system; outputs are removed and the
-file system synced between runs, untimed. `onnxzip info URL` runs once per round. Each run's
+yardstick), hot cache on the server's side: `onnxzip verify URL` (download into an unlinked file
+in TMPDIR, then every CRC-32), `onnxzip extract URL DIR` and `onnxzip convert --external-data URL
+OUT.onnx` (both write the legacy model's 1,000 MiB data file while they download: each payload
+pwritten to its place as its range arrives, CRC-32 checked on the way). TMPDIR is set to the
+scratch folder, so curl's output and onnxzip's files land on the same file system; outputs are
+removed and the file system synced between runs, untimed. `onnxzip info URL` runs once per round. Each run's
 requests and bytes come from nginx's access log; its memory from GNU time (%M, peak RSS, which
 counts the pages of the mapped download) and from /proc/PID/status sampled every 20 ms (peak
 RssAnon, which does not).
@@ -230,6 +231,7 @@ def run(work, tool, server, rounds):
     operations = {
         "verify": [tool, "-q", "verify", url],
         "extract": [tool, "-q", "extract", url, out],
+        "convert --external": [tool, "-q", "convert", "--external-data", url, f"{out}/m.onnx"],
     }
 
     def timed(command):
@@ -273,7 +275,7 @@ def run(work, tool, server, rounds):
     print(f"\n{rounds} rounds; seconds as median [min..max]; ratio: median of run / the curl "
           f"before it [min..max]; goal: at most {1 / 0.9:.2f} (90 % of curl's throughput)")
     for key, seconds in times.items():
-        line = f"  {key:21} {median(seconds):7.3f} s [{min(seconds):.3f}..{max(seconds):.3f}]"
+        line = f"  {key:24} {median(seconds):7.3f} s [{min(seconds):.3f}..{max(seconds):.3f}]"
         if key in ratios:
             r = ratios[key]
             line += (f"  {size / median(seconds) / 2**20:6.0f} MiB/s   ratio {median(r):.3f} "
@@ -289,7 +291,7 @@ def run(work, tool, server, rounds):
         ranges_text = ", ".join(ranges[:3]) + (f", ... ({len(set(ranges))} distinct)"
                                                if len(ranges) > 3 else "")
         anon_text = f"{anon / 1024:6.1f} MiB" if anon else "   (not sampled: too short)"
-        print(f"  {key:21} {count:3} requests, {sent:>13,} bytes; RSS {rss / 1024:7.1f} MiB, "
+        print(f"  {key:24} {count:3} requests, {sent:>13,} bytes; RSS {rss / 1024:7.1f} MiB, "
               f"RssAnon {anon_text}; Range: {ranges_text or '-'}")
 
 

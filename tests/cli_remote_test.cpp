@@ -9,6 +9,7 @@
 
 #include "onnxzip/archive.h"
 #include "onnxzip/http_source.h"
+#include "onnxzip/legacy.h"
 #include "support/external_tool.h"
 #include "support/model_builder.h"
 #include "support/nginx_server.h"
@@ -84,14 +85,52 @@ TEST_F(CliRemoteTest, VerifyAndExtractAndConvertEqualTheLocalResults) {
   EXPECT_EQ(test_support::read_file_bytes(out / "r" / "m.onnx.data"),
             test_support::read_file_bytes(out / "l" / "m.onnx.data"));
 
-  ASSERT_EQ(onnxzip("convert " + shell_quote(local_) + " " + shell_quote((out / "l.onnx").string()))
+  // Every output form of convert: written while it downloads, equal to the local one.
+  int form = 0;
+  for (const std::string flags :
+       {"", "--external-data", "--external-data w.bin --alignment 64 --threshold 0",
+        "--max-file-size 2000 --threshold 0"}) {
+    SCOPED_TRACE(flags);
+    const fs::path l = out / ("l" + std::to_string(form));
+    const fs::path r = out / ("r" + std::to_string(++form));
+    fs::create_directories(l);
+    fs::create_directories(r);
+    ASSERT_EQ(onnxzip("convert " + flags + " " + shell_quote(local_) + " " +
+                      shell_quote((l / "m.onnx").string()))
+                  .exit_code,
+              0);
+    const auto converted = onnxzip("convert " + flags + " " + shell_quote(url_) + " " +
+                                   shell_quote((r / "m.onnx").string()));
+    ASSERT_EQ(converted.exit_code, 0) << converted.output;
+    std::vector<std::string> names;
+    for (const auto& file : fs::directory_iterator(l)) {
+      names.push_back(file.path().filename().string());
+      EXPECT_EQ(test_support::read_file_bytes(r / names.back()),
+                test_support::read_file_bytes(file.path()))
+          << names.back();
+    }
+    EXPECT_EQ(std::distance(fs::directory_iterator(r), fs::directory_iterator()),
+              static_cast<std::ptrdiff_t>(names.size()));
+  }
+}
+
+TEST_F(CliRemoteTest, ExtractOfALegacyModelUrlIsRefusedAndConvertDownloadsIt) {
+  const test_support::ScratchDir out("cli_remote_legacy");
+  write_legacy_model(test_support::checker_model_mlp_with_if(), server_->root() / "l.onnx");
+  const std::string url = server_->file_url("l.onnx");
+  const auto extracted = onnxzip("extract " + shell_quote(url) + " " + shell_quote(out.path()));
+  EXPECT_EQ(extracted.exit_code, 1);
+  EXPECT_NE(extracted.output.find(url + ": not an .onnxz archive"), std::string::npos)
+      << extracted.output;
+  const auto converted =
+      onnxzip("convert " + shell_quote(url) + " " + shell_quote((out / "l.onnxz").string()));
+  EXPECT_EQ(converted.exit_code, 0) << converted.output;
+  ASSERT_EQ(onnxzip("convert " + shell_quote((server_->root() / "l.onnx").string()) + " " +
+                    shell_quote((out / "local.onnxz").string()))
                 .exit_code,
             0);
-  const auto converted =
-      onnxzip("convert " + shell_quote(url_) + " " + shell_quote((out / "r.onnx").string()));
-  ASSERT_EQ(converted.exit_code, 0) << converted.output;
-  EXPECT_EQ(test_support::read_file_bytes(out / "r.onnx"),
-            test_support::read_file_bytes(out / "l.onnx"));
+  EXPECT_EQ(Archive::open(out / "l.onnxz").model_bytes().size(),
+            Archive::open(out / "local.onnxz").model_bytes().size());
 }
 
 TEST_F(CliRemoteTest, HeadersViewAndFailuresExitNonZeroWithAClearMessage) {

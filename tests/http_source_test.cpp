@@ -15,6 +15,7 @@
 
 #include "onnxzip/archive.h"
 #include "onnxzip/error.h"
+#include "onnxzip/zip_reader.h"
 #include "support/model_builder.h"
 #include "support/nginx_server.h"
 #include "support/scratch_dir.h"
@@ -326,6 +327,112 @@ TEST_F(HttpSourceTest, AModelLargerThanTheTailCostsOneMoreRequest) {
   EXPECT_EQ(remote.tensors().size(), 3000U);
   EXPECT_EQ(to_vector(remote.payload(*remote.find_tensor("w17")).view()),
             to_vector(local.find_tensor("w17")->data));
+}
+
+TEST_F(HttpSourceTest, AZip64ArchiveOpensWithinTheSameBudget) {
+  // 70,000 entries: more than the end record counts, so a zip64 end record and locator.
+  constexpr std::size_t kCount = 70'000;
+  write_model(server_->root() / "m.onnxz", kCount, 1);
+  const ZipReader zip = ZipReader::open(server_->root() / "m.onnxz");
+  ASSERT_TRUE(zip.has_zip64_end_record());
+  const std::uint64_t tail =
+      fs::file_size(server_->root() / "m.onnxz") - zip.entries().back().local_header_offset;
+  // The model, the central directory and the end records in the first request: one request.
+  server_->forget();
+  const Archive whole = Archive::open_url(server_->file_url("m.onnxz"), {}, {.tail_size = tail});
+  EXPECT_EQ(whole.tensors().size(), kCount);
+  EXPECT_EQ(whole.model().graph->initializer.size(), kCount);
+  EXPECT_EQ(server_->requests(1).size(), 1U);
+  // A first request of 64 KiB + 22 holds the end records only: one more brings the rest.
+  server_->forget();
+  const Archive split = Archive::open_url(server_->file_url("m.onnxz"), {}, {.tail_size = 65557});
+  EXPECT_EQ(split.tensors().size(), kCount);
+  EXPECT_EQ(split.model_bytes().size(), whole.model_bytes().size());
+  EXPECT_EQ(server_->requests(2).size(), 2U);
+}
+
+// Little-endian fields appended to `out`.
+void put(std::vector<std::uint8_t>& out, std::uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
+}
+
+TEST_F(HttpSourceTest, ATailThatClaimsATerabyteModelAllocatesNothingForIt) {
+  // A sparse file of 1 TiB and a few bytes: __MODEL_PROTO, stored, of 2^40 bytes (zip64 sizes),
+  // then its central record and the end records. The server serves what it claims.
+  constexpr std::uint64_t kModel = std::uint64_t{1} << 40;
+  const std::string name = "__MODEL_PROTO";
+  std::vector<std::uint8_t> zip64;
+  put(zip64, 1, 2);
+  put(zip64, 16, 2);
+  put(zip64, kModel, 8);
+  put(zip64, kModel, 8);
+  std::vector<std::uint8_t> head;
+  put(head, 0x04034b50, 4);
+  for (const auto& [value, bytes] : {std::pair{45, 2}, {0, 2}, {0, 2}, {0, 2}, {0x21, 2}, {0, 4}})
+    put(head, static_cast<std::uint64_t>(value), bytes);
+  put(head, 0xFFFFFFFF, 4);
+  put(head, 0xFFFFFFFF, 4);
+  put(head, name.size(), 2);
+  put(head, zip64.size(), 2);
+  head.insert(head.end(), name.begin(), name.end());
+  head.insert(head.end(), zip64.begin(), zip64.end());
+  const std::uint64_t directory = head.size() + kModel;
+  std::vector<std::uint8_t> tail;
+  put(tail, 0x02014b50, 4);
+  for (const auto& [value, bytes] :
+       {std::pair{45, 2}, {45, 2}, {0, 2}, {0, 2}, {0, 2}, {0x21, 2}, {0, 4}})
+    put(tail, static_cast<std::uint64_t>(value), bytes);
+  put(tail, 0xFFFFFFFF, 4);
+  put(tail, 0xFFFFFFFF, 4);
+  put(tail, name.size(), 2);
+  put(tail, zip64.size(), 2);
+  for (const auto& [value, bytes] : {std::pair{0, 2}, {0, 2}, {0, 2}, {0, 4}, {0, 4}})
+    put(tail, static_cast<std::uint64_t>(value), bytes);
+  tail.insert(tail.end(), name.begin(), name.end());
+  tail.insert(tail.end(), zip64.begin(), zip64.end());
+  const std::uint64_t directory_size = tail.size();
+  const std::uint64_t end64 = directory + directory_size;
+  put(tail, 0x06064b50, 4);
+  put(tail, 44, 8);
+  put(tail, 45, 2);
+  put(tail, 45, 2);
+  put(tail, 0, 4);
+  put(tail, 0, 4);
+  put(tail, 1, 8);
+  put(tail, 1, 8);
+  put(tail, directory_size, 8);
+  put(tail, directory, 8);
+  put(tail, 0x07064b50, 4);
+  put(tail, 0, 4);
+  put(tail, end64, 8);
+  put(tail, 1, 4);
+  put(tail, 0x06054b50, 4);
+  put(tail, 0, 2);
+  put(tail, 0, 2);
+  put(tail, 1, 2);
+  put(tail, 1, 2);
+  put(tail, directory_size, 4);
+  put(tail, 0xFFFFFFFF, 4);
+  put(tail, 0, 2);
+  {
+    std::ofstream out(server_->root() / "huge.onnxz", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(head.data()),
+              static_cast<std::streamsize>(head.size()));
+    out.seekp(static_cast<std::streamoff>(directory));
+    out.write(reinterpret_cast<const char*>(tail.data()),
+              static_cast<std::streamsize>(tail.size()));
+    if (!out) GTEST_SKIP() << "this file system has no room for a sparse file of 1 TiB";
+  }
+  server_->forget();
+  const Error e = error_of([&] { (void)Archive::open_url(server_->file_url("huge.onnxz")); });
+  EXPECT_EQ(e.code(), ErrorCode::kLimitExceeded) << e.what();
+  EXPECT_NE(e.message().find(server_->file_url("huge.onnxz")), std::string::npos) << e.what();
+  // The tail, then the model's local header at most: nothing of its bytes was asked for.
+  const std::vector<ServedRequest> served = server_->requests(1);
+  EXPECT_LE(served.size(), 2U);
+  for (const ServedRequest& request : served) {
+    EXPECT_LE(request.body_bytes, 2 * kMiB) << request.range;
+  }
 }
 
 // --- The fault table: a fault-injecting proxy in front of nginx (tests/support/fault_proxy.py) ---

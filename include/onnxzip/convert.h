@@ -17,10 +17,12 @@
 #define ONNXZIP_CONVERT_H_
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "onnxzip/archive.h"
+#include "onnxzip/http_source.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/progress.h"
 
@@ -60,6 +62,34 @@ struct ConvertOptions {
 // files) is `in` or one of `in`'s external data files.
 ModelFormat convert(const std::filesystem::path& in, const std::filesystem::path& out,
                     const ConvertOptions& options = {});
+
+// --- Remote archives (http_source.h) ---
+
+// What the remote file `source` holds, told from the tail its first request brought (no
+// request): kOnnxz when that tail is the whole file and starts as detect_format(path) wants, or
+// when it holds a ZIP end record's signature in its last 22 + 65,535 bytes; else kLegacy.
+ModelFormat detect_format(const HttpSource& source);
+
+// convert() of the .onnxz archive `source` reads into a legacy model at `out`, written while it
+// downloads: the archive's tail (the open's request, two when the model does not fit it) gives
+// the model, and the output is planned as write_legacy_model plans it; then the bytes from the
+// first payload's local header to the last payload's end are read in ranges of
+// HttpOptions::piece_size, max_parallel at once, and each payload goes from the received bytes
+// straight to its place: its offset in a data file (written with pwrite), or memory for one that
+// stays inline. Each payload's local header is checked against the central directory and its
+// CRC-32 computed as its bytes arrive (ranges may complete in any order); the outputs appear
+// only when all is checked (write_legacy_model's commit), else nothing new is left. The output
+// is convert()'s of the same archive, byte for byte, in every form options.legacy asks for.
+// Memory: the model, the payloads that stay inline -- for an inline output (kInline, or kAuto
+// when the payloads fit protobuf's 2 GiB) all of them -- and the ranges in flight's buffers.
+// Deflated entries and entries with a data descriptor (not in a conforming archive) are read
+// apart first, one request each. options.progress (or legacy.progress) gets the bytes received.
+// Errors: HttpSource's (kIo naming the URL), the archive's (kCorrupt naming the URL and the
+// entry: a local header that contradicts the central directory, a CRC-32 mismatch), the
+// writer's; Error(kLimitExceeded) before anything is downloaded when the payloads that would be
+// held in memory pass protobuf's limit.
+void convert_remote(const std::shared_ptr<const HttpSource>& source,
+                    const std::filesystem::path& out, const ConvertOptions& options = {});
 
 // What repack() did with the input's entries.
 struct RepackResult {

@@ -105,6 +105,8 @@ class HttpSource final : public ByteSource {
   ByteSpan tail() const noexcept;
   std::uint64_t tail_offset() const noexcept;
   HttpStats stats() const noexcept;
+  // The options it was opened with.
+  const HttpOptions& options() const noexcept;
 
   struct State;
 

@@ -274,6 +274,18 @@ class ZipReader final {
   // them): Error(kCorrupt) as verify() when `actual` is not the CRC-32 the entry records.
   void check_crc(const ZipEntry& entry, std::uint32_t actual) const;
 
+  // For a caller that gets an entry's bytes itself, in a stream of the whole archive (a remote
+  // extract): the entry as its local header places it -- data_offset and end_offset set, the
+  // header checked against the central record with data()'s checks and Errors -- from `header`,
+  // the bytes that start at its local_header_offset; nullopt while they are too few to hold the
+  // whole local header. Its local_extra borrows from `header`. Only for a stored entry without a
+  // data descriptor, whose data then ends where its header says (Error(kUnsupported) otherwise):
+  // the stream needs nothing after it.
+  std::optional<ZipEntry> locate(const ZipEntry& entry, ByteSpan header) const;
+  // Where the bytes of `entry` (its local header, data and data descriptor) must end: the next
+  // entry's local header, or the central directory.
+  std::uint64_t limit_of(const ZipEntry& entry) const;
+
   const std::vector<ZipFinding>& findings() const noexcept { return findings_; }
   // The trailer the ZipTrailerResolver found after the archive, if any.
   const std::optional<ZipTrailer>& trailer() const noexcept { return trailer_; }

@@ -74,6 +74,10 @@ void HttpSource::fetch(std::uint64_t, std::uint64_t,
 ByteSpan HttpSource::tail() const noexcept { return {}; }
 std::uint64_t HttpSource::tail_offset() const noexcept { return 0; }
 HttpStats HttpSource::stats() const noexcept { return {}; }
+const HttpOptions& HttpSource::options() const noexcept {
+  static const HttpOptions kDefaults;
+  return kDefaults;
+}
 
 #else  // ONNXZIP_HAVE_CURL
 
@@ -437,6 +441,9 @@ void perform(CURL* handle, Exchange& exchange) {
   curl_easy_setopt(handle, CURLOPT_HEADERDATA, &exchange);
   curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_body_bytes);
   curl_easy_setopt(handle, CURLOPT_WRITEDATA, &exchange);
+  // Bodies handed over in pieces of up to 512 KiB rather than 16 KiB: a whole-archive read
+  // (convert_remote) makes one pwrite per piece.
+  curl_easy_setopt(handle, CURLOPT_BUFFERSIZE, 512L * 1024);
 
   HeaderList headers;
   const auto add = [&](const std::string& line) {
@@ -660,6 +667,7 @@ std::uint64_t HttpSource::tail_offset() const noexcept { return state_->tail_off
 HttpStats HttpSource::stats() const noexcept {
   return {state_->requests.load(), state_->bytes.load()};
 }
+const HttpOptions& HttpSource::options() const noexcept { return state_->options; }
 
 TensorBytes HttpSource::read(std::uint64_t offset, std::uint64_t length) const {
   check_range(*this, offset, length);

@@ -43,11 +43,19 @@ int run_convert(const ConvertArgs& args, const CLI::Option& external_data_option
   options.load.zip = args.limits.zip_options();
   options.load.access = global.access();
   options.read.access = global.access();
-  // A URL is downloaded first (cli_remote.h) and converted as a local file.
+  // An archive at a URL is written while it downloads (convert_remote); a legacy model is
+  // downloaded first (cli_remote.h) and converted as a local file.
+  std::shared_ptr<const HttpSource> source;
   std::optional<Download> fetched;
-  if (is_url(args.in)) fetched = download(args.in, global, "downloading");
+  if (is_url(args.in)) {
+    source = HttpSource::open(args.in, http_options(global));
+    if (detect_format(*source) == ModelFormat::kLegacy) {
+      fetched = download(*source, global, "downloading");
+      source.reset();
+    }
+  }
   const std::string in = fetched ? fetched->path : args.in;
-  const ModelFormat from = detect_format(in);
+  const ModelFormat from = source ? ModelFormat::kOnnxz : detect_format(in);
   if (from == ModelFormat::kLegacy) {
     if (external || max_file_size) {
       throw UsageError(std::string(external ? "--external-data" : "--max-file-size") +
@@ -84,7 +92,11 @@ int run_convert(const ConvertArgs& args, const CLI::Option& external_data_option
   options.legacy.output.follow_symlinks = global.follow_symlinks;
   ProgressBar bar("converting", global.quiet);
   options.progress = bar.callback();
-  convert(in, args.out, options);
+  if (source) {
+    convert_remote(source, args.out, options);
+  } else {
+    convert(in, args.out, options);
+  }
   return kExitOk;
 }
 

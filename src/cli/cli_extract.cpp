@@ -3,7 +3,6 @@
 
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <string>
 #include <system_error>
 
@@ -76,15 +75,24 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
     }
   }
   try {
-    // A URL is downloaded first (cli_remote.h) and extracted as a local file.
-    std::optional<Download> fetched;
     if (remote) {
-      fetched = download(args.archive, global, "downloading");
-      require_archive(fetched->path);
+      // Written while it downloads (convert_remote).
+      const std::shared_ptr<const HttpSource> source =
+          HttpSource::open(args.archive, http_options(global));
+      if (detect_format(*source) != ModelFormat::kOnnxz) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    source->name() +
+                        ": not an .onnxz archive but a legacy model ('onnxzip convert' turns it "
+                        "into one)");
+      }
+      ProgressBar bar("extracting", global.quiet);
+      options.progress = bar.callback();
+      convert_remote(source, model, options);
+    } else {
+      ProgressBar bar("extracting", global.quiet);
+      options.progress = bar.callback();
+      convert(args.archive, model, options);
     }
-    ProgressBar bar("extracting", global.quiet);
-    options.progress = bar.callback();
-    convert(fetched ? fetched->path : args.archive, model, options);
   } catch (...) {
     // Leave no trace: a folder made for the output goes again (if the writers left it empty).
     if (created) fs::remove(dir, ec);

@@ -36,9 +36,12 @@ HttpOptions http_options(const GlobalOptions& global) {
 }
 
 Download download(const std::string& url, const GlobalOptions& global, const std::string& label) {
-  const std::shared_ptr<const HttpSource> source = HttpSource::open(url, http_options(global));
+  return download(*HttpSource::open(url, http_options(global)), global, label);
+}
+
+Download download(const HttpSource& source, const GlobalOptions& global, const std::string& label) {
   Download result;
-  result.shown = source->name();
+  result.shown = source.name();
   const std::string folder = temporary_folder();
   const int fd = ::open(folder.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -47,14 +50,14 @@ Download download(const std::string& url, const GlobalOptions& global, const std
                     " to download it into: " + std::strerror(errno));
   }
   try {
-    if (source->size() > 0 && ::ftruncate(fd, static_cast<off_t>(source->size())) != 0) {
+    if (source.size() > 0 && ::ftruncate(fd, static_cast<off_t>(source.size())) != 0) {
       throw Error(ErrorCode::kIo, {.file = result.shown},
-                  "cannot make room for " + std::to_string(source->size()) + " bytes in " + folder +
+                  "cannot make room for " + std::to_string(source.size()) + " bytes in " + folder +
                       ": " + std::strerror(errno));
     }
     ProgressBar bar(label, global.quiet);
-    source->fetch(
-        0, source->size(),
+    source.fetch(
+        0, source.size(),
         [&](std::uint64_t at, ByteSpan piece) {
           std::size_t done = 0;
           while (done < piece.size()) {

@@ -1,12 +1,13 @@
 // Archives named by a URL on the command line: the request options (--header), and the copy a
 // command that reads every byte works on. Private to src/cli/.
 //
-// Commands that need only the archive's tail (info) read it through HttpSource directly. Those
-// that read every byte (verify, extract, convert) download it first, with HttpSource::fetch --
-// 64 MiB ranges, several at once, each checked against the first response's validator -- into an
-// unlinked temporary file in $TMPDIR, and then read that file as they read a local one: one
-// reading path, and the output is the local one's byte for byte. The file vanishes with the
-// process, even a killed one; it costs disk space, not memory.
+// Commands that need only the archive's tail (info) read it through HttpSource directly;
+// extract and convert of an archive write while they download (convert_remote, convert.h). The
+// others that read every byte (verify, and convert of a legacy model) download it first, with
+// HttpSource::fetch -- 64 MiB ranges, several at once, each checked against the first response's
+// validator -- into an unlinked temporary file in $TMPDIR, and then read that file as they read
+// a local one: one reading path, and the output is the local one's byte for byte. The file
+// vanishes with the process, even a killed one; it costs disk space, not memory.
 #ifndef ONNXZIP_CLI_REMOTE_H_
 #define ONNXZIP_CLI_REMOTE_H_
 
@@ -35,6 +36,8 @@ struct Download {
 // Downloads `url` with a progress bar labelled `label`. Errors: HttpSource's; kIo when the
 // temporary file cannot be made or written.
 Download download(const std::string& url, const GlobalOptions& global, const std::string& label);
+// The same for a source already opened.
+Download download(const HttpSource& source, const GlobalOptions& global, const std::string& label);
 
 // `message` with the paths of downloads replaced by their URLs (called by in_tool_terms).
 std::string in_remote_terms(std::string message);

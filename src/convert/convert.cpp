@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "convert_internal.h"
 #include "crc_worker.h"
 #include "external_data.h"
 #include "interrupted_edit.h"
@@ -91,26 +92,6 @@ void check_legacy_output(const fs::path& in, const fs::path& out,
       refuse_overwrite(in, it->path(), "the input archive (as a data file of the output)");
     }
   }
-}
-
-// What convert() refuses in its input before writing anything, naming the input file: a file
-// that parses as a ModelProto but is no model at all (a 0-byte file does), and an inline tensor
-// whose payload disagrees with its dims and type, which no writer can carry faithfully.
-void check_input_model(const fs::path& in, const ModelProto& model) {
-  if (!model.ir_version && !model.graph) {
-    std::error_code ec;
-    const bool empty_file = fs::file_size(in, ec) == 0 && !ec;
-    const std::string what =
-        empty_file ? "the file is empty" : "the model has neither an ir_version nor a graph";
-    throw Error(ErrorCode::kCorrupt, {.file = in.string()},
-                std::string(what) + ", so it is not an ONNX model");
-  }
-  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
-    if (const std::string problem = payload_problem(tensor); !problem.empty()) {
-      throw Error(ErrorCode::kCorrupt,
-                  {.file = in.string(), .tensor = tensor_label(tensor, site.path)}, problem);
-    }
-  });
 }
 
 // --- .onnxz -> legacy ---
@@ -194,7 +175,7 @@ void archive_to_legacy(const fs::path& in, const fs::path& out, const ConvertOpt
   load_options.inflate_payloads = true;  // load()'s rule: every payload is resolved.
   const Archive archive = Archive::open(in, load_options);
   const ModelProto model = model_with_payloads(archive);
-  check_input_model(in, model);
+  detail::check_input_model(in, model);
   LegacyWriteOptions write_options = options.legacy;
   if (options.progress) write_options.progress = options.progress;
   std::optional<PayloadCrcCheck> crc_check;
@@ -472,12 +453,33 @@ RepackResult Repacker::run() {
 
 }  // namespace
 
+namespace detail {
+
+void check_input_model(const fs::path& in, const ModelProto& model) {
+  if (!model.ir_version && !model.graph) {
+    std::error_code ec;
+    const bool empty_file = fs::file_size(in, ec) == 0 && !ec;
+    const std::string what =
+        empty_file ? "the file is empty" : "the model has neither an ir_version nor a graph";
+    throw Error(ErrorCode::kCorrupt, {.file = in.string()},
+                std::string(what) + ", so it is not an ONNX model");
+  }
+  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
+    if (const std::string problem = payload_problem(tensor); !problem.empty()) {
+      throw Error(ErrorCode::kCorrupt,
+                  {.file = in.string(), .tensor = tensor_label(tensor, site.path)}, problem);
+    }
+  });
+}
+
+}  // namespace detail
+
 ModelFormat convert(const fs::path& in, const fs::path& out, const ConvertOptions& options) {
   const ModelFormat format = detect_format(in);
   if (format == ModelFormat::kLegacy) {
     check_archive_output(in, out, options.read);
     const ModelProto model = read_legacy_model(in, options.read);
-    check_input_model(in, model);
+    detail::check_input_model(in, model);
     SaveOptions save_options = options.archive;
     if (options.progress) save_options.progress = options.progress;
     save(model, out, save_options);

@@ -26,6 +26,7 @@
 
 #include "check.h"
 #include "external_data.h"
+#include "legacy_fill.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
@@ -388,6 +389,8 @@ TensorProto external_substitute(const TensorProto& tensor, const std::string& lo
   return out;
 }
 
+constexpr std::uint8_t kZeroByte[1] = {0};
+
 std::string data_file_name(const std::string& base, std::size_t index) {
   return index == 0 ? base : base + "." + std::to_string(index);
 }
@@ -397,15 +400,17 @@ std::string data_file_name(const std::string& base, std::size_t index) {
 // One write_legacy_model call: the request, checked when constructed, then its steps in order.
 class LegacyWriter final {
  public:
+  // With `fill`, the payloads are written by it (legacy_fill.h), always in external mode.
   LegacyWriter(const ModelProto& model, const std::filesystem::path& out,
-               const LegacyWriteOptions& options);
+               const LegacyWriteOptions& options,
+               const detail::LegacyPayloadFiller* fill = nullptr);
   void write() const;
+  std::vector<Placement> place_payloads() const;
 
  private:
   // The model with its payloads inline, when the mode allows it and it fits protobuf's limit;
   // false when it must be written with external data.
   bool write_inline() const;
-  std::vector<Placement> place_payloads() const;
   // The bytes the tensor's payload takes in a data file; nullopt for one that stays inline.
   std::optional<std::uint64_t> external_size(const TensorProto& tensor,
                                              const TensorSite& site) const;
@@ -418,6 +423,7 @@ class LegacyWriter final {
   const ModelProto& model_;
   const std::filesystem::path& out_;
   const LegacyWriteOptions& options_;
+  const detail::LegacyPayloadFiller* fill_;
   const std::string target_;  // The model file, for messages.
   const std::string model_name_;
   std::string base_name_;  // Of the first data file (see data_file_name).
@@ -427,10 +433,12 @@ class LegacyWriter final {
 constexpr std::size_t kModelFileBufferSize = std::size_t{1} << 16;
 
 LegacyWriter::LegacyWriter(const ModelProto& model, const std::filesystem::path& out,
-                           const LegacyWriteOptions& options)
+                           const LegacyWriteOptions& options,
+                           const detail::LegacyPayloadFiller* fill)
     : model_(model),
       out_(out),
       options_(options),
+      fill_(fill),
       target_(out.string()),
       model_name_(out.filename().string()) {
   if (model_name_.empty() || !is_plain_file_name(model_name_)) {
@@ -463,7 +471,7 @@ LegacyWriter::LegacyWriter(const ModelProto& model, const std::filesystem::path&
 }
 
 void LegacyWriter::write() const {
-  if (write_inline()) return;
+  if (fill_ == nullptr && write_inline()) return;
   const std::vector<Placement> placements = place_payloads();
   // The model as written: the placed tensors replaced by references.
   TensorSubstitutions substitute_of;
@@ -475,10 +483,11 @@ void LegacyWriter::write() const {
   }
   SerializeOptions serialize_options;
   serialize_options.substitutions = &substitute_of;
-  const MessageSerializer<ModelProto> external_model(model_, serialize_options);
-  if (external_model.size() > kMaxProtobufBytes) {
+  std::optional<MessageSerializer<ModelProto>> external_model(std::in_place, model_,
+                                                              serialize_options);
+  if (external_model->size() > kMaxProtobufBytes) {
     throw Error(ErrorCode::kLimitExceeded, {.file = target_},
-                "the model still serializes to " + std::to_string(external_model.size()) +
+                "the model still serializes to " + std::to_string(external_model->size()) +
                     " bytes with its initializers external, more than protobuf's limit of " +
                     std::to_string(kMaxProtobufBytes) +
                     "; lower the threshold or externalize attributes and sparse tensors");
@@ -490,12 +499,16 @@ void LegacyWriter::write() const {
   // (commit_together): a crash at any instant leaves the old set, the new set or no model.
   std::uint64_t payload_bytes = 0;
   for (const Placement& p : placements) payload_bytes += p.size;
-  detail::ProgressMeter meter(options_.progress, payload_bytes);
+  static const ProgressCallback kNoProgress;
+  detail::ProgressMeter meter(fill_ == nullptr ? options_.progress : kNoProgress, payload_bytes);
   const std::vector<std::unique_ptr<AtomicOutputFile>> data_files =
       write_data_files(placements, file_count, meter);
+  // The serializer copied small payloads when it was made: those a filler has just written (the
+  // ones that stay inline) are copied again.
+  if (fill_ != nullptr) external_model.emplace(model_, serialize_options);
   AtomicOutputFile model_file(out_, options_.output, kModelFileBufferSize);
   FileSink sink(model_file);
-  external_model.write(sink);
+  external_model->write(sink);
   meter.finish();  // Before the renames: a callback that throws still cancels the write.
   std::vector<AtomicOutputFile*> others;
   for (const auto& file : data_files) others.push_back(file.get());
@@ -585,6 +598,27 @@ std::vector<std::unique_ptr<AtomicOutputFile>> LegacyWriter::write_data_files(
     const std::vector<Placement>& placements, std::size_t file_count,
     detail::ProgressMeter& meter) const {
   std::vector<std::unique_ptr<AtomicOutputFile>> data_files;
+  if (fill_ != nullptr) {
+    std::vector<std::uint64_t> file_end(file_count, 0);
+    std::vector<detail::LegacyPlacement> placed;
+    placed.reserve(placements.size());
+    for (const Placement& p : placements) {
+      file_end[p.file] = p.offset + p.size;  // Each file ends with its last payload.
+      placed.push_back({p.tensor, p.file, p.offset, p.size});
+    }
+    std::vector<AtomicOutputFile*> files;
+    for (std::size_t i = 0; i < file_count; ++i) {
+      AtomicOutputFile& file = *data_files.emplace_back(std::make_unique<AtomicOutputFile>(
+          out_.parent_path() / data_file_name(base_name_, i), options_.output));
+      file.reserve(file_end[i]);
+      // The file's size even when its last payload is empty; the filler overwrites a payload
+      // byte here.
+      if (file_end[i] > 0) file.write_at(file_end[i] - 1, ByteSpan(kZeroByte));
+      files.push_back(&file);
+    }
+    (*fill_)(placed, files);
+    return data_files;
+  }
   auto next = placements.begin();
   for (std::size_t i = 0; i < file_count; ++i) {
     AtomicOutputFile& file = *data_files.emplace_back(std::make_unique<AtomicOutputFile>(
@@ -652,5 +686,24 @@ void write_legacy_model(const ModelProto& model, const std::filesystem::path& ou
                         const LegacyWriteOptions& options) {
   LegacyWriter(model, out, options).write();
 }
+
+namespace detail {
+
+std::vector<LegacyPlacement> plan_legacy_data_files(const ModelProto& model,
+                                                    const std::filesystem::path& out,
+                                                    const LegacyWriteOptions& options) {
+  std::vector<LegacyPlacement> placed;
+  for (const Placement& p : LegacyWriter(model, out, options).place_payloads()) {
+    placed.push_back({p.tensor, p.file, p.offset, p.size});
+  }
+  return placed;
+}
+
+void write_legacy_model_filled(const ModelProto& model, const std::filesystem::path& out,
+                               const LegacyWriteOptions& options, const LegacyPayloadFiller& fill) {
+  LegacyWriter(model, out, options, &fill).write();
+}
+
+}  // namespace detail
 
 }  // namespace onnxzip

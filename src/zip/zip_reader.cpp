@@ -204,6 +204,42 @@ TensorBytes ZipReader::located_data(const ZipEntry& e, const TensorBytes& read,
       read.owner());
 }
 
+std::uint64_t ZipReader::limit_of(const ZipEntry& entry) const {
+  const ZipEntry& e = own_entry(entry, "limit_of");
+  return e.index + 1 < entries_.size() ? entries_[e.index + 1].local_header_offset
+                                       : central_directory_offset_;
+}
+
+std::optional<ZipEntry> ZipReader::locate(const ZipEntry& entry, ByteSpan header) const {
+  const ZipEntry& e = own_entry(entry, "locate");
+  if (!e.is_stored() || e.has_data_descriptor) {
+    throw Error(ErrorCode::kUnsupported, entry_place(e),
+                "locate: only a stored entry without a data descriptor is located from its "
+                "local header alone");
+  }
+  if (e.local_header_read) return e;
+  if (header.size() < zip::LocalFileHeader::kSize) return std::nullopt;
+  // The reader asks for more than `header` only when the header is longer than it.
+  struct TooFew {};
+  const ZipEntry* const next = e.index + 1 < entries_.size() ? &entries_[e.index + 1] : nullptr;
+  const zip::ZipPlaces places(source_->name());
+  const zip::LocalHeaderReader reader(
+      places, central_directory_offset_,
+      [&](std::uint64_t offset, std::uint64_t size) -> ByteSpan {
+        const std::uint64_t at = offset - e.local_header_offset;
+        if (!fits(at, size, header.size())) throw TooFew{};
+        return header.subspan(static_cast<std::size_t>(at), static_cast<std::size_t>(size));
+      },
+      nullptr, nullptr);
+  std::optional<ZipEntry> located = e;
+  try {
+    reader.read(*located, next, header);
+  } catch (const TooFew&) {
+    return std::nullopt;
+  }
+  return located;
+}
+
 // A deflated entry inflated: whole, or above spill_threshold into a spill file whose CRC-32 is
 // checked on the way.
 TensorBytes ZipReader::inflated_data(const ZipEntry& e) const {
