@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -159,6 +160,65 @@ TEST_F(SigningTest, APayloadByteChangedWithItsCrcFixedFailsNamingTheEntry) {
             std::string::npos)
       << report.findings[0].message;
   EXPECT_FALSE(report.loadable());
+}
+
+// Flips a byte of `entry`'s data in `bytes`; with `fix_crc` its CRC-32 is fixed in both headers,
+// so that only the digest can tell.
+void change_payload_byte(std::vector<std::uint8_t>& bytes, const ZipEntry& entry, bool fix_crc) {
+  bytes[entry.data_offset + entry.size / 2] ^= 0x40;
+  if (!fix_crc) return;
+  const std::uint32_t crc = crc32(ByteSpan(bytes).subspan(entry.data_offset, entry.size));
+  for (const std::uint64_t field :
+       {entry.local_header_offset + 14, entry.central_header_offset + 16}) {
+    for (int i = 0; i < 4; ++i) bytes[field + i] = static_cast<std::uint8_t>(crc >> (8 * i));
+  }
+}
+
+TEST_F(SigningTest, EveryMismatchIsFoundAndTheReportIsTheSameOnAnyNumberOfThreads) {
+  ModelProto model;
+  model.ir_version = 8;
+  constexpr int kTensors = 24;
+  for (int i = 0; i < kTensors; ++i) {
+    model.graph.ensure().initializer.push_back(
+        test_support::raw_tensor("t" + std::to_string(i), TensorProto::kFloat, {1000 + 37 * i},
+                                 static_cast<std::uint8_t>(i)));
+  }
+  save(model, archive_);
+  sign_with_a();
+  std::vector<std::uint8_t> bytes = read_file_bytes(archive_);
+  const ZipReader zip = ZipReader::from_bytes(bytes, kNoOwner);
+  // Every payload changed: whichever thread reads an entry must find it. Every third one keeps
+  // its old CRC-32, so the CRC check finds it and the digest check stays silent about it.
+  for (int i = 0; i < kTensors; ++i) {
+    change_payload_byte(bytes, *zip.find("t" + std::to_string(i)), i % 3 != 0);
+  }
+  test_support::write_file_bytes(archive_, std::string(bytes.begin(), bytes.end()));
+
+  VerifyOptions options;
+  options.public_key = PublicKey::load(keys_.public_pem);
+  options.threads = 1;
+  const VerifyReport one = verify(archive_, options);
+  ASSERT_EQ(one.findings.size(), static_cast<std::size_t>(kTensors)) << findings_text(one);
+  std::set<std::string> named;
+  for (const VerifyFinding& finding : one.findings) {
+    EXPECT_EQ(finding.severity, Severity::kError);
+    ASSERT_EQ(finding.entry.front(), 't') << finding.message;
+    const int i = std::stoi(finding.entry.substr(1));
+    const std::string expected = i % 3 != 0 ? "its SHA-256 is " : "CRC-32 mismatch";
+    EXPECT_NE(finding.message.find(expected), std::string::npos) << finding.message;
+    named.insert(finding.entry);
+  }
+  EXPECT_EQ(named.size(), static_cast<std::size_t>(kTensors));
+  for (const std::size_t threads : {2u, 3u, 0u}) {
+    options.threads = threads;
+    const VerifyReport many = verify(archive_, options);
+    EXPECT_EQ(findings_text(many), findings_text(one)) << threads << " threads";
+    ASSERT_EQ(many.findings.size(), one.findings.size());
+    for (std::size_t k = 0; k < one.findings.size(); ++k) {
+      EXPECT_EQ(many.findings[k].entry, one.findings[k].entry);
+      EXPECT_EQ(many.findings[k].offset, one.findings[k].offset);
+    }
+  }
 }
 
 // An archive whose __DIGESTS says what `entries` says, written by hand.
