@@ -338,6 +338,32 @@ TEST_F(SigningTest, EditsRewriteTheDigestsAndResignOrDropTheSignature) {
   }
 }
 
+// The edit of a signed archive reads the central directory and the tail's local headers
+// (`__DIGESTS`, `__SIGNATURE`, the model and the payload before them), not one per payload: a
+// broken local header of an earlier payload goes unread (a full open refuses the file).
+TEST_F(SigningTest, ASignedEditReadsOnlyTheTailsLocalHeaders) {
+  sign_with_a();
+  std::vector<std::uint8_t> bytes = read_file_bytes(archive_);
+  const std::uint64_t first_header = ZipReader::open(archive_).entries()[0].local_header_offset;
+  bytes[first_header] ^= 0xFF;
+  test_support::write_file_bytes(archive_, std::string(bytes.begin(), bytes.end()));
+  EXPECT_THROW((void)ZipReader::open(archive_), Error);
+
+  EditOptions options;
+  options.signing_key = PrivateKey::load(keys_.private_pem);
+  options.output.durable = false;
+  const EditResult result = edit_model_properties(
+      archive_, [](ModelProto& model) { model.doc_string = "tail only"; }, options);
+  EXPECT_TRUE(result.signed_again);
+
+  bytes = read_file_bytes(archive_);
+  bytes[first_header] ^= 0xFF;
+  test_support::write_file_bytes(archive_, std::string(bytes.begin(), bytes.end()));
+  const VerifyReport report = verify_with(archive_, &keys_);
+  EXPECT_TRUE(report.ok()) << findings_text(report);
+  EXPECT_EQ(load(archive_).doc_string, "tail only");
+}
+
 TEST_F(SigningTest, AnEditInterruptedAtEachStepLeavesAnArchiveThatVerifies) {
   sign_with_a();
   for (const archive_detail::TailStep step :
