@@ -12,6 +12,7 @@
 
 #include "crc32.h"
 #include "onnxzip/archive.h"
+#include "onnxzip/convert.h"
 #include "onnxzip/edit.h"
 #include "onnxzip/error.h"
 #include "support/external_tool.h"
@@ -423,6 +424,63 @@ TEST_F(SigningTest, WritingWithDigestsHashesEveryEntryAsItIsWritten) {
   }());
   const VerifyReport report = verify(path);
   EXPECT_TRUE(report.ok()) << findings_text(report);
+}
+
+// Entries large enough for the writer's second thread (spans, a producer's pieces, and a legacy
+// model's external data, which the kernel copies from the mapped file while the thread reads it
+// with pread) are hashed there: the digests are those of the bytes in the archive.
+TEST_F(SigningTest, LargeEntriesAreHashedAsTheyAreCopied) {
+  ModelProto model;
+  model.ir_version = 8;
+  model.graph.ensure().initializer.push_back(
+      test_support::raw_tensor("big", TensorProto::kFloat, {300, 1000}, 4));
+  model.graph->initializer.push_back(
+      test_support::raw_tensor("small", TensorProto::kFloat, {10}, 5));
+  const std::filesystem::path legacy = dir_ / "legacy.onnx";
+  LegacyWriteOptions external;
+  external.mode = LegacyWriteOptions::Mode::kExternal;
+  write_legacy_model(model, legacy, external);
+  const std::filesystem::path converted = dir_ / "converted.onnxz";
+  ConvertOptions convert_options;
+  convert_options.archive.digests = true;
+  convert(legacy, converted, convert_options);
+
+  const std::filesystem::path written = dir_ / "written.onnxz";
+  SaveOptions options;
+  options.digests = true;
+  {
+    ArchiveWriter writer(written, options);
+    const std::vector<std::uint8_t> bytes = test_support::pattern_bytes(700 << 10, 9);
+    const std::int64_t dims[] = {static_cast<std::int64_t>(bytes.size())};
+    const TensorRef ref =
+        writer.add_tensor("streamed", TensorProto::kUint8, dims, [&](EntrySink& sink) {
+          for (ByteSpan rest(bytes); !rest.empty();) {
+            const ByteSpan piece = rest.first(std::min<std::size_t>(rest.size(), 300 << 10));
+            sink.write(piece);
+            rest = rest.subspan(piece.size());
+          }
+        });
+    ModelProto with_streamed = model;
+    TensorProto& streamed = with_streamed.graph->initializer.emplace_back();
+    streamed.name = "streamed";
+    streamed.data_type = TensorProto::kUint8;
+    streamed.dims = {dims[0]};
+    ref.apply_to(streamed);
+    writer.finish(with_streamed);
+  }
+  for (const std::filesystem::path& path : {converted, written}) {
+    SCOPED_TRACE(path.string());
+    const ZipReader zip = ZipReader::open(path);
+    const DigestStatement statement =
+        decode_digests(zip.data(*zip.find(kDigestsEntryName)).view(), {}, "x");
+    std::vector<EntryDigest> expected = true_digests(path);
+    std::sort(expected.begin(), expected.end(),
+              [](const EntryDigest& a, const EntryDigest& b) { return a.name < b.name; });
+    EXPECT_EQ(statement.entries, expected);
+    EXPECT_GE(zip.find("big")->size, std::uint64_t{1} << 20);
+    const VerifyReport report = verify(path);
+    EXPECT_TRUE(report.ok()) << findings_text(report);
+  }
 }
 
 TEST_F(SigningTest, UnzipSha256sumAndPythonCryptographyAgreeWithTheEntries) {
