@@ -93,5 +93,54 @@ TEST(CliSignTest, SignVerifyInfoAndEditAsAUserWould) {
   EXPECT_CONTAINS(run.out, "integrity       digests of 2 entries, not signed");
 }
 
+// repack --digests (and convert --digests) write __DIGESTS whose digests are what sha256sum says
+// of the entries unzip extracts; the input's own integrity entries are not copied.
+TEST(CliSignTest, RepackAndConvertWithDigestsAgreeWithSha256sum) {
+  if (!test_support::find_tool("unzip") || !test_support::find_tool("sha256sum")) {
+    GTEST_SKIP() << "no unzip or sha256sum";
+  }
+  const ScratchDir dir("cli_repack_digests");
+  ModelProto model;
+  model.ir_version = 8;
+  model.opset_import.emplace_back().version = 17;
+  model.graph.ensure().initializer.push_back(
+      test_support::raw_tensor("w", TensorProto::kFloat, {300, 300}, 1));
+  model.graph->initializer.push_back(test_support::raw_tensor("b", TensorProto::kFloat, {300}, 2));
+  const std::string archive = (dir / "m.onnxz").string();
+  save(model, archive);
+  CliRun run = run_cli(dir, {"sign", archive, "--digests-only"});
+  ASSERT_EQ(run.exit_code, 0) << run;
+  const std::string legacy = (dir / "m.onnx").string();
+  run = run_cli(dir, {"convert", archive, legacy, "--external-data"});
+  ASSERT_EQ(run.exit_code, 0) << run;
+
+  const std::vector<std::vector<std::string>> writes = {
+      {"repack", archive, (dir / "repacked.onnxz").string(), "--digests"},
+      {"convert", legacy, (dir / "converted.onnxz").string(), "--digests"}};
+  for (const std::vector<std::string>& args : writes) {
+    SCOPED_TRACE(args[0]);
+    run = run_cli(dir, args);
+    ASSERT_EQ(run.exit_code, 0) << run;
+    run = run_cli(dir, {"verify", args[2]});
+    EXPECT_EQ(run.exit_code, 0) << run;
+    const fs::path out = dir / (args[0] + "_unzipped");
+    const auto unzipped =
+        run_tool("unzip -q " + shell_quote(args[2]) + " -d " + shell_quote(out.string()));
+    ASSERT_EQ(unzipped.exit_code, 0) << unzipped.output;
+    const auto checked = run_tool("cd " + shell_quote(out.string()) + R"( && /usr/bin/python3 -c '
+import json, os, subprocess
+resources = json.load(open("__DIGESTS"))["predicate"]["resources"]
+names = sorted(n for n in os.listdir(".") if n != "__DIGESTS")
+assert [r["name"] for r in resources] == names, (resources, names)
+for r in resources:
+    digest = subprocess.run(["sha256sum", r["name"]], capture_output=True, text=True).stdout
+    assert digest.split()[0] == r["digest"], r["name"]
+print("agree", len(resources))
+')");
+    EXPECT_EQ(checked.exit_code, 0) << checked.output;
+    EXPECT_EQ(checked.output, "agree 3\n");
+  }
+}
+
 }  // namespace
 }  // namespace onnxzip

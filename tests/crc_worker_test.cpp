@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -38,6 +39,42 @@ TEST(CrcWorker, MemoryGivesTheSameCrcAsCrc32AndChains) {
   EXPECT_EQ(worker.wait(), crc32(all));
   worker.start(all.first(0), 0x12345678);  // Nothing to add: the previous CRC.
   EXPECT_EQ(worker.wait(), 0x12345678u);
+}
+
+// The observer (a writer's SHA-256) is handed every byte once, in order, from memory and from a
+// mapped file's pread buffer alike, beside the CRC.
+TEST(CrcWorker, TheObserverSeesEveryByteInOrder) {
+  ScratchDir dir("crc_worker_observer");
+  const fs::path path = dir / "weights.bin";
+  const std::vector<std::uint8_t> bytes = testing::pattern((3 << 20) + 77, 5);
+  write_file_bytes(path, bytes);
+  const auto file = MappedFile::open(path);
+  detail::CrcWorker worker;
+  for (const ByteSpan source : {ByteSpan(bytes), file->bytes()}) {
+    std::vector<std::uint8_t> seen;
+    std::size_t pieces = 0;
+    const detail::PieceObserver observer = [&](ByteSpan piece) {
+      seen.insert(seen.end(), piece.begin(), piece.end());
+      ++pieces;
+    };
+    worker.start(source.subspan(3), 0, &observer);
+    EXPECT_EQ(worker.wait(), crc32(ByteSpan(bytes).subspan(3)));
+    EXPECT_TRUE(std::equal(seen.begin(), seen.end(), bytes.begin() + 3, bytes.end()));
+    EXPECT_EQ(seen.size(), bytes.size() - 3);
+    EXPECT_GT(pieces, 1u);  // In pieces that fit a cache, not the whole at once.
+  }
+  // An Error from the observer is the worker's.
+  const detail::PieceObserver failing = [](ByteSpan) {
+    throw Error(ErrorCode::kIo, "SHA-256: no more");
+  };
+  worker.start(ByteSpan(bytes), 0, &failing);
+  try {
+    (void)worker.wait();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_EQ(e.message(), "SHA-256: no more");
+  }
 }
 
 TEST(CrcWorker, MappedBytesAreReadFromTheirFileWithTheSameCrc) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "crc32.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/byte_source.h"
+#include "onnxzip/convert.h"
 #include "onnxzip/edit.h"
 #include "onnxzip/error.h"
 #include "support/external_tool.h"
@@ -167,6 +169,65 @@ TEST_F(SigningTest, APayloadByteChangedWithItsCrcFixedFailsNamingTheEntry) {
   EXPECT_FALSE(report.loadable());
 }
 
+// Flips a byte of `entry`'s data in `bytes`; with `fix_crc` its CRC-32 is fixed in both headers,
+// so that only the digest can tell.
+void change_payload_byte(std::vector<std::uint8_t>& bytes, const ZipEntry& entry, bool fix_crc) {
+  bytes[entry.data_offset + entry.size / 2] ^= 0x40;
+  if (!fix_crc) return;
+  const std::uint32_t crc = crc32(ByteSpan(bytes).subspan(entry.data_offset, entry.size));
+  for (const std::uint64_t field :
+       {entry.local_header_offset + 14, entry.central_header_offset + 16}) {
+    for (int i = 0; i < 4; ++i) bytes[field + i] = static_cast<std::uint8_t>(crc >> (8 * i));
+  }
+}
+
+TEST_F(SigningTest, EveryMismatchIsFoundAndTheReportIsTheSameOnAnyNumberOfThreads) {
+  ModelProto model;
+  model.ir_version = 8;
+  constexpr int kTensors = 24;
+  for (int i = 0; i < kTensors; ++i) {
+    model.graph.ensure().initializer.push_back(
+        test_support::raw_tensor("t" + std::to_string(i), TensorProto::kFloat, {1000 + 37 * i},
+                                 static_cast<std::uint8_t>(i)));
+  }
+  save(model, archive_);
+  sign_with_a();
+  std::vector<std::uint8_t> bytes = read_file_bytes(archive_);
+  const ZipReader zip = ZipReader::from_bytes(bytes, kNoOwner);
+  // Every payload changed: whichever thread reads an entry must find it. Every third one keeps
+  // its old CRC-32, so the CRC check finds it and the digest check stays silent about it.
+  for (int i = 0; i < kTensors; ++i) {
+    change_payload_byte(bytes, *zip.find("t" + std::to_string(i)), i % 3 != 0);
+  }
+  test_support::write_file_bytes(archive_, std::string(bytes.begin(), bytes.end()));
+
+  VerifyOptions options;
+  options.public_key = PublicKey::load(keys_.public_pem);
+  options.threads = 1;
+  const VerifyReport one = verify(archive_, options);
+  ASSERT_EQ(one.findings.size(), static_cast<std::size_t>(kTensors)) << findings_text(one);
+  std::set<std::string> named;
+  for (const VerifyFinding& finding : one.findings) {
+    EXPECT_EQ(finding.severity, Severity::kError);
+    ASSERT_EQ(finding.entry.front(), 't') << finding.message;
+    const int i = std::stoi(finding.entry.substr(1));
+    const std::string expected = i % 3 != 0 ? "its SHA-256 is " : "CRC-32 mismatch";
+    EXPECT_NE(finding.message.find(expected), std::string::npos) << finding.message;
+    named.insert(finding.entry);
+  }
+  EXPECT_EQ(named.size(), static_cast<std::size_t>(kTensors));
+  for (const std::size_t threads : {2u, 3u, 0u}) {
+    options.threads = threads;
+    const VerifyReport many = verify(archive_, options);
+    EXPECT_EQ(findings_text(many), findings_text(one)) << threads << " threads";
+    ASSERT_EQ(many.findings.size(), one.findings.size());
+    for (std::size_t k = 0; k < one.findings.size(); ++k) {
+      EXPECT_EQ(many.findings[k].entry, one.findings[k].entry);
+      EXPECT_EQ(many.findings[k].offset, one.findings[k].offset);
+    }
+  }
+}
+
 // An archive whose __DIGESTS says what `entries` says, written by hand.
 void write_with_digests(const std::filesystem::path& path, const std::string& digests) {
   const ModelProto model = two_tensor_model();
@@ -284,6 +345,32 @@ TEST_F(SigningTest, EditsRewriteTheDigestsAndResignOrDropTheSignature) {
   }
 }
 
+// The edit of a signed archive reads the central directory and the tail's local headers
+// (`__DIGESTS`, `__SIGNATURE`, the model and the payload before them), not one per payload: a
+// broken local header of an earlier payload goes unread (a full open refuses the file).
+TEST_F(SigningTest, ASignedEditReadsOnlyTheTailsLocalHeaders) {
+  sign_with_a();
+  std::vector<std::uint8_t> bytes = read_file_bytes(archive_);
+  const std::uint64_t first_header = ZipReader::open(archive_).entries()[0].local_header_offset;
+  bytes[first_header] ^= 0xFF;
+  test_support::write_file_bytes(archive_, std::string(bytes.begin(), bytes.end()));
+  EXPECT_THROW((void)ZipReader::open(archive_), Error);
+
+  EditOptions options;
+  options.signing_key = PrivateKey::load(keys_.private_pem);
+  options.output.durable = false;
+  const EditResult result = edit_model_properties(
+      archive_, [](ModelProto& model) { model.doc_string = "tail only"; }, options);
+  EXPECT_TRUE(result.signed_again);
+
+  bytes = read_file_bytes(archive_);
+  bytes[first_header] ^= 0xFF;
+  test_support::write_file_bytes(archive_, std::string(bytes.begin(), bytes.end()));
+  const VerifyReport report = verify_with(archive_, &keys_);
+  EXPECT_TRUE(report.ok()) << findings_text(report);
+  EXPECT_EQ(load(archive_).doc_string, "tail only");
+}
+
 TEST_F(SigningTest, AnEditInterruptedAtEachStepLeavesAnArchiveThatVerifies) {
   sign_with_a();
   for (const archive_detail::TailStep step :
@@ -343,6 +430,63 @@ TEST_F(SigningTest, WritingWithDigestsHashesEveryEntryAsItIsWritten) {
   }());
   const VerifyReport report = verify(path);
   EXPECT_TRUE(report.ok()) << findings_text(report);
+}
+
+// Entries large enough for the writer's second thread (spans, a producer's pieces, and a legacy
+// model's external data, which the kernel copies from the mapped file while the thread reads it
+// with pread) are hashed there: the digests are those of the bytes in the archive.
+TEST_F(SigningTest, LargeEntriesAreHashedAsTheyAreCopied) {
+  ModelProto model;
+  model.ir_version = 8;
+  model.graph.ensure().initializer.push_back(
+      test_support::raw_tensor("big", TensorProto::kFloat, {300, 1000}, 4));
+  model.graph->initializer.push_back(
+      test_support::raw_tensor("small", TensorProto::kFloat, {10}, 5));
+  const std::filesystem::path legacy = dir_ / "legacy.onnx";
+  LegacyWriteOptions external;
+  external.mode = LegacyWriteOptions::Mode::kExternal;
+  write_legacy_model(model, legacy, external);
+  const std::filesystem::path converted = dir_ / "converted.onnxz";
+  ConvertOptions convert_options;
+  convert_options.archive.digests = true;
+  convert(legacy, converted, convert_options);
+
+  const std::filesystem::path written = dir_ / "written.onnxz";
+  SaveOptions options;
+  options.digests = true;
+  {
+    ArchiveWriter writer(written, options);
+    const std::vector<std::uint8_t> bytes = test_support::pattern_bytes(700 << 10, 9);
+    const std::int64_t dims[] = {static_cast<std::int64_t>(bytes.size())};
+    const TensorRef ref =
+        writer.add_tensor("streamed", TensorProto::kUint8, dims, [&](EntrySink& sink) {
+          for (ByteSpan rest(bytes); !rest.empty();) {
+            const ByteSpan piece = rest.first(std::min<std::size_t>(rest.size(), 300 << 10));
+            sink.write(piece);
+            rest = rest.subspan(piece.size());
+          }
+        });
+    ModelProto with_streamed = model;
+    TensorProto& streamed = with_streamed.graph->initializer.emplace_back();
+    streamed.name = "streamed";
+    streamed.data_type = TensorProto::kUint8;
+    streamed.dims = {dims[0]};
+    ref.apply_to(streamed);
+    writer.finish(with_streamed);
+  }
+  for (const std::filesystem::path& path : {converted, written}) {
+    SCOPED_TRACE(path.string());
+    const ZipReader zip = ZipReader::open(path);
+    const DigestStatement statement =
+        decode_digests(zip.data(*zip.find(kDigestsEntryName)).view(), {}, "x");
+    std::vector<EntryDigest> expected = true_digests(path);
+    std::sort(expected.begin(), expected.end(),
+              [](const EntryDigest& a, const EntryDigest& b) { return a.name < b.name; });
+    EXPECT_EQ(statement.entries, expected);
+    EXPECT_GE(zip.find("big")->size, std::uint64_t{1} << 20);
+    const VerifyReport report = verify(path);
+    EXPECT_TRUE(report.ok()) << findings_text(report);
+  }
 }
 
 TEST_F(SigningTest, UnzipSha256sumAndPythonCryptographyAgreeWithTheEntries) {

@@ -362,6 +362,37 @@ TEST_P(OverSources, TailScopeReadsOnlyTheLastTwoLocalHeaders) {
   }
 }
 
+// ZipReaderOptions::tail_local_headers widens kTail to the last N entries (a signed archive's
+// edit reads four): those N can be read, the one before them cannot, and a fault in its local
+// header goes unseen.
+TEST_P(OverSources, TailScopeReadsTheLastNLocalHeadersItIsAskedFor) {
+  std::vector<TestEntry> entries;
+  for (int i = 0; i < 6; ++i) {
+    entries.push_back(stored("entry_" + std::to_string(i), pattern(100 + 10 * i, i)));
+  }
+  const BuiltZip z = build_zip(entries);
+  const ZipReaderOptions tail{.local_headers = LocalHeaderScope::kTail, .tail_local_headers = 4};
+  const ZipReader r = open(z.span(), tail);
+  ASSERT_EQ(r.entries().size(), 6u);
+  for (std::size_t i = 0; i < 6; ++i) {
+    const ZipEntry& e = r.entries()[i];
+    EXPECT_EQ(e.local_header_read, i >= 2) << e.name;
+    if (i >= 2) {
+      EXPECT_TRUE(equal_bytes(r.data(e).view(), entries[i].data)) << e.name;
+    } else {
+      expect_error([&] { r.verify(e); }, ErrorCode::kBadState,
+                   {e.name, "which reads only the last 4 entries"});
+    }
+  }
+  Bytes broken = z.bytes;
+  broken[z.entries[1].local_header_offset] ^= 0xFF;
+  EXPECT_EQ(open(broken, tail).entries().size(), 6u);
+  broken = z.bytes;
+  broken[z.entries[2].local_header_offset] ^= 0xFF;
+  expect_error([&] { (void)open(broken, tail); }, ErrorCode::kCorrupt,
+               {entries[2].name, "bad signature"});
+}
+
 // A file replaced after it was opened and checked: the reader reads the file it was given (its
 // mapping, and its local headers through its descriptor), never what the path names by then.
 TEST(ZipReader, OpenReadsTheFileItIsGivenNotWhatItsPathNamesNow) {

@@ -402,6 +402,10 @@ struct VerifyOptions {
   // key, a bad signature are errors.
   std::optional<PublicKey> public_key{};
   IntegrityLimits integrity{};
+  // Threads that read the entries for their CRC-32s and SHA-256s, entries shared out among them
+  // (one entry is read by one thread): 0 for one per core. The report is the same whatever the
+  // number.
+  std::size_t threads = 0;
 };
 
 // Checks the archive at `path` against the spec: everything load() checks (as kError), the

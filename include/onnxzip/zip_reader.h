@@ -88,8 +88,10 @@ inline constexpr std::uint64_t kCompressionRatioGraceSize = std::uint64_t{1} << 
 // Which local headers ZipReader::open reads and checks against their central records.
 enum class LocalHeaderScope {
   kAll,  // Every entry's: the whole structure is checked, and every entry can be read.
-  // Only the last two entries' (in file order): the last one can be read, and where the one
-  // before it ends is known -- what rewriting the last entry in place needs (replace_model).
+  // Only the last ZipReaderOptions::tail_local_headers entries' (in file order; at least two):
+  // they can be read, and where the one before the last ends is known -- what rewriting the
+  // last entries in place needs (replace_model; a signed archive's edit, whose tail is
+  // `__DIGESTS`, `__SIGNATURE` and `__MODEL_PROTO`).
   // Every other entry is known from its central record alone: its data_offset and end_offset
   // are 0, its local_extra is empty, the findings say nothing of its local header, and data(),
   // stored_data(), verified_data(), stream() and verify() refuse it (Error(kBadState)). Opening
@@ -125,6 +127,9 @@ struct ZipReaderOptions {
   // when that is unset. On a tmpfs the spilled bytes live in memory (shared, not anonymous).
   std::filesystem::path spill_directory{};
   LocalHeaderScope local_headers = LocalHeaderScope::kAll;
+  // With LocalHeaderScope::kTail: how many entries at the end have their local headers read
+  // (fewer than 2 count as 2).
+  std::size_t tail_local_headers = 2;
   // For a source that reads ranges (ByteSource::Access::kRanges): the bytes the open reads first
   // from the end of the archive (at least the 22 + 65535 an end record is searched in). When the
   // end records, the central directory and the last entry (in an .onnxz, the model) fit, that

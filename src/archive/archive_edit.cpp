@@ -245,9 +245,12 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   const ArchiveFile file(archive, options.output.follow_symlinks);
   // An in-place edit rewrites the model entry, which starts where the entry before it ends, and
   // keeps every other entry's bytes as they are: it needs their central records, not their local
-  // headers, whose reading would be most of its cost (one read per entry).
+  // headers, whose reading would be most of its cost (one read per entry). A signed archive's
+  // tail is `__DIGESTS`, `__SIGNATURE` and the model (spec §12.1), and the edit rewrites it from
+  // where the payload before it ends: four local headers at most.
   ZipReaderOptions tail_only = options.zip;
   tail_only.local_headers = LocalHeaderScope::kTail;
+  tail_only.tail_local_headers = 4;
   const ZipReader zip = archive_detail::open_zip(ByteSource::of_file(file.map()), tail_only);
   const ZipEntry* const model_entry =
       archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
@@ -294,28 +297,25 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
                                                   zip::declared_alignment(zip), file.fd(),
                                                   file_size, options.output.durable);
   } else {
-    // spec §12.4: the integrity entries before the model are rewritten with it. Where the entry
-    // before them ends is in its local header, which the tail-only read may not have reached.
-    ZipReaderOptions every_header = options.zip;
-    every_header.local_headers = LocalHeaderScope::kAll;
-    const ZipReader whole = archive_detail::open_zip(ByteSource::of_file(file.map()), every_header);
-    const ZipEntry& model = whole.entries()[model_entry->index];
+    // spec §12.4: the integrity entries before the model are rewritten with it. In their place
+    // (checked here) they are among the tail whose local headers were read, with the entry
+    // before them.
     const archive_detail::IntegrityPlace place =
-        archive_detail::find_integrity_entries(whole, model);
+        archive_detail::find_integrity_entries(zip, *model_entry);
     if (!place.misplaced.empty()) {
       throw Error(ErrorCode::kUnsupported, {.file = source},
                   place.misplaced + "; repack the archive to edit it");
     }
     const archive_detail::IntegrityRewrite rewrite = archive_detail::rewrite_for_model(
-        whole, place, bytes.span(), model_crc, options.signing_key, options.integrity);
+        zip, place, bytes.span(), model_crc, options.signing_key, options.integrity);
     std::vector<zip::TailEntry> tail;
     if (!rewrite.digests.empty()) tail.push_back(text_entry(kDigestsEntryName, rewrite.digests));
     if (!rewrite.signature.empty()) {
       tail.push_back(text_entry(kSignatureEntryName, rewrite.signature));
     }
     tail.push_back({kModelEntryName, bytes.span(), model_crc});
-    replaced = archive_detail::replace_last_entries(whole, place.tail_start, tail,
-                                                    zip::declared_alignment(whole), file.fd(),
+    replaced = archive_detail::replace_last_entries(zip, place.tail_start, tail,
+                                                    zip::declared_alignment(zip), file.fd(),
                                                     file_size, options.output.durable);
     result.digests_updated = !rewrite.digests.empty();
     result.signed_again = !rewrite.signature.empty();

@@ -84,7 +84,8 @@ std::pair<ErrorContext, std::string> error_finding(const Error& error, std::stri
 }  // namespace
 
 void check_integrity(const ZipReader& zip, const ZipEntry& model_entry,
-                     const VerifyOptions& options, const FindingSink& add) {
+                     const VerifyOptions& options, const EntryHashes& hashes,
+                     const FindingSink& add) {
   const IntegrityPlace place = find_integrity_entries(zip, model_entry);
   const std::string required =
       options.public_key
@@ -133,16 +134,12 @@ void check_integrity(const ZipReader& zip, const ZipEntry& model_entry,
       continue;
     }
     if (!options.check_crc) continue;  // The caller asked for no payload to be read.
-    EntryDigest actual;
-    try {
-      actual = digest_entry(zip, entry);
-    } catch (const Error&) {
-      continue;  // A wrong CRC-32 or a bad stream: the CRC check reports it.
-    }
-    if (actual.sha256 != expected.sha256) {
+    // Not hashed: a wrong CRC-32 or a bad stream, which the CRC check reports.
+    if (entry.index >= hashes.size() || !hashes[entry.index]) continue;
+    const Sha256Digest& actual = *hashes[entry.index];
+    if (actual != expected.sha256) {
       add(Severity::kError, entry.name, entry.data_offset, entry_place(entry.name),
-          "its SHA-256 is " + to_hex(actual.sha256) + ", __DIGESTS says " +
-              to_hex(expected.sha256) +
+          "its SHA-256 is " + to_hex(actual) + ", __DIGESTS says " + to_hex(expected.sha256) +
               ": its bytes are not those that were digested (spec §12.5)");
     }
   }

@@ -24,21 +24,6 @@ namespace {
 using archive_detail::make_reference;
 using archive_detail::quote;
 
-// Passes an entry's pieces on, hashing them for `__DIGESTS` (SaveOptions::digests).
-class HashingSink final : public EntrySink {
- public:
-  HashingSink(EntrySink& sink, Sha256& hasher) noexcept : sink_(sink), hasher_(hasher) {}
-  void write(ByteSpan piece) override {
-    hasher_.update(piece);
-    sink_.write(piece);
-  }
-  std::uint64_t remaining() const noexcept override { return sink_.remaining(); }
-
- private:
-  EntrySink& sink_;
-  Sha256& hasher_;
-};
-
 // The model's bytes as the codec streams them, hashed and CRC-ed before they are written.
 class DigestingByteSink final : public wire::ByteSink {
  public:
@@ -184,11 +169,14 @@ void ArchiveWriter::State::check_added_tensor(std::string_view tensor_name, std:
   }
 }
 
+// With digests, the writer's CRC-32 thread hashes the bytes too, as it reads them for the CRC:
+// the copy goes on beside it, and no byte is read a second time.
 const WrittenEntry& ArchiveWriter::State::add_entry(std::string_view name, ByteSpan bytes) {
-  const WrittenEntry& written = zip.add(name, bytes);
-  if (options.digests) {
-    digests.push_back({written.name, Sha256::of(bytes), written.size, written.crc32});
-  }
+  if (!options.digests) return zip.add(name, bytes);
+  Sha256 hasher;
+  const WrittenEntry& written =
+      zip.add(name, bytes, [&hasher](ByteSpan piece) { hasher.update(piece); });
+  digests.push_back({written.name, hasher.finish(), written.size, written.crc32});
   return written;
 }
 
@@ -196,10 +184,8 @@ const WrittenEntry& ArchiveWriter::State::add_entry(std::string_view name, std::
                                                     const EntryProducer& producer) {
   if (!options.digests) return zip.add(name, size, producer);
   Sha256 hasher;
-  const WrittenEntry& written = zip.add(name, size, [&](EntrySink& sink) {
-    HashingSink hashing(sink, hasher);
-    producer(hashing);
-  });
+  const WrittenEntry& written =
+      zip.add(name, size, producer, [&hasher](ByteSpan piece) { hasher.update(piece); });
   digests.push_back({written.name, hasher.finish(), written.size, written.crc32});
   return written;
 }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "onnxzip/archive.h"
 #include "onnxzip/integrity.h"
@@ -40,14 +41,20 @@ EntryDigest digest_entry(const ZipReader& zip, const ZipEntry& entry,
 TensorBytes integrity_entry_bytes(const ZipReader& zip, const ZipEntry& entry, std::uint64_t limit,
                                   std::string_view limit_name);
 
+// The SHA-256 of each entry's bytes, by ZipEntry::index: nullopt for an entry not hashed (not
+// read whole: a wrong CRC-32 or a bad stream).
+using EntryHashes = std::vector<std::optional<Sha256Digest>>;
+
 // verify()'s checks of spec §12.5, each problem reported through `add` (severity, entry, offset,
-// place, problem): every digest against the entry's bytes, the list against the archive's entries,
-// and with options.public_key the signature.
+// place, problem): every digest against `hashes` (the entries' bytes, which verify() reads once
+// for their CRC-32s and SHA-256s; unused without options.check_crc), the list against the
+// archive's entries, and with options.public_key the signature.
 using FindingSink =
     std::function<void(VerifyFinding::Severity severity, std::string entry, std::uint64_t offset,
                        ErrorContext place, std::string problem)>;
 void check_integrity(const ZipReader& zip, const ZipEntry& model_entry,
-                     const VerifyOptions& options, const FindingSink& add);
+                     const VerifyOptions& options, const EntryHashes& hashes,
+                     const FindingSink& add);
 
 // What an edit writes before its new model (spec §12.4): `__DIGESTS` with the model's digest
 // replaced, and `__SIGNATURE` signed anew with `key`, or none (`signature_removed` when the

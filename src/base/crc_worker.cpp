@@ -24,9 +24,21 @@ void make_buffer(OwnedBytes& buffer) {
 
 }  // namespace
 
-std::uint32_t crc32_of(ByteSpan bytes, std::uint32_t previous, OwnedBytes& buffer) {
+std::uint32_t crc32_of(ByteSpan bytes, std::uint32_t previous, OwnedBytes& buffer,
+                       const PieceObserver* observer) {
   const std::optional<FileExtent> extent = file_extent_of(bytes);
-  if (!extent) return crc32(bytes, previous);
+  if (!extent && observer == nullptr) return crc32(bytes, previous);
+  if (!extent) {
+    // In pieces, so that the observer reads each one from the cache after the CRC.
+    std::uint32_t crc = previous;
+    for (ByteSpan rest = bytes; !rest.empty();) {
+      const ByteSpan piece = rest.first(std::min(rest.size(), kReadPieceBytes));
+      crc = crc32(piece, crc);
+      (*observer)(piece);
+      rest = rest.subspan(piece.size());
+    }
+    return crc;
+  }
   make_buffer(buffer);
   std::uint32_t crc = previous;
   std::uint64_t offset = extent->offset;
@@ -44,7 +56,9 @@ std::uint32_t crc32_of(ByteSpan bytes, std::uint32_t previous, OwnedBytes& buffe
       throw Error(ErrorCode::kIo, "the source file ended at offset " + std::to_string(offset) +
                                       " while its CRC-32 was computed (was it truncated?)");
     }
-    crc = crc32(ByteSpan(buffer.data(), static_cast<std::size_t>(n)), crc);
+    const ByteSpan piece(buffer.data(), static_cast<std::size_t>(n));
+    crc = crc32(piece, crc);
+    if (observer != nullptr) (*observer)(piece);
     offset += static_cast<std::uint64_t>(n);
     left -= static_cast<std::size_t>(n);
   }
@@ -63,9 +77,13 @@ CrcWorker::~CrcWorker() {
 
 std::uint32_t CrcWorker::compute(const Job& job, std::string& error) {
   try {
-    return crc32_of(job.bytes, job.previous, buffer_);
+    return crc32_of(job.bytes, job.previous, buffer_, job.observer);
   } catch (const Error& e) {
     error = e.message();
+    return 0;
+  } catch (const std::exception& e) {
+    // From the observer (memory exhaustion): it must not end the thread, hence the process.
+    error = e.what();
     return 0;
   }
 }
@@ -87,8 +105,8 @@ void CrcWorker::run() {
   }
 }
 
-void CrcWorker::start(ByteSpan bytes, std::uint32_t previous) {
-  Job job{bytes, previous};
+void CrcWorker::start(ByteSpan bytes, std::uint32_t previous, const PieceObserver* observer) {
+  Job job{bytes, previous, observer};
   // Allocated here, where a failure reaches the caller, not on the thread, where it could not.
   if (file_extent_of(bytes)) make_buffer(buffer_);
   busy_ = true;

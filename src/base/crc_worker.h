@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -16,12 +17,17 @@
 
 namespace onnxzip::detail {
 
-// crc32(bytes, previous), where bytes of a file mapping are read from the file with pread into
-// `buffer` (page-aligned, made on first use; see CrcWorker::buffer_), not through the mapping:
-// its page faults cost several times the CRC itself, and a file truncated under it would raise
-// SIGBUS. Error(kIo) when the file cannot be read to the end (a read error, or the file shrank),
-// its message naming the file offset.
-std::uint32_t crc32_of(ByteSpan bytes, std::uint32_t previous, OwnedBytes& buffer);
+// Also given every piece of the bytes a CRC-32 is computed over, in order, on the thread that
+// computes it, while the piece is in that core's cache (a writer's SHA-256 for `__DIGESTS`).
+using PieceObserver = std::function<void(ByteSpan)>;
+
+// crc32(bytes, previous), each piece also handed to `observer` when given, where bytes of a file
+// mapping are read from the file with pread into `buffer` (page-aligned, made on first use; see
+// CrcWorker::buffer_), not through the mapping: its page faults cost several times the CRC itself,
+// and a file truncated under it would raise SIGBUS. Error(kIo) when the file cannot be read to the
+// end (a read error, or the file shrank), its message naming the file offset.
+std::uint32_t crc32_of(ByteSpan bytes, std::uint32_t previous, OwnedBytes& buffer,
+                       const PieceObserver* observer = nullptr);
 
 // One CRC at a time: start(), then the caller's copy of the same bytes, then wait(). Not
 // thread-safe; the thread starts with the first start() and ends with the object.
@@ -32,17 +38,20 @@ class CrcWorker final {
   CrcWorker(const CrcWorker&) = delete;
   CrcWorker& operator=(const CrcWorker&) = delete;
 
-  // Starts computing crc32_of(bytes, previous). `bytes` must stay valid and unchanged until
-  // wait() returns. Without a thread (none could be started), the CRC is computed here and now.
-  void start(ByteSpan bytes, std::uint32_t previous);
+  // Starts computing crc32_of(bytes, previous, observer). `bytes` and `observer` must stay
+  // valid, and `bytes` unchanged, until wait() returns; the observer runs on the worker's thread.
+  // Without a thread (none could be started), the CRC is computed here and now.
+  void start(ByteSpan bytes, std::uint32_t previous, const PieceObserver* observer = nullptr);
   // The CRC the last start() asked for. Error(kIo) when the file behind a mapping could not be
-  // read to the end (a read error, or the file shrank), its message naming the file offset.
+  // read to the end (a read error, or the file shrank), its message naming the file offset, or
+  // the observer threw an Error (its message).
   std::uint32_t wait();
 
  private:
   struct Job {
     ByteSpan bytes;
     std::uint32_t previous = 0;
+    const PieceObserver* observer = nullptr;
   };
   void run();
   // The CRC of a job; a read failure is described in `error`.

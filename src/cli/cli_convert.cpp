@@ -105,6 +105,7 @@ struct RepackArgs {
   std::string out;
   SizeOption alignment;
   SizeOption threshold;
+  bool digests = false;
   InflateLimits limits;
 };
 
@@ -118,6 +119,7 @@ int run_repack(const RepackArgs& args, const GlobalOptions& global) {
     options.threshold = *threshold;
   }
   options.output.follow_symlinks = global.follow_symlinks;
+  options.digests = args.digests;
   const ZipReaderOptions zip_options = args.limits.zip_options();
   RepackResult result;
   {
@@ -189,6 +191,9 @@ Command add_repack_command(CLI::App& app, const GlobalOptions& global) {
                   "The entries' data alignment, a power of two from 64 to 64K (default 64)");
   add_size_option(*sub, "--threshold", args->threshold,
                   "Inline tensors of at least this size become entries (default 1K)");
+  sub->add_flag("--digests", args->digests,
+                "Also write __DIGESTS, the SHA-256 of every entry, hashed as it is written (sign "
+                "it with 'onnxzip sign'); IN's own __DIGESTS and __SIGNATURE are never copied");
   add_inflate_limit_options(*sub, args->limits);
   sub->footer(
       "IN holds the model in an entry named __MODEL_PROTO, at the top or in a folder at any\n"

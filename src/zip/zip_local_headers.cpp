@@ -376,9 +376,9 @@ std::uint64_t LocalHeaderReader::read_data_descriptor(const ZipEntry& e, std::ui
 }
 
 void read_local_headers(std::vector<ZipEntry>& entries, std::uint64_t directory_offset,
-                        LocalHeaderScope scope, const HeldBytes& held, const ZipPlaces& places,
-                        UnknownExtras& unknown_extras, std::vector<ZipFinding>& findings,
-                        LocalHeaderCopies& copies) {
+                        LocalHeaderScope scope, std::size_t tail_entries, const HeldBytes& held,
+                        const ZipPlaces& places, UnknownExtras& unknown_extras,
+                        std::vector<ZipFinding>& findings, LocalHeaderCopies& copies) {
   if (entries.empty()) {
     if (directory_offset > 0) {
       findings.push_back({ZipFindingKind::kGap, "", 0,
@@ -404,9 +404,11 @@ void read_local_headers(std::vector<ZipEntry>& entries, std::uint64_t directory_
   const std::size_t count = entries.size();
   const bool on_read =
       scope == LocalHeaderScope::kOnRead || scope == LocalHeaderScope::kOnReadAndHeld;
-  std::size_t first = scope == LocalHeaderScope::kTail ? (count > 2 ? count - 2 : 0)
-                      : on_read                        ? count - 1
-                                                       : 0;
+  tail_entries = std::max<std::size_t>(tail_entries, 2);
+  std::size_t first = scope == LocalHeaderScope::kTail
+                          ? (count > tail_entries ? count - tail_entries : 0)
+                      : on_read ? count - 1
+                                : 0;
   if (scope == LocalHeaderScope::kOnReadAndHeld) {
     while (first > 0 && entries[first - 1].local_header_offset >= held.start()) --first;
   }

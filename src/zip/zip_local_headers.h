@@ -90,14 +90,14 @@ class LocalHeaderReader final {
 using LocalHeaderCopies = std::vector<std::vector<std::uint8_t>>;
 
 // Reads at open the local headers `scope` names of `entries` (in file order; the central
-// directory at `directory_offset`), checking that no two entries share one and that the last
-// lies before the central directory; findings about them (gaps, unknown extra fields...) go to
-// `findings`. Headers come from `held` when it holds them and reading them in place is cheap,
-// else as copies kept in `copies`.
+// directory at `directory_offset`; with kTail the last `tail_entries`, at least 2), checking that
+// no two entries share one and that the last lies before the central directory; findings about them
+// (gaps, unknown extra fields...) go to `findings`. Headers come from `held` when it holds them and
+// reading them in place is cheap, else as copies kept in `copies`.
 void read_local_headers(std::vector<ZipEntry>& entries, std::uint64_t directory_offset,
-                        LocalHeaderScope scope, const HeldBytes& held, const ZipPlaces& places,
-                        UnknownExtras& unknown_extras, std::vector<ZipFinding>& findings,
-                        LocalHeaderCopies& copies);
+                        LocalHeaderScope scope, std::size_t tail_entries, const HeldBytes& held,
+                        const ZipPlaces& places, UnknownExtras& unknown_extras,
+                        std::vector<ZipFinding>& findings, LocalHeaderCopies& copies);
 
 }  // namespace onnxzip::zip
 

@@ -109,8 +109,9 @@ void ZipReader::parse(const ZipTrailerResolver& trailer) {
     entries_ = std::move(directory.entries);
     by_name_ = std::move(directory.by_name);
     local_header_copies_ = std::make_shared<zip::LocalHeaderCopies>();
-    zip::read_local_headers(entries_, central_directory_offset_, options_.local_headers, *held,
-                            places, directory.unknown_extras, findings_, *local_header_copies_);
+    zip::read_local_headers(entries_, central_directory_offset_, options_.local_headers,
+                            options_.tail_local_headers, *held, places, directory.unknown_extras,
+                            findings_, *local_header_copies_);
     if (!comment_.empty()) {
       findings_.push_back({ZipFindingKind::kArchiveComment, "", end_record_offset_,
                            "archive comment of " + std::to_string(comment_.size()) + " bytes"});
@@ -155,7 +156,9 @@ const ZipEntry& ZipReader::own_entry(const ZipEntry& entry, const char* operatio
     throw Error(ErrorCode::kBadState, entry_place(own),
                 std::string(operation) +
                     ": its local header was not read (the archive was opened with "
-                    "LocalHeaderScope::kTail, which reads only the last two entries')");
+                    "LocalHeaderScope::kTail, which reads only the last " +
+                    std::to_string(std::max<std::size_t>(options_.tail_local_headers, 2)) +
+                    " entries')");
   }
   return own;
 }

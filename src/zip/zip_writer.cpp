@@ -52,17 +52,20 @@ void write_local_header(AtomicOutputFile& file, const EntryLayout& layout, std::
   ONNXZIP_DCHECK(file.position() == layout.data_offset);
 }
 
-// Appends `data` to the file and returns crc32(data, previous). Large data is copied on this
-// thread while `worker` computes the CRC on another, each reading the bytes once. `name` is the
-// entry's, for errors.
+// Appends `data` to the file and returns crc32(data, previous), handing `data` to `observer`
+// too when it is not empty. Large data is copied on this thread while `worker` computes the CRC
+// (and runs the observer) on another, each reading the bytes once. `name` is the entry's, for
+// errors.
 std::uint32_t write_with_crc(AtomicOutputFile& file, std::unique_ptr<detail::CrcWorker>& worker,
-                             ByteSpan data, std::uint32_t previous, std::string_view name) {
+                             ByteSpan data, std::uint32_t previous, std::string_view name,
+                             const PieceObserver& observer) {
   if (data.size() < kParallelCrcBytes) {
     file.write(data);
+    if (observer) observer(data);
     return crc32(data, previous);
   }
   if (!worker) worker = std::make_unique<detail::CrcWorker>();
-  worker->start(data, previous);
+  worker->start(data, previous, observer ? &observer : nullptr);
   try {
     file.write(data);
   } catch (...) {
@@ -84,8 +87,15 @@ std::uint32_t write_with_crc(AtomicOutputFile& file, std::unique_ptr<detail::Crc
 class StreamingSink final : public EntrySink {
  public:
   StreamingSink(AtomicOutputFile& file, std::unique_ptr<detail::CrcWorker>& worker,
-                std::string_view name, std::uint64_t size, const ErrorContext& label)
-      : file_(file), worker_(worker), name_(name), remaining_(size), size_(size), label_(label) {}
+                std::string_view name, std::uint64_t size, const ErrorContext& label,
+                const PieceObserver& observer)
+      : file_(file),
+        worker_(worker),
+        name_(name),
+        remaining_(size),
+        size_(size),
+        label_(label),
+        observer_(observer) {}
 
   void write(ByteSpan piece) override {
     if (overflowed_ || piece.size() > remaining_) {
@@ -95,7 +105,7 @@ class StreamingSink final : public EntrySink {
                       " bytes (a piece of " + std::to_string(piece.size()) + " bytes after " +
                       std::to_string(size_ - remaining_) + ")");
     }
-    crc_ = write_with_crc(file_, worker_, piece, crc_, name_);
+    crc_ = write_with_crc(file_, worker_, piece, crc_, name_, observer_);
     remaining_ -= piece.size();
   }
 
@@ -110,6 +120,7 @@ class StreamingSink final : public EntrySink {
   std::uint64_t remaining_;
   const std::uint64_t size_;
   const ErrorContext& label_;
+  const PieceObserver& observer_;
   std::uint32_t crc_ = 0;
   bool overflowed_ = false;
 };
@@ -209,7 +220,8 @@ void ZipWriter::remember(WrittenEntry entry) {
   entries_.push_back(std::move(entry));
 }
 
-const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data) {
+const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data,
+                                   const PieceObserver& observer) {
   ensure_usable("add");
   validate_name(name);
   check_unique(name);
@@ -218,6 +230,7 @@ const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data) {
   try {
     if (data.size() < kParallelCrcBytes) {
       const std::uint32_t crc = crc32(data);
+      if (observer) observer(data);
       write_local_header(*file_, layout, name, crc, alignment_);
       file_->write(data);
       remember(written_entry(layout, name, crc));
@@ -226,7 +239,7 @@ const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data) {
       // header instead of a header, then a patch of its CRC field.
       const std::uint64_t start = layout.local_header_offset - layout.gap;
       file_->reserve(layout.data_offset - start);
-      const std::uint32_t crc = write_with_crc(*file_, crc_worker_, data, 0, name);
+      const std::uint32_t crc = write_with_crc(*file_, crc_worker_, data, 0, name, observer);
       std::vector<std::uint8_t> head(layout.gap, 0);
       const std::vector<std::uint8_t> header =
           zip::encode_local_header(layout, name, crc, alignment_);
@@ -243,7 +256,7 @@ const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data) {
 }
 
 const WrittenEntry& ZipWriter::add(std::string_view name, std::uint64_t size,
-                                   const EntryProducer& producer) {
+                                   const EntryProducer& producer, const PieceObserver& observer) {
   ensure_usable("add");
   validate_name(name);
   check_unique(name);
@@ -253,7 +266,7 @@ const WrittenEntry& ZipWriter::add(std::string_view name, std::uint64_t size,
   const EntryLayout layout = plan_entry(file_->position(), name.size(), size, alignment_);
   try {
     write_local_header(*file_, layout, name, 0, alignment_);
-    StreamingSink sink(*file_, crc_worker_, name, size, label);
+    StreamingSink sink(*file_, crc_worker_, name, size, label, observer);
     in_producer_ = true;
     try {
       producer(sink);

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "crc_worker.h"
 #include "onnxzip/bytes.h"
 #include "onnxzip/entry_sink.h"
 #include "onnxzip/error.h"
@@ -29,9 +30,9 @@
 
 namespace onnxzip {
 
-namespace detail {
-class CrcWorker;
-}  // namespace detail
+// Given every byte of an entry, in order and in pieces, as the writer writes it (a SHA-256 for
+// `__DIGESTS`): for large data, on the thread that computes the CRC-32, beside the copy.
+using PieceObserver = detail::PieceObserver;
 
 struct ZipWriterOptions {
   // Where every entry's data starts: a power of two in [64, 65536].
@@ -68,19 +69,22 @@ class ZipWriter final {
   // Adds an entry holding `data`. Large data is copied while a second thread computes its CRC-32,
   // and bytes of a file mapping (MappedFile, e.g. the payloads of a loaded model) are copied by
   // the kernel from the file (AtomicOutputFile::write). The returned reference is valid until
-  // the next add().
+  // the next add(). `observer`, when given, is handed the bytes (PieceObserver); an Error it
+  // throws fails the entry as a write error does.
   // Throws Error(kInvalidArgument) for a name breaking the ZIP naming rule (validate_name) or
   // already used (also when only ASCII case differs), leaving the writer usable;
   // Error(kBadState) after finish() or after a failed entry. The .onnxz rule for names is the
   // archive layer's (archive.h, entry_name_problem), checked before it calls add().
-  const WrittenEntry& add(std::string_view name, ByteSpan data);
+  const WrittenEntry& add(std::string_view name, ByteSpan data,
+                          const PieceObserver& observer = nullptr);
 
   // Adds an entry of exactly `size` bytes that `producer` writes into the sink in pieces
   // (exporters that never hold a whole tensor). A producer that writes fewer or more bytes gets
   // Error(kInvalidArgument) naming the entry; an exception from the producer propagates as is.
   // Either way the writer is unusable afterwards (kBadState) and the destination untouched.
-  // The producer must not call back into this writer.
-  const WrittenEntry& add(std::string_view name, std::uint64_t size, const EntryProducer& producer);
+  // The producer must not call back into this writer. `observer` as for the other add().
+  const WrittenEntry& add(std::string_view name, std::uint64_t size, const EntryProducer& producer,
+                          const PieceObserver& observer = nullptr);
 
   // Writes the central directory, the zip64 end record and locator when a count, size or offset
   // needs them, and the end record, then renames the file over the destination. Afterwards
