@@ -68,6 +68,33 @@ TEST_F(CliRemoteTest, InfoJsonEqualsTheLocalOneApartFromTheFile) {
   EXPECT_EQ(replace_all(remote.output, url_, local_), local.output);
 }
 
+TEST_F(CliRemoteTest, InfoOfAnArchiveLargerThanTheTailEqualsTheLocalOne) {
+  // Six payloads of 384 KiB: the first read (1 MiB) holds the local headers of the last two only,
+  // so the others' data offsets come from the central directory's layout.
+  for (const std::uint32_t alignment : {64U, 4096U}) {
+    SCOPED_TRACE(alignment);
+    ModelProto model;
+    model.ir_version = 8;
+    GraphProto& graph = model.graph.ensure();
+    for (int i = 0; i < 6; ++i) {
+      graph.initializer.push_back(test_support::raw_tensor(
+          "w" + std::to_string(i), TensorProto::kFloat, {96, 1024}, static_cast<std::uint32_t>(i)));
+    }
+    const fs::path path = server_->root() / "big.onnxz";
+    save(model, path, SaveOptions{.alignment = alignment});
+    const std::string url = server_->file_url("big.onnxz");
+    for (const std::string format : {"--json ", ""}) {
+      const auto local = onnxzip("info " + format + shell_quote(path.string()));
+      ASSERT_EQ(local.exit_code, 0) << local.output;
+      server_->forget();
+      const auto remote = onnxzip("info " + format + shell_quote(url));
+      ASSERT_EQ(remote.exit_code, 0) << remote.output;
+      EXPECT_EQ(server_->requests(1).size(), 1U);
+      EXPECT_EQ(replace_all(remote.output, url, path.string()), local.output);
+    }
+  }
+}
+
 TEST_F(CliRemoteTest, VerifyAndExtractAndConvertEqualTheLocalResults) {
   const test_support::ScratchDir out("cli_remote");
   const auto verified = run_tool(shell_quote(kCli) + " verify " + shell_quote(url_) + " 2>&1");

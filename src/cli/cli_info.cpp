@@ -87,8 +87,9 @@ struct EntryRow {
   std::uint64_t size = 0;
   std::uint64_t alignment = 0;
   bool stored = false;
-  // Whether offset and alignment are known: an archive read over HTTP knows where an entry's data
-  // starts once its local header has been read (the tail's entries only).
+  // Whether offset and alignment are known: an archive read over HTTP has read the local headers
+  // of its tail's entries only, and knows the others' from the central directory's layout when it
+  // is a conforming one (implied_data_offset).
   bool located = true;
 };
 
@@ -152,6 +153,30 @@ std::map<std::string, std::vector<const Archive::TensorInfo*>> tensors_by_locati
   return by_location;
 }
 
+// The data offset of an entry whose local header was not read (an archive read over HTTP reads
+// the tail's only): its data ends where the next entry's local header, or the central directory,
+// starts, since a conforming archive has no other bytes (spec §2.3). That is a claim the central
+// directory makes, not a checked fact -- the reads of the entry check its header -- so it is given
+// only when it is one a conforming archive could make: a stored entry without a data descriptor,
+// its data 64-byte aligned, after a header whose extra field fits. A §4.4 gap before the next
+// header makes the offset unaligned, and it stays unknown.
+std::optional<std::uint64_t> implied_data_offset(const ZipReader& zip, const ZipEntry& entry) {
+  const std::vector<ZipEntry>& entries = zip.entries();
+  if (!entry.is_stored() || entry.has_data_descriptor) return std::nullopt;
+  const std::uint64_t data_end = entry.index + 1 < entries.size()
+                                     ? entries[entry.index + 1].local_header_offset
+                                     : zip.central_directory_offset();
+  if (data_end < entry.compressed_size) return std::nullopt;
+  const std::uint64_t data_offset = data_end - entry.compressed_size;
+  constexpr std::uint64_t kLocalHeaderSize = 30;
+  constexpr std::uint64_t kMaxExtraField = 65535;
+  if (data_offset % 64 != 0 || data_offset < entry.local_header_offset) return std::nullopt;
+  const std::uint64_t header_and_extra = data_offset - entry.local_header_offset;
+  const std::uint64_t header = kLocalHeaderSize + entry.name.size();
+  if (header_and_extra < header || header_and_extra - header > kMaxExtraField) return std::nullopt;
+  return data_offset;
+}
+
 std::vector<EntryRow> entry_rows(const Archive& archive) {
   const auto by_location = tensors_by_location(archive);
   std::vector<EntryRow> rows;
@@ -166,10 +191,19 @@ std::vector<EntryRow> entry_rows(const Archive& archive) {
       }
       row.type = {found->second.front()->data_type, found->second.front()->dims};
     }
-    row.offset = entry.data_offset;
     row.size = entry.size;
-    row.alignment = entry.alignment();
-    row.located = entry.local_header_read;
+    if (entry.local_header_read) {
+      row.offset = entry.data_offset;
+      row.alignment = entry.alignment();
+    } else if (const std::optional<std::uint64_t> implied =
+                   implied_data_offset(archive.zip(), entry)) {
+      ZipEntry located = entry;
+      located.data_offset = *implied;
+      row.offset = located.data_offset;
+      row.alignment = located.alignment();
+    } else {
+      row.located = false;
+    }
     row.stored = entry.is_stored();
     rows.push_back(std::move(row));
   }
@@ -634,7 +668,9 @@ Command add_info_command(CLI::App& app, const GlobalOptions& global) {
       "  onnxzip info https://example.com/models/model.onnxz\n\n"
       "For a URL, info reads the archive's tail only (one range request when the model and\n"
       "the ZIP records fit in its first MiB, else two); the data offset of an entry whose\n"
-      "local header lies before that tail is not known ('-', null in JSON).");
+      "local header lies before that tail is where the central directory implies it is (its\n"
+      "data ends where the next entry starts), or '-' (null in JSON) when the archive breaks\n"
+      "that layout.");
   return {sub, [args, &global] { return run_info(*args, global); }};
 }
 
