@@ -173,9 +173,17 @@ TEST_F(CliRemoteTest, HeadersViewAndFailuresExitNonZeroWithAClearMessage) {
   EXPECT_EQ(wrong.exit_code, 1);
   EXPECT_EQ(wrong.output.find("hunter2"), std::string::npos) << wrong.output;
 
-  const auto missing = onnxzip("info " + shell_quote(server_->file_url("none.onnxz")));
-  EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_NE(missing.output.find("HTTP 404"), std::string::npos) << missing.output;
+  const std::string missing_url = server_->file_url("none.onnxz");
+  for (const std::string command : {"info ", "verify ", "extract "}) {
+    const std::string folder = command == "extract " ? " " + shell_quote(local_ + ".out") : "";
+    const auto missing = onnxzip(command + shell_quote(missing_url) + folder);
+    EXPECT_EQ(missing.exit_code, 1) << command;
+    EXPECT_NE(missing.output.find("HTTP 404"), std::string::npos) << missing.output;
+    // The URL names the place once, as a path does.
+    const std::size_t first = missing.output.find(missing_url);
+    EXPECT_NE(first, std::string::npos) << missing.output;
+    EXPECT_EQ(missing.output.find(missing_url, first + 1), std::string::npos) << missing.output;
+  }
 
   const auto view = onnxzip("view " + shell_quote(url_));
   EXPECT_EQ(view.exit_code, 2);

@@ -266,14 +266,11 @@ struct Exchange {
   bool check_headers() {
     checked = true;
     const HttpSource::State& s = *state;
-    const std::string name = s.name + ": ";
     if (status == 200 && suffix) {
       // The whole file: fine when it fits what was asked for (then it is the tail).
       if (content_length && *content_length > length) {
         fail(false,
-             name +
-                 "the server does not answer range requests (HTTP 200 with the whole "
-                 "file of " +
+             "the server does not answer range requests (HTTP 200 with the whole file of " +
                  std::to_string(*content_length) + " bytes to a request for " + asked() + ")",
              ErrorCode::kUnsupported);
         return false;
@@ -284,25 +281,24 @@ struct Exchange {
     }
     if (status == 200) {
       if (!s.etag.empty() && !etag.empty() && etag != s.etag) {
-        fail(false, name + "the remote file changed while it was read: its ETag was " + s.etag +
+        fail(false, "the remote file changed while it was read: its ETag was " + s.etag +
                         ", it is now " + etag);
       } else if (!s.etag.empty() || !s.last_modified.empty()) {
-        fail(false, name +
-                        "the remote file changed while it was read: If-Range was not met "
-                        "(HTTP 200 instead of 206 for " +
-                        asked() + ")");
-      } else {
         fail(false,
-             name + "the server does not answer range requests (HTTP 200 to a request for " +
-                 asked() + ")",
-             ErrorCode::kUnsupported);
+             "the remote file changed while it was read: If-Range was not met "
+             "(HTTP 200 instead of 206 for " +
+                 asked() + ")");
+      } else {
+        fail(
+            false,
+            "the server does not answer range requests (HTTP 200 to a request for " + asked() + ")",
+            ErrorCode::kUnsupported);
       }
       return false;
     }
     if (status != 206) return false;  // Judged when the transfer ends.
     if (!content_range) {
-      fail(false, name + "HTTP 206 without a valid Content-Range for " + asked(),
-           ErrorCode::kCorrupt);
+      fail(false, "HTTP 206 without a valid Content-Range for " + asked(), ErrorCode::kCorrupt);
       return false;
     }
     const ContentRange& range = *content_range;
@@ -310,7 +306,7 @@ struct Exchange {
     if (suffix) {
       if (got > length || range.last + 1 != range.total) {
         fail(false,
-             name + "the answer's Content-Range (bytes " + std::to_string(range.first) + "-" +
+             "the answer's Content-Range (bytes " + std::to_string(range.first) + "-" +
                  std::to_string(range.last) + "/" + std::to_string(range.total) + ") is not " +
                  asked(),
              ErrorCode::kCorrupt);
@@ -318,28 +314,28 @@ struct Exchange {
       }
     } else {
       if (range.total != s.size) {
-        fail(false, name + "the remote file changed while it was read: its size was " +
+        fail(false, "the remote file changed while it was read: its size was " +
                         std::to_string(s.size) + " bytes, it is now " +
                         std::to_string(range.total));
         return false;
       }
       if (range.first != first + resume || got != length - resume) {
         fail(false,
-             name + "the answer's Content-Range (bytes " + std::to_string(range.first) + "-" +
+             "the answer's Content-Range (bytes " + std::to_string(range.first) + "-" +
                  std::to_string(range.last) + "/" + std::to_string(range.total) +
                  ") is not the range asked for (" + asked() + ")",
              ErrorCode::kCorrupt);
         return false;
       }
       if (!s.etag.empty() && !etag.empty() && etag != s.etag) {
-        fail(false, name + "the remote file changed while it was read: its ETag was " + s.etag +
+        fail(false, "the remote file changed while it was read: its ETag was " + s.etag +
                         ", it is now " + etag);
         return false;
       }
     }
     if (content_length && *content_length != got) {
       fail(false,
-           name + "the answer's Content-Length (" + std::to_string(*content_length) +
+           "the answer's Content-Length (" + std::to_string(*content_length) +
                ") is not its Content-Range's length (" + std::to_string(got) + ")",
            ErrorCode::kCorrupt);
       return false;
@@ -359,8 +355,8 @@ struct Exchange {
     if (status != 206 && status != 200) return false;
     if (piece.size() > body_length - received) {
       fail(false,
-           state->name + ": the body is longer than the " + std::to_string(body_length) +
-               " bytes asked for (" + asked() + ")",
+           "the body is longer than the " + std::to_string(body_length) + " bytes asked for (" +
+               asked() + ")",
            ErrorCode::kCorrupt);
       return false;
     }
@@ -476,11 +472,10 @@ void perform(CURL* handle, Exchange& exchange) {
   const CURLcode code = curl_easy_perform(handle);
   if (exchange.sink_error) std::rethrow_exception(exchange.sink_error);
   if (exchange.failure) return;
-  const std::string name = s.name + ": ";
   const long status = exchange.status;
   if (code != CURLE_OK && code != CURLE_WRITE_ERROR) {
     exchange.fail(retryable_curl_code(code),
-                  name + curl_easy_strerror(code) + " (" + exchange.asked() + ")");
+                  std::string(curl_easy_strerror(code)) + " (" + exchange.asked() + ")");
     return;
   }
   if (status == 206 || status == 200) {
@@ -490,14 +485,14 @@ void perform(CURL* handle, Exchange& exchange) {
       exchange.body_length = exchange.received;
     }
     if (exchange.received < exchange.body_length) {
-      exchange.fail(true, name + "the body was cut at offset " +
+      exchange.fail(true, "the body was cut at offset " +
                               std::to_string(exchange.body_first + exchange.received) + " (" +
                               exchange.asked() + ")");
     }
     return;
   }
   if (status == 412) {
-    exchange.fail(false, name + "the remote file changed while it was read: " +
+    exchange.fail(false, "the remote file changed while it was read: " +
                              (s.etag.empty() ? "it was modified after " + s.last_modified
                                              : "its ETag is no longer " + s.etag) +
                              " (HTTP 412 for " + exchange.asked() + ")");
@@ -505,8 +500,7 @@ void perform(CURL* handle, Exchange& exchange) {
   }
   const bool retry = status >= 500 || status == 408 || status == 429;
   const ErrorCode error_code = status == 404 ? ErrorCode::kNotFound : ErrorCode::kIo;
-  exchange.fail(retry, name + "HTTP " + status_words(status) + " (" + exchange.asked() + ")",
-                error_code);
+  exchange.fail(retry, "HTTP " + status_words(status) + " (" + exchange.asked() + ")", error_code);
 }
 
 // `exchange` with retries, each resuming at the byte reached.
@@ -530,7 +524,7 @@ void run(const HttpSource::State& s, Exchange& exchange) {
                                        ? " (after " + std::to_string(attempt + 1) + " attempts)"
                                        : "";
       // The handle may be mid-transfer: it is not reused.
-      throw Error(exchange.failure->code, exchange.failure->message + attempts);
+      throw Error(exchange.failure->code, {.file = s.name}, exchange.failure->message + attempts);
     }
     std::this_thread::sleep_for(delay);
     delay *= 2;
