@@ -16,6 +16,7 @@
 
 #if ONNXZIP_HAVE_CURL
 #include <curl/curl.h>
+#include <dlfcn.h>
 #endif
 
 namespace onnxzip {
@@ -85,9 +86,61 @@ bool http_available() noexcept { return true; }
 
 namespace {
 
-void init_curl_once() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+// libcurl, loaded the first time a URL is opened rather than linked: linked, it and the ~30
+// libraries it needs (GnuTLS, LDAP, Kerberos, ...) were loaded, relocated and initialized by every
+// run of every program using onnxzip, 7 ms of CPU and 440 page faults here, more than an in-place
+// edit of a 1 GiB archive takes. The soname is the one libcurl4 has had since 2006.
+constexpr const char* kCurlLibrary = "libcurl.so.4";
+
+struct CurlApi {
+  decltype(&::curl_global_init) global_init = nullptr;
+  decltype(&::curl_easy_init) easy_init = nullptr;
+  decltype(&::curl_easy_cleanup) easy_cleanup = nullptr;
+  decltype(&::curl_easy_reset) easy_reset = nullptr;
+  decltype(&::curl_easy_setopt) easy_setopt = nullptr;
+  decltype(&::curl_easy_perform) easy_perform = nullptr;
+  decltype(&::curl_easy_strerror) easy_strerror = nullptr;
+  decltype(&::curl_slist_append) slist_append = nullptr;
+  decltype(&::curl_slist_free_all) slist_free_all = nullptr;
+  std::string problem;  // Why it cannot be used; empty when it can.
+};
+
+template <class Function>
+void find_symbol(void* library, const char* name, Function& function, std::string& problem) {
+  function = reinterpret_cast<Function>(::dlsym(library, name));
+  if (function == nullptr && problem.empty()) {
+    problem = std::string(kCurlLibrary) + " has no " + name;
+  }
+}
+
+CurlApi load_curl() {
+  CurlApi api;
+  // Never closed: handles may outlive any one source.
+  void* const library = ::dlopen(kCurlLibrary, RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const char* reason = ::dlerror();
+    api.problem = reason != nullptr ? reason : std::string("cannot load ") + kCurlLibrary;
+    return api;
+  }
+  find_symbol(library, "curl_global_init", api.global_init, api.problem);
+  find_symbol(library, "curl_easy_init", api.easy_init, api.problem);
+  find_symbol(library, "curl_easy_cleanup", api.easy_cleanup, api.problem);
+  find_symbol(library, "curl_easy_reset", api.easy_reset, api.problem);
+  find_symbol(library, "curl_easy_setopt", api.easy_setopt, api.problem);
+  find_symbol(library, "curl_easy_perform", api.easy_perform, api.problem);
+  find_symbol(library, "curl_easy_strerror", api.easy_strerror, api.problem);
+  find_symbol(library, "curl_slist_append", api.slist_append, api.problem);
+  find_symbol(library, "curl_slist_free_all", api.slist_free_all, api.problem);
+  if (api.problem.empty() && api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    api.problem = "curl_global_init failed";
+  }
+  return api;
+}
+
+// Loaded once, on first use; a handle or list exists only once it loaded.
+const CurlApi& curl() {
+  static const CurlApi api = load_curl();
+  return api;
 }
 
 bool iequals_prefix(std::string_view line, std::string_view name) {
@@ -143,12 +196,12 @@ struct Failure {
 };
 
 struct CurlDeleter {
-  void operator()(CURL* handle) const noexcept { curl_easy_cleanup(handle); }
+  void operator()(CURL* handle) const noexcept { curl().easy_cleanup(handle); }
 };
 using CurlHandle = std::unique_ptr<CURL, CurlDeleter>;
 
 struct SlistDeleter {
-  void operator()(curl_slist* list) const noexcept { curl_slist_free_all(list); }
+  void operator()(curl_slist* list) const noexcept { curl().slist_free_all(list); }
 };
 using HeaderList = std::unique_ptr<curl_slist, SlistDeleter>;
 
@@ -180,7 +233,7 @@ struct HttpSource::State {
         return handle;
       }
     }
-    CurlHandle handle(curl_easy_init());
+    CurlHandle handle(curl().easy_init());
     if (!handle)
       throw Error(ErrorCode::kIo, {.file = name}, "cannot start an HTTP client (libcurl)");
     return handle;
@@ -418,32 +471,33 @@ std::string status_words(long status) {
 
 // One attempt of `exchange` on `handle`; a Failure when it did not bring every byte.
 void perform(CURL* handle, Exchange& exchange) {
+  const CurlApi& api = curl();
   const HttpSource::State& s = *exchange.state;
   const HttpOptions& o = s.options;
-  curl_easy_reset(handle);
-  curl_easy_setopt(handle, CURLOPT_URL, s.url.c_str());
-  curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(handle, CURLOPT_MAXREDIRS, o.max_redirects);
-  curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout.count()));
+  curl().easy_reset(handle);
+  api.easy_setopt(handle, CURLOPT_URL, s.url.c_str());
+  api.easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+  api.easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 1L);
+  api.easy_setopt(handle, CURLOPT_MAXREDIRS, o.max_redirects);
+  api.easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
+  api.easy_setopt(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  api.easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout.count()));
   // A transfer slower than 1 byte/s for stall_timeout is aborted: a stalled body, or a server
   // that never answers.
-  curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(handle, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_timeout.count()));
-  curl_easy_setopt(handle, CURLOPT_USERAGENT, "onnxzip");
-  curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header_line);
-  curl_easy_setopt(handle, CURLOPT_HEADERDATA, &exchange);
-  curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_body_bytes);
-  curl_easy_setopt(handle, CURLOPT_WRITEDATA, &exchange);
+  api.easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  api.easy_setopt(handle, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_timeout.count()));
+  api.easy_setopt(handle, CURLOPT_USERAGENT, "onnxzip");
+  api.easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header_line);
+  api.easy_setopt(handle, CURLOPT_HEADERDATA, &exchange);
+  api.easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_body_bytes);
+  api.easy_setopt(handle, CURLOPT_WRITEDATA, &exchange);
   // Bodies handed over in pieces of up to 512 KiB rather than 16 KiB: a whole-archive read
   // (convert_remote) makes one pwrite per piece.
-  curl_easy_setopt(handle, CURLOPT_BUFFERSIZE, 512L * 1024);
+  api.easy_setopt(handle, CURLOPT_BUFFERSIZE, 512L * 1024);
 
   HeaderList headers;
   const auto add = [&](const std::string& line) {
-    curl_slist* const grown = curl_slist_append(headers.get(), line.c_str());
+    curl_slist* const grown = curl().slist_append(headers.get(), line.c_str());
     if (grown == nullptr) throw std::bad_alloc();
     (void)headers.release();
     headers.reset(grown);
@@ -466,16 +520,16 @@ void perform(CURL* handle, Exchange& exchange) {
     }
   }
   add(range);
-  curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers.get());
+  api.easy_setopt(handle, CURLOPT_HTTPHEADER, headers.get());
 
   s.requests.fetch_add(1, std::memory_order_relaxed);
-  const CURLcode code = curl_easy_perform(handle);
+  const CURLcode code = api.easy_perform(handle);
   if (exchange.sink_error) std::rethrow_exception(exchange.sink_error);
   if (exchange.failure) return;
   const long status = exchange.status;
   if (code != CURLE_OK && code != CURLE_WRITE_ERROR) {
     exchange.fail(retryable_curl_code(code),
-                  std::string(curl_easy_strerror(code)) + " (" + exchange.asked() + ")");
+                  std::string(api.easy_strerror(code)) + " (" + exchange.asked() + ")");
     return;
   }
   if (status == 206 || status == 200) {
@@ -596,7 +650,10 @@ std::shared_ptr<const HttpSource> HttpSource::open(const std::string& url,
     throw Error(ErrorCode::kInvalidArgument, {.file = display_url(url)},
                 "HttpOptions::tail_size is 0");
   }
-  init_curl_once();
+  if (const std::string& problem = curl().problem; !problem.empty()) {
+    throw Error(ErrorCode::kUnsupported, {.file = display_url(url)},
+                "cannot read URLs: libcurl cannot be loaded (" + problem + ")");
+  }
   auto state = std::make_unique<State>();
   state->url = url;
   state->name = display_url(url);

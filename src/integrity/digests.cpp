@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "json_input.h"
+#include "json_output.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/integrity.h"
@@ -72,30 +73,76 @@ std::string encode_digests(std::string_view model_name, std::vector<EntryDigest>
                   "__DIGESTS: entry " + detail::quote(entries[i].name) + " given twice");
     }
   }
-  nlohmann::ordered_json resources = nlohmann::ordered_json::array();
-  nlohmann::ordered_json facts = nlohmann::ordered_json::array();
-  for (const EntryDigest& entry : entries) {
-    resources.push_back(
-        {{"name", entry.name}, {"algorithm", kAlgorithm}, {"digest", to_hex(entry.sha256)}});
-    facts.push_back({{"name", entry.name}, {"size", entry.size}, {"crc32", crc_hex(entry.crc32)}});
-  }
   const Sha256Digest root = root_digest(entries);
-  nlohmann::ordered_json statement = {
-      {"_type", kStatementType},
-      {"subject", nlohmann::ordered_json::array(
-                      {{{"name", model_name}, {"digest", {{"sha256", to_hex(root)}}}}})},
-      {"predicateType", kPredicateType},
-      {"predicate",
-       {{"serialization",
-         {{"method", "files"},
-          {"hash_type", kAlgorithm},
-          {"allow_symlinks", false},
-          {"ignore_paths", {kDigestsEntryName, kSignatureEntryName}}}},
-        {"resources", std::move(resources)},
-        {"onnxzip",
-         {{"format_version", kIntegrityFormatVersion}, {"entries", std::move(facts)}}}}}};
-  // Invalid UTF-8 in the model name becomes U+FFFD instead of an exception.
-  return statement.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  // About 250 bytes an entry: its resource and its facts.
+  integrity_detail::JsonText json(1024 + 256 * entries.size());
+  json.begin_object();
+  json.key("_type");
+  json.string(kStatementType);
+  json.key("subject");
+  json.begin_array();
+  json.begin_object();
+  json.key("name");
+  json.string(model_name);  // Invalid UTF-8 becomes U+FFFD instead of an exception.
+  json.key("digest");
+  json.begin_object();
+  json.key("sha256");
+  json.string(to_hex(root));
+  json.end_object();
+  json.end_object();
+  json.end_array();
+  json.key("predicateType");
+  json.string(kPredicateType);
+  json.key("predicate");
+  json.begin_object();
+  json.key("serialization");
+  json.begin_object();
+  json.key("method");
+  json.string("files");
+  json.key("hash_type");
+  json.string(kAlgorithm);
+  json.key("allow_symlinks");
+  json.boolean(false);
+  json.key("ignore_paths");
+  json.begin_array();
+  json.string(kDigestsEntryName);
+  json.string(kSignatureEntryName);
+  json.end_array();
+  json.end_object();
+  json.key("resources");
+  json.begin_array();
+  for (const EntryDigest& entry : entries) {
+    json.begin_object();
+    json.key("name");
+    json.string(entry.name);
+    json.key("algorithm");
+    json.string(kAlgorithm);
+    json.key("digest");
+    json.string(to_hex(entry.sha256));
+    json.end_object();
+  }
+  json.end_array();
+  json.key("onnxzip");
+  json.begin_object();
+  json.key("format_version");
+  json.string(kIntegrityFormatVersion);
+  json.key("entries");
+  json.begin_array();
+  for (const EntryDigest& entry : entries) {
+    json.begin_object();
+    json.key("name");
+    json.string(entry.name);
+    json.key("size");
+    json.number(entry.size);
+    json.key("crc32");
+    json.string(crc_hex(entry.crc32));
+    json.end_object();
+  }
+  json.end_array();
+  json.end_object();
+  json.end_object();
+  json.end_object();
+  return std::move(json).finish();
 }
 
 DigestStatement decode_digests(ByteSpan json, const IntegrityLimits& limits,

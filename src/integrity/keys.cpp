@@ -77,6 +77,20 @@ std::string key_id_of(EVP_PKEY* pkey) {
       ByteSpan(reinterpret_cast<const std::uint8_t*>(data), static_cast<std::size_t>(size))));
 }
 
+// The public half, copied out through its DER encoding so the PublicKey holds no private part.
+PkeyPtr public_half(EVP_PKEY* private_key) {
+  unsigned char* der = nullptr;
+  const int length = i2d_PUBKEY(private_key, &der);
+  if (length <= 0) {
+    throw Error(ErrorCode::kIo, "OpenSSL cannot encode a public key: " + openssl_reason());
+  }
+  const unsigned char* cursor = der;
+  PkeyPtr pkey(d2i_PUBKEY(nullptr, &cursor, length));
+  OPENSSL_free(der);
+  if (!pkey) throw Error(ErrorCode::kIo, "OpenSSL cannot decode a public key: " + openssl_reason());
+  return pkey;
+}
+
 }  // namespace
 
 PrivateKey PrivateKey::from_pem(ByteSpan pem, std::string_view source) {
@@ -96,6 +110,7 @@ PrivateKey PrivateKey::from_pem(ByteSpan pem, std::string_view source) {
   }
   check_p256(pkey.get(), source, "private key");
   auto key = std::make_shared<Key>();
+  key->key_id = key_id_of(pkey.get());  // Its SubjectPublicKeyInfo: the public part only.
   key->pkey = std::move(pkey);
   return PrivateKey(std::move(key));
 }
@@ -105,23 +120,12 @@ PrivateKey PrivateKey::load(const std::filesystem::path& path) {
 }
 
 PublicKey PrivateKey::public_key() const {
-  // The public half, copied out through its DER encoding so the PublicKey holds no private part.
-  unsigned char* der = nullptr;
-  const int length = i2d_PUBKEY(key_->pkey.get(), &der);
-  if (length <= 0) {
-    throw Error(ErrorCode::kIo, "OpenSSL cannot encode a public key: " + openssl_reason());
-  }
-  const unsigned char* cursor = der;
-  PkeyPtr pkey(d2i_PUBKEY(nullptr, &cursor, length));
-  OPENSSL_free(der);
-  if (!pkey) throw Error(ErrorCode::kIo, "OpenSSL cannot decode a public key: " + openssl_reason());
-  std::string id = key_id_of(pkey.get());
   auto key = std::make_shared<PublicKey::Key>();
-  key->pkey = std::move(pkey);
-  return PublicKey(std::move(key), std::move(id));
+  key->pkey = public_half(key_->pkey.get());
+  return PublicKey(std::move(key), key_->key_id);
 }
 
-std::string PrivateKey::key_id() const { return public_key().key_id(); }
+std::string PrivateKey::key_id() const { return key_->key_id; }
 
 PublicKey PublicKey::from_pem(ByteSpan pem, std::string_view source) {
   if (pem.size() > kMaxKeyFileSize) {

@@ -49,6 +49,9 @@ struct onnxzip::PublicKey::Key {
 };
 struct onnxzip::PrivateKey::Key {
   integrity_detail::PkeyPtr pkey;
+  // Its public key's id, worked out once: each signature names it, and the encoder that makes
+  // the public key's PEM takes longer than the signing.
+  std::string key_id;
 };
 
 #endif  // ONNXZIP_SRC_OPENSSL_HANDLES_H_

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "json_input.h"
+#include "json_output.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/integrity.h"
@@ -76,16 +77,40 @@ std::string encode_signature(ByteSpan digests, const PrivateKey& key) {
     throw Error(ErrorCode::kIo, "__SIGNATURE: OpenSSL cannot sign: " + openssl_reason());
   }
   signature.resize(length);
-  const nlohmann::ordered_json bundle = {
-      {"mediaType", kBundleMediaType},
-      {"verificationMaterial",
-       {{"publicKey", {{"hint", key.key_id()}}}, {"tlogEntries", nlohmann::ordered_json::array()}}},
-      {"dsseEnvelope",
-       {{"payload", base64(digests)},
-        {"payloadType", kInTotoPayloadType},
-        {"signatures",
-         nlohmann::ordered_json::array({{{"sig", base64(signature)}, {"keyid", ""}}})}}}};
-  return bundle.dump(2) + "\n";
+  const std::string payload = base64(digests);
+  integrity_detail::JsonText json(payload.size() + 1024);
+  json.begin_object();
+  json.key("mediaType");
+  json.string(kBundleMediaType);
+  json.key("verificationMaterial");
+  json.begin_object();
+  json.key("publicKey");
+  json.begin_object();
+  json.key("hint");
+  json.string(key.key_id());
+  json.end_object();
+  json.key("tlogEntries");
+  json.begin_array();
+  json.end_array();
+  json.end_object();
+  json.key("dsseEnvelope");
+  json.begin_object();
+  json.key("payload");
+  json.string(payload);
+  json.key("payloadType");
+  json.string(kInTotoPayloadType);
+  json.key("signatures");
+  json.begin_array();
+  json.begin_object();
+  json.key("sig");
+  json.string(base64(signature));
+  json.key("keyid");
+  json.string("");
+  json.end_object();
+  json.end_array();
+  json.end_object();
+  json.end_object();
+  return std::move(json).finish();
 }
 
 SignatureBundle decode_signature(ByteSpan json, const IntegrityLimits& limits,

@@ -1,0 +1,51 @@
+// Private to the integrity layer: the JSON text of `__DIGESTS` and `__SIGNATURE`, written straight
+// into a string, laid out byte for byte as nlohmann/json's dump(2) lays it out (the spec's
+// vectors and signatures over earlier archives were made that way). An edit re-encodes a
+// statement of one item per entry: a document tree of a few thousand nodes, built only to be
+// printed, was most of a signed edit's time.
+#ifndef ONNXZIP_SRC_JSON_OUTPUT_H_
+#define ONNXZIP_SRC_JSON_OUTPUT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace onnxzip::integrity_detail {
+
+// Appends `text` as a JSON string, quoted, escaped as nlohmann's dump(ensure_ascii = false)
+// escapes it; invalid UTF-8 becomes U+FFFD (its error_handler_t::replace).
+void append_json_string(std::string& out, std::string_view text);
+
+// A pretty-printed JSON document (two spaces a level, "key": value, [] and {} when empty),
+// written in document order. The caller opens and closes what it writes; a key is followed by
+// exactly one value.
+class JsonText final {
+ public:
+  explicit JsonText(std::size_t expected_size) { text_.reserve(expected_size); }
+
+  void begin_object() { open('{'); }
+  void end_object() { close('}'); }
+  void begin_array() { open('['); }
+  void end_array() { close(']'); }
+  void key(std::string_view name);
+  void string(std::string_view value);
+  void number(std::uint64_t value);
+  void boolean(bool value);
+  // The document with a final newline.
+  std::string finish() &&;
+
+ private:
+  void before_value();
+  void open(char bracket);
+  void close(char bracket);
+  void new_line(std::size_t depth);
+
+  std::string text_;
+  std::size_t depth_ = 0;
+  bool container_empty_ = true;  // Of the innermost open object or array.
+  bool after_key_ = false;
+};
+
+}  // namespace onnxzip::integrity_detail
+
+#endif  // ONNXZIP_SRC_JSON_OUTPUT_H_
