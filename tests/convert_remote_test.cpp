@@ -16,6 +16,7 @@
 #include "onnxzip/convert.h"
 #include "onnxzip/error.h"
 #include "onnxzip/http_source.h"
+#include "support/error_of.h"
 #include "support/model_builder.h"
 #include "support/nginx_server.h"
 #include "support/scratch_dir.h"
@@ -24,18 +25,8 @@ namespace onnxzip {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::error_of;
 using test_support::NginxServer;
-
-template <typename F>
-Error error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no Error thrown";
-  return Error(ErrorCode::kBadState, "none");
-}
 
 // Initializers of sizes around the edges (0, 1, 63, 64, 65 floats...) and some large enough to
 // span several ranges, plus the tensors-everywhere model's attribute, sparse and subgraph

@@ -16,6 +16,7 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/error.h"
 #include "onnxzip/zip_reader.h"
+#include "support/error_of.h"
 #include "support/model_builder.h"
 #include "support/nginx_server.h"
 #include "support/scratch_dir.h"
@@ -24,6 +25,7 @@ namespace onnxzip {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::error_of;
 using test_support::NginxServer;
 using test_support::ServedRequest;
 
@@ -42,17 +44,6 @@ std::vector<std::uint8_t> slice(const std::vector<std::uint8_t>& bytes, std::uin
 }
 
 std::vector<std::uint8_t> to_vector(ByteSpan bytes) { return {bytes.begin(), bytes.end()}; }
-
-template <typename F>
-Error error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no Error thrown";
-  return Error(ErrorCode::kBadState, "none");
-}
 
 // Fast retries, so the fault tests take milliseconds.
 HttpOptions quick(HttpOptions options = {}) {
