@@ -329,12 +329,7 @@ class PyArchive final {
     }
     const onnxzip::Archive::TensorInfo& t = info(row.external);
     if (ranged_ || checked_) {
-      const std::shared_ptr<const onnxzip::Archive> held = archive_;
-      std::vector<onnxzip::TensorBytes> read;
-      {
-        const py::gil_scoped_release unlocked;
-        read = fetch(*held, {&t});
-      }
+      std::vector<onnxzip::TensorBytes> read = fetch_without_gil({&t});
       return array_of(t, std::move(read.front()));
     }
     const std::vector<py::ssize_t> shape = shape_of(t.data_type, t.dims, t.data.size());
@@ -366,13 +361,7 @@ class PyArchive final {
         infos.push_back(&info(row.external));
       }
     }
-    // Held here: close() from another thread while the GIL is released must not free it.
-    const std::shared_ptr<const onnxzip::Archive> held = archive_;
-    std::vector<onnxzip::TensorBytes> read;
-    {
-      const py::gil_scoped_release unlocked;
-      read = fetch(*held, infos);
-    }
+    std::vector<onnxzip::TensorBytes> read = fetch_without_gil(infos);
     std::vector<py::object> out(indices.size());
     for (std::size_t j = 0; j < external.size(); ++j) {
       out[external[j]] = array_of(*infos[j], std::move(read[j]));
@@ -396,13 +385,7 @@ class PyArchive final {
         infos.push_back(&info(row.external));
       }
     }
-    // Held here: close() from another thread while the GIL is released must not free it.
-    const std::shared_ptr<const onnxzip::Archive> held = archive_;
-    std::vector<onnxzip::TensorBytes> read;
-    {
-      const py::gil_scoped_release unlocked;
-      read = fetch(*held, infos);
-    }
+    std::vector<onnxzip::TensorBytes> read = fetch_without_gil(infos);
     std::vector<py::object> out(indices.size());
     for (std::size_t j = 0; j < external.size(); ++j) {
       out[external[j]] = copy_to_bytes(read[j].view());
@@ -421,12 +404,7 @@ class PyArchive final {
     if (row.inline_tensor) return copy_to_bytes(row.inline_tensor->bytes);
     const onnxzip::Archive::TensorInfo& t = info(row.external);
     if (ranged_ || checked_) {
-      const std::shared_ptr<const onnxzip::Archive> held = archive_;
-      std::vector<onnxzip::TensorBytes> read;
-      {
-        const py::gil_scoped_release unlocked;
-        read = fetch(*held, {&t});
-      }
+      std::vector<onnxzip::TensorBytes> read = fetch_without_gil({&t});
       return copy_to_bytes(read.front().view());
     }
     return copy_to_bytes(t.data);
@@ -492,6 +470,15 @@ class PyArchive final {
   py::array array_of(const onnxzip::Archive::TensorInfo& t, onnxzip::TensorBytes bytes) const {
     const std::vector<py::ssize_t> shape = shape_of(t.data_type, t.dims, bytes.size());
     return array_owning(std::move(bytes), dtype_for(t.data_type), shape);
+  }
+
+  // fetch() of `infos` with the GIL released. The archive is held meanwhile: a close() from
+  // another thread while the GIL is released must not free it.
+  std::vector<onnxzip::TensorBytes> fetch_without_gil(
+      const std::vector<const onnxzip::Archive::TensorInfo*>& infos) const {
+    const std::shared_ptr<const onnxzip::Archive> held = archive_;
+    const py::gil_scoped_release unlocked;
+    return fetch(*held, infos);
   }
 
   // a.payloads() of `infos` (called without the GIL, `a` held by the caller). A remote
