@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <string_view>
 
@@ -54,6 +55,13 @@ void on_bus_error(int signal_number, siginfo_t* info, void*) {
     ::sigemptyset(&default_action.sa_mask);
     ::sigaction(signal_number, &default_action, nullptr);
     return;  // The faulting access runs again and gets the default action.
+  }
+  // Threads reading the mapping together (verify's) may all fault: one line, by the first, and
+  // the others wait for its _exit.
+  static std::atomic<bool> reported{false};
+  static_assert(std::atomic<bool>::is_always_lock_free);  // Lock-free: async-signal-safe.
+  if (reported.exchange(true)) {
+    for (;;) ::pause();
   }
   Line line;
   // A progress bar may be drawn on a terminal: start the message on a clean line.
