@@ -9,18 +9,10 @@
 
 #include "onnxzip/error.h"
 #include "posix_file.h"
+#include "read_range.h"
 
 namespace onnxzip {
 namespace {
-
-void check_range(const ByteSource& source, std::uint64_t offset, std::uint64_t length) {
-  if (!fits(offset, length, source.size())) {
-    throw Error(ErrorCode::kInvalidArgument, {.file = source.name()},
-                "a read of " + std::to_string(length) + " bytes at offset " +
-                    std::to_string(offset) + " lies outside its " + std::to_string(source.size()) +
-                    " bytes");
-  }
-}
 
 // Reads [offset, offset + out.size()) of `fd` with pread; the number of bytes read, fewer only
 // at the end of the file; -1 (errno set) when a read fails.
@@ -48,7 +40,7 @@ class WholeSource : public ByteSource {
   ByteSpan bytes() const noexcept final { return bytes_; }
   const OwnerToken& owner() const noexcept final { return owner_; }
   TensorBytes read(std::uint64_t offset, std::uint64_t length) const final {
-    check_range(*this, offset, length);
+    detail::check_read_range(*this, offset, length);
     return TensorBytes::borrowed(span(offset, length), owner_);
   }
 
@@ -68,7 +60,7 @@ class MemorySource final : public WholeSource {
   using WholeSource::WholeSource;
   Access access() const noexcept override { return Access::kInMemory; }
   void read_into(std::uint64_t offset, MutableByteSpan out) const override {
-    check_range(*this, offset, out.size());
+    detail::check_read_range(*this, offset, out.size());
     if (!out.empty()) std::memcpy(out.data(), span(offset, out.size()).data(), out.size());
   }
 };
@@ -83,7 +75,7 @@ class MappedSource final : public WholeSource {
       : WholeSource(file->bytes(), file, file->path().string()), fd_(file->descriptor()) {}
   Access access() const noexcept override { return Access::kMapped; }
   void read_into(std::uint64_t offset, MutableByteSpan out) const override {
-    check_range(*this, offset, out.size());
+    detail::check_read_range(*this, offset, out.size());
     if (out.empty()) return;
     // A read that fails or comes up short falls back to the mapping, which then shows what it
     // finds (a file that shrank raises SIGBUS there, as anywhere in the mapping).
@@ -106,7 +98,7 @@ class RangeSource final : public ByteSource {
   const std::string& name() const noexcept override { return name_; }
 
   TensorBytes read(std::uint64_t offset, std::uint64_t length) const override {
-    check_range(*this, offset, length);
+    detail::check_read_range(*this, offset, length);
     // The first byte at the address its offset has modulo 64 (see the header).
     const std::size_t lead = static_cast<std::size_t>(offset % kDefaultBufferAlignment);
     const auto buffer = std::make_shared<OwnedBytes>(lead + static_cast<std::size_t>(length));
@@ -116,7 +108,7 @@ class RangeSource final : public ByteSource {
   }
 
   void read_into(std::uint64_t offset, MutableByteSpan out) const override {
-    check_range(*this, offset, out.size());
+    detail::check_read_range(*this, offset, out.size());
     const ssize_t n = pread_all(fd_.get(), offset, out);
     if (n < 0) {
       throw Error(ErrorCode::kIo, {.file = name_},
@@ -139,6 +131,19 @@ class RangeSource final : public ByteSource {
 };
 
 }  // namespace
+
+namespace detail {
+
+void check_read_range(const ByteSource& source, std::uint64_t offset, std::uint64_t length) {
+  if (!fits(offset, length, source.size())) {
+    throw Error(ErrorCode::kInvalidArgument, {.file = source.name()},
+                "a read of " + std::to_string(length) + " bytes at offset " +
+                    std::to_string(offset) + " lies outside its " + std::to_string(source.size()) +
+                    " bytes");
+  }
+}
+
+}  // namespace detail
 
 std::vector<TensorBytes> ByteSource::read_ranges(std::span<const ByteRange> ranges) const {
   std::vector<TensorBytes> out;

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "onnxzip/error.h"
+#include "read_range.h"
 
 #if ONNXZIP_HAVE_CURL
 #include <curl/curl.h>
@@ -586,15 +587,6 @@ void run(const HttpSource::State& s, Exchange& exchange) {
   s.release(std::move(handle));
 }
 
-void check_range(const ByteSource& source, std::uint64_t offset, std::uint64_t length) {
-  if (!fits(offset, length, source.size())) {
-    throw Error(ErrorCode::kInvalidArgument, {.file = source.name()},
-                "a read of " + std::to_string(length) + " bytes at offset " +
-                    std::to_string(offset) + " lies outside its " + std::to_string(source.size()) +
-                    " bytes");
-  }
-}
-
 // Runs `work(i)` for i in [0, count) on up to `parallel` threads; the first exception stops the
 // rest and propagates.
 void run_parallel(std::size_t count, unsigned parallel,
@@ -721,7 +713,7 @@ HttpStats HttpSource::stats() const noexcept {
 const HttpOptions& HttpSource::options() const noexcept { return state_->options; }
 
 TensorBytes HttpSource::read(std::uint64_t offset, std::uint64_t length) const {
-  check_range(*this, offset, length);
+  detail::check_read_range(*this, offset, length);
   const State& s = *state_;
   if (offset >= s.tail_offset) {
     return TensorBytes::borrowed(s.tail.subspan(static_cast<std::size_t>(offset - s.tail_offset),
@@ -742,7 +734,7 @@ TensorBytes HttpSource::read(std::uint64_t offset, std::uint64_t length) const {
 }
 
 void HttpSource::read_into(std::uint64_t offset, MutableByteSpan out) const {
-  check_range(*this, offset, out.size());
+  detail::check_read_range(*this, offset, out.size());
   const State& s = *state_;
   if (out.empty()) return;
   // The part in the tail costs no request.
@@ -765,7 +757,7 @@ void HttpSource::read_into(std::uint64_t offset, MutableByteSpan out) const {
 }
 
 std::vector<TensorBytes> HttpSource::read_ranges(std::span<const ByteRange> ranges) const {
-  for (const ByteRange& range : ranges) check_range(*this, range.offset, range.length);
+  for (const ByteRange& range : ranges) detail::check_read_range(*this, range.offset, range.length);
   std::vector<TensorBytes> out(ranges.size());
   run_parallel(ranges.size(), state_->options.max_parallel,
                [&](std::size_t i) { out[i] = read(ranges[i].offset, ranges[i].length); });
@@ -775,7 +767,7 @@ std::vector<TensorBytes> HttpSource::read_ranges(std::span<const ByteRange> rang
 void HttpSource::fetch(std::uint64_t offset, std::uint64_t length,
                        const std::function<void(std::uint64_t at, ByteSpan piece)>& sink,
                        const ProgressCallback& progress) const {
-  check_range(*this, offset, length);
+  detail::check_read_range(*this, offset, length);
   const State& s = *state_;
   std::uint64_t remote_end = offset + length;
   const std::uint64_t tail_from = std::max(offset, s.tail_offset);
