@@ -85,6 +85,14 @@ def cp_copy_method(plain, folder):
     return f"{' '.join(CP)} ({version.split(chr(10))[0]}); strace -c counts {calls}"
 
 
+def print_machine(folder):
+    """Prints the kernel, the file system of the scratch `folder` and the load before a run."""
+    file_system = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "-T", folder],
+                                 capture_output=True, text=True).stdout.strip()
+    print(f"kernel {os.uname().release}; scratch folder on {file_system or 'unknown'}")
+    print(f"load before: {open('/proc/loadavg').read().strip()} ({os.cpu_count()} cores)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -135,10 +143,7 @@ def run(work, tools, rounds):
         return seconds
 
     print(f"cp: {cp_copy_method(plain, work)}")
-    file_system = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "-T", work],
-                                 capture_output=True, text=True).stdout.strip()
-    print(f"kernel {os.uname().release}; scratch folder on {file_system or 'unknown'}")
-    print(f"load before: {open('/proc/loadavg').read().strip()} ({os.cpu_count()} cores)")
+    print_machine(work)
     times, ratios = {}, {}
     for _ in range(rounds):
         for direction in directions(first):

@@ -29,7 +29,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from convert_cli_bench import CP, cp_copy_method, write_reference_model  # noqa: E402
+from convert_cli_bench import (CP, cp_copy_method, print_machine,  # noqa: E402
+                               write_reference_model)
 
 
 def main():
@@ -95,10 +96,7 @@ def run(work, tool, rounds):
                          text=True).stdout.strip() or "no sha_ni flag"
     print(f"openssl: {openssl}, one process on one core, reading the file ({cpu})")
     print(f"cp: {cp_copy_method(f'{legacy}.data', work)}")
-    file_system = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "-T", work],
-                                 capture_output=True, text=True).stdout.strip()
-    print(f"kernel {os.uname().release}; scratch folder on {file_system or 'unknown'}")
-    print(f"load before: {open('/proc/loadavg').read().strip()} ({os.cpu_count()} cores)")
+    print_machine(work)
     times, ratios = {}, {}
     for _ in range(rounds):
         for pair, (command, yardstick_command, _) in pairs.items():
