@@ -372,7 +372,7 @@ async function checkIntegrity(archive: VerifyTarget, options: VerifyOptions, key
   const required = key === undefined ? '' : ` (a signature by key ${key.keyId} was asked for)`;
   if (digestsEntry === undefined) {
     if (signatureEntry !== undefined) {
-      add('signature', kSignatureEntryName, signatureEntry.localHeaderOffset, 'a signature, but no __DIGESTS entry (spec §12.3)');
+      add('signature', kSignatureEntryName, signatureEntry.localHeaderOffset, 'a signature, but no __DIGESTS entry (spec §12.1 item 1)');
       return { expected, digests: 'absent', signature: 'failed', keyId: '' };
     }
     if (key !== undefined) add('signature', '', 0, `no __DIGESTS and no __SIGNATURE entry${required}`);

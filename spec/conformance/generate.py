@@ -832,6 +832,11 @@ def build(cli, out=HERE):
         "__DIGESTS cut in half: not valid JSON", "ok", "error", names="__DIGESTS")
     add("reject_12_1_duplicate_key", with_digests(text.replace(b"{", b'{\n  "_type": "x",', 1)), "§12.1 item 3",
         "__DIGESTS holds the key _type twice in one object", "ok", "error", names="_type")
+    add("valid_digests_bom", with_digests(b"\xef\xbb\xbf" + text), "§12.1 item 3",
+        "__DIGESTS starts with a UTF-8 byte order mark, which a reader ignores", "ok", "ok")
+    add("reject_12_1_two_boms", with_digests(b"\xef\xbb\xbf\xef\xbb\xbf" + text), "§12.1 item 3",
+        "__DIGESTS starts with two byte order marks: only the first is ignored", "ok", "error",
+        names="__DIGESTS")
 
     def size_as_string(s):
         e = s["predicate"]["onnxzip"]["entries"][0]
@@ -852,7 +857,7 @@ def build(cli, out=HERE):
         "the subject digest is not the SHA-256 of the resources' digests", "ok", "error", names="subject")
     add("reject_12_1_signature_without_digests", with_tail(base, before_model=[
         ("__SIGNATURE", entry_data(signed, "__SIGNATURE"))]), "§12.1 item 1",
-        "__SIGNATURE without __DIGESTS", "ok", "error", names="__SIGNATURE")
+        "__SIGNATURE without __DIGESTS", "ok", "error", names=["__SIGNATURE", "§12.1 item 1"])
     other = keep_committed_signature(sign(cli, base, "--key", os.path.join(keys, "other.pem")),
                                      committed("reject_12_5_other_key"))
     add("reject_12_5_other_key", other, "§12.5 item 4",

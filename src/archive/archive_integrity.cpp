@@ -94,7 +94,8 @@ void check_integrity(const ZipReader& zip, const ZipEntry& model_entry,
   if (place.digests == nullptr) {
     if (place.signature != nullptr) {
       add(Severity::kError, std::string(kSignatureEntryName), place.signature->local_header_offset,
-          entry_place(kSignatureEntryName), "a signature, but no __DIGESTS entry (spec §12.3)");
+          entry_place(kSignatureEntryName),
+          "a signature, but no __DIGESTS entry (spec §12.1 item 1)");
     } else if (options.public_key) {
       add(Severity::kError, "", 0, {}, "no __DIGESTS and no __SIGNATURE entry" + required);
     }
