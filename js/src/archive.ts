@@ -193,14 +193,14 @@ export class Archive {
       findings.push(...layoutFindings(dir));
     }
 
-    // What the tail holds besides the model and the directory is payload bytes, mostly of the
-    // last entries: the entries wholly within kTailPayloadKept of the model are kept (small
-    // tensors there cost no read), not the rest, so that a large entry read later is not held
-    // twice, nor a part of one that is read again anyway.
+    // What the tail holds besides the model is the directory, parsed now, and payload bytes,
+    // mostly of the last entries: the entries wholly within kTailPayloadKept of the model are
+    // kept (small tensors there cost no read), not the rest, so that a large entry read later
+    // is not held twice, nor a part of one that is read again anyway.
     if (source.kind !== 'memory') {
       const modelStart = Math.min(model.localHeaderOffset, dir.centralOffset);
       const keptFrom = dir.entries.find((e) => e.localHeaderOffset >= modelStart - kTailPayloadKept)?.localHeaderOffset ?? modelStart;
-      dir.tail.trim(Math.min(keptFrom, modelStart));
+      dir.tail.trim(Math.min(keptFrom, modelStart), model.local!.end);
     }
     const modelBytes = await readEntryData(source, dir, model, limits);
     const records = walkModel(modelBytes, { maxDepth: options.maxModelDepth ?? 100 }, (problem, at) => {

@@ -4,7 +4,7 @@
 // them is the tail (a window at the end of the file, grown backwards when needed) and the local
 // headers. It knows ZIP only; the .onnxz rules are archive.ts's.
 
-import { ByteWindow, bytesEqual, checkedAdd, checkedRange, concat, decodeText, isValidUtf8, toSafeOffset, type LazyPlace } from './bytes.js';
+import { ByteWindow, bytesEqual, checkedAdd, checkedRange, concat, decodeText, isValidUtf8, releaseBuffer, toSafeOffset, type LazyPlace } from './bytes.js';
 import { crc32 } from './crc32.js';
 import { OnnxzipError, quote, type ErrorCode, type ErrorPlace } from './errors.js';
 import { warning, type Finding } from './findings.js';
@@ -109,9 +109,15 @@ export interface ZipDirectory {
   readonly findings: Finding[];
 }
 
-/** A window of the source's last bytes, grown backwards on demand (one read each time). */
+/**
+ * A window of the source's last bytes, grown backwards on demand (one read each time). The
+ * buffers it replaces are released at once (releaseBuffer) when they are its own: every read's
+ * but a memory source's, whose bytes are the caller's. Callers take the window anew after a
+ * change (`window`, or what ensure() returns), never an earlier one.
+ */
 export class TailWindow {
   private current: ByteWindow;
+  private owned: boolean;
 
   constructor(
     private readonly source: ByteSource,
@@ -119,16 +125,19 @@ export class TailWindow {
     base: number,
   ) {
     this.current = new ByteWindow(bytes, base);
+    this.owned = source.kind !== 'memory';
   }
 
   get window(): ByteWindow {
     return this.current;
   }
 
-  /** Drops the bytes before `from` (a copy of the rest replaces the buffer, so that it can be freed). */
-  trim(from: number): void {
-    if (from <= this.current.base || from >= this.current.end) return;
-    this.current = new ByteWindow(this.current.slice(from, this.current.end - from).slice(), from);
+  /** Keeps only the bytes [from, to) (a copy of them replaces the buffer, which is released). */
+  trim(from: number, to: number): void {
+    const start = Math.max(from, this.current.base);
+    const end = Math.min(to, this.current.end);
+    if (start === this.current.base && end === this.current.end) return;
+    this.replace(new ByteWindow(this.current.slice(start, Math.max(0, end - start)).slice(), start));
   }
 
   /** Makes the window start at or before `from`. */
@@ -136,9 +145,16 @@ export class TailWindow {
     const start = Math.max(0, from);
     if (start < this.current.base) {
       const before = await this.source.read(start, this.current.base - start);
-      this.current = new ByteWindow(concat([before, this.current.bytes]), start);
+      this.replace(new ByteWindow(concat([before, this.current.bytes]), start));
+      if (this.source.kind !== 'memory') releaseBuffer(before.buffer);
     }
     return this.current;
+  }
+
+  private replace(next: ByteWindow): void {
+    if (this.owned) releaseBuffer(this.current.bytes.buffer);
+    this.current = next;
+    this.owned = true;
   }
 }
 

@@ -281,4 +281,20 @@ describe('memory after open', () => {
       await a.close();
     }
   });
+
+  it('keeps of the tail read neither the central directory nor the end records: they are parsed', async () => {
+    for (const source of [fixture('mlp.onnxz'), new Blob([readFileSync(fixture('mlp.onnxz'))])]) {
+      const a = await openArchive(source);
+      try {
+        const model = a.dir.byName.get('__MODEL_PROTO');
+        assert.equal(a.dir.tail.window.end, model.local.end);
+        assert.ok(a.dir.tail.window.bytes.buffer.byteLength <= a.dir.tail.window.end - a.dir.tail.window.base + 64);
+        // What is left still serves reads of the model and of the payloads it holds.
+        assert.deepEqual(await a.getEntryBytes('__MODEL_PROTO'), a.modelBytes);
+        assert.equal((await a.getTensor('b2')).length, 256);
+      } finally {
+        await a.close();
+      }
+    }
+  });
 });
