@@ -101,8 +101,6 @@ export async function openArchive(source: ArchiveSource, options: OpenOptions = 
 export class Archive {
   /** The serialized ModelProto (__MODEL_PROTO), as ONNX Runtime takes it. */
   readonly modelBytes: Uint8Array;
-  /** Every entry, in file order. */
-  readonly entries: readonly EntryInfo[];
   /** Every external tensor, in the order the model holds them. Several may share an entry. */
   readonly tensors: readonly TensorInfo[];
   /** What the reader accepted but reports (spec §9.3, §9.4 items 4-5, §11). */
@@ -121,7 +119,9 @@ export class Archive {
   readonly records: readonly TensorRecord[];
   /** @internal */
   readonly limits: InflateLimits;
-  private readonly byTensorName: Map<string, ResolvedTensor>;
+  // Built on first use: createSession needs neither.
+  private entryInfos: readonly EntryInfo[] | undefined;
+  private byTensorName: Map<string, ResolvedTensor> | undefined;
   private closed = false;
 
   private constructor(
@@ -143,9 +143,12 @@ export class Archive {
     this.sourceName = source.name;
     this.sourceKind = source.kind;
     this.tensors = resolved.map((t) => t.info);
-    this.entries = dir.entries.map((e) => entryInfo(e));
-    this.byTensorName = new Map();
-    for (const t of resolved) if (!this.byTensorName.has(t.info.name)) this.byTensorName.set(t.info.name, t);
+  }
+
+  /** Every entry, in file order. */
+  get entries(): readonly EntryInfo[] {
+    this.entryInfos ??= this.dir.entries.map((e) => entryInfo(e));
+    return this.entryInfos;
   }
 
   /** @internal */
@@ -190,14 +193,14 @@ export class Archive {
       findings.push(...layoutFindings(dir));
     }
 
-    // What the tail holds besides the model and the directory is payload bytes, mostly of the
-    // last entries: the entries wholly within kTailPayloadKept of the model are kept (small
-    // tensors there cost no read), not the rest, so that a large entry read later is not held
-    // twice, nor a part of one that is read again anyway.
+    // What the tail holds besides the model is the directory, parsed now, and payload bytes,
+    // mostly of the last entries: the entries wholly within kTailPayloadKept of the model are
+    // kept (small tensors there cost no read), not the rest, so that a large entry read later
+    // is not held twice, nor a part of one that is read again anyway.
     if (source.kind !== 'memory') {
       const modelStart = Math.min(model.localHeaderOffset, dir.centralOffset);
       const keptFrom = dir.entries.find((e) => e.localHeaderOffset >= modelStart - kTailPayloadKept)?.localHeaderOffset ?? modelStart;
-      dir.tail.trim(Math.min(keptFrom, modelStart));
+      dir.tail.trim(Math.min(keptFrom, modelStart), model.local!.end);
     }
     const modelBytes = await readEntryData(source, dir, model, limits);
     const records = walkModel(modelBytes, { maxDepth: options.maxModelDepth ?? 100 }, (problem, at) => {
@@ -212,7 +215,7 @@ export class Archive {
 
   /** The external tensor with this TensorProto.name (the first, when several have it). */
   tensor(name: string): TensorInfo | undefined {
-    return this.byTensorName.get(name)?.info;
+    return this.tensorNamed(name)?.info;
   }
 
   /** The entry with exactly this name. */
@@ -238,7 +241,7 @@ export class Archive {
   async getTensors(tensors: readonly (string | TensorInfo)[]): Promise<TensorData[]> {
     this.checkOpen();
     const found = tensors.map((wanted) => {
-      const t = typeof wanted === 'string' ? this.byTensorName.get(wanted) : this.resolved.find((r) => r.info === wanted);
+      const t = typeof wanted === 'string' ? this.tensorNamed(wanted) : this.resolved.find((r) => r.info === wanted);
       if (t === undefined) {
         const what = typeof wanted === 'string' ? quote(wanted) : `${quote(wanted.name)} at ${wanted.site} (not one of this archive's tensors)`;
         throw new OnnxzipError('not_found', { source: this.sourceName }, `no external tensor ${what}`);
@@ -321,6 +324,14 @@ export class Archive {
     return inflateRaw(compressed, e.size, e.crc32, place);
   }
 
+  private tensorNamed(name: string): ResolvedTensor | undefined {
+    if (this.byTensorName === undefined) {
+      this.byTensorName = new Map();
+      for (const t of this.resolved) if (!this.byTensorName.has(t.info.name)) this.byTensorName.set(t.info.name, t);
+    }
+    return this.byTensorName.get(name);
+  }
+
   private checkOpen(): void {
     if (this.closed) throw new OnnxzipError('bad_state', { source: this.sourceName }, 'the archive is closed');
   }
@@ -393,18 +404,19 @@ const kTwoTo64 = 1n << 64n;
 function resolveReferences(records: readonly TensorRecord[], dir: ZipDirectory, src: ErrorPlace, findings: Finding[]): ResolvedTensor[] {
   const out: ResolvedTensor[] = [];
   for (const r of records) {
-    const label = tensorLabel({ name: r.name ?? '', site: r.site });
-    const place: ErrorPlace = { ...src, tensor: label };
+    // Labels and places are built when a finding or an error needs them.
+    const label = (): string => tensorLabel({ name: r.name ?? '', site: r.site });
+    const place = (): ErrorPlace => ({ ...src, tensor: label() });
     if (r.dataLocation !== 1n) {
       if (r.externalData.length > 0) {
-        findings.push(warning('external_data_ignored', 'external_data on a tensor whose data_location is not EXTERNAL: ignored', { tensor: label }));
+        findings.push(warning('external_data_ignored', 'external_data on a tensor whose data_location is not EXTERNAL: ignored', { tensor: label() }));
       }
       const problem = inlinePayloadProblem(r);
-      if (problem !== undefined) findings.push(warning('inline_payload', `an inline tensor whose payload disagrees with its dims and data type: ${problem} (spec §9.4 item 5)`, { tensor: label }));
+      if (problem !== undefined) findings.push(warning('inline_payload', `an inline tensor whose payload disagrees with its dims and data type: ${problem} (spec §9.4 item 5)`, { tensor: label() }));
       continue;
     }
     const reject = (problem: string): never => {
-      throw new OnnxzipError('corrupt', place, problem);
+      throw new OnnxzipError('corrupt', place(), problem);
     };
     const seen = new Map<string, string>();
     for (const { key, value } of r.externalData) {
@@ -425,35 +437,35 @@ function resolveReferences(records: readonly TensorRecord[], dir: ZipDirectory, 
     if (nameProblem !== undefined) reject(`its location ${quote(location!)} is not a payload entry name: it ${nameProblem} (spec §6.1)`);
     const entry = dir.byName.get(location!);
     if (entry === undefined) reject(`its location ${quote(location!)} names no entry of the archive`);
-    const entryPlace: ErrorPlace = { ...place, entry: `entry ${quote(location!)}` };
+    const entryPlace = (): ErrorPlace => ({ ...place(), entry: `entry ${quote(location!)}` });
     if (r.rawDataLength !== undefined) reject('an EXTERNAL tensor that also carries raw_data');
     for (const field of r.typedCounts.keys()) reject(`an EXTERNAL tensor that also carries ${typedFieldNames.get(field) ?? field}`);
     if (r.dataType === DataType.STRING || r.dataType === DataType.UNDEFINED) {
       reject(`an EXTERNAL tensor of type ${dataTypeName(r.dataType)} (spec §7.2 item 5)`);
     }
     const bits = elementBits(r.dataType);
-    if (bits === undefined) throw new OnnxzipError('unsupported', place, `data type ${r.dataType} is not one this reader knows`);
+    if (bits === undefined) throw new OnnxzipError('unsupported', place(), `data type ${r.dataType} is not one this reader knows`);
     const size = payloadSize(r.dims, bits);
     if (typeof size === 'string') reject(size);
     const e = entry!;
     if (BigInt(e.size) !== size) {
-      throw new OnnxzipError('corrupt', entryPlace, `the entry has ${e.size} bytes, the tensor's dims ${dimsText(r.dims)} of ${dataTypeName(r.dataType)} need ${size} (spec §7.3)`);
+      throw new OnnxzipError('corrupt', entryPlace(), `the entry has ${e.size} bytes, the tensor's dims ${dimsText(r.dims)} of ${dataTypeName(r.dataType)} need ${size} (spec §7.3)`);
     }
     const length = seen.get('length');
     if (length !== undefined && BigInt(length) !== BigInt(e.size)) {
-      throw new OnnxzipError('corrupt', entryPlace, `external_data length ${length} differs from the entry's size ${e.size}`);
+      throw new OnnxzipError('corrupt', entryPlace(), `external_data length ${length} differs from the entry's size ${e.size}`);
     }
     const offset = seen.get('offset');
     if (offset !== undefined && BigInt(offset) !== 0n) {
-      throw new OnnxzipError('corrupt', entryPlace, `external_data offset ${offset} is not 0: a payload starts at its entry's first byte (spec §7.2 item 4)`);
+      throw new OnnxzipError('corrupt', entryPlace(), `external_data offset ${offset} is not 0: a payload starts at its entry's first byte (spec §7.2 item 4)`);
     }
     const keys = r.externalData.map((kv) => kv.key);
     const canonical = keys.length === 2 && keys[0] === 'location' && keys[1] === 'length' && length !== undefined && (length === '0' || !length.startsWith('0'));
     if (!canonical) {
-      findings.push(warning('external_data_keys', `external_data keys are [${keys.join(', ')}]${length !== undefined && length.length > 1 && length.startsWith('0') ? ` (length ${quote(length)} has leading zeros)` : ''}, not exactly [location, length] (spec §7.2 items 3-4, §9.4 item 4)`, { tensor: label, entry: location! }));
+      findings.push(warning('external_data_keys', `external_data keys are [${keys.join(', ')}]${length !== undefined && length.length > 1 && length.startsWith('0') ? ` (length ${quote(length)} has leading zeros)` : ''}, not exactly [location, length] (spec §7.2 items 3-4, §9.4 item 4)`, { tensor: label(), entry: location! }));
     }
     const dims = r.dims.map((d) => {
-      if (d > BigInt(Number.MAX_SAFE_INTEGER)) throw new OnnxzipError('unsupported', place, `dim ${d} is past 2^53 - 1, which JavaScript numbers cannot hold`);
+      if (d > BigInt(Number.MAX_SAFE_INTEGER)) throw new OnnxzipError('unsupported', place(), `dim ${d} is past 2^53 - 1, which JavaScript numbers cannot hold`);
       return Number(d);
     });
     out.push({

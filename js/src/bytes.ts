@@ -132,6 +132,22 @@ export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   return true;
 }
 
+/**
+ * Frees the memory of a buffer this package allocated and will not read again, now rather than
+ * when the collector next runs (views of it then read as empty): ArrayBuffer.prototype.transfer
+ * where the platform has it (Chromium 114, Node 22), else nothing. A dead 1 MiB tail read left to
+ * the collector was still counted when ONNX Runtime held all the weights.
+ */
+export function releaseBuffer(buffer: ArrayBufferLike): void {
+  const transfer = (buffer as { transfer?: (length: number) => ArrayBuffer }).transfer;
+  if (typeof transfer !== 'function') return;
+  try {
+    transfer.call(buffer, 0);
+  } catch {
+    // Not detachable (a WebAssembly memory's buffer): the collector frees it.
+  }
+}
+
 /** Concatenation of `parts` into one new buffer. */
 export function concat(parts: readonly Uint8Array[]): Uint8Array {
   let total = 0;

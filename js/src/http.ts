@@ -40,6 +40,12 @@ export function displayUrl(url: URL): string {
 
 class Retryable extends Error {}
 
+/** The range a request still has to read: [start, end) of the file; start -1 before the first response. */
+interface Progress {
+  start: number;
+  end: number;
+}
+
 /** The most a body read takes at once into a scratch buffer (bytes that have no buffer of their own). */
 const kReadPiece = 1 << 18;
 /**
@@ -51,14 +57,18 @@ const kInPlaceMax = 64 << 20;
 
 /**
  * Where a response body goes. With a byte-stream reader, the bytes from `at` are read straight
- * into the view `target` gives (a part of their final buffer): the read transfers that buffer and
- * gives it back as `filled`, whose buffer the owner takes instead of its old one (now detached).
- * Bytes without a target (the gaps of a merged run, a consumer of pieces) come to `put` in pieces
- * of a reused scratch buffer.
+ * into the view `target` gives (a part of their final buffer, at most `max` bytes): the read
+ * transfers that buffer and gives it back to `filled`, and the owner takes it instead of its old
+ * one (now detached). Bytes without a target (the gaps of a merged run, a consumer of pieces) come
+ * to `put` in pieces of a reused scratch buffer.
+ *
+ * A body is read in some hundred pieces per 100 MiB, and whatever each read allocates is garbage
+ * at the moment ONNX Runtime holds all the weights (the JS heap's peak): one view per read, no
+ * other object (the byte counts are plain numbers, the stall timer one per attempt).
  */
 interface BodySink {
-  target?(at: number): Uint8Array | undefined;
-  filled?(view: Uint8Array, at: number): void;
+  target?(at: number, max: number): Uint8Array | undefined;
+  filled?(buffer: ArrayBuffer, at: number): void;
   put(piece: Uint8Array, at: number): void | Promise<void>;
   /**
    * Before a retry that would resume at `at`: where it must resume instead. A read that failed
@@ -71,7 +81,8 @@ interface BodySink {
 export class HttpSource implements ByteSource {
   readonly kind = 'url';
   readonly name: string;
-  stats: ReadStats = { requests: 0, bytes: 0 };
+  private requests = 0;
+  private bytesRead = 0;
   private size: number | undefined;
   private etag: string | undefined;
   private lastModified: string | undefined;
@@ -100,39 +111,43 @@ export class HttpSource implements ByteSource {
     this.concurrency = Math.max(1, options.maxConcurrentRequests ?? 4);
   }
 
+  get stats(): ReadStats {
+    return { requests: this.requests, bytes: this.bytesRead };
+  }
+
   async readTail(length: number): Promise<TailRead> {
     // The size is known from the first response only: the buffer is allocated then.
-    let bytes: Uint8Array = new Uint8Array(0);
+    let buffer = new ArrayBuffer(0);
     let start = -1;
     const ensure = (): void => {
       if (start >= 0) return;
       start = Math.max(0, (this.size ?? 0) - length);
-      bytes = allocateFor({ offset: start, length: (this.size ?? 0) - start }, this.name);
+      buffer = allocateFor({ offset: start, length: (this.size ?? 0) - start }, this.name).buffer as ArrayBuffer;
     };
-    const detached = (): boolean => start >= 0 && bytes.byteLength === 0 && (this.size ?? 0) > start;
+    // A read that failed in place took the buffer with it: its length reads 0.
+    const detached = (): boolean => start >= 0 && buffer.byteLength === 0 && (this.size ?? 0) > start;
     await this.request(
       { suffix: length },
       {
-        target: (at) => {
+        target: (at, max) => {
           ensure();
-          return at - start < bytes.byteLength ? bytes.subarray(at - start) : undefined;
+          return at - start < buffer.byteLength ? new Uint8Array(buffer, at - start, Math.min(max, buffer.byteLength - (at - start))) : undefined;
         },
-        filled: (view) => {
-          // The old view is detached (its length reads 0): the buffer is all of it.
-          bytes = new Uint8Array(view.buffer);
+        filled: (given) => {
+          buffer = given;
         },
         put: (piece, at) => {
           ensure();
-          bytes.set(piece, at - start);
+          new Uint8Array(buffer).set(piece, at - start);
         },
         resume: (at) => {
           if (!detached()) return at;
-          bytes = allocateFor({ offset: start, length: (this.size ?? 0) - start }, this.name);
+          buffer = allocateFor({ offset: start, length: (this.size ?? 0) - start }, this.name).buffer as ArrayBuffer;
           return start;
         },
       },
     );
-    return { size: this.size ?? 0, bytes };
+    return { size: this.size ?? 0, bytes: new Uint8Array(buffer) };
   }
 
   async read(offset: number, length: number): Promise<Uint8Array> {
@@ -141,9 +156,12 @@ export class HttpSource implements ByteSource {
   }
 
   async readRanges(ranges: readonly ByteRange[]): Promise<Uint8Array[]> {
-    const out = ranges.map((r) => allocateFor(r, this.name));
-    // Where each range sits in its buffer: a view detached by a read reads 0 there.
-    const placed = out.map((b) => b.byteOffset);
+    // Each range's buffer, and where in it the range starts (allocateFor's phase). A read in
+    // place transfers the buffer: the one it gives back replaces it; a failed one leaves it
+    // detached (its length reads 0).
+    const buffers = ranges.map((r) => allocateFor(r, this.name));
+    const placed = buffers.map((b) => b.byteOffset);
+    const owners = buffers.map((b) => b.buffer as ArrayBuffer);
     // Runs of ranges close enough to fetch together.
     const runs: number[][] = [];
     ranges.forEach((r, i) => {
@@ -167,14 +185,14 @@ export class HttpSource implements ByteSource {
       await this.request(
         { start, end },
         {
-          target: (at) => {
+          target: (at, max) => {
             const i = holding(at);
             if (i === undefined || ranges[i]!.length > kInPlaceMax) return undefined;
-            return out[i]!.subarray(at - ranges[i]!.offset);
+            const r = ranges[i]!;
+            return new Uint8Array(owners[i]!, placed[i]! + (at - r.offset), Math.min(max, r.offset + r.length - at));
           },
-          filled: (view, at) => {
-            const i = holding(at)!;
-            out[i] = new Uint8Array(view.buffer, placed[i]!, ranges[i]!.length);
+          filled: (buffer, at) => {
+            owners[holding(at)!] = buffer;
           },
           put: (piece, at) => {
             // Hand each byte of the piece to the range that holds it; skip the gaps between them.
@@ -189,14 +207,14 @@ export class HttpSource implements ByteSource {
               }
               const r = ranges[i]!;
               const n = Math.min(piece.byteLength - p, r.offset + r.length - pos);
-              out[i]!.set(piece.subarray(p, p + n), pos - r.offset);
+              new Uint8Array(owners[i]!, placed[i]! + (pos - r.offset), n).set(piece.subarray(p, p + n));
               p += n;
             }
           },
           resume: (at) => {
             for (const [j, i] of run.entries()) {
-              if (out[i]!.byteLength === 0 && ranges[i]!.length > 0) {
-                out[i] = allocateFor(ranges[i]!, this.name);
+              if (owners[i]!.byteLength === 0 && ranges[i]!.length > 0) {
+                owners[i] = allocateFor(ranges[i]!, this.name).buffer as ArrayBuffer;
                 k = j;
                 return Math.min(at, ranges[i]!.offset);
               }
@@ -211,7 +229,7 @@ export class HttpSource implements ByteSource {
       while (next < runs.length) await fetchRun(runs[next++]!);
     });
     await Promise.all(workers);
-    return out;
+    return ranges.map((r, i) => new Uint8Array(owners[i]!, placed[i]!, r.length));
   }
 
   async stream(offset: number, length: number, consume: StreamConsumer): Promise<void> {
@@ -226,44 +244,43 @@ export class HttpSource implements ByteSource {
    * each byte once (a retry resumes where the last attempt stopped).
    */
   private async request(what: { suffix: number } | { start: number; end: number }, sink: BodySink): Promise<void> {
-    // After the first response, a retry asks for the rest of the range that response announced.
-    let rest: { start: number; end: number } | undefined = 'start' in what ? what : undefined;
+    // After the first response, a retry asks for the rest of the range that response announced
+    // (attempt() keeps `reached` up to date; start -1: no response yet).
+    const reached: Progress = 'start' in what ? { start: what.start, end: what.end } : { start: -1, end: -1 };
     for (let attempt = 0; ; ++attempt) {
       try {
-        await this.attempt(rest ?? what, sink, (at, end) => {
-          rest = { start: at, end };
-        });
+        await this.attempt(reached.start < 0 ? what : reached, sink, reached);
         return;
       } catch (e) {
         if (!(e instanceof Retryable) || attempt >= this.retries) {
           if (e instanceof OnnxzipError) throw e;
           throw new OnnxzipError('io', this.place, `${e instanceof Error ? e.message : String(e)}${attempt > 0 ? ` (after ${attempt + 1} attempts)` : ''}`, { cause: e });
         }
-        if (rest !== undefined && sink.resume !== undefined) rest = { start: sink.resume(rest.start), end: rest.end };
+        if (reached.start >= 0 && sink.resume !== undefined) reached.start = sink.resume(reached.start);
         else sink.resume?.(0);
         await new Promise((resolve) => setTimeout(resolve, this.retryDelayMs * 2 ** attempt));
       }
     }
   }
 
-  private async attempt(
-    what: { suffix: number } | { start: number; end: number },
-    sink: BodySink,
-    progress: (at: number, end: number) => void,
-  ): Promise<void> {
+  private async attempt(what: { suffix: number } | { readonly start: number; readonly end: number }, sink: BodySink, reached: Progress): Promise<void> {
     const headers = new Headers(this.options.headers ?? {});
     const asked = 'suffix' in what ? `bytes=-${what.suffix}` : `bytes=${what.start}-${what.end - 1}`;
     headers.set('Range', asked);
     const validator = this.etag ?? this.lastModified;
     if (validator !== undefined) headers.set('If-Range', validator);
     const controller = new AbortController();
+    // One timer for the attempt: when it fires, it aborts if no byte came for timeoutMs, else
+    // waits for the rest of that time (not a timer per read).
+    const lastByte = new Float64Array([performance.now()]);
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const arm = (): void => {
-      if (timer !== undefined) clearTimeout(timer);
-      timer = setTimeout(() => controller.abort(), this.timeoutMs);
+    const check = (): void => {
+      const idle = performance.now() - lastByte[0]!;
+      if (idle >= this.timeoutMs) controller.abort();
+      else timer = setTimeout(check, this.timeoutMs - idle);
     };
-    arm();
-    this.stats = { requests: this.stats.requests + 1, bytes: this.stats.bytes };
+    timer = setTimeout(check, this.timeoutMs);
+    ++this.requests;
     try {
       let response: Response;
       try {
@@ -272,7 +289,8 @@ export class HttpSource implements ByteSource {
         throw new Retryable(controller.signal.aborted ? `no response within ${this.timeoutMs} ms (${asked})` : `request failed (${asked}): ${e instanceof Error ? e.message : String(e)}`);
       }
       const { start, end } = this.checkResponse(response, what, asked, validator !== undefined);
-      progress(start, end);
+      reached.start = start;
+      reached.end = end;
       let at = start;
       const body = response.body;
       if (body !== null) {
@@ -288,7 +306,7 @@ export class HttpSource implements ByteSource {
           reader = body.getReader();
         }
         // Allocated when a byte has no buffer of its own to go to.
-        let scratch: Uint8Array | undefined;
+        let scratch: ArrayBuffer | undefined;
         const fail = (e: unknown): never => {
           throw new Retryable(controller.signal.aborted ? `the body stalled for ${this.timeoutMs} ms at offset ${at} (${asked})` : `the body was cut at offset ${at} (${asked}): ${e instanceof Error ? e.message : String(e)}`);
         };
@@ -302,33 +320,33 @@ export class HttpSource implements ByteSource {
                 ({ done, value } = await reader!.read());
               } else {
                 // Past the end of the range, a few bytes tell a body that is too long.
-                const target = at < end ? sink.target?.(at) : undefined;
+                const target = at < end ? sink.target?.(at, end - at) : undefined;
                 if (target !== undefined && target.byteLength > 0) {
-                  ({ done, value } = await byob.read(target.byteLength <= end - at ? target : target.subarray(0, end - at)));
+                  ({ done, value } = await byob.read(target));
                   inPlace = true;
                 } else {
                   const room = at < end ? Math.min(end - at, kReadPiece) : 16;
-                  if (scratch === undefined || scratch.byteLength < room) scratch = new Uint8Array(room);
-                  ({ done, value } = await byob.read(new Uint8Array(scratch.buffer as ArrayBuffer, 0, room)));
+                  if (scratch === undefined || scratch.byteLength < room) scratch = new ArrayBuffer(room);
+                  ({ done, value } = await byob.read(new Uint8Array(scratch, 0, room)));
                   // The read detached the buffer it filled and gives it back with the bytes.
-                  if (value !== undefined) scratch = new Uint8Array(value.buffer, 0, scratch.byteLength);
+                  if (value !== undefined) scratch = value.buffer as ArrayBuffer;
                 }
               }
             } catch (e) {
               fail(e);
             }
             // A done read gives the buffer back empty: an in-place target takes it back all the same.
-            if (inPlace && value !== undefined) sink.filled?.(value, at);
+            if (inPlace && value !== undefined) sink.filled?.(value.buffer as ArrayBuffer, at);
             if (done === true || value === undefined) break;
             if (value.byteLength === 0) continue;
-            arm();
+            lastByte[0] = performance.now();
             if (value.byteLength > end - at) {
               throw new OnnxzipError('io', this.place, `the server sent more than the ${end - start} bytes of its Content-Range (${asked})`, { offset: at });
             }
             if (!inPlace) await sink.put(value, at);
             at += value.byteLength;
-            this.stats = { requests: this.stats.requests, bytes: this.stats.bytes + value.byteLength };
-            progress(at, end);
+            this.bytesRead += value.byteLength;
+            reached.start = at;
           }
         } finally {
           await (byob ?? reader)!.cancel().catch(() => undefined);

@@ -101,7 +101,8 @@ const kTwoTo64 = 1n << 64n;
  */
 export function payloadSize(dims: readonly bigint[], bits: number): bigint | string {
   let count = 1n;
-  for (const [i, d] of dims.entries()) {
+  for (let i = 0; i < dims.length; ++i) {
+    const d = dims[i]!;
     if (d < 0n) return `dims[${i}] is negative (${d})`;
     count *= d;
     if (count >= kTwoTo64) return `the element count overflows 64 bits at dims[${i}]`;
@@ -208,12 +209,50 @@ export function walkModel(bytes: Uint8Array, options: WalkOptions, fail: WireFai
   return { tensors };
 }
 
+// Where the walk is: a chain of the messages it entered, each with the segment it adds to the
+// site ("node", 3 for "node[3]"). Sites and paths are built only for tensors (and errors): the
+// walk enters a message per node, attribute and initializer, and building both for each of them
+// was most of what opening an archive allocated.
 interface Context {
-  readonly path: readonly FieldSpan[];
-  readonly site: string;
+  readonly outer: Context | undefined;
+  readonly span: FieldSpan;
+  readonly name: string;
+  /** The segment's index ("node[3]"), or -1 for none ("graph"). */
+  readonly index: number;
+  /** An attribute: in the path (its span) but not in the site, which names the attribute's field instead. */
+  readonly hidden: boolean;
   readonly depth: number;
   readonly inMainGraph: boolean;
 }
+
+function segmentOf(c: Context): string {
+  return c.index < 0 ? c.name : `${c.name}[${c.index}]`;
+}
+
+/** The site of `c`: its segments joined by '/', but for the attributes it is inside of. */
+function siteOf(c: Context): string {
+  const segments: string[] = [];
+  for (let at: Context | undefined = c; at !== undefined; at = at.outer) {
+    if (at.hidden && at !== c) continue;
+    segments.push(segmentOf(at));
+  }
+  return segments.reverse().join('/');
+}
+
+function pathOf(c: Context): FieldSpan[] {
+  const path: FieldSpan[] = [];
+  for (let at: Context | undefined = c; at !== undefined; at = at.outer) path.push(at.span);
+  return path.reverse();
+}
+
+/** Whether bytes [start, end) are the ASCII `text` (opType and domain are compared, not decoded). */
+function bytesAre(bytes: Uint8Array, start: number, end: number, text: string): boolean {
+  if (end - start !== text.length) return false;
+  for (let i = 0; i < text.length; ++i) if (bytes[start + i] !== text.charCodeAt(i)) return false;
+  return true;
+}
+
+const kNoTypedCounts: ReadonlyMap<number, number> = new Map();
 
 class Walker {
   constructor(
@@ -225,43 +264,37 @@ class Walker {
 
   model(): void {
     const r = new WireReader(this.bytes, 0, this.bytes.byteLength, this.fail);
-    const root: Context = { path: [], site: '', depth: 1, inMainGraph: false };
     let functionIndex = 0;
     let trainingIndex = 0;
     while (!r.atEnd()) {
       const keyStart = r.pos;
       const { field, wire } = r.tag();
       if (field === M.graph && wire === kWireLen) {
-        this.graph(this.enter(root, r.lengthDelimited(keyStart), 'graph', true));
+        this.graph(this.enter(undefined, r.lengthDelimited(keyStart), 'graph', -1, true));
       } else if (field === M.functions && wire === kWireLen) {
-        this.function(this.enter(root, r.lengthDelimited(keyStart), `functions[${functionIndex++}]`, false));
+        this.function(this.enter(undefined, r.lengthDelimited(keyStart), 'functions', functionIndex++, false));
       } else if (field === M.trainingInfo && wire === kWireLen) {
-        this.trainingInfo(this.enter(root, r.lengthDelimited(keyStart), `training_info[${trainingIndex++}]`, false));
+        this.trainingInfo(this.enter(undefined, r.lengthDelimited(keyStart), 'training_info', trainingIndex++, false));
       } else {
         r.skip(wire, field);
       }
     }
   }
 
-  private enter(outer: Context, span: FieldSpan, site: string, inMainGraph: boolean): Context & { span: FieldSpan } {
-    const depth = outer.depth + 1;
-    if (depth > this.options.maxDepth) {
-      this.fail(`messages nested more than ${this.options.maxDepth} deep (at ${site})`, span.keyStart);
+  // The ModelProto counts as depth 1.
+  private enter(outer: Context | undefined, span: FieldSpan, name: string, index: number, inMainGraph: boolean, hidden = false): Context {
+    const c: Context = { outer, span, name, index, hidden, depth: (outer?.depth ?? 1) + 1, inMainGraph };
+    if (c.depth > this.options.maxDepth) {
+      this.fail(`messages nested more than ${this.options.maxDepth} deep (at ${segmentOf(c)})`, span.keyStart);
     }
-    return {
-      path: [...outer.path, span],
-      site: outer.site === '' ? site : `${outer.site}/${site}`,
-      depth,
-      inMainGraph,
-      span,
-    };
+    return c;
   }
 
-  private reader(c: { span: FieldSpan }): WireReader {
+  private reader(c: Context): WireReader {
     return new WireReader(this.bytes, c.span.start, c.span.end, this.fail);
   }
 
-  private graph(c: Context & { span: FieldSpan }): void {
+  private graph(c: Context): void {
     const r = this.reader(c);
     let node = 0;
     let initializer = 0;
@@ -270,19 +303,19 @@ class Walker {
       const keyStart = r.pos;
       const { field, wire } = r.tag();
       if (field === G.node && wire === kWireLen) {
-        this.node(this.enter(c, r.lengthDelimited(keyStart), `node[${node++}]`, c.inMainGraph));
+        this.node(this.enter(c, r.lengthDelimited(keyStart), 'node', node++, c.inMainGraph));
       } else if (field === G.initializer && wire === kWireLen) {
-        const t = this.enter(c, r.lengthDelimited(keyStart), `initializer[${initializer++}]`, c.inMainGraph);
-        this.tensor(t, { isInitializer: true, isConstantValue: false, inSparseTensor: false });
+        const t = this.enter(c, r.lengthDelimited(keyStart), 'initializer', initializer++, c.inMainGraph);
+        this.tensor(t, true, false, false);
       } else if (field === G.sparseInitializer && wire === kWireLen) {
-        this.sparseTensor(this.enter(c, r.lengthDelimited(keyStart), `sparse_initializer[${sparse++}]`, c.inMainGraph));
+        this.sparseTensor(this.enter(c, r.lengthDelimited(keyStart), 'sparse_initializer', sparse++, c.inMainGraph));
       } else {
         r.skip(wire, field);
       }
     }
   }
 
-  private function(c: Context & { span: FieldSpan }): void {
+  private function(c: Context): void {
     const r = this.reader(c);
     let node = 0;
     let attribute = 0;
@@ -290,24 +323,25 @@ class Walker {
       const keyStart = r.pos;
       const { field, wire } = r.tag();
       if (field === F.node && wire === kWireLen) {
-        this.node(this.enter(c, r.lengthDelimited(keyStart), `node[${node++}]`, false));
+        this.node(this.enter(c, r.lengthDelimited(keyStart), 'node', node++, false));
       } else if (field === F.attributeProto && wire === kWireLen) {
-        this.attribute(this.enter(c, r.lengthDelimited(keyStart), `attribute_proto[${attribute++}]`, false), false);
+        // A function's attribute defaults: sites "functions[0]/attribute_proto[1]/...".
+        this.attribute(this.enter(c, r.lengthDelimited(keyStart), 'attribute_proto', attribute++, false), false);
       } else {
         r.skip(wire, field);
       }
     }
   }
 
-  private trainingInfo(c: Context & { span: FieldSpan }): void {
+  private trainingInfo(c: Context): void {
     const r = this.reader(c);
     while (!r.atEnd()) {
       const keyStart = r.pos;
       const { field, wire } = r.tag();
       if (field === TI.initialization && wire === kWireLen) {
-        this.graph(this.enter(c, r.lengthDelimited(keyStart), 'initialization', false));
+        this.graph(this.enter(c, r.lengthDelimited(keyStart), 'initialization', -1, false));
       } else if (field === TI.algorithm && wire === kWireLen) {
-        this.graph(this.enter(c, r.lengthDelimited(keyStart), 'algorithm', false));
+        this.graph(this.enter(c, r.lengthDelimited(keyStart), 'algorithm', -1, false));
       } else {
         r.skip(wire, field);
       }
@@ -315,102 +349,93 @@ class Walker {
   }
 
   // The op type may follow the attributes, so they are read after the whole node.
-  private node(c: Context & { span: FieldSpan }): void {
+  private node(c: Context): void {
     const r = this.reader(c);
-    let opType = '';
-    let domain = '';
-    const attributes: FieldSpan[] = [];
+    let isConstantOp = false;
+    let defaultDomain = true;
+    let attributes: FieldSpan[] | undefined;
     while (!r.atEnd()) {
       const keyStart = r.pos;
       const { field, wire } = r.tag();
       if (field === N.attribute && wire === kWireLen) {
-        attributes.push(r.lengthDelimited(keyStart));
+        (attributes ??= []).push(r.lengthDelimited(keyStart));
       } else if (field === N.opType && wire === kWireLen) {
-        const s = r.lengthDelimited(keyStart);
-        opType = decodeText(this.bytes.subarray(s.start, s.end));
+        const start = r.skipLengthDelimited();
+        isConstantOp = bytesAre(this.bytes, start, r.pos, 'Constant');
       } else if (field === N.domain && wire === kWireLen) {
-        const s = r.lengthDelimited(keyStart);
-        domain = decodeText(this.bytes.subarray(s.start, s.end));
+        const start = r.skipLengthDelimited();
+        defaultDomain = start === r.pos || bytesAre(this.bytes, start, r.pos, 'ai.onnx');
       } else {
         r.skip(wire, field);
       }
     }
-    const isConstant = opType === 'Constant' && (domain === '' || domain === 'ai.onnx');
-    attributes.forEach((span, i) => this.attribute(this.enter(c, span, `attribute[${i}]`, c.inMainGraph), isConstant));
+    const isConstant = isConstantOp && defaultDomain;
+    attributes?.forEach((span, i) => this.attribute(this.enter(c, span, 'attribute', i, c.inMainGraph, true), isConstant));
   }
 
-  private attribute(c: Context & { span: FieldSpan }, ofConstant: boolean): void {
+  // Sites name a node's attribute rather than its index: "node[3]/value", "node[3]/then_branch"
+  // ("node[3]/attribute[2]" when it has no name). A function's attribute_proto keeps its
+  // index, and adds its name: "functions[0]/attribute_proto[1]/value".
+  private attribute(c: Context, ofConstant: boolean): void {
     const r = this.reader(c);
     let name = '';
-    const found: Array<{ field: number; span: FieldSpan }> = [];
+    let found: Array<{ field: number; span: FieldSpan }> | undefined;
     while (!r.atEnd()) {
       const keyStart = r.pos;
       const { field, wire } = r.tag();
       if (wire === kWireLen && (field === A.t || field === A.g || field === A.tensors || field === A.graphs || field === A.sparseTensor || field === A.sparseTensors)) {
-        found.push({ field, span: r.lengthDelimited(keyStart) });
+        (found ??= []).push({ field, span: r.lengthDelimited(keyStart) });
       } else if (field === A.name && wire === kWireLen) {
-        const s = r.lengthDelimited(keyStart);
-        name = decodeText(this.bytes.subarray(s.start, s.end));
+        const start = r.skipLengthDelimited();
+        name = decodeText(this.bytes.subarray(start, r.pos));
       } else {
         r.skip(wire, field);
       }
     }
-    // Sites name the attribute rather than its index: "node[3]/value", "node[3]/then_branch".
-    const base = c.site.replace(/\/attribute\[\d+\]$/, '');
-    const label = name === '' ? c.site.slice(base.length + 1) : name;
+    if (found === undefined) return;
+    const label = name !== '' || !c.hidden ? name : `attribute[${c.index}]`;
+    const owner = c;
     const counts = new Map<number, number>();
     for (const { field, span } of found) {
       const n = counts.get(field) ?? 0;
       counts.set(field, n + 1);
-      const path = { path: c.path, depth: c.depth, site: base, inMainGraph: c.inMainGraph };
       switch (field) {
         case A.t:
-          this.tensor(this.enter(path, span, label, c.inMainGraph), {
-            isInitializer: false,
-            isConstantValue: ofConstant && name === 'value',
-            inSparseTensor: false,
-          });
+          this.tensor(this.enter(owner, span, label, -1, c.inMainGraph), false, ofConstant && name === 'value', false);
           break;
         case A.tensors:
-          this.tensor(this.enter(path, span, `${label}[${n}]`, c.inMainGraph), {
-            isInitializer: false,
-            isConstantValue: false,
-            inSparseTensor: false,
-          });
+          this.tensor(this.enter(owner, span, label, n, c.inMainGraph), false, false, false);
           break;
         case A.g:
-          this.graph(this.enter(path, span, label, false));
+          this.graph(this.enter(owner, span, label, -1, false));
           break;
         case A.graphs:
-          this.graph(this.enter(path, span, `${label}[${n}]`, false));
+          this.graph(this.enter(owner, span, label, n, false));
           break;
         case A.sparseTensor:
-          this.sparseTensor(this.enter(path, span, label, c.inMainGraph));
+          this.sparseTensor(this.enter(owner, span, label, -1, c.inMainGraph));
           break;
         default:
-          this.sparseTensor(this.enter(path, span, `${label}[${n}]`, c.inMainGraph));
+          this.sparseTensor(this.enter(owner, span, label, n, c.inMainGraph));
       }
     }
   }
 
-  private sparseTensor(c: Context & { span: FieldSpan }): void {
+  private sparseTensor(c: Context): void {
     const r = this.reader(c);
     while (!r.atEnd()) {
       const keyStart = r.pos;
       const { field, wire } = r.tag();
       if ((field === S.values || field === S.indices) && wire === kWireLen) {
-        const t = this.enter(c, r.lengthDelimited(keyStart), field === S.values ? 'values' : 'indices', c.inMainGraph);
-        this.tensor(t, { isInitializer: false, isConstantValue: false, inSparseTensor: true });
+        const t = this.enter(c, r.lengthDelimited(keyStart), field === S.values ? 'values' : 'indices', -1, c.inMainGraph);
+        this.tensor(t, false, false, true);
       } else {
         r.skip(wire, field);
       }
     }
   }
 
-  private tensor(
-    c: Context & { span: FieldSpan },
-    kind: { isInitializer: boolean; isConstantValue: boolean; inSparseTensor: boolean },
-  ): void {
+  private tensor(c: Context, isInitializer: boolean, isConstantValue: boolean, inSparseTensor: boolean): void {
     const r = this.reader(c);
     let name: string | undefined;
     let dataType = 0;
@@ -418,13 +443,11 @@ class Walker {
     const dims: bigint[] = [];
     const externalData: KeyValue[] = [];
     let rawDataLength: number | undefined;
-    const typedCounts = new Map<number, number>();
-    const addCount = (field: number, n: number): void => {
-      typedCounts.set(field, (typedCounts.get(field) ?? 0) + n);
-    };
+    let typedCounts: Map<number, number> | undefined;
     while (!r.atEnd()) {
       const keyStart = r.pos;
       const { field, wire } = r.tag();
+      let count = 0;
       switch (field) {
         case T.dims:
           if (wire === kWireVarint) dims.push(r.int64());
@@ -433,22 +456,22 @@ class Walker {
           break;
         case T.dataType:
           if (wire !== kWireVarint) this.wrongWire(c, 'data_type', keyStart);
-          dataType = Number(BigInt.asIntN(32, r.varint()));
+          dataType = r.int32();
           break;
         case T.dataLocation:
           if (wire !== kWireVarint) this.wrongWire(c, 'data_location', keyStart);
-          dataLocation = BigInt.asIntN(32, r.varint());
+          dataLocation = BigInt(r.int32());
           break;
         case T.name: {
           if (wire !== kWireLen) this.wrongWire(c, 'name', keyStart);
-          const s = r.lengthDelimited(keyStart);
-          name = decodeText(this.bytes.subarray(s.start, s.end));
+          const start = r.skipLengthDelimited();
+          name = decodeText(this.bytes.subarray(start, r.pos));
           break;
         }
         case T.rawData: {
           if (wire !== kWireLen) this.wrongWire(c, 'raw_data', keyStart);
-          const s = r.lengthDelimited(keyStart);
-          rawDataLength = s.end - s.start;
+          const start = r.skipLengthDelimited();
+          rawDataLength = r.pos - start;
           break;
         }
         case T.externalData: {
@@ -457,46 +480,51 @@ class Walker {
           break;
         }
         case T.floatData:
-          addCount(field, this.fixedCount(r, wire, kWireI32, 4, c, 'float_data', keyStart));
+          count = this.fixedCount(r, wire, kWireI32, 4, c, 'float_data', keyStart);
           break;
         case T.doubleData:
-          addCount(field, this.fixedCount(r, wire, kWireI64, 8, c, 'double_data', keyStart));
+          count = this.fixedCount(r, wire, kWireI64, 8, c, 'double_data', keyStart);
           break;
         case T.int32Data:
         case T.int64Data:
         case T.uint64Data:
           if (wire === kWireVarint) {
-            r.varint();
-            addCount(field, 1);
+            r.skipVarint();
+            count = 1;
           } else if (wire === kWireLen) {
-            let n = 0;
-            this.packedVarints(r.lengthDelimited(keyStart), () => ++n);
-            addCount(field, n);
+            this.packedVarints(r.lengthDelimited(keyStart), () => ++count);
           } else {
             this.wrongWire(c, typedFieldNames.get(field) ?? String(field), keyStart);
           }
           break;
         case T.stringData:
           if (wire !== kWireLen) this.wrongWire(c, 'string_data', keyStart);
-          r.lengthDelimited(keyStart);
-          addCount(field, 1);
+          r.skipLengthDelimited();
+          count = 1;
           break;
         default:
           r.skip(wire, field);
+          continue;
+      }
+      if (typedFieldNames.has(field)) {
+        typedCounts ??= new Map();
+        typedCounts.set(field, (typedCounts.get(field) ?? 0) + count);
       }
     }
     this.tensors.push({
-      site: c.site,
-      path: c.path,
+      site: siteOf(c),
+      path: pathOf(c),
       inMainGraph: c.inMainGraph,
-      ...kind,
+      isInitializer,
+      isConstantValue,
+      inSparseTensor,
       name,
       dataType,
       dims,
       dataLocation,
       externalData,
       rawDataLength,
-      typedCounts,
+      typedCounts: typedCounts ?? kNoTypedCounts,
     });
   }
 
@@ -533,13 +561,13 @@ class Walker {
     }
     if (wire === kWireLen) {
       const s = r.lengthDelimited(keyStart);
-      if ((s.end - s.start) % width !== 0) this.fail(`packed ${what} of ${s.end - s.start} bytes at ${c.site} is not a whole number of ${width}-byte values`, keyStart);
+      if ((s.end - s.start) % width !== 0) this.fail(`packed ${what} of ${s.end - s.start} bytes at ${siteOf(c)} is not a whole number of ${width}-byte values`, keyStart);
       return (s.end - s.start) / width;
     }
     return this.wrongWire(c, what, keyStart);
   }
 
   private wrongWire(c: Context, what: string, at: number): never {
-    return this.fail(`TensorProto field ${what} at ${c.site} has the wrong wire type`, at);
+    return this.fail(`TensorProto field ${what} at ${siteOf(c)} has the wrong wire type`, at);
   }
 }

@@ -28,6 +28,9 @@ const kMaxGroupDepth = 100;
 export class WireReader {
   pos: number;
   readonly end: number;
+  /** The field number and wire type of the last tag() (see there). */
+  field = 0;
+  wire = 0;
   private readonly bytes: Uint8Array;
   private readonly fail: WireFail;
 
@@ -42,15 +45,63 @@ export class WireReader {
     return this.pos >= this.end;
   }
 
-  /** The next field's number and wire type; refuses field 0, numbers past 2^29 - 1 and wire types 6, 7. */
-  tag(): { field: number; wire: number } {
+  /**
+   * The next field's number and wire type; refuses field 0, numbers past 2^29 - 1 and wire types
+   * 6, 7. What it returns is this reader, whose `field` and `wire` the next tag() changes: take
+   * them at once (`const { field, wire } = r.tag()`). A walk reads a tag per field, and an object
+   * for each was garbage at once.
+   */
+  tag(): { readonly field: number; readonly wire: number } {
     const at = this.pos;
+    const short = this.shortVarint();
+    if (short !== undefined) {
+      // Bit operations below 2^32: division would box a double in V8's first tiers.
+      const wire = short < 2 ** 32 ? short & 7 : short % 8;
+      const field = short < 2 ** 32 ? short >>> 3 : Math.floor(short / 8);
+      if (field === 0 || field > 0x1fffffff) this.fail(`invalid field number ${field} in a tag`, at);
+      if (wire > 5) this.fail(`invalid wire type ${wire} in the tag of field ${field}`, at);
+      this.field = field;
+      this.wire = wire;
+      return this;
+    }
     const key = this.varint();
     const wire = Number(key & 7n);
     const field = key >> 3n;
     if (field === 0n || field > 0x1fffffffn) this.fail(`invalid field number ${field} in a tag`, at);
     if (wire > 5) this.fail(`invalid wire type ${wire} in the tag of field ${field}`, at);
-    return { field: Number(field), wire };
+    this.field = Number(field);
+    this.wire = wire;
+    return this;
+  }
+
+  /**
+   * A varint below 2^49 (at most 7 bytes: every tag and length, most values) as a number, or
+   * undefined, `pos` unmoved, for a longer one. Opening an archive walks the whole model once,
+   * mostly before V8 optimizes this: a bigint per varint, and a boxed double per byte, were most
+   * of what it allocated. The first four bytes are taken with int32 operations, which box nothing.
+   */
+  private shortVarint(): number | undefined {
+    const at = this.pos;
+    let value = 0;
+    for (let shift = 0; shift < 49; shift += 7) {
+      if (this.pos >= this.end) this.fail('a varint runs past the end of its message', at);
+      const b = this.bytes[this.pos++]!;
+      value = shift < 28 ? value | ((b & 0x7f) << shift) : value + (b & 0x7f) * 2 ** shift;
+      if (b < 0x80) return value;
+    }
+    this.pos = at;
+    return undefined;
+  }
+
+  /** Skips a varint, with varint()'s checks. */
+  skipVarint(): void {
+    if (this.shortVarint() === undefined) this.varint();
+  }
+
+  /** A varint as an int32 field takes it: its low 32 bits, signed. */
+  int32(): number {
+    const short = this.shortVarint();
+    return short !== undefined ? short | 0 : Number(BigInt.asIntN(32, this.varint()));
   }
 
   /** A varint of at most 10 bytes whose value fits 64 bits. */
@@ -86,14 +137,20 @@ export class WireReader {
 
   /** A length-delimited payload's [start, end), checked against the end of this message. */
   lengthDelimited(keyStart: number): FieldSpan {
+    const start = this.skipLengthDelimited();
+    return { keyStart, start, end: this.pos };
+  }
+
+  /** Skips a length-delimited payload, checked as lengthDelimited() checks it; returns where it started. */
+  skipLengthDelimited(): number {
     const at = this.pos;
-    const length = this.varint();
-    if (length > BigInt(this.end - this.pos)) {
+    const length = this.shortVarint() ?? this.varint();
+    if (length > this.end - this.pos) {
       this.fail(`a field of ${length} bytes runs past the end of its message (${this.end - this.pos} bytes left)`, at);
     }
     const start = this.pos;
     this.pos += Number(length);
-    return { keyStart, start, end: this.pos };
+    return start;
   }
 
   /** Skips the value of a field whose tag was just read. */
@@ -101,7 +158,7 @@ export class WireReader {
     const at = this.pos;
     switch (wire) {
       case kWireVarint:
-        this.varint();
+        this.skipVarint();
         return;
       case kWireI64:
         this.advance(8, at);
@@ -110,18 +167,18 @@ export class WireReader {
         this.advance(4, at);
         return;
       case kWireLen:
-        this.lengthDelimited(at);
+        this.skipLengthDelimited();
         return;
       case kWireStartGroup: {
         if (groupDepth >= kMaxGroupDepth) this.fail(`groups nested more than ${kMaxGroupDepth} deep`, at);
         for (;;) {
           if (this.atEnd()) this.fail(`group ${field} has no end`, at);
-          const inner = this.tag();
-          if (inner.wire === kWireEndGroup) {
-            if (inner.field !== field) this.fail(`group ${field} ends with the end of group ${inner.field}`, at);
+          const { field: innerField, wire: innerWire } = this.tag();
+          if (innerWire === kWireEndGroup) {
+            if (innerField !== field) this.fail(`group ${field} ends with the end of group ${innerField}`, at);
             return;
           }
-          this.skip(inner.wire, inner.field, groupDepth + 1);
+          this.skip(innerWire, innerField, groupDepth + 1);
         }
       }
       default:

@@ -61,6 +61,19 @@ export async function createSession<Session, SessionOptions extends object>(
   sessionOptions?: SessionOptions,
   options: CreateSessionOptions = {},
 ): Promise<Session> {
+  // The archive this opened is closed, and unreachable, before ORT runs: while ORT holds every
+  // weight (the peak of memory), nothing of the reader's (entries, tensor records, requests)
+  // is kept alive with them.
+  const { model, merged } = await prepareSession(ort, source, sessionOptions, options);
+  return ort.InferenceSession.create(model, merged);
+}
+
+async function prepareSession<Session, SessionOptions extends object>(
+  ort: OrtModule<Session, SessionOptions>,
+  source: ArchiveSource | Archive,
+  sessionOptions: SessionOptions | undefined,
+  options: CreateSessionOptions,
+): Promise<{ model: Uint8Array; merged: SessionOptions }> {
   const archive = source instanceof Archive ? source : await openArchive(source, options);
   try {
     const prepared = await ortModelFor(archive, ortFlavor(ort), options.route ?? 'auto', options.inlineBelow ?? kInlineBelow);
@@ -74,7 +87,7 @@ export async function createSession<Session, SessionOptions extends object>(
       const given = Array.isArray(base['externalData']) ? (base['externalData'] as unknown[]) : [];
       merged['externalData'] = [...given, ...prepared.externalData];
     }
-    return await ort.InferenceSession.create(prepared.model, merged as SessionOptions);
+    return { model: prepared.model, merged: merged as SessionOptions };
   } finally {
     if (!(source instanceof Archive)) await archive.close();
   }

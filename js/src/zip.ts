@@ -4,7 +4,7 @@
 // them is the tail (a window at the end of the file, grown backwards when needed) and the local
 // headers. It knows ZIP only; the .onnxz rules are archive.ts's.
 
-import { ByteWindow, bytesEqual, checkedAdd, checkedRange, concat, decodeText, isValidUtf8, toSafeOffset } from './bytes.js';
+import { ByteWindow, bytesEqual, checkedAdd, checkedRange, concat, decodeText, isValidUtf8, releaseBuffer, toSafeOffset, type LazyPlace } from './bytes.js';
 import { crc32 } from './crc32.js';
 import { OnnxzipError, quote, type ErrorCode, type ErrorPlace } from './errors.js';
 import { warning, type Finding } from './findings.js';
@@ -109,9 +109,15 @@ export interface ZipDirectory {
   readonly findings: Finding[];
 }
 
-/** A window of the source's last bytes, grown backwards on demand (one read each time). */
+/**
+ * A window of the source's last bytes, grown backwards on demand (one read each time). The
+ * buffers it replaces are released at once (releaseBuffer) when they are its own: every read's
+ * but a memory source's, whose bytes are the caller's. Callers take the window anew after a
+ * change (`window`, or what ensure() returns), never an earlier one.
+ */
 export class TailWindow {
   private current: ByteWindow;
+  private owned: boolean;
 
   constructor(
     private readonly source: ByteSource,
@@ -119,16 +125,19 @@ export class TailWindow {
     base: number,
   ) {
     this.current = new ByteWindow(bytes, base);
+    this.owned = source.kind !== 'memory';
   }
 
   get window(): ByteWindow {
     return this.current;
   }
 
-  /** Drops the bytes before `from` (a copy of the rest replaces the buffer, so that it can be freed). */
-  trim(from: number): void {
-    if (from <= this.current.base || from >= this.current.end) return;
-    this.current = new ByteWindow(this.current.slice(from, this.current.end - from).slice(), from);
+  /** Keeps only the bytes [from, to) (a copy of them replaces the buffer, which is released). */
+  trim(from: number, to: number): void {
+    const start = Math.max(from, this.current.base);
+    const end = Math.min(to, this.current.end);
+    if (start === this.current.base && end === this.current.end) return;
+    this.replace(new ByteWindow(this.current.slice(start, Math.max(0, end - start)).slice(), start));
   }
 
   /** Makes the window start at or before `from`. */
@@ -136,14 +145,23 @@ export class TailWindow {
     const start = Math.max(0, from);
     if (start < this.current.base) {
       const before = await this.source.read(start, this.current.base - start);
-      this.current = new ByteWindow(concat([before, this.current.bytes]), start);
+      this.replace(new ByteWindow(concat([before, this.current.bytes]), start));
+      if (this.source.kind !== 'memory') releaseBuffer(before.buffer);
     }
     return this.current;
   }
+
+  private replace(next: ByteWindow): void {
+    if (this.owned) releaseBuffer(this.current.bytes.buffer);
+    this.current = next;
+    this.owned = true;
+  }
 }
 
-function fail(code: ErrorCode, place: ErrorPlace, problem: string, offset?: number): never {
-  throw new OnnxzipError(code, place, problem, { offset });
+// Places of entries are built only when an error is thrown (quoting every entry name on the way
+// was a good part of what opening allocated).
+function fail(code: ErrorCode, place: ErrorPlace | LazyPlace, problem: string, offset?: number): never {
+  throw new OnnxzipError(code, typeof place === 'function' ? place() : place, problem, { offset });
 }
 
 /** Reads and checks the end records and the central directory; local headers are read by checkLocalHeader. */
@@ -291,7 +309,11 @@ export async function readDirectory(source: ByteSource, tailLength: number, opti
   const lowerNames = new Map<string, string>();
   const byBytes = new Map<string, ZipEntry>();
   for (const e of [...entries].sort((a, b) => a.centralIndex - b.centralIndex)) {
-    const key = binaryKey(e.nameBytes);
+    // Names are compared as bytes (spec §9.2). A text without U+FFFD came from valid UTF-8,
+    // which decodes one way only (but for a leading byte order mark, which the decoder drops):
+    // it stands for its bytes. Only other names need a key made of their bytes, which starts
+    // with U+FFFD where no such text does.
+    const key = e.name.includes('\uFFFD') || e.nameBytes[0] === 0xef ? `\uFFFD${binaryKey(e.nameBytes)}` : e.name;
     const twin = byBytes.get(key);
     if (twin !== undefined) {
       fail('corrupt', { ...src, entry: `entry ${quote(e.name)}` }, `two entries have this name (central directory records at offsets ${twin.centralOffset} and ${e.centralOffset})`, e.centralOffset);
@@ -406,7 +428,7 @@ function parseCentralDirectory(w: ByteWindow, start: number, end: number, count:
     const nameBytes = w.slice(at + kCentralSize, nameLength).slice();
     const flags = w.u16(at + 8);
     const name = decodeText(nameBytes);
-    const place: ErrorPlace = { ...src, entry: `entry ${quote(name)}` };
+    const place = (): ErrorPlace => ({ ...src, entry: `entry ${quote(name)}` });
     const ep = (what: string): string => `central directory record at offset ${here}: ${what}`;
     const method = w.u16(at + 10);
     let compressedSize = w.u32(at + 20);
@@ -423,7 +445,7 @@ function parseCentralDirectory(w: ByteWindow, start: number, end: number, count:
         let p = dataStart;
         const take = (what: string): number => {
           if (p + 8 > dataStart + dataSize) fail('corrupt', place, ep(`the zip64 extra field (${dataSize} bytes) is too short for the ${what}`), dataStart - 4);
-          const v = toSafeOffset(w.u64(p), ep(`the zip64 ${what}`), () => place, p);
+          const v = toSafeOffset(w.u64(p), ep(`the zip64 ${what}`), place, p);
           p += 8;
           return v;
         };
@@ -474,7 +496,7 @@ function forEachExtraRecord(
   w: ByteWindow,
   start: number,
   length: number,
-  place: ErrorPlace,
+  place: LazyPlace,
   where: (what: string) => string,
   each: (id: number, dataStart: number, dataSize: number) => void,
 ): void {
@@ -498,11 +520,11 @@ function orderEntries(entries: ZipEntry[], centralOffset: number, src: ErrorPlac
     e.index = i;
     const next = entries[i + 1];
     e.limit = next === undefined ? centralOffset : next.localHeaderOffset;
-    const place: ErrorPlace = { ...src, entry: `entry ${quote(e.name)}` };
+    const place = (): ErrorPlace => ({ ...src, entry: `entry ${quote(e.name)}` });
     if (next !== undefined && next.localHeaderOffset === e.localHeaderOffset) {
       fail('corrupt', place, `shares its local header at offset ${e.localHeaderOffset} with entry ${quote(next.name)}`, e.localHeaderOffset);
     }
-    const minimalEnd = checkedAdd(checkedAdd(e.localHeaderOffset, kLocalSize + e.nameBytes.byteLength, 'a local header', () => place), e.compressedSize, 'an entry', () => place);
+    const minimalEnd = checkedAdd(checkedAdd(e.localHeaderOffset, kLocalSize + e.nameBytes.byteLength, 'a local header', place), e.compressedSize, 'an entry', place);
     if (minimalEnd > e.limit) {
       const what = next === undefined ? `the central directory at offset ${centralOffset}` : `entry ${quote(next.name)} at offset ${next.localHeaderOffset}`;
       fail('corrupt', place, `its local header at offset ${e.localHeaderOffset} and ${e.compressedSize} bytes of data overlap ${what}`, e.localHeaderOffset);
@@ -523,7 +545,7 @@ export function localHeaderGuess(e: ZipEntry): number {
 export function checkLocalHeader(w: ByteWindow, e: ZipEntry, src: ErrorPlace, findings: Finding[]): number | undefined {
   if (e.local !== undefined) return undefined;
   const lho = e.localHeaderOffset;
-  const place: ErrorPlace = { ...src, entry: `entry ${quote(e.name)}` };
+  const place = (): ErrorPlace => ({ ...src, entry: `entry ${quote(e.name)}` });
   const lp = (what: string): string => `local header at offset ${lho}: ${what}`;
   if (!w.contains(lho, kLocalSize)) return kLocalSize;
   if (w.u32(lho) !== kLocalSignature) fail('corrupt', place, lp('wrong signature'), lho);
@@ -552,7 +574,7 @@ export function checkLocalHeader(w: ByteWindow, e: ZipEntry, src: ErrorPlace, fi
       let p = dataStart;
       const take = (what: string): number => {
         if (p + 8 > dataStart + dataSize) fail('corrupt', place, lp(`the zip64 extra field (${dataSize} bytes) is too short for the ${what}`), dataStart - 4);
-        const v = toSafeOffset(w.u64(p), lp(`the zip64 ${what}`), () => place, p);
+        const v = toSafeOffset(w.u64(p), lp(`the zip64 ${what}`), place, p);
         p += 8;
         return v;
       };
@@ -589,7 +611,7 @@ export function checkLocalHeader(w: ByteWindow, e: ZipEntry, src: ErrorPlace, fi
     findings.push(warning('header_mismatch', lp(`differs from the central directory in ${mismatches.join(', ')}`), { entry: e.name, offset: lho }));
   }
   const dataOffset = headerEnd;
-  const end = checkedAdd(dataOffset, e.compressedSize, 'the entry data', () => place);
+  const end = checkedAdd(dataOffset, e.compressedSize, 'the entry data', place);
   if (end > e.limit) fail('corrupt', place, `its data (offset ${dataOffset}, ${e.compressedSize} bytes) overlaps ${limitText(e)}`, dataOffset);
   e.local = { dataOffset, dataEnd: end, end, declaredAlignment, descriptorPending: e.hasDataDescriptor, zip64 };
   if (e.hasDataDescriptor) findings.push(warning('data_descriptor', 'a data descriptor follows its data (flag bit 3)', { entry: e.name, offset: end }));
@@ -604,7 +626,7 @@ export function checkLocalHeader(w: ByteWindow, e: ZipEntry, src: ErrorPlace, fi
 export function checkDescriptor(w: ByteWindow, e: ZipEntry, src: ErrorPlace): number | undefined {
   const local = e.local;
   if (local === undefined || !local.descriptorPending) return undefined;
-  const place: ErrorPlace = { ...src, entry: `entry ${quote(e.name)}` };
+  const place = (): ErrorPlace => ({ ...src, entry: `entry ${quote(e.name)}` });
   const at = local.dataEnd;
   const room = e.limit - at;
   const width = e.centralZip64 || local.zip64 ? 8 : 4;

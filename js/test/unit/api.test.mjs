@@ -209,6 +209,67 @@ describe('pieces', () => {
   });
 });
 
+/** A stored ZIP of these entries (name bytes, data), in this order: no alignment, no zip64. */
+function storedZip(entries) {
+  const locals = [];
+  const centrals = [];
+  let offset = 0;
+  for (const [name, data] of entries) {
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(20, 4);
+    local.writeUInt16LE(0x800, 6);
+    local.writeUInt32LE(crc32(data), 14);
+    local.writeUInt32LE(data.length, 18);
+    local.writeUInt32LE(data.length, 22);
+    local.writeUInt16LE(name.length, 26);
+    const central = Buffer.alloc(46);
+    central.writeUInt32LE(0x02014b50, 0);
+    central.writeUInt16LE(20, 4);
+    central.writeUInt16LE(20, 6);
+    central.writeUInt16LE(0x800, 8);
+    central.writeUInt32LE(crc32(data), 16);
+    central.writeUInt32LE(data.length, 20);
+    central.writeUInt32LE(data.length, 24);
+    central.writeUInt16LE(name.length, 28);
+    central.writeUInt32LE(offset, 42);
+    locals.push(local, name, data);
+    centrals.push(central, name);
+    offset += 30 + name.length + data.length;
+  }
+  const directory = Buffer.concat(centrals);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(entries.length, 8);
+  end.writeUInt16LE(entries.length, 10);
+  end.writeUInt32LE(directory.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return new Uint8Array(Buffer.concat([...locals, directory, end]));
+}
+
+describe('entry names', () => {
+  // An empty ModelProto is a valid one: these archives have no tensors.
+  const model = ['__MODEL_PROTO', Buffer.alloc(0)];
+
+  it('names that differ by a leading byte order mark are two entries, not one given twice', async () => {
+    const a = await openArchive(storedZip([[Buffer.from('w'), Buffer.from('1')], [Buffer.from('\uFEFFw'), Buffer.from('2')], model.map((x) => Buffer.from(x))]));
+    assert.deepEqual(a.entries.map((e) => e.size), [1, 1, 0]);
+    assert.ok(a.findings.some((f) => f.kind === 'name_encoding' && /decode to the same text/.test(f.message)), JSON.stringify(a.findings));
+  });
+
+  it('names that are not UTF-8 and decode to the same text are two entries', async () => {
+    const a = await openArchive(storedZip([[Buffer.from([0xff, 0x61]), Buffer.from('1')], [Buffer.from([0xfe, 0x61]), Buffer.from('2')], model.map((x) => Buffer.from(x))]));
+    assert.equal(a.entries.length, 3);
+    assert.ok(a.findings.some((f) => f.kind === 'name_encoding' && /decode to the same text/.test(f.message)), JSON.stringify(a.findings));
+  });
+
+  it('the same name twice is refused, whether or not it is UTF-8', async () => {
+    for (const name of [Buffer.from('w'), Buffer.from([0xff, 0x61])]) {
+      await expectError(openArchive(storedZip([[name, Buffer.from('1')], [name, Buffer.from('2')], model.map((x) => Buffer.from(x))])), 'corrupt', /two entries have this name/);
+    }
+  });
+});
+
 describe('memory after open', () => {
   it('keeps no view of the 1 MiB tail read: entry names and the model are copies', async () => {
     // mlp.onnxz is larger than the tail read, which also holds most of W2's payload.
@@ -218,6 +279,22 @@ describe('memory after open', () => {
       assert.ok(a.modelBytes.buffer.byteLength < 128 << 10, `the model is a view of ${a.modelBytes.buffer.byteLength} bytes`);
     } finally {
       await a.close();
+    }
+  });
+
+  it('keeps of the tail read neither the central directory nor the end records: they are parsed', async () => {
+    for (const source of [fixture('mlp.onnxz'), new Blob([readFileSync(fixture('mlp.onnxz'))])]) {
+      const a = await openArchive(source);
+      try {
+        const model = a.dir.byName.get('__MODEL_PROTO');
+        assert.equal(a.dir.tail.window.end, model.local.end);
+        assert.ok(a.dir.tail.window.bytes.buffer.byteLength <= a.dir.tail.window.end - a.dir.tail.window.base + 64);
+        // What is left still serves reads of the model and of the payloads it holds.
+        assert.deepEqual(await a.getEntryBytes('__MODEL_PROTO'), a.modelBytes);
+        assert.equal((await a.getTensor('b2')).length, 256);
+      } finally {
+        await a.close();
+      }
     }
   });
 });
