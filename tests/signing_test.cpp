@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "crc32.h"
+#include "crc_worker_testing.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/byte_source.h"
 #include "onnxzip/convert.h"
@@ -686,6 +687,112 @@ TEST_F(SigningTest, LazyDigestsHoldWhenThreadsGetTheSameTensorAtOnce) {
     EXPECT_EQ(successes.load(), changed ? 0 : 32);
     EXPECT_EQ(failures.load(), changed ? 32 : 0);
   }
+}
+
+// The writers hash large entries by jobs that read the written bytes back, on a second thread and
+// on the writer's own: convert, repack, save and ArchiveWriter (spans and producers), with and
+// without progress (which makes save and repack write through producers), give the same bytes
+// with the second thread as without it, and archives that verify.
+TEST(WritingWithDigests, TheSameBytesWithOrWithoutTheSecondThread) {
+  const ScratchDir dir("digests_threads");
+  ModelProto model;
+  model.ir_version = 8;
+  GraphProto& graph = model.graph.ensure();
+  const std::int64_t floats[] = {3, 65536, 70000, 262144, 100, 300000, 1, 524289, 65535, 40};
+  for (std::size_t i = 0; i < std::size(floats); ++i) {
+    graph.initializer.push_back(test_support::raw_tensor(
+        "t" + std::to_string(i), TensorProto::kFloat, {floats[i]}, static_cast<int>(i + 1)));
+  }
+  const std::filesystem::path legacy = dir / "legacy.onnx";
+  LegacyWriteOptions external;
+  external.mode = LegacyWriteOptions::Mode::kExternal;
+  write_legacy_model(model, legacy, external);
+  save(model, dir / "plain.onnxz");
+
+  const auto write_all = [&](const std::filesystem::path& folder, bool progress) {
+    std::filesystem::create_directories(folder);
+    SaveOptions options;
+    options.digests = true;
+    if (progress) options.progress = [](std::uint64_t, std::uint64_t) {};
+    ConvertOptions convert_options;
+    convert_options.archive = options;
+    convert(legacy, folder / "converted.onnxz", convert_options);
+    repack(dir / "plain.onnxz", folder / "repacked.onnxz", options);
+    save(model, folder / "saved.onnxz", options);
+    ArchiveWriter writer(folder / "written.onnxz", options);
+    ModelProto referring = model;
+    for (TensorProto& tensor : referring.graph->initializer) {
+      const ByteSpan bytes = tensor.raw_data->view();
+      // A copy, gone when add_tensor returns: the writer may not read it later.
+      std::vector<std::uint8_t> copy(bytes.begin(), bytes.end());
+      const TensorRef ref =
+          tensor.dims[0] % 2 == 0
+              ? writer.add_tensor(*tensor.name, TensorProto::kFloat, tensor.dims, copy)
+              : writer.add_tensor(*tensor.name, TensorProto::kFloat, tensor.dims,
+                                  [&](EntrySink& sink) {
+                                    sink.write(ByteSpan(copy).first(copy.size() / 3));
+                                    sink.write(ByteSpan(copy).subspan(copy.size() / 3));
+                                  });
+      std::fill(copy.begin(), copy.end(), 0xAB);
+      ref.apply_to(tensor);
+    }
+    writer.finish(referring);
+  };
+  for (const bool progress : {false, true}) {
+    SCOPED_TRACE(progress ? "with progress" : "without progress");
+    const std::filesystem::path threaded = dir / (progress ? "p1" : "t1");
+    const std::filesystem::path alone = dir / (progress ? "p0" : "t0");
+    write_all(threaded, progress);
+    detail::set_crc_job_threads(0);
+    write_all(alone, progress);
+    detail::set_crc_job_threads(1);
+    for (const char* name : {"converted.onnxz", "repacked.onnxz", "saved.onnxz", "written.onnxz"}) {
+      SCOPED_TRACE(name);
+      EXPECT_TRUE(read_file_bytes(threaded / name) == read_file_bytes(alone / name));
+      const VerifyReport report = verify(threaded / name);
+      EXPECT_TRUE(report.ok()) << findings_text(report);
+      const ZipReader zip = ZipReader::open(threaded / name);
+      EXPECT_NE(zip.find(kDigestsEntryName), nullptr);
+    }
+  }
+}
+
+// A damaged entry among large ones, repacked with digests: the input's corruption, naming the
+// entry, from whichever call learns of it; no output.
+TEST(WritingWithDigests, RepackNamesADamagedInputEntryAndLeavesNoOutput) {
+  const ScratchDir dir("digests_repack_damaged");
+  ModelProto model;
+  model.ir_version = 8;
+  for (int i = 0; i < 6; ++i) {
+    model.graph.ensure().initializer.push_back(
+        test_support::raw_tensor("w" + std::to_string(i), TensorProto::kFloat, {300000}, i + 1));
+  }
+  save(model, dir / "in.onnxz");
+  {
+    // Flip a byte in the middle of w2's data.
+    const ZipReader zip = ZipReader::open(dir / "in.onnxz");
+    const ZipEntry& entry = *zip.find("w2");
+    std::vector<std::uint8_t> bytes = read_file_bytes(dir / "in.onnxz");
+    bytes[entry.data_offset + 1000] ^= 0xFF;
+    test_support::write_file_bytes(dir / "in.onnxz", std::string(bytes.begin(), bytes.end()));
+  }
+  for (const std::size_t threads : {1u, 0u}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    detail::set_crc_job_threads(threads);
+    SaveOptions options;
+    options.digests = true;
+    try {
+      repack(dir / "in.onnxz", dir / "out.onnxz", options);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kCorrupt);
+      EXPECT_NE(std::string(e.what()).find("in.onnxz: entry 'w2' at offset"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("CRC-32 mismatch"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "out.onnxz"));
+  }
+  detail::set_crc_job_threads(1);
 }
 
 }  // namespace

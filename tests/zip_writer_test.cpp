@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "crc32.h"
+#include "crc_worker_testing.h"
 #include "onnxzip/error.h"
 #include "onnxzip/mapped_file.h"
 #include "support/scratch_dir.h"
@@ -653,6 +654,131 @@ TEST_F(ZipWriterAtomicityTest, FinishReplacesTheDestination) {
   }
   EXPECT_EQ(inspect_archive(read_file_bytes(destination_)).entries.size(), 1u);
   EXPECT_THAT(dir_.file_names(), ElementsAre("model.onnxz"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// CRC-32s computed later, from the written file: the same archive with the worker thread and
+// without it, `done` in the order of the entries with the right CRC, and errors naming the entry.
+
+struct DeferredRun {
+  std::vector<std::uint8_t> file;
+  std::vector<std::string> done_order;
+  std::vector<std::vector<std::uint8_t>> observed;  // Per entry, what its observer saw.
+};
+
+DeferredRun write_with_callbacks(const ScratchDir& dir, const std::vector<EntrySpec>& specs,
+                                 std::size_t threads) {
+  detail::set_crc_job_threads(threads);
+  DeferredRun run;
+  run.observed.resize(specs.size());
+  {
+    ZipWriterOptions options;
+    options.buffer_size = 4096;
+    ZipWriter writer(dir / "d.zip", options);
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      const EntrySpec& spec = specs[i];
+      const PieceObserver observer = [&run, i](ByteSpan piece) {
+        run.observed[i].insert(run.observed[i].end(), piece.begin(), piece.end());
+      };
+      const EntryDone done = [&run, &spec](const WrittenEntry& entry) {
+        EXPECT_EQ(entry.name, spec.name);
+        EXPECT_EQ(entry.crc32, crc32(spec.bytes)) << spec.name;
+        run.done_order.push_back(entry.name);
+      };
+      // A copy the writer may not read after add() returns: overwritten at once.
+      std::vector<std::uint8_t> scratch = spec.bytes;
+      if (i % 2 == 0) {
+        writer.add(spec.name, scratch, observer, done);
+      } else {
+        writer.add(
+            spec.name, scratch.size(), [&](EntrySink& sink) { feed_in_pieces(sink, scratch); },
+            observer, done);
+      }
+      std::fill(scratch.begin(), scratch.end(), 0xEE);
+    }
+    writer.settle();
+    EXPECT_EQ(run.done_order.size(), specs.size());
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      EXPECT_EQ(writer.entries()[i].crc32, crc32(specs[i].bytes)) << i;
+    }
+    writer.finish();
+  }
+  detail::set_crc_job_threads(1);
+  run.file = read_file_bytes(dir / "d.zip");
+  return run;
+}
+
+TEST(ZipWriter, LateCrcsGiveTheSameArchiveWithOrWithoutTheWorkerThread) {
+  const ScratchDir dir("zipw_deferred");
+  std::vector<EntrySpec> specs;
+  const std::size_t sizes[] = {(256 << 10) + 1, 10,        3 << 20, 256 << 10,
+                               (256 << 10) - 1, 1 << 20,   0,       5,
+                               (2 << 20) + 3,   700 << 10, 1,       4 << 20};
+  for (std::size_t i = 0; i < std::size(sizes); ++i) {
+    specs.push_back({"e" + std::to_string(i), pattern(sizes[i], static_cast<unsigned>(i))});
+  }
+  const DeferredRun threaded = write_with_callbacks(dir, specs, 1);
+  const DeferredRun alone = write_with_callbacks(dir, specs, 0);
+  EXPECT_TRUE(threaded.file == alone.file);
+  for (const DeferredRun* run : {&threaded, &alone}) {
+    std::vector<std::string> names;
+    for (const EntrySpec& spec : specs) names.push_back(spec.name);
+    EXPECT_EQ(run->done_order, names);  // In the order of the entries, whoever finished first.
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      EXPECT_TRUE(run->observed[i] == specs[i].bytes) << specs[i].name;
+    }
+  }
+  // Every header is right (the CRC patched in after the data), every byte the payload's.
+  const InspectedArchive archive = inspect_archive(threaded.file);
+  ASSERT_EQ(archive.entries.size(), specs.size());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const auto& entry = archive.entries[i];
+    EXPECT_EQ(entry.local.crc32, crc32(specs[i].bytes)) << i;
+    EXPECT_EQ(entry.central.crc32, crc32(specs[i].bytes)) << i;
+    EXPECT_TRUE(std::equal(specs[i].bytes.begin(), specs[i].bytes.end(),
+                           threaded.file.begin() + static_cast<std::ptrdiff_t>(entry.data_offset)))
+        << i;
+  }
+}
+
+// An observer that fails on a large entry fails the writer, from that call or a later one,
+// naming that entry, and nothing is left; so does an exception from `done`, passed on unchanged.
+TEST(ZipWriter, ALateErrorNamesItsEntryAndLeavesNoArchive) {
+  for (const std::size_t threads : {1u, 0u}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    detail::set_crc_job_threads(threads);
+    const ScratchDir dir("zipw_late_error");
+    {
+      ZipWriter writer(dir / "e.zip");
+      const std::vector<std::uint8_t> big = pattern(1 << 20, 3);
+      writer.add("first", big);
+      // From this add() (no thread, or a quick one), a later one, or finish().
+      expect_error(
+          [&] {
+            writer.add("second", big, [](ByteSpan) { throw Error(ErrorCode::kIo, "hash failed"); });
+            for (int i = 0; i < 20; ++i) writer.add("more" + std::to_string(i), big);
+            writer.finish();
+          },
+          ErrorCode::kIo, {"e.zip", "entry 'second'", "hash failed"});
+      expect_error([&] { writer.finish(); }, ErrorCode::kBadState,
+                   {"finish called after an entry failed"});
+    }
+    EXPECT_TRUE(dir.file_names().empty());
+    {
+      ZipWriter writer(dir / "e.zip");
+      expect_error(
+          [&] {
+            writer.add("first", pattern(1 << 20, 3), nullptr, [](const WrittenEntry& entry) {
+              throw Error(ErrorCode::kCorrupt, {.file = "in.zip", .entry = "entry 'x'"},
+                          "CRC-32 mismatch " + std::to_string(entry.size));
+            });
+            writer.finish();
+          },
+          ErrorCode::kCorrupt, {"in.zip: entry 'x': CRC-32 mismatch 1048576"});
+    }
+    EXPECT_TRUE(dir.file_names().empty());
+  }
+  detail::set_crc_job_threads(1);
 }
 
 }  // namespace

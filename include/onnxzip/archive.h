@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -121,9 +122,6 @@ std::uint64_t externalized_bytes(const ModelProto& model, const SaveOptions& opt
 struct TensorRef {
   std::string location;  // The payload entry's name.
   std::uint64_t length = 0;
-  // The CRC-32 of the payload as written: a caller copying bytes whose CRC it knows (repack)
-  // checks them with it instead of reading them once more.
-  std::uint32_t crc32 = 0;
 
   // Makes `tensor` refer to the entry: data_location EXTERNAL, external_data exactly
   // [location, length], raw_data and every typed field cleared. dims and data_type are the
@@ -186,17 +184,27 @@ class ArchiveWriter final {
   ArchiveWriter(const ArchiveWriter&) = delete;
   ArchiveWriter& operator=(const ArchiveWriter&) = delete;
 
+  // Called with the CRC-32 of an added payload as written, once the writer has computed it (for
+  // a large payload from the written bytes, beside the copies of later ones): within that
+  // add_tensor(), a later one or finish(), on the caller's thread, in the order the tensors were
+  // added. An exception it throws fails the write and propagates. A caller copying bytes whose
+  // CRC-32 it knows (repack) checks them with it instead of reading them once more.
+  using PayloadCrcCheck = std::function<void(std::uint32_t crc32)>;
+
   // Adds the payload of tensor `tensor_name` (any string; it only names the entry): `bytes` must
   // be exactly dims x element size of `data_type` (spec §7.3), else Error(kInvalidArgument), as
-  // for STRING, UNDEFINED or unknown types. Error(kBadState) after finish() or after a failed
-  // add.
+  // for STRING, UNDEFINED or unknown types. `bytes` need not outlive the call. Error(kBadState)
+  // after finish() or after a failed add. An error found in the bytes of an earlier tensor (they
+  // could not be read back, `check` threw) may come from this call too, naming that entry.
   TensorRef add_tensor(std::string_view tensor_name, std::int32_t data_type,
-                       std::span<const std::int64_t> dims, ByteSpan bytes);
+                       std::span<const std::int64_t> dims, ByteSpan bytes,
+                       const PayloadCrcCheck& check = nullptr);
   // The same, the payload written by `producer` in pieces (exactly dims x element size bytes,
   // else Error(kInvalidArgument) and the writer is unusable). An exception from the producer
   // propagates and makes the writer unusable too.
   TensorRef add_tensor(std::string_view tensor_name, std::int32_t data_type,
-                       std::span<const std::int64_t> dims, const EntryProducer& producer);
+                       std::span<const std::int64_t> dims, const EntryProducer& producer,
+                       const PayloadCrcCheck& check = nullptr);
 
   // See the class comment. Error(kBadState) when called again after success.
   void finish(const ModelProto& model);

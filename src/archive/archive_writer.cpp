@@ -127,10 +127,14 @@ struct ArchiveWriter::State {
   void check_added_tensor(std::string_view tensor_name, std::int32_t data_type,
                           std::span<const std::int64_t> dims, std::uint64_t size) const;
   TensorRef remember(const WrittenEntry& written);
-  // zip.add, hashing the entry with options.digests.
-  const WrittenEntry& add_entry(std::string_view name, ByteSpan bytes);
+  // zip.add, hashing the entry with options.digests; `check` is given the entry's CRC-32.
+  const WrittenEntry& add_entry(std::string_view name, ByteSpan bytes,
+                                const PayloadCrcCheck& check = nullptr);
   const WrittenEntry& add_entry(std::string_view name, std::uint64_t size,
-                                const EntryProducer& producer);
+                                const EntryProducer& producer, const PayloadCrcCheck& check);
+  // What zip.add calls once an entry's CRC-32 is known: `check`, then with options.digests the
+  // entry's digest, from `hasher`, which saw its bytes, is kept for `__DIGESTS`.
+  EntryDone on_entry_done(std::shared_ptr<Sha256> hasher, const PayloadCrcCheck& check);
 
   SaveOptions options;
   ZipWriter zip;
@@ -169,30 +173,37 @@ void ArchiveWriter::State::check_added_tensor(std::string_view tensor_name, std:
   }
 }
 
-// With digests, the writer's CRC-32 thread hashes the bytes too, as it reads them for the CRC:
-// the copy goes on beside it, and no byte is read a second time.
-const WrittenEntry& ArchiveWriter::State::add_entry(std::string_view name, ByteSpan bytes) {
-  if (!options.digests) return zip.add(name, bytes);
-  Sha256 hasher;
-  const WrittenEntry& written =
-      zip.add(name, bytes, [&hasher](ByteSpan piece) { hasher.update(piece); });
-  digests.push_back({written.name, hasher.finish(), written.size, written.crc32});
-  return written;
+EntryDone ArchiveWriter::State::on_entry_done(std::shared_ptr<Sha256> hasher,
+                                              const PayloadCrcCheck& check) {
+  if (!hasher && !check) return nullptr;
+  return [this, hasher = std::move(hasher), check](const WrittenEntry& written) {
+    if (check) check(written.crc32);
+    if (hasher) digests.push_back({written.name, hasher->finish(), written.size, written.crc32});
+  };
+}
+
+// With digests, the writer's CRC-32 jobs hash the bytes too, as they read them for the CRC,
+// beside the copies of the entries after this one: no byte is read a second time.
+const WrittenEntry& ArchiveWriter::State::add_entry(std::string_view name, ByteSpan bytes,
+                                                    const PayloadCrcCheck& check) {
+  std::shared_ptr<Sha256> hasher = options.digests ? std::make_shared<Sha256>() : nullptr;
+  PieceObserver observer;
+  if (hasher) observer = [hasher](ByteSpan piece) { hasher->update(piece); };
+  return zip.add(name, bytes, observer, on_entry_done(std::move(hasher), check));
 }
 
 const WrittenEntry& ArchiveWriter::State::add_entry(std::string_view name, std::uint64_t size,
-                                                    const EntryProducer& producer) {
-  if (!options.digests) return zip.add(name, size, producer);
-  Sha256 hasher;
-  const WrittenEntry& written =
-      zip.add(name, size, producer, [&hasher](ByteSpan piece) { hasher.update(piece); });
-  digests.push_back({written.name, hasher.finish(), written.size, written.crc32});
-  return written;
+                                                    const EntryProducer& producer,
+                                                    const PayloadCrcCheck& check) {
+  std::shared_ptr<Sha256> hasher = options.digests ? std::make_shared<Sha256>() : nullptr;
+  PieceObserver observer;
+  if (hasher) observer = [hasher](ByteSpan piece) { hasher->update(piece); };
+  return zip.add(name, size, producer, observer, on_entry_done(std::move(hasher), check));
 }
 
 TensorRef ArchiveWriter::State::remember(const WrittenEntry& written) {
   added.add(written.name, written.size);
-  return TensorRef{.location = written.name, .length = written.size, .crc32 = written.crc32};
+  return TensorRef{.location = written.name, .length = written.size};
 }
 
 std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
@@ -265,10 +276,13 @@ std::string ArchiveWriter::State::write_candidate(const Candidate& candidate,
   const std::string location = namer.name_for(tensor.name.value_or(""));
   if (meter.active()) {
     // In pieces, so that the meter moves within a large tensor.
-    add_entry(location, payload.view().size(), [&](EntrySink& sink) {
-      detail::write_with_progress(payload.view(), meter,
-                                  [&](ByteSpan piece) { sink.write(piece); });
-    });
+    add_entry(
+        location, payload.view().size(),
+        [&](EntrySink& sink) {
+          detail::write_with_progress(payload.view(), meter,
+                                      [&](ByteSpan piece) { sink.write(piece); });
+        },
+        nullptr);
   } else {
     add_entry(location, payload.view());
   }
@@ -284,12 +298,13 @@ ArchiveWriter::ArchiveWriter(ArchiveWriter&& other) noexcept = default;
 ArchiveWriter& ArchiveWriter::operator=(ArchiveWriter&& other) noexcept = default;
 
 TensorRef ArchiveWriter::add_tensor(std::string_view tensor_name, std::int32_t data_type,
-                                    std::span<const std::int64_t> dims, ByteSpan bytes) {
+                                    std::span<const std::int64_t> dims, ByteSpan bytes,
+                                    const PayloadCrcCheck& check) {
   if (!state_) throw Error(ErrorCode::kBadState, "add_tensor on a moved-from ArchiveWriter");
   state_->ensure_open("add_tensor");
   state_->check_added_tensor(tensor_name, data_type, dims, bytes.size());
   try {
-    return state_->remember(state_->add_entry(state_->namer.name_for(tensor_name), bytes));
+    return state_->remember(state_->add_entry(state_->namer.name_for(tensor_name), bytes, check));
   } catch (...) {
     state_->broken = true;
     throw;
@@ -298,7 +313,7 @@ TensorRef ArchiveWriter::add_tensor(std::string_view tensor_name, std::int32_t d
 
 TensorRef ArchiveWriter::add_tensor(std::string_view tensor_name, std::int32_t data_type,
                                     std::span<const std::int64_t> dims,
-                                    const EntryProducer& producer) {
+                                    const EntryProducer& producer, const PayloadCrcCheck& check) {
   if (!state_) throw Error(ErrorCode::kBadState, "add_tensor on a moved-from ArchiveWriter");
   state_->ensure_open("add_tensor");
   if (!producer) {
@@ -310,7 +325,8 @@ TensorRef ArchiveWriter::add_tensor(std::string_view tensor_name, std::int32_t d
   const std::uint64_t size = try_tensor_byte_size(dims, data_type).value_or(0);
   state_->check_added_tensor(tensor_name, data_type, dims, size);
   try {
-    return state_->remember(state_->add_entry(state_->namer.name_for(tensor_name), size, producer));
+    return state_->remember(
+        state_->add_entry(state_->namer.name_for(tensor_name), size, producer, check));
   } catch (...) {
     state_->broken = true;
     throw;
@@ -336,6 +352,8 @@ void ArchiveWriter::finish(const ModelProto& model) {
     serialize_options.substitutions = &substitutions;
     const MessageSerializer<ModelProto> serializer(model, serialize_options);
     if (state.options.digests) {
+      // Every payload's digest, some still being computed beside the last copies.
+      state.zip.settle();
       // spec §12.1: __DIGESTS comes before the model, so the model is hashed first (streamed
       // once more: it is small next to the payloads, and nothing is held).
       DigestingByteSink model_digest;

@@ -207,7 +207,7 @@ AtomicOutputFile::AtomicOutputFile(fs::path destination, OutputFileOptions optio
   folder_ = folder_of(destination_);
   // An unnamed file first: should the process die before commit, nothing is left behind. The
   // file gets 0666 minus the umask, the permissions any ordinary new file of the user would get.
-  fd_ = ::open(folder_.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  fd_ = ::open(folder_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
   if (fd_ < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
     throw Error(ErrorCode::kIo, {.file = destination_.string()},
                 "cannot create a temporary file in " + folder_.string() + ": " + errno_text(errno));
@@ -215,7 +215,7 @@ AtomicOutputFile::AtomicOutputFile(fs::path destination, OutputFileOptions optio
   // File systems without unnamed files: a hidden named one, created exclusively.
   for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
     temporary_ = temporary_name(destination_);
-    fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    fd_ = ::open(temporary_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ < 0 && errno != EEXIST) {
       throw Error(ErrorCode::kIo, {.file = destination_.string()},
                   "cannot create temporary file " + temporary_.string() + ": " + errno_text(errno));
@@ -422,7 +422,7 @@ void AtomicOutputFile::ensure_copy_buffer() {
   constexpr std::size_t kPieceBytes = std::size_t{256} << 10;
   constexpr std::size_t kPageBytes = 4096;
   // Page-aligned: the kernel copies page cache into a destination off a 64-byte boundary several
-  // times slower on some CPUs (see CrcWorker::buffer_).
+  // times slower on some CPUs (see kPageBytes in crc_worker.cpp).
   if (copy_buffer_.empty()) copy_buffer_ = OwnedBytes(kPieceBytes, kPageBytes);
 }
 
@@ -456,6 +456,21 @@ void AtomicOutputFile::fail_source(int error, std::uint64_t source_offset,
   throw Error(ErrorCode::kIo, {.file = destination_.string()},
               "copying from offset " + std::to_string(source_offset) +
                   " of the source file failed: " + errno_text(error));
+}
+
+void AtomicOutputFile::flush() {
+  ensure_open("flush");
+  flush_buffer();
+}
+
+detail::Fd AtomicOutputFile::reader() const {
+  ensure_open("reader");
+  detail::Fd copy(::fcntl(fd_, F_DUPFD_CLOEXEC, 0));
+  if (copy.get() < 0) {
+    throw Error(ErrorCode::kIo, {.file = destination_.string()},
+                "cannot duplicate the output's descriptor: " + errno_text(errno));
+  }
+  return copy;
 }
 
 void AtomicOutputFile::reserve(std::uint64_t count) {

@@ -28,6 +28,7 @@
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/output_options.h"
+#include "posix_file.h"
 
 namespace onnxzip {
 
@@ -65,6 +66,13 @@ class AtomicOutputFile final {
   // position.
   void write_at(std::uint64_t offset, ByteSpan bytes);
   std::uint64_t position() const noexcept { return position_; }
+  // Hands the buffered bytes to the OS, so that reader() sees every byte written so far.
+  void flush();
+  // A descriptor of its own that reads the file being written (with pread; opened for reading
+  // and writing for this), for checksums of what was written. It stays valid after commit() or
+  // after the file was abandoned (the abandoned file's space is freed once it is closed).
+  // Error(kIo) when the system has no descriptor to spare.
+  detail::Fd reader() const;
 
   // Flushes and renames the temporary over the destination (checked again first). Afterwards no
   // write is allowed.

@@ -385,21 +385,25 @@ std::string Repacker::copy_kept_entry(ArchiveWriter& writer,
   return ref.location;
 }
 
-// Copied by the writer from the archive file (the kernel copies the bytes of a mapping), its
-// CRC-32 computed beside the copy; that CRC checks the entry.
+// Copied by the writer from the archive file (the kernel copies the bytes of a mapping); the
+// CRC-32 the writer computes of the copy, beside the copies of later entries, checks the entry:
+// a damaged input entry is the input's error (kCorrupt naming it), and the write leaves nothing.
 TensorRef Repacker::copy_stored_entry(ArchiveWriter& writer, const Reference& first) {
   const ZipEntry& entry = *first.entry;
   const std::int32_t data_type = first.tensor->data_type.value_or(TensorProto::kUndefined);
   const ByteSpan data = zip_.stored_data(entry);
-  TensorRef ref;
+  // zip_ and its entries outlive the writer.
+  const ArchiveWriter::PayloadCrcCheck check = [this, &entry](std::uint32_t crc) {
+    zip_.check_crc(entry, crc);
+  };
   if (meter_->active() && data.size() > kProgressStepBytes) {
-    ref = writer.add_tensor(first.location, data_type, first.tensor->dims,
-                            [&](EntrySink& sink) { write_in_steps(sink, data); });
-  } else {
-    ref = writer.add_tensor(first.location, data_type, first.tensor->dims, data);
-    meter_->advance(data.size());
+    return writer.add_tensor(
+        first.location, data_type, first.tensor->dims,
+        [&](EntrySink& sink) { write_in_steps(sink, data); }, check);
   }
-  zip_.check_crc(entry, ref.crc32);
+  const TensorRef ref =
+      writer.add_tensor(first.location, data_type, first.tensor->dims, data, check);
+  meter_->advance(data.size());
   return ref;
 }
 

@@ -1,6 +1,8 @@
 #include "zip_writer.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -36,8 +38,8 @@ constexpr std::uint64_t kLocalHeaderLimit =
     zip::LocalFileHeader::kSize + kMaxNameLength + kMaxExtraLength;
 // Central directory records are gathered and written in batches of about this size.
 constexpr std::size_t kCentralBatchSize = 64 * 1024;
-// Data at least this large has its CRC-32 computed on a second thread while it is copied; below,
-// handing it over would cost more than it saves.
+// Data at least this large has its CRC-32 computed by the job queue, read back from the output,
+// while later entries are copied; below, handing it over would cost more than it saves.
 constexpr std::size_t kParallelCrcBytes = std::size_t{256} << 10;
 
 using zip::EntryLayout;
@@ -52,50 +54,19 @@ void write_local_header(AtomicOutputFile& file, const EntryLayout& layout, std::
   ONNXZIP_DCHECK(file.position() == layout.data_offset);
 }
 
-// Appends `data` to the file and returns crc32(data, previous), handing `data` to `observer`
-// too when it is not empty. Large data is copied on this thread while `worker` computes the CRC
-// (and runs the observer) on another, each reading the bytes once. `name` is the entry's, for
-// errors.
-std::uint32_t write_with_crc(AtomicOutputFile& file, std::unique_ptr<detail::CrcWorker>& worker,
-                             ByteSpan data, std::uint32_t previous, std::string_view name,
-                             const PieceObserver& observer) {
-  if (data.size() < kParallelCrcBytes) {
-    file.write(data);
-    if (observer) observer(data);
-    return crc32(data, previous);
-  }
-  if (!worker) worker = std::make_unique<detail::CrcWorker>();
-  worker->start(data, previous, observer ? &observer : nullptr);
-  try {
-    file.write(data);
-  } catch (...) {
-    // The worker may still be reading `data`, which the caller frees once this throws.
-    try {
-      static_cast<void>(worker->wait());
-    } catch (const Error&) {
-    }
-    throw;
-  }
-  try {
-    return worker->wait();
-  } catch (const Error& e) {
-    throw e.with_context({.file = file.destination().string(), .entry = "entry " + quote(name)});
-  }
-}
-
-// Passes a producer's pieces straight to the file, computing the CRC as they go by.
+// Passes a producer's pieces straight to the file. With `observer_and_crc` (a small entry) the
+// CRC-32 is computed as they go by and the observer handed each piece; otherwise both come later,
+// from the file (ZipWriter::defer_crc).
 class StreamingSink final : public EntrySink {
  public:
-  StreamingSink(AtomicOutputFile& file, std::unique_ptr<detail::CrcWorker>& worker,
-                std::string_view name, std::uint64_t size, const ErrorContext& label,
-                const PieceObserver& observer)
+  StreamingSink(AtomicOutputFile& file, std::uint64_t size, const ErrorContext& label,
+                const PieceObserver* observer_and_crc)
       : file_(file),
-        worker_(worker),
-        name_(name),
         remaining_(size),
         size_(size),
         label_(label),
-        observer_(observer) {}
+        observer_(observer_and_crc),
+        inline_crc_(observer_and_crc != nullptr) {}
 
   void write(ByteSpan piece) override {
     if (overflowed_ || piece.size() > remaining_) {
@@ -105,7 +76,11 @@ class StreamingSink final : public EntrySink {
                       " bytes (a piece of " + std::to_string(piece.size()) + " bytes after " +
                       std::to_string(size_ - remaining_) + ")");
     }
-    crc_ = write_with_crc(file_, worker_, piece, crc_, name_, observer_);
+    file_.write(piece);
+    if (inline_crc_) {
+      if (*observer_ && !piece.empty()) (*observer_)(piece);
+      crc_ = crc32(piece, crc_);
+    }
     remaining_ -= piece.size();
   }
 
@@ -115,12 +90,11 @@ class StreamingSink final : public EntrySink {
 
  private:
   AtomicOutputFile& file_;
-  std::unique_ptr<detail::CrcWorker>& worker_;
-  const std::string_view name_;
   std::uint64_t remaining_;
   const std::uint64_t size_;
   const ErrorContext& label_;
-  const PieceObserver& observer_;
+  const PieceObserver* observer_;
+  const bool inline_crc_;
   std::uint32_t crc_ = 0;
   bool overflowed_ = false;
 };
@@ -221,7 +195,7 @@ void ZipWriter::remember(WrittenEntry entry) {
 }
 
 const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data,
-                                   const PieceObserver& observer) {
+                                   const PieceObserver& observer, const EntryDone& done) {
   ensure_usable("add");
   validate_name(name);
   check_unique(name);
@@ -230,23 +204,24 @@ const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data,
   try {
     if (data.size() < kParallelCrcBytes) {
       const std::uint32_t crc = crc32(data);
-      if (observer) observer(data);
+      if (observer && !data.empty()) observer(data);
       write_local_header(*file_, layout, name, crc, alignment_);
       file_->write(data);
       remember(written_entry(layout, name, crc));
+      complete_now(done);
     } else {
-      // The header after the data, once the CRC-32 is known: one write for the gap and the
-      // header instead of a header, then a patch of its CRC field.
+      // The header once the CRC-32 is known: one write for the gap and the header instead of a
+      // header, then a patch of its CRC field.
       const std::uint64_t start = layout.local_header_offset - layout.gap;
       file_->reserve(layout.data_offset - start);
-      const std::uint32_t crc = write_with_crc(*file_, crc_worker_, data, 0, name, observer);
+      file_->write(data);
       std::vector<std::uint8_t> head(layout.gap, 0);
       const std::vector<std::uint8_t> header =
-          zip::encode_local_header(layout, name, crc, alignment_);
+          zip::encode_local_header(layout, name, 0, alignment_);
       head.insert(head.end(), header.begin(), header.end());
       ONNXZIP_DCHECK(start + head.size() == layout.data_offset);
-      file_->write_at(start, head);
-      remember(written_entry(layout, name, crc));
+      remember(written_entry(layout, name, 0));
+      defer_crc(start, std::move(head), observer, done);
     }
   } catch (...) {
     failed_ = true;
@@ -256,7 +231,8 @@ const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data,
 }
 
 const WrittenEntry& ZipWriter::add(std::string_view name, std::uint64_t size,
-                                   const EntryProducer& producer, const PieceObserver& observer) {
+                                   const EntryProducer& producer, const PieceObserver& observer,
+                                   const EntryDone& done) {
   ensure_usable("add");
   validate_name(name);
   check_unique(name);
@@ -266,7 +242,8 @@ const WrittenEntry& ZipWriter::add(std::string_view name, std::uint64_t size,
   const EntryLayout layout = plan_entry(file_->position(), name.size(), size, alignment_);
   try {
     write_local_header(*file_, layout, name, 0, alignment_);
-    StreamingSink sink(*file_, crc_worker_, name, size, label, observer);
+    const bool deferred = size >= kParallelCrcBytes;
+    StreamingSink sink(*file_, size, label, deferred ? nullptr : &observer);
     in_producer_ = true;
     try {
       producer(sink);
@@ -285,15 +262,101 @@ const WrittenEntry& ZipWriter::add(std::string_view name, std::uint64_t size,
                   "the producer wrote " + std::to_string(size - sink.remaining()) +
                       " of the declared " + std::to_string(size) + " bytes");
     }
-    std::uint8_t crc_bytes[4];
-    detail::store_le32(crc_bytes, sink.crc());
-    file_->write_at(layout.local_header_offset + kLocalHeaderCrcOffset, crc_bytes);
-    remember(written_entry(layout, name, sink.crc()));
+    if (deferred) {
+      remember(written_entry(layout, name, 0));
+      defer_crc(layout.local_header_offset, {}, observer, done);
+    } else {
+      std::uint8_t crc_bytes[4];
+      detail::store_le32(crc_bytes, sink.crc());
+      file_->write_at(layout.local_header_offset + kLocalHeaderCrcOffset, crc_bytes);
+      remember(written_entry(layout, name, sink.crc()));
+      complete_now(done);
+    }
   } catch (...) {
     failed_ = true;
     throw;
   }
   return entries_.back();
+}
+
+void ZipWriter::defer_crc(std::uint64_t head_offset, std::vector<std::uint8_t> head,
+                          const PieceObserver& observer, const EntryDone& done) {
+  if (!crc_jobs_) {
+    crc_jobs_ = std::make_unique<detail::CrcJobQueue>(
+        file_->reader(), detail::CrcJobQueue::kDefaultMaxWaiting, detail::crc_job_threads());
+  }
+  // The jobs read the file: the last bytes of the data may still be in the write buffer.
+  file_->flush();
+  const WrittenEntry& entry = entries_.back();
+  pending_.push_back({.index = entries_.size() - 1,
+                      .head_offset = head_offset,
+                      .head = std::move(head),
+                      .crc_known = false,
+                      .done = done});
+  crc_jobs_->submit({.offset = entry.data_offset, .size = entry.size, .observer = observer});
+  complete(crc_jobs_->take_done());
+}
+
+void ZipWriter::complete_now(const EntryDone& done) {
+  if (pending_.empty()) {
+    if (done) done(entries_.back());
+    return;
+  }
+  pending_.push_back({.index = entries_.size() - 1,
+                      .head_offset = 0,
+                      .head = {},
+                      .crc_known = true,
+                      .done = done});
+}
+
+void ZipWriter::complete(std::vector<detail::CrcJobResult> results) {
+  // The results belong to the first entries still waiting for their CRC-32, in order.
+  auto waiting = pending_.begin();
+  for (detail::CrcJobResult& result : results) {
+    while (waiting->crc_known) ++waiting;
+    ONNXZIP_DCHECK(waiting != pending_.end());
+    WrittenEntry& entry = entries_[waiting->index];
+    if (result.error) {
+      with_error_context([&] { return entry_label(entry.name); },
+                         [&] { std::rethrow_exception(result.error); });
+    }
+    entry.crc32 = result.crc;
+    std::uint8_t crc_bytes[4];
+    detail::store_le32(crc_bytes, result.crc);
+    if (waiting->head.empty()) {
+      file_->write_at(entry.local_header_offset + kLocalHeaderCrcOffset, crc_bytes);
+    } else {
+      const std::uint64_t crc_at =
+          entry.local_header_offset - waiting->head_offset + kLocalHeaderCrcOffset;
+      std::copy(std::begin(crc_bytes), std::end(crc_bytes),
+                waiting->head.begin() + static_cast<std::ptrdiff_t>(crc_at));
+      file_->write_at(waiting->head_offset, waiting->head);
+    }
+    waiting->crc_known = true;
+    ++waiting;
+  }
+  while (!pending_.empty() && pending_.front().crc_known) {
+    // Popped first: should `done` throw, the entry is not completed twice.
+    const PendingEntry finished = std::move(pending_.front());
+    pending_.pop_front();
+    if (finished.done) finished.done(entries_[finished.index]);
+  }
+}
+
+void ZipWriter::settle() {
+  ensure_usable("settle");
+  settle_jobs();
+}
+
+void ZipWriter::settle_jobs() {
+  if (!crc_jobs_) return;
+  try {
+    complete(crc_jobs_->take_all());
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+  ONNXZIP_DCHECK(pending_.empty());
 }
 
 void ZipWriter::write_central_directory() {
@@ -316,6 +379,7 @@ void ZipWriter::write_central_directory() {
 
 void ZipWriter::finish() {
   ensure_usable("finish");
+  settle_jobs();
   try {
     write_central_directory();
     file_->commit();

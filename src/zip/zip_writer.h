@@ -14,6 +14,7 @@
 #define ONNXZIP_ZIP_WRITER_H_
 
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -27,12 +28,21 @@
 #include "onnxzip/entry_sink.h"
 #include "onnxzip/error.h"
 #include "output_file.h"
+#include "posix_file.h"
 
 namespace onnxzip {
 
-// Given every byte of an entry, in order and in pieces, as the writer writes it (a SHA-256 for
-// `__DIGESTS`): for large data, on the thread that computes the CRC-32, beside the copy.
+// Given every byte of an entry, in order and in pieces, as the writer wrote it (a SHA-256 for
+// `__DIGESTS`): for large data read back from the output on the thread that computes the CRC-32,
+// possibly after add() returned.
 using PieceObserver = detail::PieceObserver;
+
+struct WrittenEntry;
+// Called once an entry's CRC-32 is known, with the entry (its crc32 set), on the caller's thread,
+// in the order the entries were added: within add() for small data, else within a later add(),
+// settle() or finish(). An exception it throws fails the writer (kBadState afterwards) and
+// propagates as is (repack reports a damaged input entry this way).
+using EntryDone = std::function<void(const WrittenEntry&)>;
 
 struct ZipWriterOptions {
   // Where every entry's data starts: a power of two in [64, 65536].
@@ -66,29 +76,40 @@ class ZipWriter final {
   ZipWriter(const ZipWriter&) = delete;
   ZipWriter& operator=(const ZipWriter&) = delete;
 
-  // Adds an entry holding `data`. Large data is copied while a second thread computes its CRC-32,
-  // and bytes of a file mapping (MappedFile, e.g. the payloads of a loaded model) are copied by
-  // the kernel from the file (AtomicOutputFile::write). The returned reference is valid until
-  // the next add(). `observer`, when given, is handed the bytes (PieceObserver); an Error it
-  // throws fails the entry as a write error does.
+  // Adds an entry holding `data`; bytes of a file mapping (MappedFile, e.g. the payloads of a
+  // loaded model) are copied by the kernel from the file (AtomicOutputFile::write). The CRC-32 of
+  // large data is computed later from the written bytes, read back from the output by a second
+  // thread (or by this one when that thread falls behind: crc_worker.h) while later entries are
+  // copied, so `data` need not outlive the call; its local header is written once the CRC is
+  // known. `observer`, when given, is handed the bytes as the CRC-32 is computed, and `done`
+  // called with the finished entry (EntryDone); both are copied and kept until then. An Error of
+  // the read-back or the observer fails the writer, naming the entry, from whichever call
+  // collects it. The returned reference is valid until the next add(); its crc32 is 0 until
+  // `done` was called for it.
   // Throws Error(kInvalidArgument) for a name breaking the ZIP naming rule (validate_name) or
   // already used (also when only ASCII case differs), leaving the writer usable;
   // Error(kBadState) after finish() or after a failed entry. The .onnxz rule for names is the
   // archive layer's (archive.h, entry_name_problem), checked before it calls add().
   const WrittenEntry& add(std::string_view name, ByteSpan data,
-                          const PieceObserver& observer = nullptr);
+                          const PieceObserver& observer = nullptr, const EntryDone& done = nullptr);
 
   // Adds an entry of exactly `size` bytes that `producer` writes into the sink in pieces
   // (exporters that never hold a whole tensor). A producer that writes fewer or more bytes gets
   // Error(kInvalidArgument) naming the entry; an exception from the producer propagates as is.
   // Either way the writer is unusable afterwards (kBadState) and the destination untouched.
-  // The producer must not call back into this writer. `observer` as for the other add().
+  // The producer must not call back into this writer. `observer` and `done` as for the other
+  // add().
   const WrittenEntry& add(std::string_view name, std::uint64_t size, const EntryProducer& producer,
-                          const PieceObserver& observer = nullptr);
+                          const PieceObserver& observer = nullptr, const EntryDone& done = nullptr);
 
-  // Writes the central directory, the zip64 end record and locator when a count, size or offset
-  // needs them, and the end record, then renames the file over the destination. Afterwards
-  // only the accessors are allowed.
+  // Waits for every CRC-32 under way (taking a share of them on this thread), writes their local
+  // headers and calls every `done` not yet called, so that every entry's crc32 is known. The
+  // errors add() describes for them; Error(kBadState) after finish() or a failed entry.
+  void settle();
+
+  // settle(), then writes the central directory, the zip64 end record and locator when a count,
+  // size or offset needs them, and the end record, then renames the file over the destination.
+  // Afterwards only the accessors are allowed.
   void finish();
 
   const std::vector<WrittenEntry>& entries() const noexcept { return entries_; }
@@ -106,10 +127,33 @@ class ZipWriter final {
   ErrorContext entry_label(std::string_view name) const;
   void check_size(std::string_view name, std::uint64_t size) const;
   void remember(WrittenEntry entry);
+  // Queues the CRC-32 of entries_.back(), whose data is written, then completes what is done.
+  // `head` is its gap and local header (CRC 0) to write at `head_offset` once the CRC is known;
+  // empty when the header is written already, with a CRC of 0.
+  void defer_crc(std::uint64_t head_offset, std::vector<std::uint8_t> head,
+                 const PieceObserver& observer, const EntryDone& done);
+  // Gives entries_.back() its (known) CRC-32 after those still under way before it.
+  void complete_now(const EntryDone& done);
+  // Hands `results` to the pending entries waiting for them, in order, writes their headers, and
+  // completes the entries at the front whose CRC is known.
+  void complete(std::vector<detail::CrcJobResult> results);
+  void settle_jobs();
   void write_central_directory();
 
+  // An entry whose `done` has not been called yet: its CRC-32 is under way, or is known but an
+  // entry before it is still under way.
+  struct PendingEntry {
+    std::size_t index = 0;  // In entries_.
+    std::uint64_t head_offset = 0;
+    std::vector<std::uint8_t> head;  // See defer_crc.
+    bool crc_known = false;
+    EntryDone done;
+  };
+
   std::unique_ptr<AtomicOutputFile> file_;
-  std::unique_ptr<detail::CrcWorker> crc_worker_;  // For large entries, started on first use.
+  // For large entries, made on first use; reads the output through a descriptor of its own.
+  std::unique_ptr<detail::CrcJobQueue> crc_jobs_;
+  std::deque<PendingEntry> pending_;
   std::uint32_t alignment_ = 64;
   std::vector<WrittenEntry> entries_;
   // ASCII-lower-cased name -> index in entries_, so case-only duplicates are found in O(1).
