@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -155,6 +157,96 @@ TEST(DigestsTest, RefusesAResourceListedTwiceAndAWrongSubjectDigest) {
   changed.replace(changed.find(bias), 64, std::string(64, '0'));
   expect_error([&] { decode_digests(bytes_of(changed), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
                "but the resources' digests hash to");
+}
+
+using Ordered = nlohmann::ordered_json;
+
+// Every object of `value` with its members in reverse order, as another writer may put them.
+Ordered reversed(const Ordered& value) {
+  if (value.is_array()) {
+    Ordered items = Ordered::array();
+    for (const Ordered& item : value) items.push_back(reversed(item));
+    return items;
+  }
+  if (!value.is_object()) return value;
+  std::vector<std::pair<std::string, Ordered>> members;
+  for (const auto& [key, member] : value.items()) members.emplace_back(key, reversed(member));
+  Ordered object = Ordered::object();
+  for (auto member = members.rbegin(); member != members.rend(); ++member) {
+    object[member->first] = member->second;
+  }
+  return object;
+}
+
+TEST(DigestsTest, ReadsMembersInAnyOrderAndSkipsUnknownOnes) {
+  const std::string good = encode_digests("model", sample_entries());
+  const DigestStatement expected = decode_digests(bytes_of(good), {}, "a.onnxz");
+  // The `onnxzip` record before the resources, every key reversed, members of later versions.
+  Ordered document = reversed(Ordered::parse(good));
+  ASSERT_EQ(document["predicate"].begin().key(), "onnxzip");
+  document["predicate"]["later"] = {{"nested", Ordered::array({1, {{"k", {{"v", nullptr}}}}})}};
+  document["subject"][0]["annotations"] = {{"k", "v"}};
+  const std::string text = document.dump(2);
+  const DigestStatement statement = decode_digests(bytes_of(text), {}, "a.onnxz");
+  EXPECT_EQ(statement.model_name, "model");
+  EXPECT_EQ(statement.entries, expected.entries);
+  EXPECT_EQ(statement.root, expected.root);
+}
+
+TEST(DigestsTest, RefusesAWrongValueAnywhereNamingItsPlace) {
+  const Ordered good = Ordered::parse(encode_digests("model", sample_entries()));
+  struct Case {
+    std::function<void(Ordered&)> change;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {[](Ordered& d) { d = "text"; }, "the document is a string, expected an object"},
+      {[](Ordered& d) { d["predicate"] = "x"; }, "predicate is a string, expected an object"},
+      {[](Ordered& d) { d["subject"][0]["digest"].erase("sha256"); },
+       "subject[0].digest.sha256 is missing"},
+      {[](Ordered& d) { d["subject"].push_back(d["subject"][0]); },
+       "subject has 2 items, expected 1"},
+      {[](Ordered& d) {
+         d["predicate"]["serialization"]["allow_symlinks"] = {{"a", {1}}};
+       },
+       R"(predicate.serialization.allow_symlinks is {"a":[1]}, expected false)"},
+      {[](Ordered& d) { d["predicate"]["serialization"]["ignore_paths"] = "__DIGESTS"; },
+       "predicate.serialization.ignore_paths is a string, expected an array"},
+      {[](Ordered& d) { d["predicate"]["serialization"]["ignore_paths"] = {"__DIGESTS"}; },
+       R"(ignore_paths is ["__DIGESTS"], expected ["__DIGESTS","__SIGNATURE"])"},
+      {[](Ordered& d) { d["predicate"]["resources"][2]["name"] = ""; },
+       "predicate.resources[2].name is empty"},
+      {[](Ordered& d) { d["predicate"]["resources"][3] = 3; },
+       "predicate.resources[3] is a number, expected an object"},
+      {[](Ordered& d) { d["predicate"]["onnxzip"]["entries"][0]["size"] = "9"; },
+       "predicate.onnxzip.entries[0].size is a string, expected an unsigned integer"},
+      {[](Ordered& d) { d["predicate"]["onnxzip"]["entries"][1]["size"] = 1.5; },
+       "entries[1].size is a number that is not a whole number from 0 to 2^64 - 1"},
+      {[](Ordered& d) { d["predicate"]["onnxzip"]["entries"].erase(3); },
+       "predicate.onnxzip.entries has 3 items, predicate.resources 4"},
+      {[](Ordered& d) { d["predicate"]["onnxzip"]["entries"][1]["name"] = "other"; },
+       "predicate.onnxzip.entries[1].name is 'other', but predicate.resources[1].name "
+       "'__MODEL_PROTO'"},
+  };
+  for (const Case& bad : cases) {
+    Ordered document = good;
+    bad.change(document);
+    const std::string text = document.dump(2);
+    expect_error([&] { decode_digests(bytes_of(text), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+                 "a.onnxz: entry '__DIGESTS': ");
+    expect_error([&] { decode_digests(bytes_of(text), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+                 bad.expected);
+  }
+  // A key twice in an object nothing reads, or in a value read whole, is refused all the same.
+  const std::string text = good.dump(2);
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {R"("predicate": {)", R"("predicate": {"later": {"y": 1, "y": 2}, )"},
+           {R"("allow_symlinks": false)", R"("allow_symlinks": {"q": 1, "q": 2})"}}) {
+    std::string changed = text;
+    changed.replace(changed.find(from), from.size(), to);
+    expect_error([&] { decode_digests(bytes_of(changed), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+                 "appears twice in one object");
+  }
 }
 
 TEST(DigestsTest, BadJsonAndHugeInputGiveClearErrorsBeforeParsing) {
