@@ -352,6 +352,22 @@ TEST(SignatureTest, TheSignatureVerifiesWithOpensslOverThePae) {
   EXPECT_NE(verified.output.find("Verified OK"), std::string::npos) << verified.output;
 }
 
+TEST(SignatureTest, APayloadOfSeveralBase64PiecesIsTheOneBase64Text) {
+  if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
+  const ScratchDir dir("pieces");
+  const KeyFiles a = make_key_pair(dir.path(), "a");
+  // Base64 is written in pieces of 3 MiB: sizes across a piece's end, each byte value in turn.
+  for (const std::size_t size :
+       {std::size_t{3} << 20, (std::size_t{3} << 20) + 1, (std::size_t{6} << 20) + 2}) {
+    std::vector<std::uint8_t> payload(size);
+    for (std::size_t i = 0; i < size; ++i) payload[i] = static_cast<std::uint8_t>(i * 7 + i / 251);
+    const std::string json = encode_signature(payload, PrivateKey::load(a.private_pem));
+    const SignatureBundle bundle = decode_signature(bytes_of(json), {}, "x");
+    EXPECT_EQ(bundle.payload, payload) << size;
+    EXPECT_EQ(signature_problem(bundle, payload, PublicKey::load(a.public_pem)), "") << size;
+  }
+}
+
 TEST(SignatureTest, RefusesMalformedBundlesNamingTheField) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"[]", "the document is an array"},

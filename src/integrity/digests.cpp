@@ -30,11 +30,10 @@ constexpr std::string_view kStatementType = "https://in-toto.io/Statement/v1";
 constexpr std::string_view kPredicateType = "https://model_signing/signature/v1.0";
 constexpr std::string_view kAlgorithm = "sha256";
 
-std::string crc_hex(std::uint32_t crc) {
-  const std::uint8_t bytes[4] = {
-      static_cast<std::uint8_t>(crc >> 24), static_cast<std::uint8_t>(crc >> 16),
-      static_cast<std::uint8_t>(crc >> 8), static_cast<std::uint8_t>(crc)};
-  return to_hex(bytes);
+// A CRC-32 as the statement writes it: its four bytes big-endian, in hex.
+std::array<std::uint8_t, 4> crc_bytes(std::uint32_t crc) {
+  return {static_cast<std::uint8_t>(crc >> 24), static_cast<std::uint8_t>(crc >> 16),
+          static_cast<std::uint8_t>(crc >> 8), static_cast<std::uint8_t>(crc)};
 }
 
 // Lower-case hex of exactly out.size() bytes; false for anything else (upper case included:
@@ -529,7 +528,7 @@ std::string encode_digests(std::string_view model_name, std::vector<EntryDigest>
   json.key("digest");
   json.begin_object();
   json.key("sha256");
-  json.string(to_hex(root));
+  json.hex_string(root);
   json.end_object();
   json.end_object();
   json.end_array();
@@ -560,7 +559,7 @@ std::string encode_digests(std::string_view model_name, std::vector<EntryDigest>
     json.key("algorithm");
     json.string(kAlgorithm);
     json.key("digest");
-    json.string(to_hex(entry.sha256));
+    json.hex_string(entry.sha256);
     json.end_object();
   }
   json.end_array();
@@ -577,7 +576,7 @@ std::string encode_digests(std::string_view model_name, std::vector<EntryDigest>
     json.key("size");
     json.number(entry.size);
     json.key("crc32");
-    json.string(crc_hex(entry.crc32));
+    json.hex_string(crc_bytes(entry.crc32));
     json.end_object();
   }
   json.end_array();
