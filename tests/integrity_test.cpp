@@ -296,6 +296,47 @@ TEST(KeysTest, LoadsOpensslKeysAndRefusesOthers) {
                "key on secp384r1");
 }
 
+// Runs an openssl command line in `dir`, which must succeed.
+void openssl_in(const std::filesystem::path& dir, const std::string& arguments) {
+  const auto result =
+      run_tool("cd " + shell_quote(dir.string()) + " && openssl " + arguments + " 2>&1");
+  ASSERT_EQ(result.exit_code, 0) << arguments << "\n" << result.output;
+}
+
+TEST(KeysTest, EveryPemShapeOfAP256KeyHasTheIdOfWhatOpensslWritesForIt) {
+  if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
+  const ScratchDir dir("key_shapes");
+  // SEC1 after an EC PARAMETERS block (ecparam without -noout), PKCS #8 (genpkey), explicit
+  // curve parameters; a public key with its point compressed. OpenSSL writes each public key
+  // back in its own shape, and the key id is the SHA-256 of that text.
+  openssl_in(dir.path(), "ecparam -name prime256v1 -genkey -out with_params.pem");
+  openssl_in(dir.path(), "genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out pkcs8.pem");
+  openssl_in(dir.path(), "ec -in pkcs8.pem -param_enc explicit -out explicit.pem");
+  openssl_in(dir.path(), "ec -in pkcs8.pem -pubout -conv_form compressed -out compressed.pem");
+  for (const std::string name : {"with_params", "pkcs8", "explicit"}) {
+    openssl_in(dir.path(), "pkey -in " + name + ".pem -pubout -out " + name + ".pub");
+    EXPECT_EQ(PrivateKey::load(dir / (name + ".pem")).key_id(),
+              test_support::sha256_hex(read_file_bytes(dir / (name + ".pub"))))
+        << name;
+  }
+  openssl_in(dir.path(), "pkey -pubin -in compressed.pem -pubout -out compressed.pub");
+  EXPECT_EQ(PublicKey::load(dir / "compressed.pem").key_id(),
+            test_support::sha256_hex(read_file_bytes(dir / "compressed.pub")));
+  // Each private key signs what its public key, as openssl wrote it, verifies.
+  const std::string data = "signed";
+  for (const std::string name : {"with_params", "pkcs8", "explicit"}) {
+    const SignatureBundle bundle = decode_signature(
+        bytes_of(encode_signature(bytes_of(data), PrivateKey::load(dir / (name + ".pem")))), {},
+        "x");
+    EXPECT_EQ(signature_problem(bundle, bytes_of(data), PublicKey::load(dir / (name + ".pub"))), "")
+        << name;
+  }
+
+  openssl_in(dir.path(), "pkcs8 -topk8 -in pkcs8.pem -out encrypted.pem -passout pass:secret");
+  expect_error([&] { PrivateKey::load(dir / "encrypted.pem"); }, ErrorCode::kInvalidArgument,
+               "not an unencrypted PEM private key");
+}
+
 TEST(SignatureTest, SignsVerifiesAndNamesEachFailure) {
   if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
   const ScratchDir dir("sign");
