@@ -286,6 +286,8 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
       archive_detail::find_integrity_entries(zip, *model_entry);
   std::future<DigestStatement> old_statement = read_digests_ahead(zip, place, options.integrity);
   const CheckedModel checked = prepare(zip, *model_entry);
+  // The statement may still be on its way: time for the signature's setup.
+  if (options.signing_key && old_statement.valid()) prepare_signing();
 
   std::vector<std::string> unreferenced;
   for (const ZipEntry& entry : zip.entries()) {

@@ -3,6 +3,7 @@
 // key-based signer writes it (public-key verification material whose hint is the key id, no
 // transparency log entries).
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include <algorithm>
 #include <optional>
@@ -82,6 +83,12 @@ std::vector<std::uint8_t> dsse_pae(std::string_view payload_type, ByteSpan paylo
   std::vector<std::uint8_t> pae(head.begin(), head.end());
   pae.insert(pae.end(), payload.begin(), payload.end());
   return pae;
+}
+
+void prepare_signing() noexcept {
+  // The private generator, made and seeded when first asked for: ECDSA draws its nonce from it.
+  RAND_get0_private(nullptr);
+  ERR_clear_error();  // Whatever failed fails again, and is reported, in encode_signature.
 }
 
 std::string encode_signature(ByteSpan digests, const PrivateKey& key) {
