@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -157,6 +159,96 @@ TEST(DigestsTest, RefusesAResourceListedTwiceAndAWrongSubjectDigest) {
                "but the resources' digests hash to");
 }
 
+using Ordered = nlohmann::ordered_json;
+
+// Every object of `value` with its members in reverse order, as another writer may put them.
+Ordered reversed(const Ordered& value) {
+  if (value.is_array()) {
+    Ordered items = Ordered::array();
+    for (const Ordered& item : value) items.push_back(reversed(item));
+    return items;
+  }
+  if (!value.is_object()) return value;
+  std::vector<std::pair<std::string, Ordered>> members;
+  for (const auto& [key, member] : value.items()) members.emplace_back(key, reversed(member));
+  Ordered object = Ordered::object();
+  for (auto member = members.rbegin(); member != members.rend(); ++member) {
+    object[member->first] = member->second;
+  }
+  return object;
+}
+
+TEST(DigestsTest, ReadsMembersInAnyOrderAndSkipsUnknownOnes) {
+  const std::string good = encode_digests("model", sample_entries());
+  const DigestStatement expected = decode_digests(bytes_of(good), {}, "a.onnxz");
+  // The `onnxzip` record before the resources, every key reversed, members of later versions.
+  Ordered document = reversed(Ordered::parse(good));
+  ASSERT_EQ(document["predicate"].begin().key(), "onnxzip");
+  document["predicate"]["later"] = {{"nested", Ordered::array({1, {{"k", {{"v", nullptr}}}}})}};
+  document["subject"][0]["annotations"] = {{"k", "v"}};
+  const std::string text = document.dump(2);
+  const DigestStatement statement = decode_digests(bytes_of(text), {}, "a.onnxz");
+  EXPECT_EQ(statement.model_name, "model");
+  EXPECT_EQ(statement.entries, expected.entries);
+  EXPECT_EQ(statement.root, expected.root);
+}
+
+TEST(DigestsTest, RefusesAWrongValueAnywhereNamingItsPlace) {
+  const Ordered good = Ordered::parse(encode_digests("model", sample_entries()));
+  struct Case {
+    std::function<void(Ordered&)> change;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {[](Ordered& d) { d = "text"; }, "the document is a string, expected an object"},
+      {[](Ordered& d) { d["predicate"] = "x"; }, "predicate is a string, expected an object"},
+      {[](Ordered& d) { d["subject"][0]["digest"].erase("sha256"); },
+       "subject[0].digest.sha256 is missing"},
+      {[](Ordered& d) { d["subject"].push_back(d["subject"][0]); },
+       "subject has 2 items, expected 1"},
+      {[](Ordered& d) {
+         d["predicate"]["serialization"]["allow_symlinks"] = {{"a", {1}}};
+       },
+       R"(predicate.serialization.allow_symlinks is {"a":[1]}, expected false)"},
+      {[](Ordered& d) { d["predicate"]["serialization"]["ignore_paths"] = "__DIGESTS"; },
+       "predicate.serialization.ignore_paths is a string, expected an array"},
+      {[](Ordered& d) { d["predicate"]["serialization"]["ignore_paths"] = {"__DIGESTS"}; },
+       R"(ignore_paths is ["__DIGESTS"], expected ["__DIGESTS","__SIGNATURE"])"},
+      {[](Ordered& d) { d["predicate"]["resources"][2]["name"] = ""; },
+       "predicate.resources[2].name is empty"},
+      {[](Ordered& d) { d["predicate"]["resources"][3] = 3; },
+       "predicate.resources[3] is a number, expected an object"},
+      {[](Ordered& d) { d["predicate"]["onnxzip"]["entries"][0]["size"] = "9"; },
+       "predicate.onnxzip.entries[0].size is a string, expected an unsigned integer"},
+      {[](Ordered& d) { d["predicate"]["onnxzip"]["entries"][1]["size"] = 1.5; },
+       "entries[1].size is a number that is not a whole number from 0 to 2^64 - 1"},
+      {[](Ordered& d) { d["predicate"]["onnxzip"]["entries"].erase(3); },
+       "predicate.onnxzip.entries has 3 items, predicate.resources 4"},
+      {[](Ordered& d) { d["predicate"]["onnxzip"]["entries"][1]["name"] = "other"; },
+       "predicate.onnxzip.entries[1].name is 'other', but predicate.resources[1].name "
+       "'__MODEL_PROTO'"},
+  };
+  for (const Case& bad : cases) {
+    Ordered document = good;
+    bad.change(document);
+    const std::string text = document.dump(2);
+    expect_error([&] { decode_digests(bytes_of(text), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+                 "a.onnxz: entry '__DIGESTS': ");
+    expect_error([&] { decode_digests(bytes_of(text), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+                 bad.expected);
+  }
+  // A key twice in an object nothing reads, or in a value read whole, is refused all the same.
+  const std::string text = good.dump(2);
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {R"("predicate": {)", R"("predicate": {"later": {"y": 1, "y": 2}, )"},
+           {R"("allow_symlinks": false)", R"("allow_symlinks": {"q": 1, "q": 2})"}}) {
+    std::string changed = text;
+    changed.replace(changed.find(from), from.size(), to);
+    expect_error([&] { decode_digests(bytes_of(changed), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+                 "appears twice in one object");
+  }
+}
+
 TEST(DigestsTest, BadJsonAndHugeInputGiveClearErrorsBeforeParsing) {
   expect_error([] { decode_digests(bytes_of("{\"_type\": "), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
                "not valid JSON at byte");
@@ -202,6 +294,47 @@ TEST(KeysTest, LoadsOpensslKeysAndRefusesOthers) {
   ASSERT_EQ(p384.exit_code, 0) << p384.output;
   expect_error([&] { PrivateKey::load(dir / "p384.pem"); }, ErrorCode::kInvalidArgument,
                "key on secp384r1");
+}
+
+// Runs an openssl command line in `dir`, which must succeed.
+void openssl_in(const std::filesystem::path& dir, const std::string& arguments) {
+  const auto result =
+      run_tool("cd " + shell_quote(dir.string()) + " && openssl " + arguments + " 2>&1");
+  ASSERT_EQ(result.exit_code, 0) << arguments << "\n" << result.output;
+}
+
+TEST(KeysTest, EveryPemShapeOfAP256KeyHasTheIdOfWhatOpensslWritesForIt) {
+  if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
+  const ScratchDir dir("key_shapes");
+  // SEC1 after an EC PARAMETERS block (ecparam without -noout), PKCS #8 (genpkey), explicit
+  // curve parameters; a public key with its point compressed. OpenSSL writes each public key
+  // back in its own shape, and the key id is the SHA-256 of that text.
+  openssl_in(dir.path(), "ecparam -name prime256v1 -genkey -out with_params.pem");
+  openssl_in(dir.path(), "genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out pkcs8.pem");
+  openssl_in(dir.path(), "ec -in pkcs8.pem -param_enc explicit -out explicit.pem");
+  openssl_in(dir.path(), "ec -in pkcs8.pem -pubout -conv_form compressed -out compressed.pem");
+  for (const std::string name : {"with_params", "pkcs8", "explicit"}) {
+    openssl_in(dir.path(), "pkey -in " + name + ".pem -pubout -out " + name + ".pub");
+    EXPECT_EQ(PrivateKey::load(dir / (name + ".pem")).key_id(),
+              test_support::sha256_hex(read_file_bytes(dir / (name + ".pub"))))
+        << name;
+  }
+  openssl_in(dir.path(), "pkey -pubin -in compressed.pem -pubout -out compressed.pub");
+  EXPECT_EQ(PublicKey::load(dir / "compressed.pem").key_id(),
+            test_support::sha256_hex(read_file_bytes(dir / "compressed.pub")));
+  // Each private key signs what its public key, as openssl wrote it, verifies.
+  const std::string data = "signed";
+  for (const std::string name : {"with_params", "pkcs8", "explicit"}) {
+    const SignatureBundle bundle = decode_signature(
+        bytes_of(encode_signature(bytes_of(data), PrivateKey::load(dir / (name + ".pem")))), {},
+        "x");
+    EXPECT_EQ(signature_problem(bundle, bytes_of(data), PublicKey::load(dir / (name + ".pub"))), "")
+        << name;
+  }
+
+  openssl_in(dir.path(), "pkcs8 -topk8 -in pkcs8.pem -out encrypted.pem -passout pass:secret");
+  expect_error([&] { PrivateKey::load(dir / "encrypted.pem"); }, ErrorCode::kInvalidArgument,
+               "not an unencrypted PEM private key");
 }
 
 TEST(SignatureTest, SignsVerifiesAndNamesEachFailure) {
@@ -258,6 +391,22 @@ TEST(SignatureTest, TheSignatureVerifiesWithOpensslOverThePae) {
       shell_quote((dir / "sig.der").string()) + " " + shell_quote((dir / "pae.bin").string()));
   EXPECT_EQ(verified.exit_code, 0) << verified.output;
   EXPECT_NE(verified.output.find("Verified OK"), std::string::npos) << verified.output;
+}
+
+TEST(SignatureTest, APayloadOfSeveralBase64PiecesIsTheOneBase64Text) {
+  if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
+  const ScratchDir dir("pieces");
+  const KeyFiles a = make_key_pair(dir.path(), "a");
+  // Base64 is written in pieces of 3 MiB: sizes across a piece's end, each byte value in turn.
+  for (const std::size_t size :
+       {std::size_t{3} << 20, (std::size_t{3} << 20) + 1, (std::size_t{6} << 20) + 2}) {
+    std::vector<std::uint8_t> payload(size);
+    for (std::size_t i = 0; i < size; ++i) payload[i] = static_cast<std::uint8_t>(i * 7 + i / 251);
+    const std::string json = encode_signature(payload, PrivateKey::load(a.private_pem));
+    const SignatureBundle bundle = decode_signature(bytes_of(json), {}, "x");
+    EXPECT_EQ(bundle.payload, payload) << size;
+    EXPECT_EQ(signature_problem(bundle, payload, PublicKey::load(a.public_pem)), "") << size;
+  }
 }
 
 TEST(SignatureTest, RefusesMalformedBundlesNamingTheField) {

@@ -160,6 +160,13 @@ std::vector<std::uint8_t> dsse_pae(std::string_view payload_type, ByteSpan paylo
 // whose verification material names the key by its key id.
 std::string encode_signature(ByteSpan digests, const PrivateKey& key);
 
+// Sets up, ahead of a first encode_signature, the OpenSSL state it would set up itself: the
+// random generator its ECDSA nonce comes from, whose first use is most of a first signature's
+// time. For a caller with time to spare while its statement is still on the way (an edit reading
+// `__DIGESTS` on another core); encode_signature needs no call of it. Never throws (a failure
+// here is encode_signature's to report).
+void prepare_signing() noexcept;
+
 // What `__SIGNATURE` holds.
 struct SignatureBundle {
   std::string key_hint;  // verificationMaterial.publicKey.hint: the signer's key id.

@@ -11,7 +11,9 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <optional>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -28,6 +30,7 @@
 #include "posix_file.h"
 #include "progress_meter.h"
 #include "tail_edit.h"
+#include "task_threads.h"
 #include "zip_tail.h"
 #include "zip_writer.h"
 
@@ -235,6 +238,28 @@ EditResult compact(const std::filesystem::path& path, const ZipReader& zip,
   return result;
 }
 
+// The statement of a signed archive's `__DIGESTS`, read on another core while the caller's makes
+// the new model: parsing it is most of what signing adds to an edit. The caller's thread keeps
+// the model (an edit's change may be the user's code, bound to its thread). The reading's error
+// is rethrown by get(), where the edit used to read the statement: after the model's, as before.
+// No future (valid() false) without `__DIGESTS` in its place.
+std::future<DigestStatement> read_digests_ahead(const ZipReader& zip,
+                                                const archive_detail::IntegrityPlace& place,
+                                                const IntegrityLimits& limits) {
+  if (place.digests == nullptr || !place.misplaced.empty()) return {};
+  const auto read = [&zip, &entry = *place.digests, limits] {
+    return archive_detail::read_digests(zip, entry, limits);
+  };
+  if (detail::default_task_threads() > 1) {
+    try {
+      return std::async(std::launch::async, read);
+    } catch (const std::system_error&) {
+      // No thread to be had: the statement is read when it is needed.
+    }
+  }
+  return std::async(std::launch::deferred, read);
+}
+
 // Opens and locks the archive, reads its ZIP once, and puts in the model `prepare` makes from it
 // (the caller's, or the stored one changed), checked: the three edits differ only there.
 using PrepareModel = std::function<CheckedModel(const ZipReader&, const ZipEntry& model_entry)>;
@@ -257,7 +282,12 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   // Before any work on the model: an archive whose last entry cannot be replaced in place.
   const std::uint64_t file_size = file.size();
   zip::check_last_entry_replaceable(zip, file_size);
+  const archive_detail::IntegrityPlace place =
+      archive_detail::find_integrity_entries(zip, *model_entry);
+  std::future<DigestStatement> old_statement = read_digests_ahead(zip, place, options.integrity);
   const CheckedModel checked = prepare(zip, *model_entry);
+  // The statement may still be on its way: time for the signature's setup.
+  if (options.signing_key && old_statement.valid()) prepare_signing();
 
   std::vector<std::string> unreferenced;
   for (const ZipEntry& entry : zip.entries()) {
@@ -300,14 +330,14 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
     // spec §12.4: the integrity entries before the model are rewritten with it. In their place
     // (checked here) they are among the tail whose local headers were read, with the entry
     // before them.
-    const archive_detail::IntegrityPlace place =
-        archive_detail::find_integrity_entries(zip, *model_entry);
     if (!place.misplaced.empty()) {
       throw Error(ErrorCode::kUnsupported, {.file = source},
                   place.misplaced + "; repack the archive to edit it");
     }
+    std::optional<DigestStatement> statement;
+    if (old_statement.valid()) statement = old_statement.get();
     const archive_detail::IntegrityRewrite rewrite = archive_detail::rewrite_for_model(
-        zip, place, bytes.span(), model_crc, options.signing_key, options.integrity);
+        zip, place, std::move(statement), bytes.span(), model_crc, options.signing_key);
     std::vector<zip::TailEntry> tail;
     if (!rewrite.digests.empty()) tail.push_back(text_entry(kDigestsEntryName, rewrite.digests));
     if (!rewrite.signature.empty()) {

@@ -61,16 +61,16 @@ TensorBytes integrity_entry_bytes(const ZipReader& zip, const ZipEntry& entry, s
   return zip.verified_data(entry);
 }
 
-namespace {
-
 DigestStatement read_digests(const ZipReader& zip, const ZipEntry& entry,
-                             const IntegrityLimits& limits, TensorBytes* keep_bytes = nullptr) {
+                             const IntegrityLimits& limits, TensorBytes* keep_bytes) {
   TensorBytes bytes = integrity_entry_bytes(zip, entry, limits.max_digests_size,
                                             "IntegrityLimits::max_digests_size");
   DigestStatement statement = decode_digests(bytes.view(), limits, zip.source_name());
   if (keep_bytes != nullptr) *keep_bytes = std::move(bytes);
   return statement;
 }
+
+namespace {
 
 // A finding's place in the archive; verify() names the file.
 ErrorContext entry_place(std::string_view name) { return {.entry = "entry " + quote(name)}; }
@@ -178,16 +178,15 @@ void check_integrity(const ZipReader& zip, const ZipEntry& model_entry,
 }
 
 IntegrityRewrite rewrite_for_model(const ZipReader& zip, const IntegrityPlace& place,
-                                   ByteSpan model, std::uint32_t model_crc,
-                                   const std::optional<PrivateKey>& key,
-                                   const IntegrityLimits& limits) {
+                                   std::optional<DigestStatement> old_statement, ByteSpan model,
+                                   std::uint32_t model_crc, const std::optional<PrivateKey>& key) {
   IntegrityRewrite rewrite;
-  if (place.digests == nullptr) {
+  if (!old_statement) {
     // A signature without digests signs nothing this archive can check: it goes.
     rewrite.signature_removed = place.signature != nullptr;
     return rewrite;
   }
-  DigestStatement statement = read_digests(zip, *place.digests, limits);
+  DigestStatement& statement = *old_statement;
   bool found = false;
   for (EntryDigest& entry : statement.entries) {
     if (entry.name != kModelEntryName) continue;

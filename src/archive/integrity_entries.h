@@ -41,6 +41,11 @@ EntryDigest digest_entry(const ZipReader& zip, const ZipEntry& entry,
 TensorBytes integrity_entry_bytes(const ZipReader& zip, const ZipEntry& entry, std::uint64_t limit,
                                   std::string_view limit_name);
 
+// The statement of the `__DIGESTS` entry `entry` (decode_digests, after integrity_entry_bytes
+// with limits.max_digests_size), its bytes kept in `keep_bytes` when given.
+DigestStatement read_digests(const ZipReader& zip, const ZipEntry& entry,
+                             const IntegrityLimits& limits, TensorBytes* keep_bytes = nullptr);
+
 // The SHA-256 of each entry's bytes, by ZipEntry::index: nullopt for an entry not hashed (not
 // read whole: a wrong CRC-32 or a bad stream).
 using EntryHashes = std::vector<std::optional<Sha256Digest>>;
@@ -56,19 +61,19 @@ void check_integrity(const ZipReader& zip, const ZipEntry& model_entry,
                      const VerifyOptions& options, const EntryHashes& hashes,
                      const FindingSink& add);
 
-// What an edit writes before its new model (spec §12.4): `__DIGESTS` with the model's digest
-// replaced, and `__SIGNATURE` signed anew with `key`, or none (`signature_removed` when the
-// archive had one). Nothing but the model is hashed. Errors: decode_digests's for an archive
-// whose `__DIGESTS` does not parse, Error(kCorrupt) when it does not list the model.
+// What an edit writes before its new model (spec §12.4): `old_statement` (the archive's
+// `__DIGESTS`, read_digests of place.digests) with the model's digest replaced, and
+// `__SIGNATURE` signed anew with `key`, or none (`signature_removed` when the archive had one);
+// without `old_statement` (no `__DIGESTS`), neither (and a signature goes). Nothing but the model
+// is hashed. Error(kCorrupt) when the statement does not list the model.
 struct IntegrityRewrite {
   std::string digests;
   std::string signature;  // "" for none.
   bool signature_removed = false;
 };
 IntegrityRewrite rewrite_for_model(const ZipReader& zip, const IntegrityPlace& place,
-                                   ByteSpan model, std::uint32_t model_crc,
-                                   const std::optional<PrivateKey>& key,
-                                   const IntegrityLimits& limits);
+                                   std::optional<DigestStatement> old_statement, ByteSpan model,
+                                   std::uint32_t model_crc, const std::optional<PrivateKey>& key);
 
 }  // namespace onnxzip::archive_detail
 

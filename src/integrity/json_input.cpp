@@ -1,11 +1,8 @@
 #include "json_input.h"
 
-#include <vector>
-
 #include "message_text.h"
 
 namespace onnxzip::integrity_detail {
-namespace {
 
 std::string kind_of(const Json& value) {
   switch (value.type()) {
@@ -30,107 +27,49 @@ std::string kind_of(const Json& value) {
   return "not a JSON value";
 }
 
+namespace {
+
 std::string field(const std::string& path, std::string_view key) {
   return path.empty() ? std::string(key) : path + "." + std::string(key);
 }
 
-// The document tree, built as nlohmann's own DOM parser builds it, that also notes the first key
-// an object has twice: it looks the key up in the object being built, which the tree needs
-// anyway (a callback parser's set of copied keys per object was most of a parse's time).
-class DocumentBuilder final {
- public:
-  bool null() { return add(Json(nullptr)); }
-  bool boolean(bool value) { return add(Json(value)); }
-  bool number_integer(Json::number_integer_t value) { return add(Json(value)); }
-  bool number_unsigned(Json::number_unsigned_t value) { return add(Json(value)); }
-  bool number_float(Json::number_float_t value, const std::string& /*text*/) {
-    return add(Json(value));
-  }
-  // The parser clears its token after each call: the text is moved, not copied.
-  bool string(std::string& value) { return add(Json(std::move(value))); }
-  bool binary(Json::binary_t& value) { return add(Json(std::move(value))); }
-  bool start_object(std::size_t /*size*/) {
-    open_.push_back(add_node(Json(Json::value_t::object)));
-    return true;
-  }
-  bool key(std::string& name) {
-    Json::object_t& object = open_.back()->get_ref<Json::object_t&>();
-    const auto [place, inserted] = object.try_emplace(std::move(name));
-    if (!inserted && duplicate_.empty()) duplicate_ = place->first;
-    member_ = &place->second;
-    return true;
-  }
-  bool end_object() {
-    open_.pop_back();
-    return true;
-  }
-  bool start_array(std::size_t /*size*/) {
-    open_.push_back(add_node(Json(Json::value_t::array)));
-    return true;
-  }
-  bool end_array() {
-    open_.pop_back();
-    return true;
-  }
-  template <class Exception>
-  bool parse_error(std::size_t /*position*/, const std::string& /*token*/, const Exception& error) {
-    throw error;
-  }
-
-  const std::string& duplicate() const noexcept { return duplicate_; }
-  Json document() && { return std::move(document_); }
-
- private:
-  bool add(Json value) {
-    add_node(std::move(value));
-    return true;
-  }
-  // Where `value` goes: the document, the next item of the open array, or the member whose key
-  // came last. Pointers into open containers stay valid: a container grows only while it is
-  // the innermost one, and then no pointer into it is held.
-  Json* add_node(Json value) {
-    if (open_.empty()) {
-      document_ = std::move(value);
-      return &document_;
-    }
-    Json& parent = *open_.back();
-    if (parent.is_array()) {
-      Json::array_t& items = parent.get_ref<Json::array_t&>();
-      items.push_back(std::move(value));
-      return &items.back();
-    }
-    *member_ = std::move(value);
-    return member_;
-  }
-
-  Json document_;
-  std::vector<Json*> open_;
-  Json* member_ = nullptr;
-  std::string duplicate_;
-};
-
 }  // namespace
 
+bool JsonTreeBuilder::key(std::string& name) {
+  Json::object_t& object = open_.back()->get_ref<Json::object_t&>();
+  const auto [place, inserted] = object.try_emplace(std::move(name));
+  if (!inserted && duplicate_.empty()) duplicate_ = place->first;
+  member_ = &place->second;
+  return true;
+}
+
+// Where `value` goes: the document, the next item of the open array, or the member whose key
+// came last. Pointers into open containers stay valid: a container grows only while it is the
+// innermost one, and then no pointer into it is held.
+Json* JsonTreeBuilder::add_node(Json value) {
+  if (open_.empty()) {
+    document_ = std::move(value);
+    return &document_;
+  }
+  Json& parent = *open_.back();
+  if (parent.is_array()) {
+    Json::array_t& items = parent.get_ref<Json::array_t&>();
+    items.push_back(std::move(value));
+    return &items.back();
+  }
+  *member_ = std::move(value);
+  return member_;
+}
+
+void fail_duplicate_key(const std::string& key, const JsonSource& source) {
+  source.fail("the key " + detail::quote(key) +
+              " appears twice in one object (a signed document must say one thing)");
+}
+
 Json parse_json(ByteSpan bytes, const JsonSource& source) {
-  if (bytes.size() > source.limit) {
-    source.fail(std::to_string(bytes.size()) + " bytes, more than the limit of " +
-                    std::to_string(source.limit) + " (" + std::string(source.limit_name) + ")",
-                ErrorCode::kLimitExceeded);
-  }
-  DocumentBuilder builder;
-  try {
-    Json::sax_parse(bytes.begin(), bytes.end(), &builder);
-  } catch (const Json::parse_error& error) {
-    source.fail("not valid JSON at byte " + std::to_string(error.byte) + " (" +
-                std::string(error.what()) + ")");
-  } catch (const Json::exception& error) {
-    source.fail(std::string("not valid JSON (") + error.what() + ")");
-  }
-  const std::string& duplicate = builder.duplicate();
-  if (!duplicate.empty()) {
-    source.fail("the key " + detail::quote(duplicate) +
-                " appears twice in one object (a signed document must say one thing)");
-  }
+  JsonTreeBuilder builder;
+  sax_parse(bytes, builder, source);
+  if (!builder.duplicate().empty()) fail_duplicate_key(builder.duplicate(), source);
   return std::move(builder).document();
 }
 

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,9 +32,92 @@ struct JsonSource {
   }
 };
 
+// Feeds `bytes`, one JSON document (UTF-8), to `handler` (nlohmann's SAX interface, whose
+// parse_error throws what it is given): Error(kLimitExceeded) when larger than source.limit,
+// unread, and Error(kCorrupt) for bad JSON, with the byte offset.
+template <class Handler>
+void sax_parse(ByteSpan bytes, Handler& handler, const JsonSource& source) {
+  if (bytes.size() > source.limit) {
+    source.fail(std::to_string(bytes.size()) + " bytes, more than the limit of " +
+                    std::to_string(source.limit) + " (" + std::string(source.limit_name) + ")",
+                ErrorCode::kLimitExceeded);
+  }
+  try {
+    Json::sax_parse(bytes.begin(), bytes.end(), &handler);
+  } catch (const Json::parse_error& error) {
+    source.fail("not valid JSON at byte " + std::to_string(error.byte) + " (" +
+                std::string(error.what()) + ")");
+  } catch (const Json::exception& error) {
+    source.fail(std::string("not valid JSON (") + error.what() + ")");
+  }
+}
+
+// A SAX handler building the document tree as nlohmann's own DOM parser builds it, that also
+// notes the first key an object has twice: it looks the key up in the object being built, which
+// the tree needs anyway (a callback parser's set of copied keys per object was most of a parse's
+// time). Fed one value, scalar or container, it holds that value's tree.
+class JsonTreeBuilder final {
+ public:
+  bool null() { return value(Json(nullptr)); }
+  bool boolean(bool value) { return this->value(Json(value)); }
+  bool number_integer(Json::number_integer_t value) { return this->value(Json(value)); }
+  bool number_unsigned(Json::number_unsigned_t value) { return this->value(Json(value)); }
+  bool number_float(Json::number_float_t value, const std::string& /*text*/) {
+    return this->value(Json(value));
+  }
+  // The parser clears its token after each call: the text is moved, not copied.
+  bool string(std::string& value) { return this->value(Json(std::move(value))); }
+  bool binary(Json::binary_t& value) { return this->value(Json(std::move(value))); }
+  // A scalar value, as any of the above gives it.
+  bool value(Json value) {
+    add_node(std::move(value));
+    return true;
+  }
+  bool start_object(std::size_t /*size*/) {
+    open_.push_back(add_node(Json(Json::value_t::object)));
+    return true;
+  }
+  bool key(std::string& name);
+  bool end_object() {
+    open_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t /*size*/) {
+    open_.push_back(add_node(Json(Json::value_t::array)));
+    return true;
+  }
+  bool end_array() {
+    open_.pop_back();
+    return true;
+  }
+  template <class Exception>
+  bool parse_error(std::size_t /*position*/, const std::string& /*token*/, const Exception& error) {
+    throw error;
+  }
+
+  // A container of the value is still open: the value is not whole yet.
+  bool building() const noexcept { return !open_.empty(); }
+  // The first key an object had twice; "" for none.
+  const std::string& duplicate() const noexcept { return duplicate_; }
+  Json document() && { return std::move(document_); }
+
+ private:
+  Json* add_node(Json value);
+
+  Json document_;
+  std::vector<Json*> open_;
+  Json* member_ = nullptr;
+  std::string duplicate_;
+};
+
 // Parses `bytes` as one JSON document (UTF-8): Error(kLimitExceeded) when larger than
 // source.limit, Error(kCorrupt) for bad JSON (with the byte offset) or a duplicate key.
 Json parse_json(ByteSpan bytes, const JsonSource& source);
+
+// "a string", "an object", "null"...: what `value` is, for a message.
+std::string kind_of(const Json& value);
+// The error for a key an object has twice.
+[[noreturn]] void fail_duplicate_key(const std::string& key, const JsonSource& source);
 
 // The member `key` of `object` (at `path`), which must be present: Error(kCorrupt) otherwise.
 const Json& member(const Json& object, std::string_view key, const std::string& path,

@@ -39,6 +39,17 @@ void JsonText::string(std::string_view value) {
   append_json_string(text_, value);
 }
 
+void JsonText::hex_string(std::span<const std::uint8_t> bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  ascii_string(2 * bytes.size(), [&](char* out) {
+    for (const std::uint8_t byte : bytes) {
+      *out++ = kDigits[byte >> 4];
+      *out++ = kDigits[byte & 15];
+    }
+    return 2 * bytes.size();
+  });
+}
+
 void JsonText::number(std::uint64_t value) {
   before_value();
   text_ += std::to_string(value);

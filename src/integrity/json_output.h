@@ -7,6 +7,7 @@
 #define ONNXZIP_SRC_JSON_OUTPUT_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,20 @@ class JsonText final {
   void end_array() { close(']'); }
   void key(std::string_view name);
   void string(std::string_view value);
+  // A string of ASCII that needs no escaping (hex, base64), written in place by
+  // `write(char* out)`, which writes at most `capacity` characters and returns how many: a
+  // statement's digests and a bundle's payload go into the text without a copy or a scan.
+  template <class Write>
+  void ascii_string(std::size_t capacity, const Write& write) {
+    before_value();
+    text_.push_back('"');
+    const std::size_t start = text_.size();
+    text_.resize(start + capacity);
+    text_.resize(start + write(text_.data() + start));
+    text_.push_back('"');
+  }
+  // The bytes as a string of lower-case hex digits, two a byte.
+  void hex_string(std::span<const std::uint8_t> bytes);
   void number(std::uint64_t value);
   void boolean(bool value);
   // The document with a final newline.

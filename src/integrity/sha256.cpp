@@ -55,11 +55,11 @@ Sha256Digest Sha256::of(ByteSpan bytes) {
 
 std::string to_hex(ByteSpan bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
-  std::string text;
-  text.reserve(bytes.size() * 2);
+  std::string text(bytes.size() * 2, '\0');
+  char* out = text.data();
   for (const std::uint8_t byte : bytes) {
-    text.push_back(kDigits[byte >> 4]);
-    text.push_back(kDigits[byte & 15]);
+    *out++ = kDigits[byte >> 4];
+    *out++ = kDigits[byte & 15];
   }
   return text;
 }

@@ -3,6 +3,7 @@
 // key-based signer writes it (public-key verification material whose hint is the key id, no
 // transparency log entries).
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include <algorithm>
 #include <optional>
@@ -26,12 +27,35 @@ using integrity_detail::openssl_reason;
 
 constexpr std::string_view kBundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json";
 
-std::string base64(ByteSpan bytes) {
-  std::string text(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int length = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(text.data()), bytes.data(),
-                                     static_cast<int>(bytes.size()));
-  text.resize(static_cast<std::size_t>(length));
-  return text;
+// The characters of base64 (with padding) for `size` bytes.
+std::size_t base64_size(std::size_t size) { return 4 * ((size + 2) / 3); }
+
+// Writes base64 of `bytes` at `out`, which has room for base64_size(bytes.size()) + 1 characters
+// (OpenSSL ends with a NUL), and returns base64_size(bytes.size()). In pieces of a multiple of 3
+// bytes, which encode without padding, since EVP_EncodeBlock counts in an int.
+std::size_t write_base64(ByteSpan bytes, char* out) {
+  constexpr std::size_t kPiece = std::size_t{3} << 20;
+  std::size_t written = 0;
+  while (!bytes.empty()) {
+    const ByteSpan piece = bytes.first(std::min(kPiece, bytes.size()));
+    written +=
+        static_cast<std::size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out + written),
+                                                 piece.data(), static_cast<int>(piece.size())));
+    bytes = bytes.subspan(piece.size());
+  }
+  return written;
+}
+
+// The bytes as a JSON string of base64, encoded in place.
+void base64_string(integrity_detail::JsonText& json, ByteSpan bytes) {
+  json.ascii_string(base64_size(bytes.size()) + 1,
+                    [&](char* out) { return write_base64(bytes, out); });
+}
+
+// What DSSE's pre-authentication encoding puts before the payload.
+std::string pae_head(std::string_view payload_type, std::size_t payload_size) {
+  return "DSSEv1 " + std::to_string(payload_type.size()) + " " + std::string(payload_type) + " " +
+         std::to_string(payload_size) + " ";
 }
 
 // Standard base64 with padding (protobuf's JSON form of bytes); nullopt for anything else.
@@ -55,30 +79,37 @@ std::optional<std::vector<std::uint8_t>> unbase64(std::string_view text) {
 }  // namespace
 
 std::vector<std::uint8_t> dsse_pae(std::string_view payload_type, ByteSpan payload) {
-  const std::string head = "DSSEv1 " + std::to_string(payload_type.size()) + " " +
-                           std::string(payload_type) + " " + std::to_string(payload.size()) + " ";
+  const std::string head = pae_head(payload_type, payload.size());
   std::vector<std::uint8_t> pae(head.begin(), head.end());
   pae.insert(pae.end(), payload.begin(), payload.end());
   return pae;
 }
 
+void prepare_signing() noexcept {
+  // The private generator, made and seeded when first asked for: ECDSA draws its nonce from it.
+  RAND_get0_private(nullptr);
+  ERR_clear_error();  // Whatever failed fails again, and is reported, in encode_signature.
+}
+
 std::string encode_signature(ByteSpan digests, const PrivateKey& key) {
-  const std::vector<std::uint8_t> pae = dsse_pae(kInTotoPayloadType, digests);
+  // The PAE signed in two pieces, its head and the payload where it is: no copy of the payload.
+  const std::string head = pae_head(kInTotoPayloadType, digests.size());
   const MdContextPtr context(EVP_MD_CTX_new());
   std::size_t length = 0;
   if (!context ||
       EVP_DigestSignInit(context.get(), nullptr, EVP_sha256(), nullptr, key.key().pkey.get()) !=
           1 ||
-      EVP_DigestSign(context.get(), nullptr, &length, pae.data(), pae.size()) != 1) {
+      EVP_DigestSignUpdate(context.get(), head.data(), head.size()) != 1 ||
+      EVP_DigestSignUpdate(context.get(), digests.data(), digests.size()) != 1 ||
+      EVP_DigestSignFinal(context.get(), nullptr, &length) != 1) {
     throw Error(ErrorCode::kIo, "__SIGNATURE: OpenSSL cannot sign: " + openssl_reason());
   }
   std::vector<std::uint8_t> signature(length);
-  if (EVP_DigestSign(context.get(), signature.data(), &length, pae.data(), pae.size()) != 1) {
+  if (EVP_DigestSignFinal(context.get(), signature.data(), &length) != 1) {
     throw Error(ErrorCode::kIo, "__SIGNATURE: OpenSSL cannot sign: " + openssl_reason());
   }
   signature.resize(length);
-  const std::string payload = base64(digests);
-  integrity_detail::JsonText json(payload.size() + 1024);
+  integrity_detail::JsonText json(base64_size(digests.size()) + 1024);
   json.begin_object();
   json.key("mediaType");
   json.string(kBundleMediaType);
@@ -96,14 +127,14 @@ std::string encode_signature(ByteSpan digests, const PrivateKey& key) {
   json.key("dsseEnvelope");
   json.begin_object();
   json.key("payload");
-  json.string(payload);
+  base64_string(json, digests);
   json.key("payloadType");
   json.string(kInTotoPayloadType);
   json.key("signatures");
   json.begin_array();
   json.begin_object();
   json.key("sig");
-  json.string(base64(signature));
+  base64_string(json, signature);
   json.key("keyid");
   json.string("");
   json.end_object();
