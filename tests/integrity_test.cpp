@@ -262,10 +262,10 @@ TEST(DigestsTest, BadJsonAndHugeInputGiveClearErrorsBeforeParsing) {
                ErrorCode::kLimitExceeded,
                std::to_string(json.size()) + " bytes, more than the limit of " +
                    std::to_string(json.size() - 1) + " (IntegrityLimits::max_digests_size)");
-  // Deep nesting: the parser is not recursive, and the result is a type error, not a crash.
+  // Deep nesting: refused at the 65th level, not a crash (NestingDeeperThan64... has the rest).
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   expect_error([&] { decode_digests(bytes_of(deep), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
-               "the document is an array");
+               "nested more than 64 deep");
 }
 
 TEST(KeysTest, LoadsOpensslKeysAndRefusesOthers) {
@@ -407,6 +407,26 @@ TEST(SignatureTest, APayloadOfSeveralBase64PiecesIsTheOneBase64Text) {
     EXPECT_EQ(bundle.payload, payload) << size;
     EXPECT_EQ(signature_problem(bundle, payload, PublicKey::load(a.public_pem)), "") << size;
   }
+}
+
+TEST(DigestsTest, NestingDeeperThan64IsRefusedBeforeItCostsMemory) {
+  // 64 levels are read (an unknown member); 65 are refused, in both entries. 16 MiB of '[' (within
+  // the size limits) would cost the readers a frame per byte, gigabytes, without the bound.
+  const std::string good = encode_digests("model", sample_entries());
+  const auto nested = [&good](std::size_t levels) {
+    std::string text = good;
+    text.insert(1, "\"nested\": " + std::string(levels, '[') + std::string(levels, ']') + ",");
+    return text;
+  };
+  EXPECT_EQ(decode_digests(bytes_of(nested(63)), {}, "a.onnxz").entries.size(),
+            sample_entries().size());
+  expect_error([&] { decode_digests(bytes_of(nested(64)), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+               "nested more than 64 deep (spec §12.1 item 3)");
+  const std::string hostile(std::size_t{16} << 20, '[');
+  expect_error([&] { decode_digests(bytes_of(hostile), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+               "nested more than 64 deep");
+  expect_error([&] { decode_signature(bytes_of(hostile), {}, "a.onnxz"); }, ErrorCode::kCorrupt,
+               "nested more than 64 deep");
 }
 
 TEST(SignatureTest, RefusesMalformedBundlesNamingTheField) {

@@ -26,6 +26,9 @@ export function parseJson(bytes: Uint8Array, place: ErrorPlace, limit: number, l
   } catch {
     throw new OnnxzipError('corrupt', place, 'not valid JSON (not valid UTF-8)');
   }
+  if (tooDeep(text)) {
+    throw new OnnxzipError('corrupt', place, `not valid JSON for this entry: arrays and objects nested more than ${kMaxJsonDepth} deep (spec §12.1 item 3)`);
+  }
   let value: JsonValue;
   try {
     value = JSON.parse(text) as JsonValue;
@@ -33,6 +36,26 @@ export function parseJson(bytes: Uint8Array, place: ErrorPlace, limit: number, l
     throw new OnnxzipError('corrupt', place, `not valid JSON (${e instanceof Error ? e.message : String(e)})`);
   }
   return { value, numbers: scan(text, place) };
+}
+
+/** The deepest nesting of arrays and objects accepted (spec §12.1 item 3); the top level is 1. */
+export const kMaxJsonDepth = 64;
+
+// Checked before JSON.parse, which would build every level of a hostile entry made of '['.
+function tooDeep(text: string): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; ++i) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // A string: its brackets are not structure.
+      for (++i; i < text.length && text.charCodeAt(i) !== 0x22; ++i) if (text.charCodeAt(i) === 0x5c) ++i;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > kMaxJsonDepth) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      --depth;
+    }
+  }
+  return false;
 }
 
 interface Frame {

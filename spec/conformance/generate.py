@@ -832,6 +832,14 @@ def build(cli, out=HERE):
         "__DIGESTS cut in half: not valid JSON", "ok", "error", names="__DIGESTS")
     add("reject_12_1_duplicate_key", with_digests(text.replace(b"{", b'{\n  "_type": "x",', 1)), "§12.1 item 3",
         "__DIGESTS holds the key _type twice in one object", "ok", "error", names="_type")
+    def nested(levels):
+        # An extra top-level member of `levels` arrays: the deepest at depth levels + 1.
+        return with_digests(text.replace(b"{", b'{\n  "nested": ' + b"[" * levels + b"]" * levels + b",", 1))
+
+    add("valid_digests_nested_64", nested(63), "§12.1 item 3",
+        "__DIGESTS with an extra member whose arrays nest 64 deep, the most a reader accepts", "ok", "ok")
+    add("reject_12_1_nested_65", nested(64), "§12.1 item 3",
+        "__DIGESTS with an extra member whose arrays nest 65 deep", "ok", "error", names="nested more than 64")
     add("valid_digests_bom", with_digests(b"\xef\xbb\xbf" + text), "§12.1 item 3",
         "__DIGESTS starts with a UTF-8 byte order mark, which a reader ignores", "ok", "ok")
     add("reject_12_1_two_boms", with_digests(b"\xef\xbb\xbf\xef\xbb\xbf" + text), "§12.1 item 3",

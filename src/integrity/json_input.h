@@ -5,6 +5,7 @@
 #ifndef ONNXZIP_SRC_JSON_INPUT_H_
 #define ONNXZIP_SRC_JSON_INPUT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -32,9 +33,60 @@ struct JsonSource {
   }
 };
 
+// The deepest nesting of arrays and objects a reader accepts (spec §12.1 item 3); the top-level
+// value is at depth 1. A statement or a bundle nests 5 deep; without a bound, a hostile entry
+// within the size limit made of '[' costs every handler a frame per byte (gigabytes).
+inline constexpr std::size_t kMaxJsonDepth = 64;
+
+// Passes nlohmann's SAX events on to `Handler`, and stops the parse at the first array or object
+// deeper than kMaxJsonDepth.
+template <class Handler>
+class DepthLimitedHandler final {
+ public:
+  explicit DepthLimitedHandler(Handler& handler) : handler_(handler) {}
+
+  bool null() { return handler_.null(); }
+  bool boolean(bool value) { return handler_.boolean(value); }
+  bool number_integer(Json::number_integer_t value) { return handler_.number_integer(value); }
+  bool number_unsigned(Json::number_unsigned_t value) { return handler_.number_unsigned(value); }
+  bool number_float(Json::number_float_t value, const std::string& text) {
+    return handler_.number_float(value, text);
+  }
+  bool string(std::string& value) { return handler_.string(value); }
+  bool binary(Json::binary_t& value) { return handler_.binary(value); }
+  bool start_object(std::size_t size) { return deeper() && handler_.start_object(size); }
+  bool key(std::string& name) { return handler_.key(name); }
+  bool end_object() {
+    --depth_;
+    return handler_.end_object();
+  }
+  bool start_array(std::size_t size) { return deeper() && handler_.start_array(size); }
+  bool end_array() {
+    --depth_;
+    return handler_.end_array();
+  }
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& error) {
+    return handler_.parse_error(position, token, error);
+  }
+
+  bool too_deep() const noexcept { return too_deep_; }
+
+ private:
+  bool deeper() {
+    too_deep_ = ++depth_ > kMaxJsonDepth;
+    return !too_deep_;
+  }
+
+  Handler& handler_;
+  std::size_t depth_ = 0;
+  bool too_deep_ = false;
+};
+
 // Feeds `bytes`, one JSON document (UTF-8), to `handler` (nlohmann's SAX interface, whose
 // parse_error throws what it is given): Error(kLimitExceeded) when larger than source.limit,
-// unread, and Error(kCorrupt) for bad JSON, with the byte offset.
+// unread, and Error(kCorrupt) for bad JSON, with the byte offset, or for arrays and objects
+// nested deeper than kMaxJsonDepth.
 template <class Handler>
 void sax_parse(ByteSpan bytes, Handler& handler, const JsonSource& source) {
   if (bytes.size() > source.limit) {
@@ -43,7 +95,12 @@ void sax_parse(ByteSpan bytes, Handler& handler, const JsonSource& source) {
                 ErrorCode::kLimitExceeded);
   }
   try {
-    Json::sax_parse(bytes.begin(), bytes.end(), &handler);
+    DepthLimitedHandler<Handler> limited(handler);
+    Json::sax_parse(bytes.begin(), bytes.end(), &limited);
+    if (limited.too_deep()) {
+      source.fail("not valid JSON for this entry: arrays and objects nested more than " +
+                  std::to_string(kMaxJsonDepth) + " deep (spec §12.1 item 3)");
+    }
   } catch (const Json::parse_error& error) {
     source.fail("not valid JSON at byte " + std::to_string(error.byte) + " (" +
                 std::string(error.what()) + ")");

@@ -131,6 +131,19 @@ describe('__DIGESTS parsing', () => {
     assert.ok(await decodeDigests(encode(text), place));
   });
 
+  it('reads arrays and objects nested 64 deep, and refuses 65 before JSON.parse builds them', async () => {
+    const text = await entryText('valid_digests', '__DIGESTS');
+    const nested = (levels) => text.replace('{', `{"nested": ${'['.repeat(levels)}${']'.repeat(levels)},`);
+    assert.equal((await decodeDigests(encode(nested(63)), place)).entries.length, 3);
+    await refused(nested(64), /^not valid JSON for this entry: arrays and objects nested more than 64 deep \(spec §12\.1 item 3\)$/);
+    // Brackets inside strings are no nesting.
+    assert.ok(await decodeDigests(encode(text.replace('{', `{"text": "${'['.repeat(100)}\\"${'{'.repeat(100)}",`)), place));
+    // 16 MiB of '[' (within the limit): refused at once, in both entries.
+    const hostile = new Uint8Array(16 * 2 ** 20).fill(0x5b);
+    await refused(new TextDecoder().decode(hostile), /nested more than 64 deep/);
+    assert.throws(() => decodeSignature(hostile, place), /nested more than 64 deep/);
+  });
+
   it('refuses what is not UTF-8 JSON', async () => {
     await refused('{"_type": "\udc00', /^not valid JSON/);
     await assert.rejects(decodeDigests(new Uint8Array([0x7b, 0xff, 0x7d]), place), /not valid UTF-8/);
