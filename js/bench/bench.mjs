@@ -52,7 +52,8 @@ function table(header, rows) {
 }
 
 function setup() {
-  execFileSync('npx', ['tsc', '-p', join(js, 'tsconfig.json')], { stdio: 'inherit' });
+  // From js/, whatever the caller's folder: npx finds tsc in js/node_modules only from there.
+  execFileSync('npx', ['tsc', '-p', join(js, 'tsconfig.json')], { stdio: 'inherit', cwd: js });
   if (!existsSync(join(benchDir, 'big.onnxz'))) {
     execFileSync('/usr/bin/python3', [join(js, 'bench', 'make_bench_model.py'), '--cli', cli, '--out', benchDir], { stdio: 'inherit' });
   }
@@ -180,6 +181,10 @@ async function chromiumSection() {
     ]);
   }
   table(['form', 'ms', 'x sidecar', 'heap peak', 'x sidecar', 'V8 heap', 'renderer', 'requests', 'MiB'], rows);
+  // The rounds themselves: whether a difference of medians stands out of the spread.
+  for (const form of ['sidecar', 'archive']) {
+    console.log(`   heap peak of each round, ${form}: ${results[form].map((x) => x.heapPeakMiB.toFixed(3)).join(' ')}`);
+  }
   console.log(`   ms: in the page, performance.now() around the session creation (fetches included), after a warm-up: a 2 MiB`);
   console.log(`     model of the same shape created and run in both forms, each by its own path, ${kWarmups} times (the same for both)`);
   console.log('   heap peak: max over CDP Runtime.getHeapUsage samples (every 5 ms, from the driver) of usedSize +');
