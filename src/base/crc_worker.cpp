@@ -132,9 +132,7 @@ void CrcJobQueue::run_worker() {
     lock.unlock();
     CrcJobResult result = compute(job, worker_buffer_);
     lock.lock();
-    Slot& done = slot(ticket);
-    done.result = std::move(result);
-    done.state = State::kDone;
+    store(ticket, std::move(result));
     job_done_.notify_all();
   }
 }
@@ -146,6 +144,10 @@ void CrcJobQueue::run_on_caller(std::unique_lock<std::mutex>& lock, std::uint64_
   lock.unlock();
   CrcJobResult result = compute(job, caller_buffer_);
   lock.lock();
+  store(ticket, std::move(result));
+}
+
+void CrcJobQueue::store(std::uint64_t ticket, CrcJobResult result) {
   Slot& done = slot(ticket);
   done.result = std::move(result);
   done.state = State::kDone;

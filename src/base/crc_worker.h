@@ -99,6 +99,8 @@ class CrcJobQueue final {
   // Runs the job of slot `ticket` (taken from waiting_ under the lock) on this thread.
   void run_on_caller(std::unique_lock<std::mutex>& lock, std::uint64_t ticket);
   CrcJobResult compute(const CrcJob& job, OwnedBytes& buffer) const noexcept;
+  // Hands the result of slot `ticket`'s job in, under the lock.
+  void store(std::uint64_t ticket, CrcJobResult result);
   Slot& slot(std::uint64_t ticket) { return slots_[ticket - first_ticket_]; }
   std::vector<CrcJobResult> take_done_locked();
 
