@@ -14,3 +14,4 @@ export type { ReadStats, SourceKind } from './source.js';
 export type { TensorData } from './typed.js';
 export { importPublicKey, type IntegrityLimits, type PublicKeyInfo } from './integrity.js';
 export type { IntegrityReport, VerifyOptions, VerifyReport } from './verify.js';
+export { version } from './version.js';
