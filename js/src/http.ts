@@ -421,6 +421,6 @@ export class HttpSource implements ByteSource {
   }
 
   private changed(how: string): never {
-    throw new OnnxzipError('io', this.place, `the remote file changed while it was read: ${how}`);
+    throw new OnnxzipError('changed', this.place, `the remote file changed while it was read: ${how}`);
   }
 }
