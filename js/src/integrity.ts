@@ -219,6 +219,25 @@ export interface PublicKeyInfo {
   readonly keyId: string;
 }
 
+// Algorithm and curve identifiers (DER-encoded OIDs) a SubjectPublicKeyInfo may name.
+const kKeyKinds: ReadonlyArray<readonly [string, readonly number[]]> = [
+  ['an RSA key', [0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01]],
+  ['an EC key on curve P-384', [0x2b, 0x81, 0x04, 0x00, 0x22]],
+  ['an EC key on curve P-521', [0x2b, 0x81, 0x04, 0x00, 0x23]],
+  ['an EC key on curve secp256k1', [0x2b, 0x81, 0x04, 0x00, 0x0a]],
+  ['an Ed25519 key', [0x2b, 0x65, 0x70]],
+  ['an Ed448 key', [0x2b, 0x65, 0x71]],
+  ['a DSA key', [0x2a, 0x86, 0x48, 0xce, 0x38, 0x04, 0x01]],
+];
+
+/** What kind of key the SubjectPublicKeyInfo `der` names ("an RSA key"), when it is a known other one. */
+function keyKind(der: Uint8Array): string | undefined {
+  // The algorithm identifier comes first, within the first few dozen bytes.
+  const head = der.subarray(0, 40);
+  const holds = (oid: readonly number[]): boolean => head.some((_, i) => oid.every((b, k) => head[i + k] === b));
+  return kKeyKinds.find(([, oid]) => holds(oid))?.[0];
+}
+
 /** Reads a PEM SubjectPublicKeyInfo of an ECDSA P-256 key: invalid_argument for anything else. */
 export async function importPublicKey(pem: string | Uint8Array, source = '<key>'): Promise<PublicKeyInfo> {
   const place: ErrorPlace = { source };
@@ -231,7 +250,8 @@ export async function importPublicKey(pem: string | Uint8Array, source = '<key>'
   try {
     key = await subtle.importKey('spki', bufferSource(der), { name: 'ECDSA', namedCurve: 'P-256' }, true, ['verify']);
   } catch (e) {
-    throw new OnnxzipError('invalid_argument', place, `not an ECDSA P-256 public key: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    const what = keyKind(der) ?? (e instanceof Error ? e.message : String(e));
+    throw new OnnxzipError('invalid_argument', place, `not an ECDSA P-256 public key: ${what}`, { cause: e });
   }
   // The id hashes the key as OpenSSL writes it (uncompressed point, 64 columns, LF), whatever
   // spelling was given.

@@ -40,6 +40,11 @@ export interface ZipOptions {
   readonly maxDirectoryBytes: number;
   /** Entries before the last one whose data is larger than this are not taken into the tail read. */
   readonly maxModelBytes: number;
+  /**
+   * For a file with no end record: what else its first bytes show it to be (a layer above ZIP
+   * knows a legacy ONNX model), as an error to throw instead of "not a ZIP archive".
+   */
+  readonly notZip?: (head: Uint8Array) => OnnxzipError | undefined;
 }
 
 /** What the local header says, once it has been read and checked against the central record. */
@@ -140,6 +145,13 @@ export class TailWindow {
     this.replace(new ByteWindow(this.current.slice(start, Math.max(0, end - start)).slice(), start));
   }
 
+  /** Frees the window's buffer now (when it is this package's); no read of it may follow. */
+  release(): void {
+    if (this.owned) releaseBuffer(this.current.bytes.buffer);
+    this.current = new ByteWindow(new Uint8Array(0), this.current.end);
+    this.owned = false;
+  }
+
   /** Makes the window start at or before `from`. */
   async ensure(from: number): Promise<ByteWindow> {
     const start = Math.max(0, from);
@@ -164,6 +176,15 @@ function fail(code: ErrorCode, place: ErrorPlace | LazyPlace, problem: string, o
   throw new OnnxzipError(code, typeof place === 'function' ? place() : place, problem, { offset });
 }
 
+/** Throws what ZipOptions.notZip makes of the file's first bytes, if anything. */
+async function failIfSomethingElse(source: ByteSource, tail: TailWindow, options: ZipOptions): Promise<void> {
+  if (options.notZip === undefined) return;
+  const w = tail.window;
+  const head = w.base === 0 ? w.slice(0, Math.min(16, w.bytes.byteLength)) : await source.read(0, 16);
+  const error = options.notZip(head);
+  if (error !== undefined) throw error;
+}
+
 /** Reads and checks the end records and the central directory; local headers are read by checkLocalHeader. */
 export async function readDirectory(source: ByteSource, tailLength: number, options: ZipOptions): Promise<ZipDirectory> {
   const src: ErrorPlace = { source: source.name };
@@ -183,10 +204,11 @@ export async function readDirectory(source: ByteSource, tailLength: number, opti
       if (end.trailing !== undefined) {
         fail('corrupt', src, `end of central directory record at offset ${end.trailing}: its comment of ${end.trailingComment} bytes does not reach the end of the file (${fileSize - end.trailing - kEndSize} bytes follow the record): bytes after the archive, or a truncated comment`, end.trailing);
       }
+      await failIfSomethingElse(source, tail, options);
       fail('corrupt', src, `no end of central directory record in the last ${Math.min(fileSize, kEndSize + kMaxComment)} bytes: not a ZIP archive, or a truncated one`, Math.max(0, fileSize - kEndSize));
     }
     archiveSize = edit.archiveSize;
-    findings.push(warning('interrupted_edit', `the file ends with what an interrupted edit left (spec §9.6): the archive is its first ${archiveSize} bytes; ${fileSize - archiveSize} bytes after it are ignored`, { offset: archiveSize }));
+    findings.push(warning('zip', `the file ends with what an interrupted edit left (spec §9.6): the archive is its first ${archiveSize} bytes; ${fileSize - archiveSize} bytes after it are ignored`, { offset: archiveSize }));
     end = await findEndRecord(tail, archiveSize);
     if (end.offset === undefined) {
       fail('corrupt', src, `interrupted edit record at offset ${fileSize - kEditRecordSize}: no end of central directory record ends at offset ${archiveSize}, where it says the archive ends`, fileSize - kEditRecordSize);
@@ -203,7 +225,7 @@ export async function readDirectory(source: ByteSource, tailLength: number, opti
   const offset32 = w.u32(endOffset + 16);
   const commentLength = w.u16(endOffset + 20);
   if (commentLength > 0) {
-    findings.push(warning('archive_comment', `the archive has a comment of ${commentLength} bytes`, { offset: endOffset + kEndSize }));
+    findings.push(warning('layout', `the archive has a comment of ${commentLength} bytes`, { offset: endOffset + kEndSize }));
   }
 
   let entryCount = entriesTotal;
@@ -234,7 +256,7 @@ export async function readDirectory(source: ByteSource, tailLength: number, opti
       fail('corrupt', src, rp(`it ends at offset ${BigInt(recordOffset) + 12n + restSize}, not at the locator (offset ${locatorOffset})`), recordOffset);
     }
     if (restSize > 44n) {
-      findings.push(warning('zip64_extensible_data', rp(`${restSize - 44n} bytes of extensible data`), { offset: recordOffset }));
+      findings.push(warning('zip', rp(`${restSize - 44n} bytes of extensible data`), { offset: recordOffset }));
     }
     const d1 = w.u32(recordOffset + 16);
     const d2 = w.u32(recordOffset + 20);
@@ -258,9 +280,9 @@ export async function readDirectory(source: ByteSource, tailLength: number, opti
     const sizeNeeds = size64 >= BigInt(kSentinel32);
     const offsetNeeds = offset64 >= BigInt(kSentinel32);
     if (!countNeeds && !sizeNeeds && !offsetNeeds) {
-      findings.push(warning('zip64_not_needed', rp('zip64 end records in an archive whose entry count, central directory size and offset all fit the end record (spec §5.2)'), { offset: recordOffset }));
+      findings.push(warning('zip', rp('zip64 end records in an archive whose entry count, central directory size and offset all fit the end record (spec §5.2)'), { offset: recordOffset }));
     } else if ((entriesTotal === kSentinel16) !== countNeeds || (size32 === kSentinel32) !== sizeNeeds || (offset32 === kSentinel32) !== offsetNeeds) {
-      findings.push(warning('zip64_not_needed', endPlace('sentinels in other fields than those whose value overflows (spec §5.2)'), { offset: endOffset }));
+      findings.push(warning('zip', endPlace('sentinels in other fields than those whose value overflows (spec §5.2)'), { offset: endOffset }));
     }
     entryCount = toSafeOffset(total64, rp('the entry count'), () => src, recordOffset);
     centralSize = toSafeOffset(size64, rp('the central directory size'), () => src, recordOffset);
@@ -320,14 +342,14 @@ export async function readDirectory(source: ByteSource, tailLength: number, opti
     }
     byBytes.set(key, e);
     if (byName.has(e.name)) {
-      findings.push(warning('name_encoding', `two entries have names that decode to the same text; the first is used`, { entry: e.name, offset: e.centralOffset }));
+      findings.push(warning('zip', `two entries have names that decode to the same text; the first is used`, { entry: e.name, offset: e.centralOffset }));
     } else {
       byName.set(e.name, e);
     }
     const lower = e.name.toLowerCase();
     const other = lowerNames.get(lower);
     if (other !== undefined) {
-      findings.push(warning('case_only_duplicate', `entries ${quote(other)} and ${quote(e.name)} differ only in case`, { entry: e.name, offset: e.centralOffset }));
+      findings.push(warning('zip', `entries ${quote(other)} and ${quote(e.name)} differ only in case`, { entry: e.name, offset: e.centralOffset }));
     }
     lowerNames.set(lower, e.name);
   }
@@ -457,9 +479,9 @@ function parseCentralDirectory(w: ByteWindow, start: number, end: number, count:
           if (w.u32(p) !== 0) fail('unsupported', place, ep(`a multi-disk archive (entry on disk ${w.u32(p)})`), at);
         }
       } else if (id === kAlignmentExtraId) {
-        findings.push(warning('central_alignment_record', ep('an alignment record (0xD935) in the central header (spec §3.4 item 2)'), { entry: name, offset: dataStart - 4 }));
+        findings.push(warning('layout', ep('an alignment record (0xD935) in the central header (spec §3.4 item 2)'), { entry: name, offset: dataStart - 4 }));
       } else {
-        findings.push(warning('unknown_extra_field', ep(`an extra field record with id 0x${id.toString(16).padStart(4, '0')}`), { entry: name, offset: dataStart - 4 }));
+        findings.push(warning('layout', ep(`an extra field record with id 0x${id.toString(16).padStart(4, '0')}`), { entry: name, offset: dataStart - 4 }));
       }
     });
     const hostile = hostileNameProblem(name);
@@ -473,13 +495,13 @@ function parseCentralDirectory(w: ByteWindow, start: number, end: number, count:
     if (method === 0 && compressedSize !== size) {
       fail('corrupt', place, ep(`a stored entry whose compressed size (${compressedSize}) differs from its size (${size})`), at);
     }
-    if (commentLength > 0) findings.push(warning('entry_comment', ep(`a comment of ${commentLength} bytes`), { entry: name, offset: at }));
+    if (commentLength > 0) findings.push(warning('layout', ep(`a comment of ${commentLength} bytes`), { entry: name, offset: at }));
     if ((flags & 0x800) === 0) {
-      findings.push(warning('name_encoding', ep('the UTF-8 flag (bit 11) is not set'), { entry: name, offset: at }));
+      findings.push(warning('zip', ep('the UTF-8 flag (bit 11) is not set'), { entry: name, offset: at }));
     } else if (!isValidUtf8(nameBytes)) {
-      findings.push(warning('name_encoding', ep('the name is not valid UTF-8 though the UTF-8 flag is set'), { entry: name, offset: at }));
+      findings.push(warning('zip', ep('the name is not valid UTF-8 though the UTF-8 flag is set'), { entry: name, offset: at }));
     }
-    if (name.endsWith('/')) findings.push(warning('directory', ep('a directory entry'), { entry: name, offset: at }));
+    if (name.endsWith('/')) findings.push(warning('layout', ep('a directory entry'), { entry: name, offset: at }));
     entries.push(
       new ZipEntry(name, nameBytes, i, here, localHeaderOffset, compressedSize, size, w.u32(at + 16), method, flags,
         w.u16(at + 4), w.u16(at + 6), w.u16(at + 12), w.u16(at + 14), w.u16(at + 36), w.u32(at + 38), zip64),
@@ -583,19 +605,19 @@ export function checkLocalHeader(w: ByteWindow, e: ZipEntry, src: ErrorPlace, fi
     } else if (id === kAlignmentExtraId) {
       const problem = alignmentRecordProblem(w, dataStart, dataSize);
       if (problem !== undefined) {
-        findings.push(warning('alignment_record', lp(`its alignment record (0xD935) ${problem}`), { entry: e.name, offset: dataStart - 4 }));
+        findings.push(warning('layout', lp(`its alignment record (0xD935) ${problem}`), { entry: e.name, offset: dataStart - 4 }));
       } else {
         declaredAlignment = w.u16(dataStart) === 0 ? 65536 : w.u16(dataStart);
       }
     } else {
-      findings.push(warning('unknown_extra_field', lp(`an extra field record with id 0x${id.toString(16).padStart(4, '0')}`), { entry: e.name, offset: dataStart - 4 }));
+      findings.push(warning('layout', lp(`an extra field record with id 0x${id.toString(16).padStart(4, '0')}`), { entry: e.name, offset: dataStart - 4 }));
     }
   });
   if (zip64 && e.size < kSentinel32 && e.compressedSize < kSentinel32) {
-    findings.push(warning('zip64_not_needed', lp('a zip64 extra field, though its sizes fit the header (spec §5.1 item 3)'), { entry: e.name, offset: lho }));
+    findings.push(warning('zip', lp('a zip64 extra field, though its sizes fit the header (spec §5.1 item 3)'), { entry: e.name, offset: lho }));
   }
   if ((records.length > 1 && !(records.length === 2 && records[0] === kZip64ExtraId && records[1] === kAlignmentExtraId))) {
-    findings.push(warning('extra_field_order', lp('its extra field holds other records than a zip64 record followed by an alignment record (spec §3.4 item 1)'), { entry: e.name, offset: lho }));
+    findings.push(warning('layout', lp('its extra field holds other records than a zip64 record followed by an alignment record (spec §3.4 item 1)'), { entry: e.name, offset: lho }));
   }
   if (!e.hasDataDescriptor) {
     const crc = w.u32(lho + 14);
@@ -608,13 +630,13 @@ export function checkLocalHeader(w: ByteWindow, e: ZipEntry, src: ErrorPlace, fi
   if (w.u16(lho + 4) !== e.versionNeeded) mismatches.push(`version needed ${w.u16(lho + 4)} (central ${e.versionNeeded})`);
   if (w.u16(lho + 10) !== e.time || w.u16(lho + 12) !== e.date) mismatches.push('the modification time');
   if (mismatches.length > 0) {
-    findings.push(warning('header_mismatch', lp(`differs from the central directory in ${mismatches.join(', ')}`), { entry: e.name, offset: lho }));
+    findings.push(warning('zip', lp(`differs from the central directory in ${mismatches.join(', ')}`), { entry: e.name, offset: lho }));
   }
   const dataOffset = headerEnd;
   const end = checkedAdd(dataOffset, e.compressedSize, 'the entry data', place);
   if (end > e.limit) fail('corrupt', place, `its data (offset ${dataOffset}, ${e.compressedSize} bytes) overlaps ${limitText(e)}`, dataOffset);
   e.local = { dataOffset, dataEnd: end, end, declaredAlignment, descriptorPending: e.hasDataDescriptor, zip64 };
-  if (e.hasDataDescriptor) findings.push(warning('data_descriptor', 'a data descriptor follows its data (flag bit 3)', { entry: e.name, offset: end }));
+  if (e.hasDataDescriptor) findings.push(warning('layout', 'a data descriptor follows its data (flag bit 3)', { entry: e.name, offset: end }));
   return undefined;
 }
 
@@ -670,7 +692,7 @@ export function layoutFindings(dir: ZipDirectory): Finding[] {
   const out: Finding[] = [];
   const declared = new Set<number>();
   for (const e of dir.entries) if (e.local?.declaredAlignment !== undefined) declared.add(e.local.declaredAlignment);
-  if (declared.size > 1) out.push(warning('alignment_record', `alignment records declare different alignments: ${[...declared].join(', ')}`));
+  if (declared.size > 1) out.push(warning('layout', `alignment records declare different alignments: ${[...declared].join(', ')}`));
   const archiveAlignment = declared.size === 1 ? [...declared][0]! : 64;
   let previousEnd = 0;
   for (const e of dir.entries) {
@@ -679,15 +701,15 @@ export function layoutFindings(dir: ZipDirectory): Finding[] {
     const gap = e.localHeaderOffset - previousEnd;
     // Spec §4.4: with A = 65536 a writer may leave a 64-byte gap of zeros before a local header.
     if (gap > 0 && !(archiveAlignment === 65536 && gap <= 64)) {
-      out.push(warning('gap', `${gap} bytes that belong to no entry before its local header (offset ${previousEnd})`, { entry: e.name, offset: previousEnd }));
+      out.push(warning('layout', `${gap} bytes that belong to no entry before its local header (offset ${previousEnd})`, { entry: e.name, offset: previousEnd }));
     }
     previousEnd = local.end;
     if (local.dataOffset % 64 !== 0) {
-      out.push(warning('unaligned', `its data offset ${local.dataOffset} is not a multiple of 64`, { entry: e.name, offset: local.dataOffset }));
+      out.push(warning('layout', `its data offset ${local.dataOffset} is not a multiple of 64`, { entry: e.name, offset: local.dataOffset }));
     } else if (local.dataOffset % archiveAlignment !== 0) {
-      out.push(warning('unaligned', `its data offset ${local.dataOffset} is not a multiple of the archive's alignment ${archiveAlignment}`, { entry: e.name, offset: local.dataOffset }));
+      out.push(warning('layout', `its data offset ${local.dataOffset} is not a multiple of the archive's alignment ${archiveAlignment}`, { entry: e.name, offset: local.dataOffset }));
     }
-    if (!e.isStored) out.push(warning('deflated', `a deflated entry (${e.compressedSize} bytes inflating to ${e.size}): not zero-copy`, { entry: e.name, offset: e.localHeaderOffset }));
+    if (!e.isStored) out.push(warning('layout', `a deflated entry (${e.compressedSize} bytes inflating to ${e.size}): not zero-copy`, { entry: e.name, offset: e.localHeaderOffset }));
     const needs64 = e.size >= kSentinel32 || e.localHeaderOffset >= kSentinel32;
     const values: string[] = [];
     if (e.versionNeeded !== (needs64 ? 45 : 20)) values.push(`version needed ${e.versionNeeded}`);
@@ -697,13 +719,13 @@ export function layoutFindings(dir: ZipDirectory): Finding[] {
     if (e.externalAttributes !== 0x81a40000) values.push(`external attributes 0x${e.externalAttributes.toString(16)}`);
     if (e.internalAttributes !== 0) values.push(`internal attributes ${e.internalAttributes}`);
     if (e.centralZip64 !== needs64) values.push(e.centralZip64 ? 'a zip64 extra field it does not need' : 'no zip64 extra field');
-    if (values.length > 0) out.push(warning('header_values', `central header values other than spec §3.1's: ${values.join(', ')}`, { entry: e.name, offset: e.centralOffset }));
+    if (values.length > 0) out.push(warning('layout', `central header values other than spec §3.1's: ${values.join(', ')}`, { entry: e.name, offset: e.centralOffset }));
   }
   if (dir.entries.some((e, i) => e.centralIndex !== i)) {
-    out.push(warning('central_order', 'the central directory lists the entries in another order than their local headers (spec §2.4 item 4)', { offset: dir.centralOffset }));
+    out.push(warning('layout', 'the central directory lists the entries in another order than their local headers (spec §2.4 item 4)', { offset: dir.centralOffset }));
   }
   if (dir.centralOffset > previousEnd && dir.entries.every((e) => e.local !== undefined)) {
-    out.push(warning('gap', `${dir.centralOffset - previousEnd} bytes that belong to no entry before the central directory (offset ${previousEnd})`, { offset: previousEnd }));
+    out.push(warning('layout', `${dir.centralOffset - previousEnd} bytes that belong to no entry before the central directory (offset ${previousEnd})`, { offset: previousEnd }));
   }
   return out;
 }
