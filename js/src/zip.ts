@@ -195,112 +195,169 @@ export async function readDirectory(source: ByteSource, tailLength: number, opti
   if (fileSize < kEndSize) {
     fail('corrupt', src, `the file has ${fileSize} bytes, fewer than a ZIP end record (22): not a ZIP archive`);
   }
-
-  let archiveSize = fileSize;
-  let end = await findEndRecord(tail, archiveSize);
-  if (end.offset === undefined) {
-    const edit = await readInterruptedEdit(source, tail, fileSize);
-    if (edit === undefined) {
-      if (end.trailing !== undefined) {
-        fail('corrupt', src, `end of central directory record at offset ${end.trailing}: its comment of ${end.trailingComment} bytes does not reach the end of the file (${fileSize - end.trailing - kEndSize} bytes follow the record): bytes after the archive, or a truncated comment`, end.trailing);
-      }
-      await failIfSomethingElse(source, tail, options);
-      fail('corrupt', src, `no end of central directory record in the last ${Math.min(fileSize, kEndSize + kMaxComment)} bytes: not a ZIP archive, or a truncated one`, Math.max(0, fileSize - kEndSize));
-    }
-    archiveSize = edit.archiveSize;
-    findings.push(warning('zip', `the file ends with what an interrupted edit left (spec §9.6): the archive is its first ${archiveSize} bytes; ${fileSize - archiveSize} bytes after it are ignored`, { offset: archiveSize }));
-    end = await findEndRecord(tail, archiveSize);
-    if (end.offset === undefined) {
-      fail('corrupt', src, `interrupted edit record at offset ${fileSize - kEditRecordSize}: no end of central directory record ends at offset ${archiveSize}, where it says the archive ends`, fileSize - kEditRecordSize);
-    }
-  }
-  const endOffset = end.offset;
-  let w = tail.window;
-  const endPlace = (what: string): string => `end of central directory record at offset ${endOffset}: ${what}`;
-  const disk = w.u16(endOffset + 4);
-  const centralDisk = w.u16(endOffset + 6);
-  const entriesHere = w.u16(endOffset + 8);
-  const entriesTotal = w.u16(endOffset + 10);
-  const size32 = w.u32(endOffset + 12);
-  const offset32 = w.u32(endOffset + 16);
-  const commentLength = w.u16(endOffset + 20);
-  if (commentLength > 0) {
-    findings.push(warning('layout', `the archive has a comment of ${commentLength} bytes`, { offset: endOffset + kEndSize }));
-  }
-
-  let entryCount = entriesTotal;
-  let centralSize = size32;
-  let centralOffset = offset32;
-  let recordsStart = endOffset; // Where the central directory must end.
-  let zip64 = false;
+  const { endOffset, archiveSize } = await locateEndRecord(source, tail, fileSize, options, findings);
+  const end = readEndRecord(tail.window, endOffset, findings);
   const locatorOffset = endOffset - kZip64LocatorSize;
-  if (locatorOffset >= 0) w = await tail.ensure(locatorOffset);
-  if (locatorOffset >= 0 && w.u32(locatorOffset) === kZip64LocatorSignature) {
-    zip64 = true;
-    const lp = (what: string): string => `zip64 end of central directory locator at offset ${locatorOffset}: ${what}`;
-    const recordDisk = w.u32(locatorOffset + 4);
-    const diskCount = w.u32(locatorOffset + 16);
-    if (recordDisk !== 0 || diskCount !== 1) {
-      fail('unsupported', src, lp(`a multi-disk archive (zip64 end record on disk ${recordDisk}, ${diskCount} disks)`), locatorOffset);
-    }
-    const recordOffset = toSafeOffset(w.u64(locatorOffset + 8), lp('the zip64 end record offset'), () => src, locatorOffset);
-    if (recordOffset > locatorOffset - kZip64EndSize || locatorOffset < kZip64EndSize) {
-      fail('corrupt', src, lp(`the zip64 end record it points to (offset ${recordOffset}, 56 bytes) does not end before the locator`), locatorOffset);
-    }
-    w = await tail.ensure(recordOffset);
-    const rp = (what: string): string => `zip64 end of central directory record at offset ${recordOffset}: ${what}`;
-    if (w.u32(recordOffset) !== kZip64EndSignature) fail('corrupt', src, rp('wrong signature'), recordOffset);
-    const restSize = w.u64(recordOffset + 4);
-    if (restSize < 44n) fail('corrupt', src, rp(`its size field is ${restSize}, less than 44`), recordOffset);
-    if (BigInt(recordOffset) + 12n + restSize !== BigInt(locatorOffset)) {
-      fail('corrupt', src, rp(`it ends at offset ${BigInt(recordOffset) + 12n + restSize}, not at the locator (offset ${locatorOffset})`), recordOffset);
-    }
-    if (restSize > 44n) {
-      findings.push(warning('zip', rp(`${restSize - 44n} bytes of extensible data`), { offset: recordOffset }));
-    }
-    const d1 = w.u32(recordOffset + 16);
-    const d2 = w.u32(recordOffset + 20);
-    if (d1 !== 0 || d2 !== 0) fail('unsupported', src, rp(`a multi-disk archive (disk ${d1}, central directory on disk ${d2})`), recordOffset);
-    const here64 = w.u64(recordOffset + 24);
-    const total64 = w.u64(recordOffset + 32);
-    const size64 = w.u64(recordOffset + 40);
-    const offset64 = w.u64(recordOffset + 48);
-    if (here64 !== total64) fail('corrupt', src, rp(`it counts ${here64} entries on this disk and ${total64} in all, on a single disk`), recordOffset);
-    const contradicts = (field: string, value32: number, sentinel: number, value64: bigint): void => {
-      if (value32 !== sentinel && BigInt(value32) !== value64) {
-        fail('corrupt', src, rp(`its ${field} (${value64}) contradicts the end record's (${value32})`), recordOffset);
-      }
-    };
-    contradicts('entry count', entriesTotal, kSentinel16, total64);
-    contradicts('entry count on this disk', entriesHere, kSentinel16, here64);
-    contradicts('central directory size', size32, kSentinel32, size64);
-    contradicts('central directory offset', offset32, kSentinel32, offset64);
-    // Spec §5.2: zip64 end records exactly when a value overflows, and sentinels exactly there.
-    const countNeeds = total64 >= BigInt(kSentinel16);
-    const sizeNeeds = size64 >= BigInt(kSentinel32);
-    const offsetNeeds = offset64 >= BigInt(kSentinel32);
-    if (!countNeeds && !sizeNeeds && !offsetNeeds) {
-      findings.push(warning('zip', rp('zip64 end records in an archive whose entry count, central directory size and offset all fit the end record (spec §5.2)'), { offset: recordOffset }));
-    } else if ((entriesTotal === kSentinel16) !== countNeeds || (size32 === kSentinel32) !== sizeNeeds || (offset32 === kSentinel32) !== offsetNeeds) {
-      findings.push(warning('zip', endPlace('sentinels in other fields than those whose value overflows (spec §5.2)'), { offset: endOffset }));
-    }
-    entryCount = toSafeOffset(total64, rp('the entry count'), () => src, recordOffset);
-    centralSize = toSafeOffset(size64, rp('the central directory size'), () => src, recordOffset);
-    centralOffset = toSafeOffset(offset64, rp('the central directory offset'), () => src, recordOffset);
-    recordsStart = recordOffset;
-  } else {
-    if (disk !== 0 || centralDisk !== 0) {
-      fail('unsupported', src, endPlace(`a multi-disk archive (disk ${disk}, central directory on disk ${centralDisk})`), endOffset);
-    }
-    // Both disk numbers say one disk, so two different counts contradict each other.
-    if (entriesHere !== entriesTotal) {
-      fail('corrupt', src, endPlace(`it counts ${entriesHere} entries on this disk and ${entriesTotal} in all, on a single disk`), endOffset);
-    }
+  const w = locatorOffset >= 0 ? await tail.ensure(locatorOffset) : tail.window;
+  const zip64 = locatorOffset >= 0 && w.u32(locatorOffset) === kZip64LocatorSignature;
+  const bounds = zip64 ? await readZip64Records(tail, end, locatorOffset, src, findings) : endRecordBounds(end, src);
+  checkDirectoryBounds(bounds, end, zip64, archiveSize, options, src);
+  const { centralOffset, centralSize } = bounds;
+  const centralEnd = centralOffset + centralSize;
+  // One read for the central directory and the last entry: the last central header ends the
+  // directory, and names the last entry's local header (spec §2.4).
+  if (centralOffset < tail.window.base) {
+    const hint = lastEntryHint(tail.window, centralEnd);
+    const wanted = hint !== undefined && hint < centralOffset && centralOffset - hint <= options.maxModelBytes ? hint : centralOffset;
+    await tail.ensure(wanted);
   }
-  if (zip64 && ((disk !== 0 && disk !== kSentinel16) || (centralDisk !== 0 && centralDisk !== kSentinel16))) {
-    fail('unsupported', src, endPlace(`a multi-disk archive (disk ${disk}, central directory on disk ${centralDisk})`), endOffset);
-  }
+  const entries = parseCentralDirectory(tail.window, centralOffset, centralEnd, bounds.entryCount, src, findings);
+  orderEntries(entries, centralOffset, src);
+  const byName = indexNames(entries, src, findings);
+  return { entries, byName, centralOffset, centralSize, archiveSize, fileSize, zip64, tail, findings };
+}
 
+/** The end of central directory record's fields (spec Appendix B). */
+interface EndRecord {
+  readonly offset: number;
+  readonly disk: number;
+  readonly centralDisk: number;
+  readonly entriesHere: number;
+  readonly entriesTotal: number;
+  readonly size32: number;
+  readonly offset32: number;
+}
+
+/** Where the central directory is, how many records it holds, and where the end records start. */
+interface DirectoryBounds {
+  readonly entryCount: number;
+  readonly centralSize: number;
+  readonly centralOffset: number;
+  /** Where the central directory must end: the zip64 end record, else the end record. */
+  readonly recordsStart: number;
+}
+
+function endPlace(end: { readonly offset: number }, what: string): string {
+  return `end of central directory record at offset ${end.offset}: ${what}`;
+}
+
+// Spec §9.1 and §9.6: the end record whose comment reaches the end of the archive, which is the
+// file, or its first bytes when the file ends with an interrupted edit record.
+async function locateEndRecord(source: ByteSource, tail: TailWindow, fileSize: number, options: ZipOptions, findings: Finding[]): Promise<{ endOffset: number; archiveSize: number }> {
+  const src: ErrorPlace = { source: source.name };
+  const end = await findEndRecord(tail, fileSize);
+  if (end.offset !== undefined) return { endOffset: end.offset, archiveSize: fileSize };
+  const edit = await readInterruptedEdit(source, tail, fileSize);
+  if (edit === undefined) {
+    if (end.trailing !== undefined) {
+      fail('corrupt', src, `end of central directory record at offset ${end.trailing}: its comment of ${end.trailingComment} bytes does not reach the end of the file (${fileSize - end.trailing - kEndSize} bytes follow the record): bytes after the archive, or a truncated comment`, end.trailing);
+    }
+    await failIfSomethingElse(source, tail, options);
+    fail('corrupt', src, `no end of central directory record in the last ${Math.min(fileSize, kEndSize + kMaxComment)} bytes: not a ZIP archive, or a truncated one`, Math.max(0, fileSize - kEndSize));
+  }
+  const archiveSize = edit.archiveSize;
+  findings.push(warning('zip', `the file ends with what an interrupted edit left (spec §9.6): the archive is its first ${archiveSize} bytes; ${fileSize - archiveSize} bytes after it are ignored`, { offset: archiveSize }));
+  const inner = await findEndRecord(tail, archiveSize);
+  if (inner.offset === undefined) {
+    fail('corrupt', src, `interrupted edit record at offset ${fileSize - kEditRecordSize}: no end of central directory record ends at offset ${archiveSize}, where it says the archive ends`, fileSize - kEditRecordSize);
+  }
+  return { endOffset: inner.offset, archiveSize };
+}
+
+function readEndRecord(w: ByteWindow, offset: number, findings: Finding[]): EndRecord {
+  const commentLength = w.u16(offset + 20);
+  if (commentLength > 0) {
+    findings.push(warning('layout', `the archive has a comment of ${commentLength} bytes`, { offset: offset + kEndSize }));
+  }
+  return {
+    offset,
+    disk: w.u16(offset + 4),
+    centralDisk: w.u16(offset + 6),
+    entriesHere: w.u16(offset + 8),
+    entriesTotal: w.u16(offset + 10),
+    size32: w.u32(offset + 12),
+    offset32: w.u32(offset + 16),
+  };
+}
+
+// Without zip64 records: one disk, whose two entry counts must then agree.
+function endRecordBounds(end: EndRecord, src: ErrorPlace): DirectoryBounds {
+  if (end.disk !== 0 || end.centralDisk !== 0) {
+    fail('unsupported', src, endPlace(end, `a multi-disk archive (disk ${end.disk}, central directory on disk ${end.centralDisk})`), end.offset);
+  }
+  if (end.entriesHere !== end.entriesTotal) {
+    fail('corrupt', src, endPlace(end, `it counts ${end.entriesHere} entries on this disk and ${end.entriesTotal} in all, on a single disk`), end.offset);
+  }
+  return { entryCount: end.entriesTotal, centralSize: end.size32, centralOffset: end.offset32, recordsStart: end.offset };
+}
+
+/** The zip64 locator before the end record at `locatorOffset`, and the zip64 end record it points to (spec §5.2). */
+async function readZip64Records(tail: TailWindow, end: EndRecord, locatorOffset: number, src: ErrorPlace, findings: Finding[]): Promise<DirectoryBounds> {
+  let w = tail.window;
+  const lp = (what: string): string => `zip64 end of central directory locator at offset ${locatorOffset}: ${what}`;
+  const recordDisk = w.u32(locatorOffset + 4);
+  const diskCount = w.u32(locatorOffset + 16);
+  if (recordDisk !== 0 || diskCount !== 1) {
+    fail('unsupported', src, lp(`a multi-disk archive (zip64 end record on disk ${recordDisk}, ${diskCount} disks)`), locatorOffset);
+  }
+  const recordOffset = toSafeOffset(w.u64(locatorOffset + 8), lp('the zip64 end record offset'), () => src, locatorOffset);
+  if (recordOffset > locatorOffset - kZip64EndSize || locatorOffset < kZip64EndSize) {
+    fail('corrupt', src, lp(`the zip64 end record it points to (offset ${recordOffset}, 56 bytes) does not end before the locator`), locatorOffset);
+  }
+  w = await tail.ensure(recordOffset);
+  const rp = (what: string): string => `zip64 end of central directory record at offset ${recordOffset}: ${what}`;
+  if (w.u32(recordOffset) !== kZip64EndSignature) fail('corrupt', src, rp('wrong signature'), recordOffset);
+  const restSize = w.u64(recordOffset + 4);
+  if (restSize < 44n) fail('corrupt', src, rp(`its size field is ${restSize}, less than 44`), recordOffset);
+  if (BigInt(recordOffset) + 12n + restSize !== BigInt(locatorOffset)) {
+    fail('corrupt', src, rp(`it ends at offset ${BigInt(recordOffset) + 12n + restSize}, not at the locator (offset ${locatorOffset})`), recordOffset);
+  }
+  if (restSize > 44n) {
+    findings.push(warning('zip', rp(`${restSize - 44n} bytes of extensible data`), { offset: recordOffset }));
+  }
+  const d1 = w.u32(recordOffset + 16);
+  const d2 = w.u32(recordOffset + 20);
+  if (d1 !== 0 || d2 !== 0) fail('unsupported', src, rp(`a multi-disk archive (disk ${d1}, central directory on disk ${d2})`), recordOffset);
+  const record = { here: w.u64(recordOffset + 24), total: w.u64(recordOffset + 32), size: w.u64(recordOffset + 40), offset: w.u64(recordOffset + 48) };
+  if (record.here !== record.total) fail('corrupt', src, rp(`it counts ${record.here} entries on this disk and ${record.total} in all, on a single disk`), recordOffset);
+  checkZip64Agrees(end, record, rp, recordOffset, src, findings);
+  return {
+    entryCount: toSafeOffset(record.total, rp('the entry count'), () => src, recordOffset),
+    centralSize: toSafeOffset(record.size, rp('the central directory size'), () => src, recordOffset),
+    centralOffset: toSafeOffset(record.offset, rp('the central directory offset'), () => src, recordOffset),
+    recordsStart: recordOffset,
+  };
+}
+
+/** The end record's values against the zip64 end record's: equal, or the sentinel where (and only where) the value overflows. */
+function checkZip64Agrees(end: EndRecord, record: { here: bigint; total: bigint; size: bigint; offset: bigint }, rp: (what: string) => string, recordOffset: number, src: ErrorPlace, findings: Finding[]): void {
+  const contradicts = (field: string, value32: number, sentinel: number, value64: bigint): void => {
+    if (value32 !== sentinel && BigInt(value32) !== value64) {
+      fail('corrupt', src, rp(`its ${field} (${value64}) contradicts the end record's (${value32})`), recordOffset);
+    }
+  };
+  contradicts('entry count', end.entriesTotal, kSentinel16, record.total);
+  contradicts('entry count on this disk', end.entriesHere, kSentinel16, record.here);
+  contradicts('central directory size', end.size32, kSentinel32, record.size);
+  contradicts('central directory offset', end.offset32, kSentinel32, record.offset);
+  // Spec §5.2: zip64 end records exactly when a value overflows, and sentinels exactly there.
+  const countNeeds = record.total >= BigInt(kSentinel16);
+  const sizeNeeds = record.size >= BigInt(kSentinel32);
+  const offsetNeeds = record.offset >= BigInt(kSentinel32);
+  if (!countNeeds && !sizeNeeds && !offsetNeeds) {
+    findings.push(warning('zip', rp('zip64 end records in an archive whose entry count, central directory size and offset all fit the end record (spec §5.2)'), { offset: recordOffset }));
+  } else if ((end.entriesTotal === kSentinel16) !== countNeeds || (end.size32 === kSentinel32) !== sizeNeeds || (end.offset32 === kSentinel32) !== offsetNeeds) {
+    findings.push(warning('zip', endPlace(end, 'sentinels in other fields than those whose value overflows (spec §5.2)'), { offset: end.offset }));
+  }
+}
+
+// The central directory lies within the archive and ends where the end records begin; its
+// records fit it; the options' limits hold.
+function checkDirectoryBounds(bounds: DirectoryBounds, end: EndRecord, zip64: boolean, archiveSize: number, options: ZipOptions, src: ErrorPlace): void {
+  const { entryCount, centralSize, centralOffset, recordsStart } = bounds;
+  if (zip64 && ((end.disk !== 0 && end.disk !== kSentinel16) || (end.centralDisk !== 0 && end.centralDisk !== kSentinel16))) {
+    fail('unsupported', src, endPlace(end, `a multi-disk archive (disk ${end.disk}, central directory on disk ${end.centralDisk})`), end.offset);
+  }
   const centralEnd = checkedRange(centralOffset, centralSize, archiveSize, `the central directory`, 'the end of the file', () => src);
   if (centralEnd > recordsStart) {
     fail('corrupt', src, `the central directory (offset ${centralOffset}, ${centralSize} bytes) overlaps the end records at offset ${recordsStart}`, centralOffset);
@@ -317,24 +374,18 @@ export async function readDirectory(source: ByteSource, tailLength: number, opti
   if (entryCount > options.maxEntries) {
     fail('limit_exceeded', src, `the archive has ${entryCount} entries, more than the limit of ${options.maxEntries} (option maxEntries)`, centralOffset);
   }
+}
 
-  // One read for the central directory and the last entry: the last central header ends the
-  // directory, and names the last entry's local header (spec §2.4).
-  if (centralOffset < tail.window.base) {
-    const hint = lastEntryHint(tail.window, centralEnd);
-    const wanted = hint !== undefined && hint < centralOffset && centralOffset - hint <= options.maxModelBytes ? hint : centralOffset;
-    await tail.ensure(wanted);
-  }
-  const entries = parseCentralDirectory(tail.window, centralOffset, centralEnd, entryCount, src, findings);
-  orderEntries(entries, centralOffset, src);
+// Names are compared as bytes (spec §9.2): the same bytes twice are refused; names that decode
+// to the same text, or differ only in case, are findings.
+function indexNames(entries: readonly ZipEntry[], src: ErrorPlace, findings: Finding[]): Map<string, ZipEntry> {
   const byName = new Map<string, ZipEntry>();
   const lowerNames = new Map<string, string>();
   const byBytes = new Map<string, ZipEntry>();
   for (const e of [...entries].sort((a, b) => a.centralIndex - b.centralIndex)) {
-    // Names are compared as bytes (spec §9.2). A text without U+FFFD came from valid UTF-8,
-    // which decodes one way only (but for a leading byte order mark, which the decoder drops):
-    // it stands for its bytes. Only other names need a key made of their bytes, which starts
-    // with U+FFFD where no such text does.
+    // A text without U+FFFD came from valid UTF-8, which decodes one way only (but for a leading
+    // byte order mark, which the decoder drops): it stands for its bytes. Only other names need a
+    // key made of their bytes, which starts with U+FFFD where no such text does.
     const key = e.name.includes('\uFFFD') || e.nameBytes[0] === 0xef ? `\uFFFD${binaryKey(e.nameBytes)}` : e.name;
     const twin = byBytes.get(key);
     if (twin !== undefined) {
@@ -353,7 +404,7 @@ export async function readDirectory(source: ByteSource, tailLength: number, opti
     }
     lowerNames.set(lower, e.name);
   }
-  return { entries, byName, centralOffset, centralSize, archiveSize, fileSize, zip64, tail, findings };
+  return byName;
 }
 
 function binaryKey(bytes: Uint8Array): string {
