@@ -486,83 +486,103 @@ function parseCentralDirectory(w: ByteWindow, start: number, end: number, count:
   const entries: ZipEntry[] = [];
   let at = start;
   for (let i = 0; i < count; ++i) {
-    const here = at;
-    const rp = (what: string): string => `central directory record ${i} at offset ${here}: ${what}`;
     if (end - at < kCentralSize) {
       fail('corrupt', src, `the central directory holds ${i} records where the end record says ${count} (record ${i} at offset ${at} would run past its end at ${end})`, at);
     }
-    if (w.u32(at) !== kCentralSignature) fail('corrupt', src, rp('wrong signature'), at);
-    const nameLength = w.u16(at + 28);
-    const extraLength = w.u16(at + 30);
-    const commentLength = w.u16(at + 32);
-    const recordEnd = checkedRange(at, kCentralSize + nameLength + extraLength + commentLength, end, rp('its name, extra field and comment'), 'the end of the central directory', () => src);
-    // A copy: a view would keep the whole read that holds the directory (the 1 MiB tail of a
-    // URL or file) alive as long as the archive.
-    const nameBytes = w.slice(at + kCentralSize, nameLength).slice();
-    const flags = w.u16(at + 8);
-    const name = decodeText(nameBytes);
-    const place = (): ErrorPlace => ({ ...src, entry: `entry ${quote(name)}` });
-    const ep = (what: string): string => `central directory record at offset ${here}: ${what}`;
-    const method = w.u16(at + 10);
-    let compressedSize = w.u32(at + 20);
-    let size = w.u32(at + 24);
-    const diskStart = w.u16(at + 34);
-    let localHeaderOffset = w.u32(at + 42);
-    // Extra field: records must tile it exactly (spec §3.4 item 3, §9.2 item 12).
-    const extraStart = at + kCentralSize + nameLength;
-    let zip64 = false;
-    forEachExtraRecord(w, extraStart, extraLength, place, ep, (id, dataStart, dataSize) => {
-      if (id === kZip64ExtraId) {
-        if (zip64) fail('corrupt', place, ep('two zip64 extra fields'), dataStart - 4);
-        zip64 = true;
-        let p = dataStart;
-        const take = (what: string): number => {
-          if (p + 8 > dataStart + dataSize) fail('corrupt', place, ep(`the zip64 extra field (${dataSize} bytes) is too short for the ${what}`), dataStart - 4);
-          const v = toSafeOffset(w.u64(p), ep(`the zip64 ${what}`), place, p);
-          p += 8;
-          return v;
-        };
-        if (size === kSentinel32) size = take('uncompressed size');
-        if (compressedSize === kSentinel32) compressedSize = take('compressed size');
-        if (localHeaderOffset === kSentinel32) localHeaderOffset = take('local header offset');
-        if (diskStart === kSentinel16) {
-          if (p + 4 > dataStart + dataSize) fail('corrupt', place, ep(`the zip64 extra field (${dataSize} bytes) is too short for the disk number`), dataStart - 4);
-          if (w.u32(p) !== 0) fail('unsupported', place, ep(`a multi-disk archive (entry on disk ${w.u32(p)})`), at);
-        }
-      } else if (id === kAlignmentExtraId) {
-        findings.push(warning('layout', ep('an alignment record (0xD935) in the central header (spec §3.4 item 2)'), { entry: name, offset: dataStart - 4 }));
-      } else {
-        findings.push(warning('layout', ep(`an extra field record with id 0x${id.toString(16).padStart(4, '0')}`), { entry: name, offset: dataStart - 4 }));
-      }
-    });
-    const hostile = hostileNameProblem(name);
-    if (hostile !== undefined || nameBytes.includes(0)) fail('corrupt', place, ep(hostile ?? 'the entry name contains a NUL byte'), at);
-    if (diskStart !== 0 && diskStart !== kSentinel16) fail('unsupported', place, ep(`a multi-disk archive (entry on disk ${diskStart})`), at);
-    if ((flags & 0x41) !== 0 || method === 99) fail('unsupported', place, ep(`an encrypted entry (flags 0x${flags.toString(16).padStart(4, '0')}, method ${method})`), at);
-    if (method !== 0 && method !== 8) fail('unsupported', place, ep(`compression method ${method} (only 0, stored, and 8, deflate, are read)`), at);
-    if (size === kSentinel32 || compressedSize === kSentinel32 || localHeaderOffset === kSentinel32) {
-      if (!zip64) fail('corrupt', place, ep('a size or offset field holds 0xFFFFFFFF, and there is no zip64 extra field with its value'), at);
-    }
-    if (method === 0 && compressedSize !== size) {
-      fail('corrupt', place, ep(`a stored entry whose compressed size (${compressedSize}) differs from its size (${size})`), at);
-    }
-    if (commentLength > 0) findings.push(warning('layout', ep(`a comment of ${commentLength} bytes`), { entry: name, offset: at }));
-    if ((flags & 0x800) === 0) {
-      findings.push(warning('zip', ep('the UTF-8 flag (bit 11) is not set'), { entry: name, offset: at }));
-    } else if (!isValidUtf8(nameBytes)) {
-      findings.push(warning('zip', ep('the name is not valid UTF-8 though the UTF-8 flag is set'), { entry: name, offset: at }));
-    }
-    if (name.endsWith('/')) findings.push(warning('layout', ep('a directory entry'), { entry: name, offset: at }));
-    entries.push(
-      new ZipEntry(name, nameBytes, i, here, localHeaderOffset, compressedSize, size, w.u32(at + 16), method, flags,
-        w.u16(at + 4), w.u16(at + 6), w.u16(at + 12), w.u16(at + 14), w.u16(at + 36), w.u32(at + 38), zip64),
-    );
+    const { entry, recordEnd } = parseCentralRecord(w, at, i, end, src, findings);
+    entries.push(entry);
     at = recordEnd;
   }
   if (at !== end) {
     fail('corrupt', src, `the central directory holds more than the ${count} records the end record says (${end - at} bytes left at offset ${at})`, at);
   }
   return entries;
+}
+
+/** What a central header's fixed fields and zip64 extra field give (spec §3.2, §5.1). */
+interface CentralValues {
+  compressedSize: number;
+  size: number;
+  localHeaderOffset: number;
+  readonly diskStart: number;
+  zip64: boolean;
+}
+
+/** Central directory record `index` at `at`, checked (spec §9.2 items 3-5, 11, 12), and where it ends. */
+function parseCentralRecord(w: ByteWindow, at: number, index: number, end: number, src: ErrorPlace, findings: Finding[]): { entry: ZipEntry; recordEnd: number } {
+  const rp = (what: string): string => `central directory record ${index} at offset ${at}: ${what}`;
+  if (w.u32(at) !== kCentralSignature) fail('corrupt', src, rp('wrong signature'), at);
+  const nameLength = w.u16(at + 28);
+  const extraLength = w.u16(at + 30);
+  const commentLength = w.u16(at + 32);
+  const recordEnd = checkedRange(at, kCentralSize + nameLength + extraLength + commentLength, end, rp('its name, extra field and comment'), 'the end of the central directory', () => src);
+  // A copy: a view would keep the whole read that holds the directory (the 1 MiB tail of a
+  // URL or file) alive as long as the archive.
+  const nameBytes = w.slice(at + kCentralSize, nameLength).slice();
+  const flags = w.u16(at + 8);
+  const method = w.u16(at + 10);
+  const name = decodeText(nameBytes);
+  const place = (): ErrorPlace => ({ ...src, entry: `entry ${quote(name)}` });
+  const ep = (what: string): string => `central directory record at offset ${at}: ${what}`;
+  const values: CentralValues = { compressedSize: w.u32(at + 20), size: w.u32(at + 24), localHeaderOffset: w.u32(at + 42), diskStart: w.u16(at + 34), zip64: false };
+  // Extra field: records must tile it exactly (spec §3.4 item 3, §9.2 item 12).
+  forEachExtraRecord(w, at + kCentralSize + nameLength, extraLength, place, ep, (id, dataStart, dataSize) => {
+    if (id === kZip64ExtraId) {
+      readCentralZip64(w, dataStart, dataSize, values, at, place, ep);
+    } else if (id === kAlignmentExtraId) {
+      findings.push(warning('layout', ep('an alignment record (0xD935) in the central header (spec §3.4 item 2)'), { entry: name, offset: dataStart - 4 }));
+    } else {
+      findings.push(warning('layout', ep(`an extra field record with id 0x${id.toString(16).padStart(4, '0')}`), { entry: name, offset: dataStart - 4 }));
+    }
+  });
+  checkCentralRecord(name, nameBytes, flags, method, values, at, place, ep);
+  if (commentLength > 0) findings.push(warning('layout', ep(`a comment of ${commentLength} bytes`), { entry: name, offset: at }));
+  if ((flags & 0x800) === 0) {
+    findings.push(warning('zip', ep('the UTF-8 flag (bit 11) is not set'), { entry: name, offset: at }));
+  } else if (!isValidUtf8(nameBytes)) {
+    findings.push(warning('zip', ep('the name is not valid UTF-8 though the UTF-8 flag is set'), { entry: name, offset: at }));
+  }
+  if (name.endsWith('/')) findings.push(warning('layout', ep('a directory entry'), { entry: name, offset: at }));
+  const entry = new ZipEntry(name, nameBytes, index, at, values.localHeaderOffset, values.compressedSize, values.size, w.u32(at + 16), method, flags,
+    w.u16(at + 4), w.u16(at + 6), w.u16(at + 12), w.u16(at + 14), w.u16(at + 36), w.u32(at + 38), values.zip64);
+  return { entry, recordEnd };
+}
+
+// Spec §5.1: the zip64 extra field holds, in this order, the values whose fixed field is the sentinel.
+function readCentralZip64(w: ByteWindow, dataStart: number, dataSize: number, values: CentralValues, at: number, place: LazyPlace, ep: (what: string) => string): void {
+  if (values.zip64) fail('corrupt', place, ep('two zip64 extra fields'), dataStart - 4);
+  values.zip64 = true;
+  let p = dataStart;
+  const take = (what: string): number => {
+    if (p + 8 > dataStart + dataSize) fail('corrupt', place, ep(`the zip64 extra field (${dataSize} bytes) is too short for the ${what}`), dataStart - 4);
+    const v = toSafeOffset(w.u64(p), ep(`the zip64 ${what}`), place, p);
+    p += 8;
+    return v;
+  };
+  if (values.size === kSentinel32) values.size = take('uncompressed size');
+  if (values.compressedSize === kSentinel32) values.compressedSize = take('compressed size');
+  if (values.localHeaderOffset === kSentinel32) values.localHeaderOffset = take('local header offset');
+  if (values.diskStart === kSentinel16) {
+    if (p + 4 > dataStart + dataSize) fail('corrupt', place, ep(`the zip64 extra field (${dataSize} bytes) is too short for the disk number`), dataStart - 4);
+    if (w.u32(p) !== 0) fail('unsupported', place, ep(`a multi-disk archive (entry on disk ${w.u32(p)})`), at);
+  }
+}
+
+// What a reader refuses in a central header: hostile names, other disks, encryption, methods
+// other than stored and deflate, sentinels without their zip64 value, a stored entry that shrank.
+function checkCentralRecord(name: string, nameBytes: Uint8Array, flags: number, method: number, values: CentralValues, at: number, place: LazyPlace, ep: (what: string) => string): void {
+  const { compressedSize, size, localHeaderOffset, diskStart } = values;
+  const hostile = hostileNameProblem(name);
+  if (hostile !== undefined || nameBytes.includes(0)) fail('corrupt', place, ep(hostile ?? 'the entry name contains a NUL byte'), at);
+  if (diskStart !== 0 && diskStart !== kSentinel16) fail('unsupported', place, ep(`a multi-disk archive (entry on disk ${diskStart})`), at);
+  if ((flags & 0x41) !== 0 || method === 99) fail('unsupported', place, ep(`an encrypted entry (flags 0x${flags.toString(16).padStart(4, '0')}, method ${method})`), at);
+  if (method !== 0 && method !== 8) fail('unsupported', place, ep(`compression method ${method} (only 0, stored, and 8, deflate, are read)`), at);
+  if (size === kSentinel32 || compressedSize === kSentinel32 || localHeaderOffset === kSentinel32) {
+    if (!values.zip64) fail('corrupt', place, ep('a size or offset field holds 0xFFFFFFFF, and there is no zip64 extra field with its value'), at);
+  }
+  if (method === 0 && compressedSize !== size) {
+    fail('corrupt', place, ep(`a stored entry whose compressed size (${compressedSize}) differs from its size (${size})`), at);
+  }
 }
 
 function forEachExtraRecord(
@@ -630,20 +650,38 @@ export function checkLocalHeader(w: ByteWindow, e: ZipEntry, src: ErrorPlace, fi
   if (!bytesEqual(w.slice(lho + kLocalSize, nameLength), e.nameBytes)) {
     fail('corrupt', place, lp(`its name ${quote(decodeText(w.slice(lho + kLocalSize, nameLength)))} differs from the central directory's`), lho);
   }
-  const flags = w.u16(lho + 6);
   const method = w.u16(lho + 8);
   if (method !== e.method) fail('corrupt', place, lp(`compression method ${method}, the central directory says ${e.method}`), lho);
-  if ((flags & 8) !== (e.flags & 8)) fail('corrupt', place, lp('flag bit 3 (data descriptor) differs from the central directory'), lho);
-  let compressedSize = w.u32(lho + 18);
-  let size = w.u32(lho + 22);
-  let zip64 = false;
-  let declaredAlignment: number | undefined;
+  if ((w.u16(lho + 6) & 8) !== (e.flags & 8)) fail('corrupt', place, lp('flag bit 3 (data descriptor) differs from the central directory'), lho);
+  const extra = readLocalExtra(w, e, lho + kLocalSize + nameLength, extraLength, place, lp, findings);
+  compareWithCentral(w, e, extra, place, lp, findings);
+  const dataOffset = headerEnd;
+  const end = checkedAdd(dataOffset, e.compressedSize, 'the entry data', place);
+  if (end > e.limit) fail('corrupt', place, `its data (offset ${dataOffset}, ${e.compressedSize} bytes) overlaps ${limitText(e)}`, dataOffset);
+  e.local = { dataOffset, dataEnd: end, end, declaredAlignment: extra.declaredAlignment, descriptorPending: e.hasDataDescriptor, zip64: extra.zip64 };
+  if (e.hasDataDescriptor) findings.push(warning('layout', 'a data descriptor follows its data (flag bit 3)', { entry: e.name, offset: end }));
+  return undefined;
+}
+
+/** What a local header's extra field gives: the sizes (zip64), the declared alignment (0xD935). */
+interface LocalExtra {
+  compressedSize: number;
+  size: number;
+  zip64: boolean;
+  declaredAlignment: number | undefined;
+}
+
+// The extra field of a local header (spec §3.4): a zip64 record, an alignment record, in that
+// order, and nothing else (findings).
+function readLocalExtra(w: ByteWindow, e: ZipEntry, start: number, length: number, place: LazyPlace, lp: (what: string) => string, findings: Finding[]): LocalExtra {
+  const lho = e.localHeaderOffset;
+  const extra: LocalExtra = { compressedSize: w.u32(lho + 18), size: w.u32(lho + 22), zip64: false, declaredAlignment: undefined };
   const records: number[] = [];
-  forEachExtraRecord(w, lho + kLocalSize + nameLength, extraLength, place, lp, (id, dataStart, dataSize) => {
+  forEachExtraRecord(w, start, length, place, lp, (id, dataStart, dataSize) => {
     records.push(id);
     if (id === kZip64ExtraId) {
-      if (zip64) fail('corrupt', place, lp('two zip64 extra fields'), dataStart - 4);
-      zip64 = true;
+      if (extra.zip64) fail('corrupt', place, lp('two zip64 extra fields'), dataStart - 4);
+      extra.zip64 = true;
       let p = dataStart;
       const take = (what: string): number => {
         if (p + 8 > dataStart + dataSize) fail('corrupt', place, lp(`the zip64 extra field (${dataSize} bytes) is too short for the ${what}`), dataStart - 4);
@@ -651,31 +689,39 @@ export function checkLocalHeader(w: ByteWindow, e: ZipEntry, src: ErrorPlace, fi
         p += 8;
         return v;
       };
-      if (size === kSentinel32) size = take('uncompressed size');
-      if (compressedSize === kSentinel32) compressedSize = take('compressed size');
+      if (extra.size === kSentinel32) extra.size = take('uncompressed size');
+      if (extra.compressedSize === kSentinel32) extra.compressedSize = take('compressed size');
     } else if (id === kAlignmentExtraId) {
       const problem = alignmentRecordProblem(w, dataStart, dataSize);
       if (problem !== undefined) {
         findings.push(warning('layout', lp(`its alignment record (0xD935) ${problem}`), { entry: e.name, offset: dataStart - 4 }));
       } else {
-        declaredAlignment = w.u16(dataStart) === 0 ? 65536 : w.u16(dataStart);
+        extra.declaredAlignment = w.u16(dataStart) === 0 ? 65536 : w.u16(dataStart);
       }
     } else {
       findings.push(warning('layout', lp(`an extra field record with id 0x${id.toString(16).padStart(4, '0')}`), { entry: e.name, offset: dataStart - 4 }));
     }
   });
-  if (zip64 && e.size < kSentinel32 && e.compressedSize < kSentinel32) {
+  if (extra.zip64 && e.size < kSentinel32 && e.compressedSize < kSentinel32) {
     findings.push(warning('zip', lp('a zip64 extra field, though its sizes fit the header (spec §5.1 item 3)'), { entry: e.name, offset: lho }));
   }
-  if ((records.length > 1 && !(records.length === 2 && records[0] === kZip64ExtraId && records[1] === kAlignmentExtraId))) {
+  if (records.length > 1 && !(records.length === 2 && records[0] === kZip64ExtraId && records[1] === kAlignmentExtraId)) {
     findings.push(warning('layout', lp('its extra field holds other records than a zip64 record followed by an alignment record (spec §3.4 item 1)'), { entry: e.name, offset: lho }));
   }
+  return extra;
+}
+
+// Spec §9.2 item 6: the CRC-32 and sizes must agree with the central header (unless a data
+// descriptor carries them); other fields that differ are a finding.
+function compareWithCentral(w: ByteWindow, e: ZipEntry, extra: LocalExtra, place: LazyPlace, lp: (what: string) => string, findings: Finding[]): void {
+  const lho = e.localHeaderOffset;
   if (!e.hasDataDescriptor) {
     const crc = w.u32(lho + 14);
     if (crc !== e.crc32) fail('corrupt', place, lp(`CRC-32 0x${hex32(crc)}, the central directory says 0x${hex32(e.crc32)}`), lho);
-    if (compressedSize !== e.compressedSize) fail('corrupt', place, lp(`compressed size ${compressedSize}, the central directory says ${e.compressedSize}`), lho);
-    if (size !== e.size) fail('corrupt', place, lp(`size ${size}, the central directory says ${e.size}`), lho);
+    if (extra.compressedSize !== e.compressedSize) fail('corrupt', place, lp(`compressed size ${extra.compressedSize}, the central directory says ${e.compressedSize}`), lho);
+    if (extra.size !== e.size) fail('corrupt', place, lp(`size ${extra.size}, the central directory says ${e.size}`), lho);
   }
+  const flags = w.u16(lho + 6);
   const mismatches: string[] = [];
   if (flags !== e.flags) mismatches.push(`flags 0x${flags.toString(16)} (central 0x${e.flags.toString(16)})`);
   if (w.u16(lho + 4) !== e.versionNeeded) mismatches.push(`version needed ${w.u16(lho + 4)} (central ${e.versionNeeded})`);
@@ -683,12 +729,6 @@ export function checkLocalHeader(w: ByteWindow, e: ZipEntry, src: ErrorPlace, fi
   if (mismatches.length > 0) {
     findings.push(warning('zip', lp(`differs from the central directory in ${mismatches.join(', ')}`), { entry: e.name, offset: lho }));
   }
-  const dataOffset = headerEnd;
-  const end = checkedAdd(dataOffset, e.compressedSize, 'the entry data', place);
-  if (end > e.limit) fail('corrupt', place, `its data (offset ${dataOffset}, ${e.compressedSize} bytes) overlaps ${limitText(e)}`, dataOffset);
-  e.local = { dataOffset, dataEnd: end, end, declaredAlignment, descriptorPending: e.hasDataDescriptor, zip64 };
-  if (e.hasDataDescriptor) findings.push(warning('layout', 'a data descriptor follows its data (flag bit 3)', { entry: e.name, offset: end }));
-  return undefined;
 }
 
 /**
