@@ -61,8 +61,20 @@ export async function decodeDigests(bytes: Uint8Array, source: string, limit = k
   const modelName = j.stringMember(subjects[0], 'name', 'subject[0]');
   const subjectDigest = j.objectMember(subjects[0], 'digest', 'subject[0]');
   const subjectSha256 = hexMember(j, subjectDigest, 'sha256', 'subject[0].digest', 64);
-
   const predicate = j.objectMember(root, 'predicate', '');
+  checkSerialization(j, predicate);
+  const listed = readResources(j, predicate);
+  const entries = readEntryFacts(j, predicate, listed);
+  // model_signing's subject digest: SHA-256 over the resources' digests in the order listed.
+  const concatenated = new Uint8Array(32 * entries.length);
+  entries.forEach((e, i) => concatenated.set(fromHex(e.sha256), 32 * i));
+  const rootDigest = toHex(await sha256Of(concatenated, place));
+  if (rootDigest !== subjectSha256) j.fail(`subject[0].digest.sha256 is ${subjectSha256}, but the resources' digests hash to ${rootDigest}`);
+  return { modelName, entries };
+}
+
+// predicate.serialization: files hashed with SHA-256, no symbolic links, the integrity entries ignored.
+function checkSerialization(j: JsonReader, predicate: JsonValue | undefined): void {
   const serialization = j.objectMember(predicate, 'serialization', 'predicate');
   const at = 'predicate.serialization';
   j.expectString(serialization, 'method', 'files', at);
@@ -73,27 +85,32 @@ export async function decodeDigests(bytes: Uint8Array, source: string, limit = k
   if (ignored.length !== 2 || ignored[0] !== kDigestsEntryName || ignored[1] !== kSignatureEntryName) {
     j.fail(`${at}.ignore_paths is ${JSON.stringify(ignored)}, expected ["__DIGESTS","__SIGNATURE"]`);
   }
+}
 
+// predicate.resources: each entry once, by name, with its SHA-256.
+function readResources(j: JsonReader, predicate: JsonValue | undefined): { name: string; sha256: string }[] {
   const resources = j.arrayMember(predicate, 'resources', 'predicate');
   const names = new Set<string>();
-  const listed: { name: string; sha256: string }[] = [];
-  resources.forEach((resource, i) => {
+  return resources.map((resource, i) => {
     const where = `predicate.resources[${i}]`;
     const name = j.stringMember(resource, 'name', where);
     if (name === '') j.fail(`${where}.name is empty`);
     if (names.has(name)) j.fail(`entry ${quote(name)} is listed twice (${where})`);
     names.add(name);
     j.expectString(resource, 'algorithm', 'sha256', where);
-    listed.push({ name, sha256: hexMember(j, resource as JsonValue, 'digest', where, 64) });
+    return { name, sha256: hexMember(j, resource as JsonValue, 'digest', where, 64) };
   });
+}
 
+// predicate.onnxzip: the format version, and each resource's size and CRC-32 in the same order.
+function readEntryFacts(j: JsonReader, predicate: JsonValue | undefined, listed: readonly { name: string; sha256: string }[]): EntryDigest[] {
   const record = j.objectMember(predicate, 'onnxzip', 'predicate');
   j.expectString(record, 'format_version', kFormatVersion, 'predicate.onnxzip');
   const facts = j.arrayMember(record, 'entries', 'predicate.onnxzip');
-  if (facts.length !== resources.length) {
-    j.fail(`predicate.onnxzip.entries has ${facts.length} items, predicate.resources ${resources.length}`);
+  if (facts.length !== listed.length) {
+    j.fail(`predicate.onnxzip.entries has ${facts.length} items, predicate.resources ${listed.length}`);
   }
-  const entries: EntryDigest[] = facts.map((fact, i) => {
+  return facts.map((fact, i) => {
     const where = `predicate.onnxzip.entries[${i}]`;
     const name = j.stringMember(fact, 'name', where);
     const expected = listed[i]!;
@@ -103,13 +120,6 @@ export async function decodeDigests(bytes: Uint8Array, source: string, limit = k
     if (crcText.length !== 8 || !kLowerHex.test(crcText)) j.fail(`${where}.crc32 is ${quote(crcText)}, not 8 lower-case hex digits`);
     return { name, sha256: expected.sha256, size, crc32: Number.parseInt(crcText, 16) };
   });
-
-  // model_signing's subject digest: SHA-256 over the resources' digests in the order listed.
-  const concatenated = new Uint8Array(32 * entries.length);
-  entries.forEach((e, i) => concatenated.set(fromHex(e.sha256), 32 * i));
-  const rootDigest = toHex(await sha256Of(concatenated, place));
-  if (rootDigest !== subjectSha256) j.fail(`subject[0].digest.sha256 is ${subjectSha256}, but the resources' digests hash to ${rootDigest}`);
-  return { modelName, entries };
 }
 
 function hexMember(j: JsonReader, object: JsonValue | undefined, key: string, path: string, digits: number): string {
