@@ -439,29 +439,8 @@ export class HttpSource implements ByteSource {
 
   /** The [start, end) the response carries, after checking it is what was asked for. */
   private checkResponse(response: Response, what: { suffix: number } | { start: number; end: number }, asked: string, conditional: boolean): { start: number; end: number } {
-    const status = response.status;
-    if (status >= 500) {
-      void response.body?.cancel().catch(() => undefined);
-      throw new Retryable(`HTTP ${status} ${response.statusText} (${asked})`);
-    }
-    if (status === 200) {
-      void response.body?.cancel().catch(() => undefined);
-      if (conditional) this.changed('If-Range was not met (HTTP 200 instead of 206)');
-      throw new OnnxzipError('io', this.place, `the server ignored the Range header (HTTP 200 with the whole file for ${asked}): a server that serves byte ranges is needed`);
-    }
-    if (status === 416 && 'suffix' in what) {
-      // A suffix range of an empty file cannot be satisfied.
-      const total = /^bytes \*\/(\d+)$/.exec(response.headers.get('Content-Range') ?? '');
-      if (total !== null && Number(total[1]) === 0) {
-        void response.body?.cancel().catch(() => undefined);
-        this.size = 0;
-        return { start: 0, end: 0 };
-      }
-    }
-    if (status !== 206) {
-      void response.body?.cancel().catch(() => undefined);
-      throw new OnnxzipError('io', this.place, `HTTP ${status} ${response.statusText} (${asked})`);
-    }
+    const empty = this.checkStatus(response, what, asked, conditional);
+    if (empty) return { start: 0, end: 0 };
     const header = response.headers.get('Content-Range');
     const m = header === null ? null : /^bytes (\d+)-(\d+)\/(\d+)$/.exec(header.trim());
     if (m === null) this.badRange(response, `Content-Range ${header === null ? 'is missing' : `'${header}' is not 'bytes first-last/size'`}`, asked);
@@ -471,17 +450,7 @@ export class HttpSource implements ByteSource {
     if (![first, last, total].every(Number.isSafeInteger) || last < first || last >= total) {
       this.badRange(response, `Content-Range '${header}' is not a range of the file`, asked);
     }
-    const etag = response.headers.get('ETag') ?? undefined;
-    const lastModified = response.headers.get('Last-Modified') ?? undefined;
-    if (this.size === undefined) {
-      this.size = total;
-      // If-Range needs a strong validator: a strong ETag, else the date.
-      if (etag !== undefined && !etag.startsWith('W/')) this.etag = etag;
-      else this.lastModified = lastModified;
-    } else {
-      if (total !== this.size) this.changed(`its size was ${this.size} bytes, it is now ${total}`);
-      if (this.etag !== undefined && etag !== undefined && etag !== this.etag) this.changed(`its ETag was ${this.etag}, it is now ${etag}`);
-    }
+    this.checkSameFile(response, total);
     const wantStart = 'suffix' in what ? Math.max(0, total - what.suffix) : what.start;
     const wantEnd = 'suffix' in what ? total : what.end;
     if (first !== wantStart || last + 1 !== wantEnd) {
@@ -492,6 +461,44 @@ export class HttpSource implements ByteSource {
       this.badRange(response, `Content-Length ${length} differs from the ${last + 1 - first} bytes of Content-Range '${header}'`, asked);
     }
     return { start: first, end: last + 1 };
+  }
+
+  /**
+   * Refuses a status other than 206 (5xx: retryable; 200: a Range ignored, or If-Range not met);
+   * true for the 416 of a suffix range of an empty file, which has no bytes to send.
+   */
+  private checkStatus(response: Response, what: { suffix: number } | { start: number; end: number }, asked: string, conditional: boolean): boolean {
+    const status = response.status;
+    if (status === 206) return false;
+    void response.body?.cancel().catch(() => undefined);
+    if (status >= 500) throw new Retryable(`HTTP ${status} ${response.statusText} (${asked})`);
+    if (status === 200) {
+      if (conditional) this.changed('If-Range was not met (HTTP 200 instead of 206)');
+      throw new OnnxzipError('io', this.place, `the server ignored the Range header (HTTP 200 with the whole file for ${asked}): a server that serves byte ranges is needed`);
+    }
+    if (status === 416 && 'suffix' in what) {
+      const total = /^bytes \*\/(\d+)$/.exec(response.headers.get('Content-Range') ?? '');
+      if (total !== null && Number(total[1]) === 0) {
+        this.size = 0;
+        return true;
+      }
+    }
+    throw new OnnxzipError('io', this.place, `HTTP ${status} ${response.statusText} (${asked})`);
+  }
+
+  /** The first response gives the file's size and validator; every later one must agree with them. */
+  private checkSameFile(response: Response, total: number): void {
+    const etag = response.headers.get('ETag') ?? undefined;
+    const lastModified = response.headers.get('Last-Modified') ?? undefined;
+    if (this.size === undefined) {
+      this.size = total;
+      // If-Range needs a strong validator: a strong ETag, else the date.
+      if (etag !== undefined && !etag.startsWith('W/')) this.etag = etag;
+      else this.lastModified = lastModified;
+      return;
+    }
+    if (total !== this.size) this.changed(`its size was ${this.size} bytes, it is now ${total}`);
+    if (this.etag !== undefined && etag !== undefined && etag !== this.etag) this.changed(`its ETag was ${this.etag}, it is now ${etag}`);
   }
 
   private badRange(response: Response, problem: string, asked: string): never {

@@ -405,30 +405,30 @@ class Walker {
     }
     if (found === undefined) return;
     const label = name !== '' || !c.hidden ? name : `attribute[${c.index}]`;
-    const owner = c;
     const counts = new Map<number, number>();
     for (const { field, span } of found) {
       const n = counts.get(field) ?? 0;
       counts.set(field, n + 1);
-      switch (field) {
-        case A.t:
-          this.tensor(this.enter(owner, span, label, -1, c.inMainGraph), false, ofConstant && name === 'value', false);
-          break;
-        case A.tensors:
-          this.tensor(this.enter(owner, span, label, n, c.inMainGraph), false, false, false);
-          break;
-        case A.g:
-          this.graph(this.enter(owner, span, label, -1, false));
-          break;
-        case A.graphs:
-          this.graph(this.enter(owner, span, label, n, false));
-          break;
-        case A.sparseTensor:
-          this.sparseTensor(this.enter(owner, span, label, -1, c.inMainGraph));
-          break;
-        default:
-          this.sparseTensor(this.enter(owner, span, label, n, c.inMainGraph));
-      }
+      this.attributeValue(c, field, span, label, n, ofConstant && name === 'value');
+    }
+  }
+
+  // The n-th value of an attribute's field: a tensor (`t`, `tensors`), a subgraph (`g`,
+  // `graphs`) or a sparse tensor; single fields take no index in the site.
+  private attributeValue(c: Context, field: number, span: FieldSpan, label: string, n: number, isConstantValue: boolean): void {
+    switch (field) {
+      case A.t:
+        return this.tensor(this.enter(c, span, label, -1, c.inMainGraph), false, isConstantValue, false);
+      case A.tensors:
+        return this.tensor(this.enter(c, span, label, n, c.inMainGraph), false, false, false);
+      case A.g:
+        return this.graph(this.enter(c, span, label, -1, false));
+      case A.graphs:
+        return this.graph(this.enter(c, span, label, n, false));
+      case A.sparseTensor:
+        return this.sparseTensor(this.enter(c, span, label, -1, c.inMainGraph));
+      default:
+        return this.sparseTensor(this.enter(c, span, label, n, c.inMainGraph));
     }
   }
 

@@ -778,6 +778,20 @@ function hex32(v: number): string {
   return v.toString(16).padStart(8, '0');
 }
 
+/** The central header's values that differ from the fixed ones of spec §3.1, in words. */
+function headerValueProblems(e: ZipEntry): string[] {
+  const needs64 = e.size >= kSentinel32 || e.localHeaderOffset >= kSentinel32;
+  const values: string[] = [];
+  if (e.versionNeeded !== (needs64 ? 45 : 20)) values.push(`version needed ${e.versionNeeded}`);
+  if (e.versionMadeBy !== (needs64 ? 0x032d : 0x0314)) values.push(`version made by 0x${e.versionMadeBy.toString(16)}`);
+  if (e.flags !== 0x0800) values.push(`flags 0x${e.flags.toString(16)}`);
+  if (e.time !== 0 || e.date !== 0x21) values.push('a modification time other than 1980-01-01 00:00');
+  if (e.externalAttributes !== 0x81a40000) values.push(`external attributes 0x${e.externalAttributes.toString(16)}`);
+  if (e.internalAttributes !== 0) values.push(`internal attributes ${e.internalAttributes}`);
+  if (e.centralZip64 !== needs64) values.push(e.centralZip64 ? 'a zip64 extra field it does not need' : 'no zip64 extra field');
+  return values;
+}
+
 /** The findings only a whole-archive view gives: gaps, alignment, fixed header values (spec §9.3). */
 export function layoutFindings(dir: ZipDirectory): Finding[] {
   const out: Finding[] = [];
@@ -801,15 +815,7 @@ export function layoutFindings(dir: ZipDirectory): Finding[] {
       out.push(warning('layout', `its data offset ${local.dataOffset} is not a multiple of the archive's alignment ${archiveAlignment}`, { entry: e.name, offset: local.dataOffset }));
     }
     if (!e.isStored) out.push(warning('layout', `a deflated entry (${e.compressedSize} bytes inflating to ${e.size}): not zero-copy`, { entry: e.name, offset: e.localHeaderOffset }));
-    const needs64 = e.size >= kSentinel32 || e.localHeaderOffset >= kSentinel32;
-    const values: string[] = [];
-    if (e.versionNeeded !== (needs64 ? 45 : 20)) values.push(`version needed ${e.versionNeeded}`);
-    if (e.versionMadeBy !== (needs64 ? 0x032d : 0x0314)) values.push(`version made by 0x${e.versionMadeBy.toString(16)}`);
-    if (e.flags !== 0x0800) values.push(`flags 0x${e.flags.toString(16)}`);
-    if (e.time !== 0 || e.date !== 0x21) values.push('a modification time other than 1980-01-01 00:00');
-    if (e.externalAttributes !== 0x81a40000) values.push(`external attributes 0x${e.externalAttributes.toString(16)}`);
-    if (e.internalAttributes !== 0) values.push(`internal attributes ${e.internalAttributes}`);
-    if (e.centralZip64 !== needs64) values.push(e.centralZip64 ? 'a zip64 extra field it does not need' : 'no zip64 extra field');
+    const values = headerValueProblems(e);
     if (values.length > 0) out.push(warning('layout', `central header values other than spec §3.1's: ${values.join(', ')}`, { entry: e.name, offset: e.centralOffset }));
   }
   if (dir.entries.some((e, i) => e.centralIndex !== i)) {
