@@ -219,12 +219,15 @@ export function entryFindings(dir: ZipDirectory, external: readonly ResolvedTens
   for (const e of dir.entries) {
     if (e.name === kModelEntryName) continue;
     if (isIntegrityEntry(e.name)) continue; // Spec §12: known to a version 1.1 reader, checked by verify().
+    // A folder entry (a name ending in '/', which `zip -r` records) is no payload: the ZIP
+    // layer's finding says what it is.
+    if (e.name.endsWith('/')) continue;
     if (isReservedName(e.name)) {
-      out.push(warning('layout', `an entry with a reserved name this reader does not know (spec §6.2, §11); ignored`, { entry: e.name, offset: e.localHeaderOffset }));
+      out.push(warning('zip', `an entry with a reserved name this reader does not know (spec §6.2, §11); ignored`, { entry: e.name, offset: e.localHeaderOffset }));
       continue;
     }
     const problem = payloadNameProblem(e.name);
-    if (problem !== undefined) out.push(warning('layout', `the entry name ${problem} (spec §6.1)`, { entry: e.name, offset: e.localHeaderOffset }));
+    if (problem !== undefined) out.push(warning('zip', `the entry name ${problem} (spec §6.1)`, { entry: e.name, offset: e.localHeaderOffset }));
     if (!referenced.has(e)) out.push(warning('reference', 'no tensor refers to this entry (spec §7.2)', { entry: e.name, offset: e.localHeaderOffset }));
   }
   return out;

@@ -313,7 +313,7 @@ async function readZip64Records(tail: TailWindow, end: EndRecord, locatorOffset:
     fail('corrupt', src, rp(`it ends at offset ${BigInt(recordOffset) + 12n + restSize}, not at the locator (offset ${locatorOffset})`), recordOffset);
   }
   if (restSize > 44n) {
-    findings.push(warning('zip', rp(`${restSize - 44n} bytes of extensible data`), { offset: recordOffset }));
+    findings.push(warning('layout', rp(`${restSize - 44n} bytes of extensible data`), { offset: recordOffset }));
   }
   const d1 = w.u32(recordOffset + 16);
   const d2 = w.u32(recordOffset + 20);
@@ -345,9 +345,9 @@ function checkZip64Agrees(end: EndRecord, record: { here: bigint; total: bigint;
   const sizeNeeds = record.size >= BigInt(kSentinel32);
   const offsetNeeds = record.offset >= BigInt(kSentinel32);
   if (!countNeeds && !sizeNeeds && !offsetNeeds) {
-    findings.push(warning('zip', rp('zip64 end records in an archive whose entry count, central directory size and offset all fit the end record (spec §5.2)'), { offset: recordOffset }));
+    findings.push(warning('layout', rp('zip64 end records in an archive whose entry count, central directory size and offset all fit the end record (spec §5.2)'), { offset: recordOffset }));
   } else if ((end.entriesTotal === kSentinel16) !== countNeeds || (end.size32 === kSentinel32) !== sizeNeeds || (end.offset32 === kSentinel32) !== offsetNeeds) {
-    findings.push(warning('zip', endPlace(end, 'sentinels in other fields than those whose value overflows (spec §5.2)'), { offset: end.offset }));
+    findings.push(warning('layout', endPlace(end, 'sentinels in other fields than those whose value overflows (spec §5.2)'), { offset: end.offset }));
   }
 }
 
@@ -703,7 +703,7 @@ function readLocalExtra(w: ByteWindow, e: ZipEntry, start: number, length: numbe
     }
   });
   if (extra.zip64 && e.size < kSentinel32 && e.compressedSize < kSentinel32) {
-    findings.push(warning('zip', lp('a zip64 extra field, though its sizes fit the header (spec §5.1 item 3)'), { entry: e.name, offset: lho }));
+    findings.push(warning('layout', lp('a zip64 extra field, though its sizes fit the header (spec §5.1 item 3)'), { entry: e.name, offset: lho }));
   }
   if (records.length > 1 && !(records.length === 2 && records[0] === kZip64ExtraId && records[1] === kAlignmentExtraId)) {
     findings.push(warning('layout', lp('its extra field holds other records than a zip64 record followed by an alignment record (spec §3.4 item 1)'), { entry: e.name, offset: lho }));

@@ -267,6 +267,13 @@ describe('entry names', () => {
     assert.ok(a.findings.some((f) => f.kind === 'zip' && /decode to the same text/.test(f.message)), JSON.stringify(a.findings));
   });
 
+  it('a folder entry (zip -r records them) is reported as one, not as a payload no tensor refers to', async () => {
+    const a = await openArchive(storedZip([[Buffer.from('d/'), Buffer.alloc(0)], model.map((x) => Buffer.from(x))]));
+    const about = a.findings.filter((f) => f.entry === 'd/');
+    assert.ok(about.some((f) => f.kind === 'layout' && /a directory entry$/.test(f.message)), JSON.stringify(about));
+    assert.ok(!about.some((f) => f.kind === 'reference' || /entry name/.test(f.message)), JSON.stringify(about));
+  });
+
   it('the same name twice is refused, whether or not it is UTF-8', async () => {
     for (const name of [Buffer.from('w'), Buffer.from([0xff, 0x61])]) {
       await expectError(openArchive(storedZip([[name, Buffer.from('1')], [name, Buffer.from('2')], model.map((x) => Buffer.from(x))])), 'corrupt', /two entries have this name/);
