@@ -485,8 +485,11 @@ export async function verify(source: ArchiveSource, options: OpenOptions & Verif
     // As the C++ verify: what cannot be read at all (no such file, a folder, a failed request) is
     // an error; what was read and is wrong is a finding.
     if (!(e instanceof OnnxzipError) || e.code === 'not_found' || e.code === 'io' || e.code === 'changed' || e.code === 'invalid_argument') throw e;
-    const finding = errorFinding(kindOf(e) ?? 'zip', e.message, { entry: e.entry ?? '', tensor: e.tensor ?? '', offset: e.offset ?? 0 });
-    return { findings: [finding], ok: false, loadable: false, digests: 'failed', signature: 'failed', signatureKeyId: '', checked: 'nothing: the archive cannot be opened' };
+    const kind = kindOf(e) ?? 'zip';
+    const finding = errorFinding(kind, e.message, { entry: e.entry ?? '', tensor: e.tensor ?? '', offset: e.offset ?? 0 });
+    // Nothing vouches for digests or a signature of an archive that does not open.
+    const checked = kind === 'zip' ? 'the ZIP structure, which does not read' : `the archive until opening refused it (a ${kind} finding)`;
+    return { findings: [finding], ok: false, loadable: false, digests: 'failed', signature: 'failed', signatureKeyId: '', checked };
   }
   try {
     return await archive.verify(options);

@@ -68,7 +68,7 @@ export interface VerifyReport {
   readonly signature: SignatureStatus;
   /** The key id `__SIGNATURE` names ("" without one). */
   readonly signatureKeyId: string;
-  /** What was checked, in words: "CRC-32s and digests checked; signature not checked: give publicKey". */
+  /** What was checked, in words: "ZIP structure, layout, references, CRC-32s; digests verified; signature not checked: give publicKey". */
   readonly checked: string;
 }
 
@@ -323,18 +323,22 @@ export async function verifyArchive(archive: VerifyTarget, options: VerifyOption
     digests,
     signature: integrity.signature,
     signatureKeyId: integrity.keyId,
-    checked: checkedText(checkCrc, digests, integrity.signature),
+    checked: checkedText(checkCrc, digests, integrity.signature, integrity.keyId),
   };
 }
 
-/** The report's `checked`: what this verify looked at, and how to check what it did not. */
-function checkedText(checkCrc: boolean, digests: DigestsStatus, signature: SignatureStatus): string {
-  const read = checkCrc ? 'CRC-32s' : 'structure (checkCrc false: no CRC-32 or digest read)';
-  const parts = [digests === 'absent' ? `${read} checked; no digests` : `${read} and digests checked`];
-  if (signature === 'absent') parts.push('no signature');
-  else if (signature === 'unchecked') parts.push('signature not checked: give publicKey');
-  else parts.push('signature checked');
-  return parts.join('; ');
+/** The report's `checked`: what this verify looked at, and how to check what it did not (the C++ verify's words). */
+function checkedText(checkCrc: boolean, digests: DigestsStatus, signature: SignatureStatus, keyId: string): string {
+  const read = checkCrc ? 'ZIP structure, layout, references, CRC-32s' : 'ZIP structure, layout, references (no CRC-32s)';
+  const digestsText = { absent: 'no digests', verified: 'digests verified', unchecked: 'digests listed, not hashed', failed: 'digests failed' }[digests];
+  const signatureText = {
+    absent: 'no signature',
+    verified: `signature verified (key ${keyId})`,
+    unchecked: 'signature not checked: give publicKey',
+    other_key: `signed by another key (${keyId})`,
+    failed: 'signature failed',
+  }[signature];
+  return `${read}; ${digestsText}; ${signatureText}`;
 }
 
 /**

@@ -426,6 +426,15 @@ describe('errors a caller meets', () => {
     await a.close();
   });
 
+  it('verify of an archive that does not open is a report of that one finding', async () => {
+    const report = await verify(vector('reject_9_2_1_not_zip'));
+    assert.deepEqual([report.ok, report.loadable, report.digests, report.signature], [false, false, 'failed', 'failed']);
+    assert.deepEqual(report.findings.map((f) => [f.severity, f.kind]), [['error', 'zip']]);
+    assert.equal(report.checked, 'the ZIP structure, which does not read');
+    const unresolved = await verify(vector('reject_9_4_3_location_missing'));
+    assert.deepEqual(unresolved.findings.map((f) => f.kind), ['reference']);
+  });
+
   it('verify of a source that cannot be read throws (no report): not_found for a missing file', async () => {
     await expectError(verify('nope.onnxz'), 'not_found', /nope\.onnxz: cannot open/);
   });

@@ -34,13 +34,13 @@ describe('verify with __DIGESTS and __SIGNATURE', () => {
     const report = await verify(vector('valid_signed'), { publicKey: pem });
     assert.deepEqual(report.findings, []);
     assert.deepEqual(statuses(report), { digests: 'verified', signature: 'verified', signatureKeyId: keyId });
-    assert.equal(report.checked, 'CRC-32s and digests checked; signature checked');
+    assert.equal(report.checked, `ZIP structure, layout, references, CRC-32s; digests verified; signature verified (key ${keyId})`);
   });
 
   it('without a key, parses the signature only', async () => {
     const report = await verify(vector('reject_12_5_bad_signature'));
     assert.deepEqual(statuses(report), { digests: 'verified', signature: 'unchecked', signatureKeyId: keyId });
-    assert.equal(report.checked, 'CRC-32s and digests checked; signature not checked: give publicKey');
+    assert.equal(report.checked, 'ZIP structure, layout, references, CRC-32s; digests verified; signature not checked: give publicKey');
   });
 
   it('says when there are no digests, and when they were not read', async () => {
@@ -48,7 +48,7 @@ describe('verify with __DIGESTS and __SIGNATURE', () => {
     assert.deepEqual(statuses(await verify(vector('valid_digests'))), { digests: 'verified', signature: 'absent', signatureKeyId: '' });
     const unread = await verify(vector('valid_digests'), { checkCrc: false });
     assert.deepEqual(statuses(unread), { digests: 'unchecked', signature: 'absent', signatureKeyId: '' });
-    assert.equal(unread.checked, 'structure (checkCrc false: no CRC-32 or digest read) and digests checked; no signature');
+    assert.equal(unread.checked, 'ZIP structure, layout, references (no CRC-32s); digests listed, not hashed; no signature');
   });
 
   it('names the entry whose bytes differ from its digest, though its CRC-32 is right', async () => {
@@ -72,6 +72,7 @@ describe('verify with __DIGESTS and __SIGNATURE', () => {
     assert.match(plain.findings[0].message, /^no __DIGESTS and no __SIGNATURE entry/);
     const other = await verify(vector('reject_12_5_other_key'), { publicKey: pem });
     assert.equal(other.signature, 'other_key');
+    assert.match(other.checked, /; signed by another key \([0-9a-f]{64}\)$/);
     assert.equal(other.findings[0].kind, 'signature');
     assert.match(other.findings[0].message, new RegExp(`^signed by another key \\(key id [0-9a-f]{64}, the key given has ${keyId}\\)`));
     const bad = await verify(vector('reject_12_5_bad_signature'), { publicKey: pem });
