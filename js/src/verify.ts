@@ -416,8 +416,9 @@ async function checkIntegrity(archive: VerifyTarget, options: VerifyOptions, key
       addFinding(c, 'signature', kSignatureEntryName, signatureEntry.localHeaderOffset, 'a signature, but no __DIGESTS entry (spec §12.1 item 1)');
       return { expected, digests: 'absent', signature: 'failed', keyId: '' };
     }
+    // A signature asked for and missing is an error finding; the status says what is there.
     if (key !== undefined) addFinding(c, 'signature', '', 0, `no __DIGESTS and no __SIGNATURE entry${keyAskedFor(key)}`);
-    return { expected, digests: 'absent', signature: key === undefined ? 'absent' : 'failed', keyId: '' };
+    return { expected, digests: 'absent', signature: 'absent', keyId: '' };
   }
   checkIntegrityPlace(c, digestsEntry, signatureEntry);
   let digestsBytes: Uint8Array;
@@ -427,7 +428,9 @@ async function checkIntegrity(archive: VerifyTarget, options: VerifyOptions, key
     checkListing(c, digestsEntry, new Map(statement.entries.map((e) => [e.name, e])), checkCrc ? expected : undefined);
   } catch (error) {
     entryError(c, 'digest', digestsEntry, error);
-    return { expected, digests: 'failed', signature: signatureEntry === undefined ? 'absent' : 'failed', keyId: '' };
+    // A signature over digests that do not parse signs nothing checkable.
+    const signature = signatureEntry === undefined ? 'absent' : key === undefined ? 'unchecked' : 'failed';
+    return { expected, digests: 'failed', signature, keyId: '' };
   }
   const digests = checkCrc ? 'verified' : 'unchecked';
   return { expected, digests, ...(await checkSignature(c, signatureEntry, digestsBytes)) };
@@ -492,7 +495,7 @@ async function checkSignature(c: IntegrityContext, signatureEntry: ZipEntry | un
   const { archive, options, key } = c;
   if (signatureEntry === undefined) {
     if (key !== undefined) addFinding(c, 'signature', '', 0, `no __SIGNATURE entry${keyAskedFor(key)}`);
-    return { signature: key === undefined ? 'absent' : 'failed', keyId: '' };
+    return { signature: 'absent', keyId: '' };
   }
   try {
     const limit = options.maxSignatureBytes ?? kDefaultMaxSignatureBytes;
