@@ -439,3 +439,18 @@ describe('errors a caller meets', () => {
     await expectError(verify('nope.onnxz'), 'not_found', /nope\.onnxz: cannot open/);
   });
 });
+
+describe('getTensors over inline and external tensors', () => {
+  it('reads both kinds in one call, in the order asked, external entries in one read', async () => {
+    const a = await openArchive(fixture('silero.onnxz'), { tailSize: 65_633 });
+    const inline = a.tensors.filter((t) => t.inline).slice(0, 2);
+    const external = a.tensors.filter((t) => !t.inline).slice(0, 2);
+    const before = a.source.stats.requests;
+    const got = await a.getTensors([inline[0], external[0], inline[1], external[1]]);
+    assert.ok(a.source.stats.requests - before <= 2, `${a.source.stats.requests - before} reads`);
+    const one = async (t) => a.getTensor(t);
+    assert.deepEqual(got, [await one(inline[0]), await one(external[0]), await one(inline[1]), await one(external[1])]);
+    assert.deepEqual(got.map((d) => d.byteLength), [inline[0].size, external[0].size, inline[1].size, external[1].size]);
+    await a.close();
+  });
+});
