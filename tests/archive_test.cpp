@@ -199,7 +199,7 @@ TEST(ArchiveSave, WritesTensorMetadataAndCanonicalReferences) {
   EXPECT_EQ(archive.find_tensor("w")->entry, "w_2");
   EXPECT_EQ(archive.find_entry("w_2")->name, "w");
   EXPECT_EQ(archive.find_tensor("deep")->site,
-            "graph/node[2]/attribute[0]/g/node[0]/attribute[0]/g/initializer[0]");
+            "graph/node[2]/then_branch/node[0]/body/initializer[0]");
 }
 
 TEST(ArchiveSave, ExternalizesSparseTensorsOnlyWhenAsked) {
@@ -1118,13 +1118,13 @@ TEST(ArchiveVerify, ReportsInlinePayloadsThatDisagreeWithTheirTensor) {
   EXPECT_EQ(report.findings[0].severity, VerifyFinding::Severity::kWarning);
   EXPECT_EQ(report.findings[0].entry, kModelEntryName);
   EXPECT_EQ(report.findings[0].offset, model_entry.data_offset);
-  EXPECT_EQ(report.findings[0].tensor, "unnamed tensor at graph/node[0]/attribute[0]/t");
+  EXPECT_EQ(report.findings[0].tensor, "unnamed tensor at graph/node[0]/value");
   // The message is the problem alone; to_string(finding) is the line with its place.
   EXPECT_EQ(report.findings[0].message,
             "carries both raw_data and int64_data; which one is the payload? (spec §9.4 item 5)");
   EXPECT_EQ(to_string(report.findings[0]),
             path +
-                ": unnamed tensor at graph/node[0]/attribute[0]/t: carries both raw_data and "
+                ": unnamed tensor at graph/node[0]/value: carries both raw_data and "
                 "int64_data; which one is the payload? (spec §9.4 item 5)");
   EXPECT_EQ(report.findings[1].tensor, "tensor 'short' at graph/initializer[1]");
   EXPECT_EQ(report.findings[1].place.tensor, report.findings[1].tensor);
