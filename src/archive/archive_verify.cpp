@@ -429,8 +429,8 @@ bool VerifyReport::loadable() const noexcept {
   return true;
 }
 
-VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options,
-                    std::string_view source_name) {
+VerifyReport verify_bytes(ByteSpan archive_bytes, const VerifyOptions& options,
+                          std::string_view source_name) {
   VerifyReport report;
   std::optional<ZipReader> zip;
   try {
@@ -447,13 +447,14 @@ VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options,
 
 VerifyReport verify(const std::filesystem::path& path, const VerifyOptions& options) {
   const std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, options.access);
-  if (mapping->access() == FileAccess::kRead)
-    return verify(mapping->bytes(), options, path.string());
+  if (mapping->access() == FileAccess::kRead) {
+    return verify_bytes(mapping->bytes(), options, path.string());
+  }
   // The whole file is read through the mapping, tail included: under the readers' lock, which
   // keeps an in-place edit (spec §9.6) from rewriting or truncating it meanwhile.
   const detail::SharedFileLock lock(mapping->descriptor(), path.string());
   return archive_detail::unless_changed(
-      *mapping, [&] { return verify(mapping->bytes(), options, path.string()); });
+      *mapping, [&] { return verify_bytes(mapping->bytes(), options, path.string()); });
 }
 
 }  // namespace onnxzip
