@@ -119,7 +119,10 @@ void expect_reads_back(const fs::path& path, const std::vector<Payload>& payload
     EXPECT_GE(e.alignment(), alignment);
 
     const ByteSpan data = reader.stored_data(e);
-    ASSERT_EQ(data.data(), file.data() + e.data_offset) << "borrowed from the mapping";
+    // But the last entry's, which the reader copied at open (an in-place edit rewrites it).
+    if (i + 1 < payloads.size()) {
+      ASSERT_EQ(data.data(), file.data() + e.data_offset) << "borrowed from the mapping";
+    }
     ASSERT_LE(e.data_offset + e.size, file.size());
     EXPECT_TRUE(std::equal(data.begin(), data.end(), p.bytes.begin(), p.bytes.end()));
     EXPECT_NO_THROW(reader.verify(e));

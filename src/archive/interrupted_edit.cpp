@@ -5,9 +5,12 @@
 #include <string>
 #include <utility>
 
+#include "archive_internal.h"
 #include "crc32.h"
 #include "little_endian.h"
 #include "onnxzip/error.h"
+#include "onnxzip/mapped_file.h"
+#include "posix_file.h"
 
 namespace onnxzip::archive_detail {
 namespace {
@@ -105,7 +108,11 @@ ZipReader open_zip(std::shared_ptr<const ByteSource> source, const ZipReaderOpti
 
 ZipReader open_zip(const std::filesystem::path& path, const ZipReaderOptions& options,
                    FileAccess access) {
-  return open_zip(ByteSource::open(path, access), options);
+  const std::shared_ptr<const MappedFile> file = MappedFile::open(path, access);
+  if (file->access() == FileAccess::kRead) return open_zip(ByteSource::of_file(file), options);
+  // The tail is read under the readers' lock, as Archive::open reads it (archive_reader.cpp).
+  const detail::SharedFileLock lock(file->descriptor(), path.string());
+  return unless_changed(*file, [&] { return open_zip(ByteSource::of_file(file), options); });
 }
 
 }  // namespace onnxzip::archive_detail

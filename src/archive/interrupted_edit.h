@@ -44,6 +44,8 @@ struct InterruptedEditRecord {
 std::optional<ZipTrailer> interrupted_edit_trailer(const ByteSource& source);
 
 // The ZIP of an .onnxz file, read through an interrupted edit record when the file ends with one.
+// A path's tail is read under the readers' lock (posix_file.h SharedFileLock), and a file that
+// changed while it was read is Error(kChanged).
 ZipReader open_zip(std::shared_ptr<const ByteSource> source, const ZipReaderOptions& options);
 ZipReader open_zip(const std::filesystem::path& path, const ZipReaderOptions& options,
                    FileAccess access);
