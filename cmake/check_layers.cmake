@@ -6,7 +6,7 @@
 cmake_minimum_required(VERSION 3.25)
 
 set(public_base byte_source bytes error http_source mapped_file output_options progress text)
-set(public_io "")
+set(public_io s3)
 set(public_zip entry_sink zip_reader)
 set(public_onnx ir_check onnx_codec onnx_model protobuf_wire tensor)
 set(public_integrity integrity)

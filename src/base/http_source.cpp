@@ -252,6 +252,9 @@ struct HttpSource::State {
 
 namespace {
 
+// The most of a refused request's body kept for HttpOptions::describe_refusal.
+constexpr std::size_t kMaxRefusalBody = std::size_t{64} << 10;
+
 // One request for bytes [first, first + length) (or, for the open, the last `length` bytes),
 // its body handed to `sink` as it comes.
 struct Exchange {
@@ -277,6 +280,8 @@ struct Exchange {
   std::uint64_t body_length = 0;
   std::optional<Failure> failure;
   std::exception_ptr sink_error;
+  // A refused request's body, for HttpOptions::describe_refusal.
+  std::string refusal_body;
 
   std::string asked() const {
     return suffix ? "the last " + std::to_string(length) + " bytes"
@@ -294,6 +299,7 @@ struct Exchange {
                    ? 0
                    : static_cast<long>(parse_number(line.substr(space + 1, 3)).value_or(0));
       content_range.reset();
+      refusal_body.clear();
       bad_content_range = false;
       content_length.reset();
       etag.clear();
@@ -405,8 +411,14 @@ struct Exchange {
   }
 
   bool on_body(ByteSpan piece) {
+    if (status != 206 && status != 200) {
+      if (!state->options.describe_refusal) return false;
+      const std::size_t room = kMaxRefusalBody - refusal_body.size();
+      refusal_body.append(reinterpret_cast<const char*>(piece.data()),
+                          std::min(room, piece.size()));
+      return piece.size() <= room;
+    }
     if (!checked && !check_headers()) return false;
-    if (status != 206 && status != 200) return false;
     if (piece.size() > body_length - received) {
       fail(false,
            "the body is longer than the " + std::to_string(body_length) + " bytes asked for (" +
@@ -478,7 +490,8 @@ void perform(CURL* handle, Exchange& exchange) {
   curl().easy_reset(handle);
   api.easy_setopt(handle, CURLOPT_URL, s.url.c_str());
   api.easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
-  api.easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 1L);
+  // With max_redirects 0 a redirect is an answer like any other (describe_refusal judges it).
+  api.easy_setopt(handle, CURLOPT_FOLLOWLOCATION, o.max_redirects > 0 ? 1L : 0L);
   api.easy_setopt(handle, CURLOPT_MAXREDIRS, o.max_redirects);
   api.easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
   api.easy_setopt(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
@@ -521,6 +534,9 @@ void perform(CURL* handle, Exchange& exchange) {
     }
   }
   add(range);
+  if (o.sign_request) {
+    for (const std::string& line : o.sign_request()) add(line);
+  }
   api.easy_setopt(handle, CURLOPT_HTTPHEADER, headers.get());
 
   s.requests.fetch_add(1, std::memory_order_relaxed);
@@ -554,6 +570,12 @@ void perform(CURL* handle, Exchange& exchange) {
     return;
   }
   const bool retry = status >= 500 || status == 408 || status == 429;
+  if (o.describe_refusal) {
+    if (const std::optional<Error> refusal = o.describe_refusal(status, exchange.refusal_body)) {
+      exchange.fail(retry, refusal->problem(), refusal->code());
+      return;
+    }
+  }
   const ErrorCode error_code = status == 404 ? ErrorCode::kNotFound : ErrorCode::kIo;
   exchange.fail(retry, "HTTP " + status_words(status) + " (" + exchange.asked() + ")", error_code);
 }
@@ -648,7 +670,7 @@ std::shared_ptr<const HttpSource> HttpSource::open(const std::string& url,
   }
   auto state = std::make_unique<State>();
   state->url = url;
-  state->name = display_url(url);
+  state->name = options.display_name.empty() ? display_url(url) : options.display_name;
   state->options = options;
 
   Exchange exchange;

@@ -161,11 +161,6 @@ bool bucket_character(char c) {
 
 }  // namespace
 
-bool is_s3_url(std::string_view text) noexcept {
-  return text.size() >= 5 && (text[0] == 's' || text[0] == 'S') && text[1] == '3' &&
-         text.substr(2, 3) == "://";
-}
-
 Location parse_s3_url(std::string_view url) {
   const auto refuse = [&](const std::string& problem) {
     throw Error(ErrorCode::kInvalidArgument, {.file = std::string(url)}, problem);
@@ -294,3 +289,12 @@ Target target(const Config& config, const Location& location) {
 }
 
 }  // namespace onnxzip::s3
+
+namespace onnxzip {
+
+bool is_s3_url(std::string_view text) noexcept {
+  return text.size() >= 5 && (text[0] == 's' || text[0] == 'S') && text[1] == '3' &&
+         text.substr(2, 3) == "://";
+}
+
+}  // namespace onnxzip

@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include "onnxzip/s3.h"
 #include "s3_sigv4.h"
 
 namespace onnxzip::s3 {
@@ -34,8 +35,6 @@ struct Location {
   std::string key;
 };
 
-// Whether `text` starts with "s3://" (in any case).
-bool is_s3_url(std::string_view text) noexcept;
 // The bucket and key of "s3://bucket/key". Error(kInvalidArgument) naming the URL for another
 // scheme, an empty or ill-formed bucket (not [A-Za-z0-9._-]{1,255}), or an empty key.
 Location parse_s3_url(std::string_view url);
