@@ -126,7 +126,7 @@ TEST_F(S3SourceTest, ASmallArchiveIsOneRequestAndAModelBeyondTheTailTwo) {
   const Archive local_small = Archive::open(dir_ / "small.onnxz");
   const Archive small = open("s3://models/small.onnxz");
   for (const Archive::TensorInfo& tensor : local_small.tensors()) {
-    EXPECT_EQ(to_vector(small.payload(*small.find_tensor(tensor.tensor_name)).view()),
+    EXPECT_EQ(to_vector(small.payload(*small.find_tensor(tensor.name)).view()),
               to_vector(tensor.data));
   }
   EXPECT_EQ(server_->stats().requests, 1U);  // Every tensor was in the first read.
