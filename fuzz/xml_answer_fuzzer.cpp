@@ -9,8 +9,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
-    const onnxzip::s3::XmlAnswer answer = onnxzip::s3::parse_xml_answer(
-        std::string_view(reinterpret_cast<const char*>(data), size));
+    const onnxzip::s3::XmlAnswer answer =
+        onnxzip::s3::parse_xml_answer(std::string_view(reinterpret_cast<const char*>(data), size));
     (void)answer.field("Code");
   } catch (const onnxzip::Error&) {
   }

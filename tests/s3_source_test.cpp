@@ -174,7 +174,7 @@ TEST_F(S3SourceTest, RefusalsSayWhatTheStoreSaidNamingTheObjectAndNoSecret) {
 }
 
 // The proxy answers 503 SlowDown or cuts a body: the request is retried, resuming where it was.
-TEST_F(S3SourceTest, SlowDownAndResetAreRetried) {
+TEST_F(S3SourceTest, ThrottledAndCutRequestsAreRetried) {
   const Archive local = Archive::open(dir_ / "big.onnxz");
   server_->inject("slowdown", 2);
   const Archive remote = open("s3://models/dir/big model.onnxz", {.tail_size = 256 << 10});
