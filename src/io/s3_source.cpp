@@ -38,7 +38,9 @@ std::shared_ptr<const HttpSource> open_source(std::string_view url, const HttpOp
     const SignedHeaders signed_headers =
         sign(request, config.credentials, config.region, std::chrono::system_clock::now());
     std::vector<std::string> lines;
-    lines.reserve(signed_headers.headers.size());
+    lines.reserve(signed_headers.headers.size() + 1);
+    // The Host signed, sent as signed: whatever curl would make of an explicit default port.
+    lines.push_back("Host: " + where.host);
     for (const NameValue& header : signed_headers.headers) {
       lines.push_back(header.name + ": " + header.value);
     }
