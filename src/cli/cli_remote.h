@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "cli_common.h"
-#include "onnxzip/http_source.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/http_source.h"
+#include "onnxzip/internal/mapped_file.h"
 
 namespace onnxzip::cli {
 
