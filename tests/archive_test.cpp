@@ -16,6 +16,7 @@
 
 #include "archive_internal.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/tensor.h"
 #include "support/external_tool.h"
 #include "support/model_builder.h"
@@ -1238,12 +1239,12 @@ TEST(ArchiveLoad, DeflatedBombsAreRefusedUnlessTrustedAndNeverInflatedForTheMode
             false);
 
   LoadOptions trusting;
-  trusting.zip.max_compression_ratio = 0;
+  trusting.limits.max_compression_ratio = 0;
   const ModelProto loaded = load(path, trusting);
   EXPECT_EQ(to_bytes(loaded.graph->initializer[0].raw_data->view()), zeros);
   EXPECT_EQ(to_bytes(loaded.graph->initializer[1].raw_data->view()), small);
   VerifyOptions trusting_verify;
-  trusting_verify.zip.max_compression_ratio = 0;
+  trusting_verify.limits.max_compression_ratio = 0;
   EXPECT_TRUE(verify(path, trusting_verify).loadable());
 }
 

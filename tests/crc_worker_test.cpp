@@ -22,7 +22,7 @@
 
 #include "crc32.h"
 #include "onnxzip/error.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/mapped_file.h"
 #include "posix_file.h"
 #include "support/scratch_dir.h"
 #include "support/zip_builder.h"

@@ -1,7 +1,7 @@
 // Archives over HTTP (http_source.h, Archive::open_url): every request counted at a real server,
 // nginx started by the fixture (tests/support/nginx_server.h), and every remote result compared
 // with the local one. Skipped when this build has no libcurl or nginx is not installed.
-#include "onnxzip/http_source.h"
+#include "onnxzip/internal/http_source.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,8 @@
 
 #include "onnxzip/archive.h"
 #include "onnxzip/error.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "support/error_of.h"
 #include "support/model_builder.h"
 #include "support/nginx_server.h"

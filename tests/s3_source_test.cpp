@@ -90,10 +90,8 @@ class S3SourceTest : public ::testing::Test {
   }
 
   Archive open(const std::string& url, HttpOptions http = {}) const {
-    LoadOptions reading;
-    reading.zip.tail_read_size = http.tail_size;
     http.retry_delay = std::chrono::milliseconds(1);
-    return Archive::open(open_source(url, http, {}, environment()), reading);
+    return Archive::open(open_source(url, http, {}, environment()));
   }
 
   test_support::ScratchDir dir_{"s3_source"};

@@ -236,7 +236,7 @@ class Archive:
     def keys(self) -> List[str]:
         """Names of every tensor of the model, in model order: the payload entries and the small
         tensors kept inline (an unnamed tensor by its entry name, an unnamed inline one -- a
-        Constant's value -- by its site, "graph/node[3]/attribute[0]/t"; a name used twice
+        Constant's value -- by its site, "graph/node[3]/value"; a name used twice
         once). STRING tensors are left out (numpy has no type for them). BadStateError after
         close()."""
         return list(self._open_index())

@@ -33,8 +33,10 @@
 #include "onnxzip/convert.h"
 #include "onnxzip/edit.h"
 #include "onnxzip/error.h"
-#include "onnxzip/http_source.h"
 #include "onnxzip/integrity.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/http_source.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
@@ -878,7 +880,8 @@ PYBIND11_MODULE(_onnxzip, m) {
         onnxzip::RepackResult r;
         {
           const py::gil_scoped_release unlocked;
-          r = onnxzip::repack(in, out, save_options(alignment, threshold, false, digests));
+          r = onnxzip::repack(in, out,
+                              {.save = save_options(alignment, threshold, false, digests)});
         }
         const auto names = [](const std::vector<std::string>& entries) {
           py::list list;

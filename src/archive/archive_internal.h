@@ -15,8 +15,8 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/bytes.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_model.h"
-#include "onnxzip/zip_reader.h"
 
 namespace onnxzip::archive_detail {
 

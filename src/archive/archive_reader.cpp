@@ -12,9 +12,10 @@
 #include "crc32.h"
 #include "integrity_entries.h"
 #include "interrupted_edit.h"
-#include "onnxzip/byte_source.h"
-#include "onnxzip/http_source.h"
-#include "onnxzip/s3.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/http_source.h"
+#include "onnxzip/internal/s3.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/tensor.h"
 
 namespace onnxzip {
@@ -199,13 +200,14 @@ std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOption
 }
 
 ZipReader open_zip(const std::filesystem::path& path, const LoadOptions& options) {
-  return archive_detail::open_zip(path, options.zip, options.access);
+  return archive_detail::open_zip(path, zip_reader_options(options.limits), options.access);
 }
 
 ZipReader open_zip(ByteSpan bytes, OwnerToken owner, const LoadOptions& options,
                    std::string source_name) {
   return archive_detail::open_zip(
-      ByteSource::of_bytes(bytes, std::move(owner), std::move(source_name)), options.zip);
+      ByteSource::of_bytes(bytes, std::move(owner), std::move(source_name)),
+      zip_reader_options(options.limits));
 }
 
 }  // namespace
@@ -243,20 +245,19 @@ const Archive::TensorInfo* Archive::find_entry(std::string_view entry) const noe
 
 Archive Archive::open(std::shared_ptr<const ByteSource> source, const LoadOptions& options) {
   if (source == nullptr) throw Error(ErrorCode::kInvalidArgument, "Archive::open: no source");
-  ZipReaderOptions zip = options.zip;
+  ZipReaderOptions zip = zip_reader_options(options.limits);
   // Nothing but the tail is read at open (the local headers it holds checked, they cost no
   // read); every other payload's local header is read with its data.
   if (source->access() == ByteSource::Access::kRanges)
     zip.local_headers = LocalHeaderScope::kOnReadAndHeld;
+  // What the source's open brought of the end is what the first read takes, and no more.
+  if (source->tail_size_held() != 0) zip.tail_read_size = source->tail_size_held();
   return Archive(open_state(archive_detail::open_zip(std::move(source), zip), options));
 }
 
 Archive Archive::open_url(const std::string& url, const LoadOptions& options,
                           const HttpOptions& http) {
-  LoadOptions reading = options;
-  // The open reads what the first request brought, and no more when the tail fits it.
-  reading.zip.tail_read_size = http.tail_size;
-  return open(is_s3_url(url) ? open_s3_source(url, http) : HttpSource::open(url, http), reading);
+  return open(is_s3_url(url) ? open_s3_source(url, http) : HttpSource::open(url, http), options);
 }
 
 TensorBytes Archive::payload(const TensorInfo& info) const {

@@ -20,8 +20,9 @@
 #include "integrity_entries.h"
 #include "interrupted_edit.h"
 #include "little_endian.h"
-#include "onnxzip/byte_source.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/tensor.h"
 #include "progress_meter.h"
 #include "task_threads.h"
@@ -434,7 +435,8 @@ VerifyReport verify_bytes(ByteSpan archive_bytes, const VerifyOptions& options,
   std::optional<ZipReader> zip;
   try {
     zip.emplace(archive_detail::open_zip(
-        ByteSource::of_bytes(archive_bytes, kNoOwner, std::string(source_name)), options.zip));
+        ByteSource::of_bytes(archive_bytes, kNoOwner, std::string(source_name)),
+        zip_reader_options(options.limits)));
   } catch (const Error& error) {
     report.findings.push_back({Severity::kError, "", "", 0, error.problem(),
                                error.with_context({.file = std::string(source_name)}).context()});

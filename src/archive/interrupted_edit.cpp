@@ -7,6 +7,8 @@
 #include "crc32.h"
 #include "little_endian.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/zip_reader.h"
 
 namespace onnxzip::archive_detail {
 namespace {

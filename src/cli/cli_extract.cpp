@@ -12,6 +12,7 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/convert.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/http_source.h"
 #include "onnxzip/legacy.h"
 
 namespace onnxzip::cli {
@@ -52,7 +53,7 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
   options.legacy.mode = LegacyWriteOptions::Mode::kExternal;
   options.load.verify_crc = true;
   options.legacy.output.follow_symlinks = global.follow_symlinks;
-  options.load.zip = args.limits.zip_options();
+  options.load.limits = args.limits.zip_options();
   options.load.access = global.access();
   const fs::path data = dir / (model.filename().string() + ".data");
 
@@ -85,11 +86,11 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
                         "into one)");
       }
       ProgressBar bar("extracting", global.quiet);
-      options.progress = bar.callback();
+      options.legacy.progress = bar.callback();
       convert_remote(source, model, options);
     } else {
       ProgressBar bar("extracting", global.quiet);
-      options.progress = bar.callback();
+      options.legacy.progress = bar.callback();
       convert(args.archive, model, options);
     }
   } catch (...) {
@@ -117,7 +118,7 @@ int run_view(const ViewArgs& args, const GlobalOptions& global) {
                                               (stem_of(args.archive) + ".view.onnx")
                                         : fs::path(args.out);
   LoadOptions options;
-  options.zip = args.limits.zip_options();
+  options.limits = args.limits.zip_options();
   options.access = global.access();
   write_view_model(args.archive, out, options, {.follow_symlinks = global.follow_symlinks});
   return kExitOk;

@@ -17,6 +17,8 @@
 #include "cli_remote.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/bytes.h"
+#include "onnxzip/internal/http_source.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/signing.h"
 #include "onnxzip/tensor.h"
@@ -215,7 +217,7 @@ InfoReport gather_archive(const InfoArgs& args, const GlobalOptions& global) {
   // deflated __MODEL_PROTO is, within the limits).
   LoadOptions options;
   options.inflate_payloads = false;
-  options.zip = args.limits.zip_options();
+  options.limits = args.limits.zip_options();
   options.access = global.access();
   // A URL costs the request(s) for its tail: the model and the ZIP records.
   const bool remote = is_remote(args.file);

@@ -11,6 +11,8 @@
 
 #include "cli_progress.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/http_source.h"
+#include "onnxzip/internal/mapped_file.h"
 
 namespace onnxzip::cli {
 namespace {

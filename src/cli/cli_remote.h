@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "cli_common.h"
-#include "onnxzip/http_source.h"
-#include "onnxzip/mapped_file.h"
-#include "onnxzip/s3.h"
+#include "onnxzip/internal/http_source.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/s3.h"
 
 namespace onnxzip::cli {
 

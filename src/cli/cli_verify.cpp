@@ -13,6 +13,7 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/convert.h"
 #include "onnxzip/integrity.h"
+#include "onnxzip/internal/http_source.h"
 
 namespace onnxzip::cli {
 namespace {
@@ -30,7 +31,7 @@ std::vector<std::string> file_problems(const std::string& path, const InflateLim
                                        FileAccess access, bool quiet) {
   VerifyOptions options;
   options.public_key = public_key;
-  options.zip = limits.zip_options();
+  options.limits = limits.zip_options();
   options.access = access;
   const VerifyReport report = [&] {
     // Gone before the first line is printed.

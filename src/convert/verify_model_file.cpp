@@ -36,7 +36,7 @@ VerifyReport verify_archive(const std::filesystem::path& path, const VerifyOptio
     // The model is all the IR rules need; verify above read every payload already.
     LoadOptions load_options;
     load_options.inflate_payloads = false;
-    load_options.zip = options.zip;
+    load_options.limits = options.limits;
     load_options.access = options.access;
     const Archive archive = Archive::open(path, load_options);
     add_ir_problems(report, path, archive.model());

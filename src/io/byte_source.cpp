@@ -1,4 +1,4 @@
-#include "onnxzip/byte_source.h"
+#include "onnxzip/internal/byte_source.h"
 
 #include <unistd.h>
 
@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "onnxzip/error.h"
+#include "onnxzip/internal/mapped_file.h"
 #include "posix_file.h"
 #include "read_range.h"
 

@@ -1,4 +1,4 @@
-#include "onnxzip/http_source.h"
+#include "onnxzip/internal/http_source.h"
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "onnxzip/error.h"
+#include "onnxzip/internal/byte_source.h"
 #include "read_range.h"
 
 #if ONNXZIP_HAVE_CURL
@@ -882,5 +883,7 @@ void HttpSource::fetch(std::uint64_t offset, std::uint64_t length,
 }
 
 #endif  // ONNXZIP_HAVE_CURL
+
+std::uint64_t HttpSource::tail_size_held() const noexcept { return options().tail_size; }
 
 }  // namespace onnxzip

@@ -24,7 +24,7 @@
 #include <string>
 #include <string_view>
 
-#include "onnxzip/s3.h"
+#include "onnxzip/internal/s3.h"
 #include "s3_sigv4.h"
 
 namespace onnxzip::s3 {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string_view>
 
-#include "onnxzip/http_source.h"
+#include "onnxzip/internal/http_source.h"
 #include "s3_config.h"
 
 namespace onnxzip::s3 {

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "onnxzip/http_source.h"
+#include "onnxzip/internal/http_source.h"
 
 namespace onnxzip {
 
