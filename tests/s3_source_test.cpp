@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -53,26 +54,50 @@ void write_model(const fs::path& path, std::size_t count, std::int64_t floats) {
 
 std::vector<std::uint8_t> to_vector(ByteSpan bytes) { return {bytes.begin(), bytes.end()}; }
 
+// One store for the whole suite, which ctest runs as one case (tests/CMakeLists.txt): moto takes
+// seconds to start, a test here milliseconds. The tests only read the store, and each starts with
+// the proxy's counters and pending faults cleared, so they stay independent of each other.
 class S3SourceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    if (!http_available()) GTEST_SKIP() << "built without libcurl";
+  static void SetUpTestSuite() {
+    if (!http_available()) {
+      skip_reason_ = "built without libcurl";
+      return;
+    }
     if (!S3Server::python()) {
-      GTEST_SKIP() << "no Python with moto 5 and boto3 (pip install 'moto[server]' boto3)";
+      skip_reason_ = "no Python with moto 5 and boto3 (pip install 'moto[server]' boto3)";
+      return;
     }
     // small.onnxz fits the first read; big.onnxz: 40 tensors of 64 KiB beyond a 256 KiB tail;
     // wide.onnxz: a model of over 64 KiB (3,000 initializers).
-    write_model(dir_ / "small.onnxz", 8, 256);
-    write_model(dir_ / "big.onnxz", 40, 16384);
-    write_model(dir_ / "wide.onnxz", 3000, 4);
-    server_ = std::make_unique<S3Server>(kBucket,
-                                         std::vector<std::pair<std::string, std::string>>{
-                                             {"small.onnxz", (dir_ / "small.onnxz").string()},
-                                             {"dir/big model.onnxz", (dir_ / "big.onnxz").string()},
-                                             {"big.onnxz", (dir_ / "big.onnxz").string()},
-                                             {"wide.onnxz", (dir_ / "wide.onnxz").string()}});
+    models_ = std::make_unique<test_support::ScratchDir>("s3_models");
+    write_model(model("small.onnxz"), 8, 256);
+    write_model(model("big.onnxz"), 40, 16384);
+    write_model(model("wide.onnxz"), 3000, 4);
+    try {
+      server_ = std::make_unique<S3Server>(kBucket,
+                                           std::vector<std::pair<std::string, std::string>>{
+                                               {"small.onnxz", model("small.onnxz").string()},
+                                               {"dir/big model.onnxz", model("big.onnxz").string()},
+                                               {"big.onnxz", model("big.onnxz").string()},
+                                               {"wide.onnxz", model("wide.onnxz").string()}});
+    } catch (const std::exception& error) {
+      start_error_ = error.what();
+    }
+  }
+  static void TearDownTestSuite() {
+    server_.reset();
+    models_.reset();
+  }
+
+  void SetUp() override {
+    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+    ASSERT_TRUE(start_error_.empty()) << start_error_;
     server_->reset_stats();
   }
+
+  // A local archive, the same bytes as the store's object of that name.
+  static fs::path model(const std::string& name) { return *models_ / name; }
 
   // The store's settings, from an environment of the test's own.
   Environment environment(const std::string& secret = "") const {
@@ -94,12 +119,20 @@ class S3SourceTest : public ::testing::Test {
     return Archive::open(open_source(url, http, {}, environment()));
   }
 
-  test_support::ScratchDir dir_{"s3_source"};
-  std::unique_ptr<S3Server> server_;
+  test_support::ScratchDir dir_{"s3_source"};  // The test's HOME and the tool's outputs.
+  static std::unique_ptr<test_support::ScratchDir> models_;
+  static std::unique_ptr<S3Server> server_;
+  static std::string skip_reason_;
+  static std::string start_error_;
 };
 
+std::unique_ptr<test_support::ScratchDir> S3SourceTest::models_;
+std::unique_ptr<S3Server> S3SourceTest::server_;
+std::string S3SourceTest::skip_reason_;
+std::string S3SourceTest::start_error_;
+
 TEST_F(S3SourceTest, OpenIsOneSignedRequestAndEachTensorBeyondTheTailOne) {
-  const Archive local = Archive::open(dir_ / "big.onnxz");
+  const Archive local = Archive::open(model("big.onnxz"));
   const Archive remote = open("s3://models/dir/big model.onnxz", {.tail_size = 256 << 10});
   test_support::S3ProxyStats stats = server_->stats();
   EXPECT_EQ(stats.requests, 1U);
@@ -121,7 +154,7 @@ TEST_F(S3SourceTest, OpenIsOneSignedRequestAndEachTensorBeyondTheTailOne) {
 }
 
 TEST_F(S3SourceTest, ASmallArchiveIsOneRequestAndAModelBeyondTheTailTwo) {
-  const Archive local_small = Archive::open(dir_ / "small.onnxz");
+  const Archive local_small = Archive::open(model("small.onnxz"));
   const Archive small = open("s3://models/small.onnxz");
   for (const Archive::TensorInfo& tensor : local_small.tensors()) {
     EXPECT_EQ(to_vector(small.payload(*small.find_tensor(tensor.name)).view()),
@@ -130,7 +163,7 @@ TEST_F(S3SourceTest, ASmallArchiveIsOneRequestAndAModelBeyondTheTailTwo) {
   EXPECT_EQ(server_->stats().requests, 1U);  // Every tensor was in the first read.
 
   server_->reset_stats();
-  const Archive local_wide = Archive::open(dir_ / "wide.onnxz");
+  const Archive local_wide = Archive::open(model("wide.onnxz"));
   ASSERT_GT(local_wide.model_bytes().size(), 70000U);
   const Archive wide = open("s3://models/wide.onnxz", {.tail_size = 65557});
   EXPECT_EQ(wide.tensors().size(), 3000U);
@@ -173,7 +206,7 @@ TEST_F(S3SourceTest, RefusalsSayWhatTheStoreSaidNamingTheObjectAndNoSecret) {
 
 // The proxy answers 503 SlowDown or cuts a body: the request is retried, resuming where it was.
 TEST_F(S3SourceTest, ThrottledAndCutRequestsAreRetried) {
-  const Archive local = Archive::open(dir_ / "big.onnxz");
+  const Archive local = Archive::open(model("big.onnxz"));
   server_->inject("slowdown", 2);
   const Archive remote = open("s3://models/dir/big model.onnxz", {.tail_size = 256 << 10});
   EXPECT_EQ(server_->stats().requests, 3U);
@@ -228,7 +261,7 @@ std::map<std::string, std::string> store_variables(const S3Server& server, const
 // Archive::open_url takes s3:// and finds the settings in the process's environment.
 TEST_F(S3SourceTest, ArchiveOpenUrlTakesS3Urls) {
   const ScopedEnvironment scope(store_variables(*server_, dir_.path()));
-  const Archive local = Archive::open(dir_ / "small.onnxz");
+  const Archive local = Archive::open(model("small.onnxz"));
   const Archive remote = Archive::open_url("s3://models/small.onnxz");
   EXPECT_EQ(remote.tensors().size(), local.tensors().size());
   EXPECT_EQ(server_->stats().requests, 1U);
@@ -245,18 +278,18 @@ TEST_F(S3SourceTest, TheToolReadsS3Urls) {
 
   // verify reads every byte: its findings are the local file's (this model has no opset).
   const test_support::CliRun local_verify =
-      test_support::run_cli(dir_.path(), {"verify", (dir_ / "big.onnxz").string()});
+      test_support::run_cli(dir_.path(), {"verify", model("big.onnxz").string()});
   const test_support::CliRun verify =
       test_support::run_cli(dir_.path(), {"verify", "s3://models/big.onnxz"});
   EXPECT_EQ(verify.exit_code, local_verify.exit_code) << verify;
   std::string expected = local_verify.out;
-  expected.replace(0, (dir_ / "big.onnxz").string().size(), "s3://models/big.onnxz");
+  expected.replace(0, model("big.onnxz").string().size(), "s3://models/big.onnxz");
   EXPECT_EQ(verify.out, expected) << verify;
 
   const fs::path local_out = dir_ / "local";
   const fs::path remote_out = dir_ / "remote";
   ASSERT_EQ(test_support::run_cli(dir_.path(),
-                                  {"extract", (dir_ / "big.onnxz").string(), local_out.string()})
+                                  {"extract", model("big.onnxz").string(), local_out.string()})
                 .exit_code,
             0);
   const test_support::CliRun extract =

@@ -189,67 +189,92 @@ std::optional<std::string> process_environment(std::string_view name) {
   return std::string(value);
 }
 
-Config resolve_config(const S3Options& options, const Environment& environment) {
-  const bool explicit_profile = !options.profile.empty();
-  std::string profile = options.profile;
-  if (profile.empty()) profile = non_empty(environment, "AWS_PROFILE");
-  if (profile.empty()) profile = "default";
+namespace {
 
-  const std::string credentials_path =
-      home_file(environment, "AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
-  const std::string config_path = home_file(environment, "AWS_CONFIG_FILE", ".aws/config");
-  const IniFile credentials_file = read_ini(credentials_path, "credentials");
-  const IniFile config_file = read_ini(config_path, "config");
-  const Section* const credentials_section = find(credentials_file, profile);
-  const Section* const config_section = config_profile(config_file, profile);
-  if (explicit_profile && credentials_section == nullptr && config_section == nullptr) {
-    throw Error(ErrorCode::kInvalidArgument, "the AWS profile '" + profile + "' is in neither " +
-                                                 credentials_path + " nor " + config_path);
+// The profile in use and the two shared files it was looked up in. The sections point into the
+// files' maps, whose nodes stay put when the struct is moved.
+struct ProfileFiles {
+  std::string profile;
+  std::string credentials_path;
+  std::string config_path;
+  IniFile credentials_file;
+  IniFile config_file;
+  const Section* credentials_section = nullptr;
+  const Section* config_section = nullptr;
+};
+
+// The profile named by the caller, else AWS_PROFILE, else "default", with its sections; a profile
+// the caller named must exist somewhere, a default one need not.
+ProfileFiles read_profile(const S3Options& options, const Environment& environment) {
+  ProfileFiles out;
+  out.profile = options.profile;
+  if (out.profile.empty()) out.profile = non_empty(environment, "AWS_PROFILE");
+  if (out.profile.empty()) out.profile = "default";
+  out.credentials_path = home_file(environment, "AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
+  out.config_path = home_file(environment, "AWS_CONFIG_FILE", ".aws/config");
+  out.credentials_file = read_ini(out.credentials_path, "credentials");
+  out.config_file = read_ini(out.config_path, "config");
+  out.credentials_section = find(out.credentials_file, out.profile);
+  out.config_section = config_profile(out.config_file, out.profile);
+  if (!options.profile.empty() && out.credentials_section == nullptr &&
+      out.config_section == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument, "the AWS profile '" + out.profile +
+                                                 "' is in neither " + out.credentials_path +
+                                                 " nor " + out.config_path);
   }
+  return out;
+}
 
-  Config out;
-  if (options.credentials) {
-    out.credentials = *options.credentials;
-  } else {
-    std::optional<Credentials> found;
-    // botocore: a profile named by the caller negates the environment's keys; AWS_PROFILE does not.
-    if (!explicit_profile) {
-      Credentials from_environment{non_empty(environment, "AWS_ACCESS_KEY_ID"),
-                                   non_empty(environment, "AWS_SECRET_ACCESS_KEY"),
-                                   non_empty(environment, "AWS_SESSION_TOKEN")};
-      if (from_environment.session_token.empty()) {
-        from_environment.session_token = non_empty(environment, "AWS_SECURITY_TOKEN");
-      }
-      if (!from_environment.access_key_id.empty() && !from_environment.secret_access_key.empty()) {
-        found = std::move(from_environment);
-      }
-    }
-    if (!found) found = credentials_in(credentials_section);
-    if (!found) found = credentials_in(config_section);
-    if (!found) {
-      throw Error(ErrorCode::kNotFound,
-                  "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give "
-                  "profile '" +
-                      profile + "' aws_access_key_id and aws_secret_access_key in " +
-                      credentials_path + " or " + config_path);
-    }
-    out.credentials = std::move(*found);
+std::optional<Credentials> environment_credentials(const Environment& environment) {
+  Credentials out{non_empty(environment, "AWS_ACCESS_KEY_ID"),
+                  non_empty(environment, "AWS_SECRET_ACCESS_KEY"),
+                  non_empty(environment, "AWS_SESSION_TOKEN")};
+  if (out.session_token.empty()) out.session_token = non_empty(environment, "AWS_SECURITY_TOKEN");
+  if (out.access_key_id.empty() || out.secret_access_key.empty()) return std::nullopt;
+  return out;
+}
+
+// The caller's keys, else the environment's, else the profile's in the credentials file, else
+// in the config file.
+Credentials resolve_credentials(const S3Options& options, const Environment& environment,
+                                const ProfileFiles& files) {
+  if (options.credentials) return *options.credentials;
+  std::optional<Credentials> found;
+  // botocore: a profile named by the caller negates the environment's keys; AWS_PROFILE does not.
+  if (options.profile.empty()) found = environment_credentials(environment);
+  if (!found) found = credentials_in(files.credentials_section);
+  if (!found) found = credentials_in(files.config_section);
+  if (!found) {
+    throw Error(ErrorCode::kNotFound,
+                "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give "
+                "profile '" +
+                    files.profile + "' aws_access_key_id and aws_secret_access_key in " +
+                    files.credentials_path + " or " + files.config_path);
   }
+  return std::move(*found);
+}
 
-  out.region = options.region;
+std::string resolve_region(const S3Options& options, const Environment& environment,
+                           const ProfileFiles& files) {
+  std::string region = options.region;
   for (const std::string_view variable : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
-    if (out.region.empty()) out.region = non_empty(environment, variable);
+    if (region.empty()) region = non_empty(environment, variable);
   }
-  if (out.region.empty()) out.region = value_of(config_section, "region");
-  if (out.region.empty()) out.region = "us-east-1";
+  if (region.empty()) region = value_of(files.config_section, "region");
+  if (region.empty()) region = "us-east-1";
   // The region goes into a host name and the signing scope.
-  if (!std::all_of(out.region.begin(), out.region.end(), [](char c) {
+  if (!std::all_of(region.begin(), region.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
       })) {
     throw Error(ErrorCode::kInvalidArgument,
-                "an AWS region is letters, digits and '-' (\"" + out.region + "\")");
+                "an AWS region is letters, digits and '-' (\"" + region + "\")");
   }
+  return region;
+}
 
+// The checked endpoint, or "" for AWS itself; an error names where the bad value came from.
+std::string resolve_endpoint(const S3Options& options, const Environment& environment,
+                             const ProfileFiles& files) {
   std::string endpoint = options.endpoint_url;
   std::string where = "S3Options::endpoint_url";
   for (const std::string_view variable : {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}) {
@@ -259,10 +284,20 @@ Config resolve_config(const S3Options& options, const Environment& environment) 
     }
   }
   if (endpoint.empty()) {
-    endpoint = value_of(config_section, "endpoint_url");
-    where = "profile '" + profile + "' in " + config_path;
+    endpoint = value_of(files.config_section, "endpoint_url");
+    where = "profile '" + files.profile + "' in " + files.config_path;
   }
-  if (!endpoint.empty()) out.endpoint = check_endpoint(endpoint, where);
+  return endpoint.empty() ? "" : check_endpoint(endpoint, where);
+}
+
+}  // namespace
+
+Config resolve_config(const S3Options& options, const Environment& environment) {
+  const ProfileFiles files = read_profile(options, environment);
+  Config out;
+  out.credentials = resolve_credentials(options, environment, files);
+  out.region = resolve_region(options, environment, files);
+  out.endpoint = resolve_endpoint(options, environment, files);
   return out;
 }
 

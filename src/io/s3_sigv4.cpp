@@ -134,6 +134,73 @@ std::string sha256_hex(ByteSpan bytes) {
   return to_hex(std::span<const unsigned char>(digest, length));
 }
 
+namespace {
+
+// The headers SigV4 adds to the caller's: the time, the payload's hash and any session token.
+std::vector<NameValue> amz_headers(const SigV4Request& request, const Credentials& credentials,
+                                   const std::string& date_time) {
+  std::vector<NameValue> out;
+  out.push_back({"x-amz-date", date_time});
+  out.push_back({"x-amz-content-sha256", std::string(request.payload_sha256)});
+  if (!credentials.session_token.empty()) {
+    out.push_back({"x-amz-security-token", credentials.session_token});
+  }
+  return out;
+}
+
+struct CanonicalHeaders {
+  std::string lines;         // "name:value" lines joined by '\n', no trailing '\n'.
+  std::string signed_names;  // "name;name;..."
+};
+
+// Every signed header (host, the caller's, the added ones), lower-cased and sorted by name: a
+// plain byte order puts x-amz-copy-source before x-amz-copy-source-if-match and
+// x-amz-copy-source-range.
+CanonicalHeaders canonical_headers(const SigV4Request& request, std::span<const NameValue> added) {
+  std::vector<std::pair<std::string, std::string>> headers;
+  headers.emplace_back("host", trim_all(request.host));
+  for (const std::span<const NameValue> list : {request.headers, added}) {
+    for (const NameValue& header : list) {
+      if (has_line_break(header.name) || has_line_break(header.value)) {
+        // The value is not shown: it may be a credential.
+        throw Error(ErrorCode::kInvalidArgument,
+                    "the request header '" + header.name + "' has a line break");
+      }
+      headers.emplace_back(lower(trim_all(header.name)), trim_all(header.value));
+    }
+  }
+  std::stable_sort(headers.begin(), headers.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  CanonicalHeaders out;
+  for (std::size_t i = 0; i < headers.size(); ++i) {
+    const auto& [name, value] = headers[i];
+    if (i > 0 && headers[i - 1].first == name) {
+      out.lines += "," + value;  // A repeated header: its values in order, joined.
+      continue;
+    }
+    if (i > 0) {
+      out.lines += "\n";
+      out.signed_names += ";";
+    }
+    out.lines += name + ":" + value;
+    out.signed_names += name;
+  }
+  return out;
+}
+
+// HMAC(HMAC(HMAC(HMAC("AWS4" + secret, date), region), "s3"), "aws4_request").
+Digest signing_key(const std::string& secret_access_key, std::string_view date,
+                   std::string_view region) {
+  const std::string secret = "AWS4" + secret_access_key;
+  Digest key = hmac_sha256(
+      std::span(reinterpret_cast<const unsigned char*>(secret.data()), secret.size()), date);
+  key = hmac_sha256(key, region);
+  key = hmac_sha256(key, kService);
+  return hmac_sha256(key, "aws4_request");
+}
+
+}  // namespace
+
 SignedHeaders sign(const SigV4Request& request, const Credentials& credentials,
                    std::string_view region, std::chrono::system_clock::time_point time) {
   if (credentials.access_key_id.empty() || credentials.secret_access_key.empty()) {
@@ -143,63 +210,20 @@ SignedHeaders sign(const SigV4Request& request, const Credentials& credentials,
   const std::string_view date = std::string_view(date_time).substr(0, 8);
 
   SignedHeaders out;
-  out.headers.push_back({"x-amz-date", date_time});
-  out.headers.push_back({"x-amz-content-sha256", std::string(request.payload_sha256)});
-  if (!credentials.session_token.empty()) {
-    out.headers.push_back({"x-amz-security-token", credentials.session_token});
-  }
-
-  // Every signed header, lower-cased and sorted by name: a plain byte order puts
-  // x-amz-copy-source before x-amz-copy-source-if-match and x-amz-copy-source-range.
-  std::vector<std::pair<std::string, std::string>> signed_headers;
-  signed_headers.emplace_back("host", trim_all(request.host));
-  for (const std::span<const NameValue> list :
-       {request.headers, std::span<const NameValue>(out.headers)}) {
-    for (const NameValue& header : list) {
-      if (has_line_break(header.name) || has_line_break(header.value)) {
-        // The value is not shown: it may be a credential.
-        throw Error(ErrorCode::kInvalidArgument,
-                    "the request header '" + header.name + "' has a line break");
-      }
-      signed_headers.emplace_back(lower(trim_all(header.name)), trim_all(header.value));
-    }
-  }
-  std::stable_sort(signed_headers.begin(), signed_headers.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::string canonical_headers;
-  std::string signed_names;
-  for (std::size_t i = 0; i < signed_headers.size(); ++i) {
-    const auto& [name, value] = signed_headers[i];
-    if (i > 0 && signed_headers[i - 1].first == name) {
-      canonical_headers += "," + value;  // A repeated header: its values in order, joined.
-      continue;
-    }
-    if (i > 0) {
-      canonical_headers += "\n";
-      signed_names += ";";
-    }
-    canonical_headers += name + ":" + value;
-    signed_names += name;
-  }
-
+  out.headers = amz_headers(request, credentials, date_time);
+  const CanonicalHeaders headers = canonical_headers(request, out.headers);
   out.canonical_request = std::string(request.method) + "\n" + std::string(request.encoded_path) +
-                          "\n" + canonical_query(request.query) + "\n" + canonical_headers +
-                          "\n\n" + signed_names + "\n" + std::string(request.payload_sha256);
+                          "\n" + canonical_query(request.query) + "\n" + headers.lines + "\n\n" +
+                          headers.signed_names + "\n" + std::string(request.payload_sha256);
   const std::string scope =
       std::string(date) + "/" + std::string(region) + "/" + std::string(kService) + "/aws4_request";
   out.string_to_sign = std::string(kAlgorithm) + "\n" + date_time + "\n" + scope + "\n" +
                        sha256_hex(text_bytes(out.canonical_request));
-
-  const std::string secret = "AWS4" + credentials.secret_access_key;
-  Digest key = hmac_sha256(
-      std::span(reinterpret_cast<const unsigned char*>(secret.data()), secret.size()), date);
-  key = hmac_sha256(key, region);
-  key = hmac_sha256(key, kService);
-  key = hmac_sha256(key, "aws4_request");
-  out.signature = to_hex(hmac_sha256(key, out.string_to_sign));
+  out.signature = to_hex(
+      hmac_sha256(signing_key(credentials.secret_access_key, date, region), out.string_to_sign));
   out.headers.push_back({"Authorization", std::string(kAlgorithm) +
                                               " Credential=" + credentials.access_key_id + "/" +
-                                              scope + ", SignedHeaders=" + signed_names +
+                                              scope + ", SignedHeaders=" + headers.signed_names +
                                               ", Signature=" + out.signature});
   return out;
 }

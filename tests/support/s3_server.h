@@ -44,6 +44,7 @@ class S3Server final {
   const std::string& secret_access_key() const noexcept { return secret_access_key_; }
 
   S3ProxyStats stats() const;
+  // Zeroes the counts and drops the faults not yet met.
   void reset_stats() const;
   // The next `count` requests get `kind` ("slowdown", "reset"; see s3_server.py).
   void inject(const std::string& kind, int count = 1) const;

@@ -17,7 +17,8 @@ The proxy forwards every request unchanged (Host included, so signatures still m
 answers these itself:
   GET  /__proxy/stats          {"requests": N, "bytes": body bytes sent to clients, "log": [...]}
                                for the requests forwarded since the last reset;
-  POST /__proxy/reset          forgets them;
+  POST /__proxy/reset          forgets them and any fault still pending (the tests of a suite
+                               share one store: what one test left must not reach the next);
   POST /__proxy/fault?kind=K&count=N
                                the next N forwarded requests get fault K:
                                  slowdown  503 with S3's SlowDown XML (the request not forwarded);
@@ -107,6 +108,7 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         elif url.path == "/__proxy/reset":
             with lock:
                 stats.update(requests=0, bytes=0, log=[])
+                faults.clear()
             self._reply(200, b"{}")
         elif url.path == "/__proxy/fault":
             query = dict(urllib.parse.parse_qsl(url.query))
