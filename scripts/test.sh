@@ -7,34 +7,39 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+source scripts/phases.sh
 
-echo "== clang-format check"
+phase "clang-format check"
 mapfile -t sources < <(git ls-files '*.h' '*.cpp')
 clang-format --dry-run -Werror "${sources[@]}"
 
-echo "== g++ build and tests"
+phase "g++ build"
 scripts/build.sh
+phase "g++ tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 # The JavaScript package (js/): its TypeScript build and type check, then its tests -- units and
 # every conformance vector, ONNX Runtime (node and web) on real models, Chromium -- which use the
 # onnxzip tool just built for their fixtures.
-echo "== JavaScript package: tsc, type check, node --test (units, vectors, ORT, Chromium)"
+phase "JavaScript package: tsc, type check, node --test (units, vectors, ORT, Chromium)"
 (cd js && npm run --silent build && npm run --silent typecheck && node --test test/unit/ test/ort/ test/browser/)
 
 # The Python package, built and installed the way users install it (README "Python"), into a venv
 # under build/; pytest runs from tests/python so that it imports the installed package, not the
 # source tree. The > 2 GiB test (marker `slow`, minutes and ~5 GiB of memory) is left out: run it
 # with `cd tests/python && ../../build/venv/bin/python -m pytest -m slow`.
-echo "== Python package: install into build/venv, pytest against the installed package"
+phase "Python package: install into build/venv"
 /usr/bin/python3 -m venv --system-site-packages build/venv
 ONNXZIP_PYTHON_BUILD_DIR="$PWD/build-python" CMAKE_BUILD_PARALLEL_LEVEL="$jobs" \
   build/venv/bin/pip install --no-build-isolation --no-index --quiet .
-(cd tests/python && ../../build/venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow")
+phase "Python package: pytest against the installed package"
+(cd tests/python && ../../build/venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" --durations=10)
 
-echo "== clang AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
+phase "clang ASan+UBSan build"
 cmake -G Ninja -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
   -DONNXZIP_SANITIZE=address,undefined -DONNXZIP_BUILD_BENCH=OFF >/dev/null
 cmake --build build-asan -j "$jobs"
+phase "clang ASan+UBSan tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE slow
+phase_report
