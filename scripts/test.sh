@@ -13,8 +13,11 @@ phase "clang-format check"
 mapfile -t sources < <(git ls-files '*.h' '*.cpp')
 clang-format --dry-run -Werror "${sources[@]}"
 
+# The g++ build builds the Python extension module too (the package installs around it, below),
+# and no benchmark: nothing here runs them (the sanitizer build compiles them, so they keep
+# compiling).
 phase "g++ build"
-scripts/build.sh
+ONNXZIP_BUILD_BENCH=OFF scripts/build.sh
 phase "g++ tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
@@ -24,14 +27,15 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 phase "JavaScript package: tsc, type check, node --test (units, vectors, ORT, Chromium)"
 (cd js && npm run --silent build && npm run --silent typecheck && node --test test/unit/ test/ort/ test/browser/)
 
-# The Python package, built and installed the way users install it (README "Python"), into a venv
-# under build/; pytest runs from tests/python so that it imports the installed package, not the
+# The Python package, installed the way users install it (README "Python"), into a venv under
+# build/, around the extension module the g++ build made (setup.py reuses build/, where the module
+# is up to date); pytest runs from tests/python so that it imports the installed package, not the
 # source tree. The > 2 GiB test (marker `slow`, minutes and ~5 GiB of memory) is left out: run it
 # with `cd tests/python && ../../build/venv/bin/python -m pytest -m slow`.
 phase "Python package: install into build/venv"
 /usr/bin/python3 -m venv --system-site-packages build/venv
-ONNXZIP_PYTHON_BUILD_DIR="$PWD/build-python" CMAKE_BUILD_PARALLEL_LEVEL="$jobs" \
-  build/venv/bin/pip install --no-build-isolation --no-index --quiet .
+ONNXZIP_PYTHON_BUILD_DIR="$PWD/build" build/venv/bin/pip install --no-build-isolation --no-index \
+  --quiet .
 phase "Python package: pytest against the installed package"
 (cd tests/python && ../../build/venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" --durations=10)
 
