@@ -89,8 +89,8 @@ namespace {
 
 // libcurl, loaded the first time a URL is opened rather than linked: linked, it and the ~30
 // libraries it needs (GnuTLS, LDAP, Kerberos, ...) were loaded, relocated and initialized by every
-// run of every program using onnxzip, 7 ms of CPU and 440 page faults here, more than an in-place
-// edit of a 1 GiB archive takes. The soname is the one libcurl4 has had since 2006.
+// run of every program using onnxzip, more CPU and page faults than an in-place edit of a 1 GiB
+// archive takes (bench/edit_bench.cpp). The soname is the one libcurl4 has had since 2006.
 constexpr const char* kCurlLibrary = "libcurl.so.4";
 
 struct CurlApi {
