@@ -329,9 +329,9 @@ void Verifier::check_name(const ZipEntry& e) {
 }
 
 // Every entry's bytes read once, each piece's CRC-32 and SHA-256 computed while it is in the
-// cache, the entries shared out over the cores (SHA-256 is the pace: about 1.8 GB/s on one
-// core). Findings are made afterwards in entry order, so the report does not depend on which
-// thread read what.
+// cache, the entries shared out over the cores (SHA-256, slower than reading, sets the pace).
+// Findings are made afterwards in entry order, so the report does not depend on which thread read
+// what.
 void Verifier::read_entries() {
   const ZipReader& zip = *zip_;
   const bool hash = zip.find(kDigestsEntryName) != nullptr;

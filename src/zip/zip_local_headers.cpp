@@ -111,10 +111,10 @@ MutableByteSpan LocalHeaderPass::copy_space(std::size_t size) {
   return MutableByteSpan(chunk.data() + start, size);
 }
 
-// Each local header copied costs a system call of its own, about 1 us, which made the reads the
-// largest part of opening an archive of many tensors. So a second thread reads half of them:
-// the entries' first reads (first_read_size) go into one buffer before any is checked. A read
-// that fails is left to bytes(), which then reports what it finds.
+// Each local header copied costs a system call of its own, which made the reads the largest part
+// of opening an archive of many tensors (bench/zip_bench.cpp, BM_ReaderOpen). So a second thread
+// reads half of them: the entries' first reads (first_read_size) go into one buffer before any is
+// checked. A read that fails is left to bytes(), which then reports what it finds.
 void LocalHeaderPass::prefetch() {
   const ByteSource& source = held_.source();
   if (source.access() == ByteSource::Access::kInMemory || entries_.size() < kPrefetchMinEntries) {
