@@ -75,13 +75,16 @@ def _open_archive(path: str, access: str, *, headers: Headers = None,
     try:
         return _onnxzip.Archive(path, access, False, [], check_digests, key)
     except (NotFoundError, IOFailure) as e:
-        e.filename = path
+        if not e.source:
+            e.source = e.filename = path
         raise
     except CorruptError as e:
         hint = _corrupt_hint(path)
         if not hint:
             raise
-        raise CorruptError(f"{e} ({hint})") from None
+        raise CorruptError(f"{e} ({hint})", source=e.source or path, entry=e.entry,
+                           tensor=e.tensor, offset=e.offset,
+                           problem=f"{e.problem} ({hint})") from None
 
 
 def _corrupt_hint(path: str) -> str:
