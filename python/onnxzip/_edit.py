@@ -89,12 +89,13 @@ def _serialize_referring(archive_path: str, model: onnx.ModelProto) -> bytes:
                 if in_sparse or tensor.data_location == onnx.TensorProto.EXTERNAL or \
                         not tensor.name or not tensor.HasField("raw_data"):
                     continue
-                index = archive._index.get(tensor.name)
-                if index is None:
-                    continue
+                found = archive._by_name.get(tensor.name, [])
+                if len(found) != 1:
+                    continue  # A name used twice: which entry it was is not known.
+                index = found[0]
                 info = archive._info(index)
-                if not info.location or info.data_type != tensor.data_type or \
-                        info.dims != tuple(tensor.dims) or info.nbytes != len(tensor.raw_data):
+                if not info.entry or info.data_type != tensor.data_type or \
+                        info.dims != tuple(tensor.dims) or info.size != len(tensor.raw_data):
                     continue
                 raw = tensor.raw_data
                 stored = archive._archive.array(index).reshape(-1).view(np.uint8)
@@ -102,7 +103,7 @@ def _serialize_referring(archive_path: str, model: onnx.ModelProto) -> bytes:
                     continue
                 location = tensor.data_location if tensor.HasField("data_location") else None
                 swapped.append((tensor, raw, location))
-                _make_reference(tensor, info.location, info.nbytes)
+                _make_reference(tensor, info.entry, info.size)
             serialized: bytes = model.SerializeToString()
             return serialized
         finally:

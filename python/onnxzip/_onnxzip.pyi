@@ -47,17 +47,17 @@ class TensorSiteField:
     repeated: bool
 
 class TensorRecord:
-    """One tensor of an opened archive: a payload entry, or an inline tensor (location "")."""
+    """One tensor of an opened archive (spec/names.md): a payload entry, or an inline tensor."""
     name: str
-    key: str
-    location: str
+    site: str
+    entry: str
     data_type: int
     dims: List[int]
-    nbytes: int
-    file_offset: int
+    size: int
+    offset: Optional[int]
     alignment: int
+    inline: bool
     zero_copy: bool
-    site: str
 
 class Archive:
     closed: bool
@@ -70,7 +70,7 @@ class Archive:
     def tensor(self, index: int) -> TensorRecord: ...
     def tensor_count(self) -> int: ...
     def metadata(self) -> List[Tuple[str, str]]: ...
-    def index(self) -> Dict[str, int]: ...
+    def columns(self) -> Tuple[List[str], List[str], List[str]]: ...
     def array(self, index: int) -> np.ndarray[Any, Any]: ...
     def payload(self, index: int) -> bytes: ...
     def arrays(self, indices: List[int]) -> List[np.ndarray[Any, Any]]: ...

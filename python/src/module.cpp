@@ -171,18 +171,18 @@ py::dtype dtype_for(const std::int32_t data_type) {
   }
 }
 
-// One tensor of an opened archive, as onnxzip.TensorInfo shows it (location "" when inline).
+// One tensor of an opened archive, as onnxzip.TensorInfo shows it (spec/names.md).
 struct TensorRecord {
   std::string name;
-  std::string key;
-  std::string location;
+  std::string site;
+  std::string entry;  // "" when inline.
   std::int32_t data_type = 0;
   std::vector<std::int64_t> dims;
-  std::uint64_t nbytes = 0;
-  std::uint64_t file_offset = 0;
+  std::uint64_t size = 0;
+  std::optional<std::uint64_t> offset;  // None when inline, or a remote entry's is unknown.
   std::uint64_t alignment = 0;
+  bool is_inline = false;
   bool zero_copy = false;
-  std::string site;
 };
 
 onnxzip::FileAccess file_access(const std::string& access) {
@@ -258,24 +258,29 @@ class PyArchive final {
     const Row& row = this->row(index);
     if (row.inline_tensor) {
       const InlineTensor& t = *row.inline_tensor;
-      return {t.name, t.name.empty() ? t.site : t.name,
-              "",     t.data_type,
-              t.dims, t.bytes.size(),
-              0,      0,
-              false,  t.site};
+      return {.name = t.name,
+              .site = t.site,
+              .entry = "",
+              .data_type = t.data_type,
+              .dims = t.dims,
+              .size = t.bytes.size(),
+              .offset = std::nullopt,
+              .alignment = 0,
+              .is_inline = true,
+              .zero_copy = false};
     }
     const onnxzip::Archive::TensorInfo& t = info(row.external);
     // A remote entry's data offset is not known before its local header is read.
-    return {t.tensor_name,
-            t.tensor_name.empty() ? t.location : t.tensor_name,
-            t.location,
-            t.data_type,
-            t.dims,
-            entry_size(t),
-            ranged_ ? 0 : t.file_offset,
-            ranged_ ? 0 : t.alignment,
-            t.zero_copy,
-            t.site};
+    return {.name = t.tensor_name,
+            .site = t.site,
+            .entry = t.location,
+            .data_type = t.data_type,
+            .dims = t.dims,
+            .size = entry_size(t),
+            .offset = ranged_ ? std::nullopt : std::optional<std::uint64_t>(t.file_offset),
+            .alignment = ranged_ ? 0 : t.alignment,
+            .is_inline = false,
+            .zero_copy = t.zero_copy};
   }
 
   // The model's metadata_props as (key, value) pairs, from the model the Archive has parsed: the
@@ -293,27 +298,26 @@ class PyArchive final {
     return rows_.size();
   }
 
-  // {key: index into tensors()}: a tensor's key is its name; an unnamed one's is its entry name,
-  // or for an inline tensor its site. A key used twice maps to its first tensor.
-  py::dict index() const {
+  // (names, sites, entries) of tensors(), in its order ("" for an unnamed or inline tensor's
+  // missing part): what onnxzip.Archive looks tensors up by, without a record per tensor.
+  py::tuple columns() const {
     archive();
-    py::dict result;
-    for (std::size_t i = 0; i < rows_.size(); ++i) {
-      const Row& row = rows_[i];
-      std::string_view key;
+    py::list names;
+    py::list sites;
+    py::list entries;
+    for (const Row& row : rows_) {
       if (row.inline_tensor) {
-        key = row.inline_tensor->name.empty() ? row.inline_tensor->site : row.inline_tensor->name;
+        names.append(file_text(row.inline_tensor->name));
+        sites.append(file_text(row.inline_tensor->site));
+        entries.append(py::str(""));
       } else {
         const onnxzip::Archive::TensorInfo& t = archive().tensors()[row.external];
-        key = t.tensor_name.empty() ? t.location : t.tensor_name;
-      }
-      const py::str name = file_text(key);
-      const py::int_ value(i);
-      if (PyDict_SetDefault(result.ptr(), name.ptr(), value.ptr()) == nullptr) {
-        throw py::error_already_set();
+        names.append(file_text(t.tensor_name));
+        sites.append(file_text(t.site));
+        entries.append(file_text(t.location));
       }
     }
-    return result;
+    return py::make_tuple(names, sites, entries);
   }
 
   // A read-only numpy array over tensor `index` of tensors(): no byte copied for an external
@@ -926,15 +930,15 @@ PYBIND11_MODULE(_onnxzip, m) {
   };
   py::class_<TensorRecord>(m, "TensorRecord")
       .def_property_readonly("name", text(&TensorRecord::name))
-      .def_property_readonly("key", text(&TensorRecord::key))
-      .def_property_readonly("location", text(&TensorRecord::location))
+      .def_property_readonly("site", text(&TensorRecord::site))
+      .def_property_readonly("entry", text(&TensorRecord::entry))
       .def_readonly("data_type", &TensorRecord::data_type)
       .def_readonly("dims", &TensorRecord::dims)
-      .def_readonly("nbytes", &TensorRecord::nbytes)
-      .def_readonly("file_offset", &TensorRecord::file_offset)
+      .def_readonly("size", &TensorRecord::size)
+      .def_readonly("offset", &TensorRecord::offset)
       .def_readonly("alignment", &TensorRecord::alignment)
-      .def_readonly("zero_copy", &TensorRecord::zero_copy)
-      .def_property_readonly("site", text(&TensorRecord::site));
+      .def_readonly("inline", &TensorRecord::is_inline)
+      .def_readonly("zero_copy", &TensorRecord::zero_copy);
 
   py::class_<PyArchive>(m, "Archive")
       .def(py::init<py::handle, const std::string&, bool, const std::vector<std::string>&, bool,
@@ -947,7 +951,7 @@ PYBIND11_MODULE(_onnxzip, m) {
       .def("tensor", &PyArchive::tensor, py::arg("index"))
       .def("tensor_count", &PyArchive::tensor_count)
       .def("metadata", &PyArchive::metadata)
-      .def("index", &PyArchive::index)
+      .def("columns", &PyArchive::columns)
       .def("array", &PyArchive::array, py::arg("index"))
       .def("payload", &PyArchive::payload, py::arg("index"))
       .def("arrays", &PyArchive::arrays, py::arg("indices"))

@@ -11,7 +11,7 @@ import onnxzip
 
 def _payload_bytes(path):
     with onnxzip.open(path) as archive:
-        return {info.location: (info.file_offset, archive.get_tensor(info.key).tobytes())
+        return {info.entry: (info.offset, archive.get_tensor(info).tobytes())
                 for info in archive.tensors}
 
 
@@ -51,7 +51,7 @@ def test_replace_model_refuses_a_dropped_reference_unless_compact(small_archive)
     assert result.compacted and result.dropped_entries == ["encoder_bias"]
     with onnxzip.open(path) as archive:
         assert archive.keys() == ["encoder.weight", "tiny"]  # tiny: inline, not an entry
-        assert [t.location for t in archive.tensors] == ["encoder_weight", ""]
+        assert [t.entry for t in archive.tensors] == ["encoder_weight", ""]
         np.testing.assert_array_equal(archive.get_tensor("encoder.weight"),
                                       arrays["encoder.weight"])
 

@@ -30,7 +30,7 @@ def test_add_tensor_returns_the_reference_and_writes_at_once(tmp_path):
         writer.finish(make_model([reference]))
     assert path.exists()
     with onnxzip.open(path) as archive:
-        assert archive.tensor_info("/encoder/layer.0/W").file_offset % 256 == 0
+        assert archive.tensor_info("/encoder/layer.0/W").offset % 256 == 0
         np.testing.assert_array_equal(archive.get_tensor("/encoder/layer.0/W"), array)
     assert onnxzip.verify(path).ok
 
@@ -167,7 +167,7 @@ def test_verify_reports_findings_as_objects(tmp_path, small_archive):
     path, _, _ = small_archive
     data = bytearray(path.read_bytes())
     with onnxzip.open(path) as archive:
-        offset = archive.tensor_info("encoder.weight").file_offset
+        offset = archive.tensor_info("encoder.weight").offset
     data[offset] ^= 0xFF  # A payload byte: load() accepts it, the CRC-32 does not.
     broken = tmp_path / "crc.onnxz"
     broken.write_bytes(bytes(data))
