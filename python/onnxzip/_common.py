@@ -54,3 +54,18 @@ def _is_archive_file(path: str) -> bool:
     with builtins.open(path, "rb") as file:
         head = file.read(4)
     return head in (b"PK\x03\x04", b"PK\x05\x06")
+
+
+def _check_output_name(function: str, path: str, writes_archive: bool, why: str = "") -> None:
+    """One rule for every face's outputs: a ".onnxz" name holds an archive and a ".onnx" name a
+    legacy model; other names take either. `why` says where the direction comes from."""
+    suffix = os.path.splitext(path)[1].lower()
+    if writes_archive and suffix == ".onnx":
+        problem = (f"{function} writes an .onnxz archive{why}, which a .onnx name would "
+                   "misdescribe: name the output .onnxz")
+    elif not writes_archive and suffix == ".onnxz":
+        problem = (f"{function} writes a legacy ONNX model{why}, which an .onnxz name would "
+                   "misdescribe: name the output .onnx")
+    else:
+        return
+    raise InvalidArgumentError(f"{path}: {problem}", source=path, problem=problem)

@@ -9,7 +9,8 @@ from typing import List, NamedTuple, Optional, Tuple, Union
 
 from . import _onnxzip
 from ._errors import InvalidArgumentError
-from ._common import PathLike, _check_int, _check_options, _is_archive_file, _path
+from ._common import (PathLike, _check_int, _check_options, _check_output_name,
+                      _is_archive_file, _path)
 
 # A PEM key: the path of a PEM file, or its bytes.
 KeyLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
@@ -61,21 +62,16 @@ def _key(function: str, option: str,
 
 
 def _check_destination_name(src: str, dst: str) -> None:
-    # convert's direction comes from the input's content: converting an archive writes a legacy
-    # model, which a ".onnxz" name would misdescribe (and a legacy input an archive named .onnx).
+    # convert's direction comes from the input's content, not from the output's name.
     try:
         archive_input = _is_archive_file(src)
     except OSError:
         return  # The C++ convert names the problem.
-    suffix = os.path.splitext(dst)[1].lower()
-    if archive_input and suffix == ".onnxz":
-        raise InvalidArgumentError(
-            f"{dst}: {src} is an .onnxz archive, so convert writes a legacy ONNX model: name "
-            "the output .onnx (to rewrite an archive, use repack)")
-    if not archive_input and suffix == ".onnx":
-        raise InvalidArgumentError(
-            f"{dst}: {src} is a legacy ONNX model, so convert writes an .onnxz archive: name "
-            "the output .onnxz")
+    if archive_input:
+        _check_output_name("convert", dst, False,
+                           f" (from {src}, an .onnxz archive; to rewrite an archive, use repack)")
+    else:
+        _check_output_name("convert", dst, True, f" (from {src}, a legacy ONNX model)")
 
 
 @dataclass(frozen=True)
@@ -235,6 +231,7 @@ def repack(src: PathLike, dst: PathLike, *, alignment: int = 64,
     (see save()); the input's integrity entries are never carried over (they describe other
     bytes)."""
     _check_options("repack", alignment=alignment, threshold=threshold)
+    _check_output_name("repack", _path(dst), True)
     _check_bool("repack", "digests", digests)
     return RepackResult(*_onnxzip.repack(_path(src), _path(dst), alignment, threshold, digests))
 
@@ -247,5 +244,6 @@ def write_view_model(archive_path: PathLike, view_path: Optional[PathLike] = Non
     if view_path is None:
         stem, _ = os.path.splitext(archive_path)
         view_path = stem + ".view.onnx"
+    _check_output_name("write_view_model", _path(view_path), False)
     _onnxzip.write_view_model(archive_path, _path(view_path))
     return _path(view_path)

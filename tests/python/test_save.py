@@ -224,3 +224,27 @@ def test_pure_python_protobuf_saves_through_the_fallback(tmp_path):
     environment = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python")
     subprocess.run([sys.executable, "-c", script], check=True, env=environment,
                    cwd=os.path.dirname(__file__))
+
+
+def test_an_output_name_that_contradicts_the_direction_is_refused(small_archive, tmp_path):
+    # save(model, "x.onnx") wrote an archive named .onnx. One rule in every face: ".onnxz" holds
+    # an archive, ".onnx" a legacy model, other names either.
+    path, arrays, model = small_archive
+    calls = {
+        "save": lambda out: onnxzip.save(model, out),
+        "ArchiveWriter": lambda out: onnxzip.ArchiveWriter(out),
+        "save_file": lambda out: onnxzip.save_file(arrays, out),
+        "repack": lambda out: onnxzip.repack(path, out),
+        "export_torch": lambda out: onnxzip.export_torch(None, (), out),
+    }
+    for function, call in calls.items():
+        out = tmp_path / "x.onnx"
+        with pytest.raises(onnxzip.InvalidArgumentError) as raised:
+            call(out)
+        assert str(raised.value).startswith(f"{out}: {function} writes an .onnxz archive")
+        assert "name the output .onnxz" in str(raised.value)
+    with pytest.raises(onnxzip.InvalidArgumentError, match="name the output .onnx$"):
+        onnxzip.write_view_model(path, tmp_path / "view.onnxz")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnxz"]
+    onnxzip.save(model, tmp_path / "x.bin")  # Other names take either.
+    assert onnxzip.load(tmp_path / "x.bin") == onnxzip.load(path)
