@@ -847,6 +847,7 @@ std::vector<std::string> tensor_site_paths(const py::handle model_bytes) {
 
 PYBIND11_MODULE(_onnxzip, m) {
   m.doc() = "The onnxzip C++ library (internal: use the onnxzip package).";
+  m.attr("version") = ONNXZIP_VERSION;  // CMake's project VERSION.
   py::register_exception_translator(&translate_error);
 
   m.def("save_bytes", &save_bytes, py::arg("model_bytes"), py::arg("path"), py::arg("alignment"),
