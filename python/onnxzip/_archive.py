@@ -15,7 +15,7 @@ from . import _onnxzip
 from ._errors import (BadStateError, CorruptError, InvalidArgumentError, IOFailure, NotFoundError,
                       UnsupportedError)
 from ._model_walk import model_tensors
-from ._common import PathLike, _is_archive_file, _path
+from ._common import PathLike, Source, _is_archive_file, _path, _source_kind
 from ._dtypes import _location
 from ._tools import KeyLike, _key
 
@@ -31,10 +31,6 @@ def _parse_stored_model(model_bytes: bytes, path: str) -> onnx.ModelProto:
     except DecodeError as e:
         raise CorruptError(f"{path}: __MODEL_PROTO: the onnx package cannot parse it: {e}") from None
     return model
-
-
-def _is_url(path: Any) -> bool:
-    return isinstance(path, str) and _onnxzip.is_url(path)
 
 
 def _header_lines(function: str, headers: Headers) -> List[str]:
@@ -56,24 +52,28 @@ def _header_lines(function: str, headers: Headers) -> List[str]:
     return lines
 
 
-def _open_archive(path: str, access: str, *, headers: Headers = None,
+def _open_archive(source: Source, access: str, *, headers: Headers = None,
                   check_digests: bool = False, public_key: Optional[KeyLike] = None,
                   function: str = "open") -> _onnxzip.Archive:
     """The extension's Archive, with what the C++ message cannot know added: the file's name on
     a NotFoundError (as open() sets it), and a hint when the file is a legacy model or looks
-    cut short. An http(s) URL opens a remote archive (range requests with `headers`)."""
+    cut short. An http(s) URL opens a remote archive (range requests with `headers`); a buffer
+    is viewed in place."""
     if not isinstance(check_digests, bool):
         raise TypeError(f"{function}: check_digests must be a bool, not "
                         f"{type(check_digests).__name__}")
     key = _key(function, "public_key", public_key)
-    if _is_url(path):
-        return _onnxzip.Archive(path, access, True, _header_lines(function, headers),
+    kind = _source_kind(source)
+    if kind == "url":
+        return _onnxzip.Archive(source, access, kind, _header_lines(function, headers),
                                 check_digests, key)
     if headers is not None:
-        raise InvalidArgumentError(f"{function}: headers apply to http(s) URLs only, and "
-                                   f"{path!r} is a path")
+        raise InvalidArgumentError(f"{function}: headers apply to http(s) URLs only")
+    if kind == "buffer":
+        return _onnxzip.Archive(source, access, kind, [], check_digests, key)
+    path = _path(source)
     try:
-        return _onnxzip.Archive(path, access, False, [], check_digests, key)
+        return _onnxzip.Archive(path, access, kind, [], check_digests, key)
     except (NotFoundError, IOFailure) as e:
         if not e.source:
             e.source = e.filename = path
@@ -102,19 +102,21 @@ def _corrupt_hint(path: str) -> str:
     return ""
 
 
-def _location_of(path: PathLike) -> str:
-    """A URL as given, or the path as a str."""
-    return path if isinstance(path, str) and _is_url(path) else _path(path)
+def _location_of(source: Source) -> Any:
+    """A URL or a buffer as given, or the path as a str."""
+    return _path(source) if _source_kind(source) == "path" else source
 
 
-def _display(path: PathLike) -> str:
-    """What messages and repr() call `path`: a URL without its user, query and fragment (a
-    presigned URL's credentials), else the path."""
-    location = _location_of(path)
-    return _onnxzip.display_url(location) if _is_url(location) else location
+def _display(source: Source) -> str:
+    """What messages and repr() call `source`: a URL without its user, query and fragment (a
+    presigned URL's credentials), "<memory>" for bytes, else the path."""
+    kind = _source_kind(source)
+    if kind == "buffer":
+        return "<memory>"
+    return _onnxzip.display_url(source) if kind == "url" else _path(source)
 
 
-def load(path: PathLike, *, load_external_data: bool = True, check_digests: bool = False,
+def load(path: Source, *, load_external_data: bool = True, check_digests: bool = False,
          public_key: Optional[KeyLike] = None, headers: Headers = None) -> onnx.ModelProto:
     """Reads the archive at `path` (or an http(s) URL) and returns its model, like onnx.load.
 
@@ -217,7 +219,7 @@ class Archive:
     nothing. Arrays are then still views of the mapping, checked.
     """
 
-    def __init__(self, path: PathLike, *, framework: str = "np", access: str = "map",
+    def __init__(self, path: Source, *, framework: str = "np", access: str = "map",
                  check_digests: bool = False, public_key: Optional[KeyLike] = None,
                  headers: Headers = None) -> None:
         if access not in ("map", "read"):
@@ -403,7 +405,7 @@ class Archive:
         return f"<onnxzip.Archive {self.path!r}: {self._count} tensors>"
 
 
-def open(path: PathLike, *, framework: str = "np",  # noqa: A001 - like safetensors' safe_open.
+def open(path: Source, *, framework: str = "np",  # noqa: A001 - like safetensors' safe_open.
          access: str = "map", check_digests: bool = False, public_key: Optional[KeyLike] = None,
          headers: Headers = None) -> Archive:
     """Opens the .onnxz archive at `path` for zero-copy reading, or at an http(s) URL for reading
@@ -434,7 +436,7 @@ def open(path: PathLike, *, framework: str = "np",  # noqa: A001 - like safetens
                    public_key=public_key, headers=headers)
 
 
-def load_file(path: PathLike, *, framework: str = "np", access: str = "map",
+def load_file(path: Source, *, framework: str = "np", access: str = "map",
               check_digests: bool = False, headers: Headers = None,
               key: str = "name") -> Dict[str, Any]:
     """Every tensor of the archive at `path` (or an http(s) URL) by name, as safetensors'

@@ -9,9 +9,14 @@ from typing import Any, Optional, Union
 import numpy as np
 import onnx
 
+from . import _onnxzip
 from ._errors import InvalidArgumentError
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+# Where a model is read from: a path, an http(s) URL (a str), or the model's bytes in any object
+# with the buffer protocol (bytes, bytearray, memoryview, a numpy array, mmap.mmap...).
+Source = Union[PathLike, bytes, bytearray, memoryview, Any]
 
 
 ModelLike = Union[onnx.ModelProto, bytes, bytearray, memoryview]
@@ -19,6 +24,24 @@ ModelLike = Union[onnx.ModelProto, bytes, bytearray, memoryview]
 
 def _path(path: PathLike) -> str:
     return os.fspath(path)
+
+
+def _is_url(path: Any) -> bool:
+    return isinstance(path, str) and _onnxzip.is_url(path)
+
+
+def _source_kind(source: Any) -> str:
+    """"url", "path" or "buffer" (bytes of a model, viewed in place)."""
+    if isinstance(source, str):
+        return "url" if _onnxzip.is_url(source) else "path"
+    if isinstance(source, os.PathLike):
+        return "path"
+    try:
+        memoryview(source).release()
+    except TypeError:
+        raise TypeError("a model source is a path, an http(s) URL or the model's bytes (a buffer), "
+                        f"not {type(source).__name__}") from None
+    return "buffer"
 
 
 def _check_int(function: str, option: str, value: Any, low: int, high: int) -> int:

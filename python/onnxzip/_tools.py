@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import List, NamedTuple, Optional, Tuple, Union
+from typing import List, Mapping, NamedTuple, Optional, Tuple, Union
 
 
 from . import _onnxzip
 from ._errors import InvalidArgumentError
-from ._common import (PathLike, _check_int, _check_options, _check_output_name,
-                      _is_archive_file, _path)
+from ._common import (PathLike, Source, _check_int, _check_options, _check_output_name,
+                      _is_archive_file, _path, _source_kind)
 
 # A PEM key: the path of a PEM file, or its bytes.
 KeyLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
@@ -123,10 +123,15 @@ class VerifyReport:
         return self.ok
 
 
-def verify(path: PathLike, *, check_crc: bool = True,
-           public_key: Optional[KeyLike] = None) -> VerifyReport:
+def verify(path: Source, *, check_crc: bool = True, public_key: Optional[KeyLike] = None,
+           headers: Optional[Mapping[str, str]] = None) -> VerifyReport:
     """Checks the model file at `path` and returns every finding instead of raising: the same
     findings as `onnxzip verify` prints, one a line (the same C++ function makes both).
+
+    `path` may also be an http(s) URL (downloaded first, into an unnamed temporary file, with
+    `headers`), or the model's bytes (bytes, bytearray, memoryview, any buffer: read in place,
+    and never shown in a message, which names it "<memory>"; a legacy model's external data then
+    has no folder, and each tensor referring to some is an "error" finding).
 
     An .onnxz archive is checked against the .onnxz specification (ZIP structure, alignment,
     CRC-32 of every entry unless check_crc=False, references, names); a legacy .onnx is read
@@ -145,8 +150,15 @@ def verify(path: PathLike, *, check_crc: bool = True,
 
     Raises only when the file cannot be read (NotFoundError, IOFailure), and
     InvalidArgumentError for a public_key that is not a PEM P-256 public key."""
-    raw, integrity, key_id = _onnxzip.verify(_path(path), check_crc,
-                                             _key("verify", "public_key", public_key))
+    _check_bool("verify", "check_crc", check_crc)
+    kind = _source_kind(path)
+    from ._archive import _header_lines
+
+    if kind != "url" and headers is not None:
+        raise InvalidArgumentError("verify: headers apply to http(s) URLs only")
+    raw, integrity, key_id = _onnxzip.verify(
+        _path(path) if kind == "path" else path, kind, check_crc,
+        _key("verify", "public_key", public_key), _header_lines("verify", headers))
     findings = tuple(VerifyFinding(*f[:5]) for f in raw)
     has_digests, has_signature, signature_key_id, _ = integrity
     # Findings of the integrity checks: those about `__SIGNATURE`, and the one saying none is

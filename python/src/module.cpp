@@ -6,14 +6,18 @@
 //
 // Errors: an onnxzip::Error becomes the Python class onnxzip._errors picks for its code (one
 // family under onnxzip.Error), with the library's message and the code as `.code`.
+#include <fcntl.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -36,6 +40,7 @@
 #include "onnxzip/http_source.h"
 #include "onnxzip/integrity.h"
 #include "onnxzip/legacy.h"
+#include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/signing.h"
@@ -67,6 +72,17 @@ class HeldBuffer final {
  private:
   Py_buffer view_{};
 };
+
+// An owner token over a caller's buffer (bytes, bytearray, memoryview, numpy array...): the
+// archive views it in place, and it and every array made from it keep the object alive (a
+// bytearray cannot be resized meanwhile). The last holder may let go without the GIL.
+onnxzip::OwnerToken hold_buffer(const py::handle object) {
+  auto held = std::make_shared<HeldBuffer>(object);
+  return {held.get(), [held](const void*) mutable {
+            const py::gil_scoped_acquire locked;
+            held.reset();
+          }};
+}
 
 // Text from a file (entry and tensor names) need not be UTF-8: undecodable bytes become lone
 // surrogates, as os.fsdecode does, so names still round-trip; messages get backslash escapes.
@@ -219,7 +235,8 @@ class PyArchive final {
   // SIGSEGV; "read" reads the file into memory, for files that others may change.
   // `check_digests` / `public_key`: LoadOptions' lazy digest checking; every payload is then
   // handed out through Archive::payload(), which checks it.
-  PyArchive(const py::handle location, const std::string& access, const bool remote,
+  // `kind` "buffer": `location` is the archive's bytes (any buffer object), viewed in place.
+  PyArchive(const py::handle location, const std::string& access, const std::string& kind,
             const std::vector<std::string>& headers, const bool check_digests,
             const py::handle public_key) {
     onnxzip::LoadOptions options{.parse = {.no_copy = true}};
@@ -227,15 +244,25 @@ class PyArchive final {
     options.check_digests = check_digests;
     options.public_key = pem_key<onnxzip::PublicKey>(public_key);
     checked_ = options.check_digests || options.public_key.has_value();
-    onnxzip::HttpOptions http;
-    http.headers = headers;
-    // A path may hold bytes that are not UTF-8 (os.fsencode's surrogates); a URL is text.
-    const std::string url = remote ? py::cast<std::string>(location) : std::string();
-    const auto path = remote ? std::filesystem::path() : py::cast<std::filesystem::path>(location);
-    const py::gil_scoped_release unlocked;
-    archive_ = std::make_shared<const onnxzip::Archive>(
-        remote ? onnxzip::Archive::open_url(url, options, http)
-               : onnxzip::Archive::open(path, options));
+    if (kind == "buffer") {
+      const onnxzip::OwnerToken owner = hold_buffer(location);
+      const onnxzip::ByteSpan bytes = static_cast<const HeldBuffer*>(owner.get())->span();
+      const py::gil_scoped_release unlocked;
+      archive_ = std::make_shared<const onnxzip::Archive>(
+          onnxzip::Archive::from_bytes(bytes, owner, options, "<memory>"));
+    } else if (kind == "url") {
+      onnxzip::HttpOptions http;
+      http.headers = headers;
+      const auto url = py::cast<std::string>(location);
+      const py::gil_scoped_release unlocked;
+      archive_ =
+          std::make_shared<const onnxzip::Archive>(onnxzip::Archive::open_url(url, options, http));
+    } else {
+      // A path may hold bytes that are not UTF-8 (os.fsencode's surrogates).
+      const auto path = py::cast<std::filesystem::path>(location);
+      const py::gil_scoped_release unlocked;
+      archive_ = std::make_shared<const onnxzip::Archive>(onnxzip::Archive::open(path, options));
+    }
     ranged_ = archive_->zip().source().access() == onnxzip::ByteSource::Access::kRanges;
     collect_rows();
   }
@@ -706,24 +733,96 @@ std::string convert(const std::filesystem::path& in, const std::filesystem::path
   return format == onnxzip::ModelFormat::kOnnxz ? "onnxz" : "legacy";
 }
 
+// The whole file at `url` in an unnamed temporary file (O_TMPFILE under TMPDIR, gone with its
+// descriptor), mapped: verify, repack and a legacy convert read a remote file as a local one, as
+// the CLI does (src/cli/cli_remote.cpp). Called without the GIL.
+std::shared_ptr<const onnxzip::MappedFile> download(const onnxzip::HttpSource& source) {
+  const char* const tmpdir = std::getenv("TMPDIR");
+  const std::string folder = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+  const std::string& shown = source.name();
+  const int fd = ::open(folder.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    throw onnxzip::Error(onnxzip::ErrorCode::kIo, {.file = shown},
+                         "cannot make a temporary file in " + folder +
+                             " to download it into: " + std::strerror(errno));
+  }
+  try {
+    source.fetch(0, source.size(), [&](const std::uint64_t at, const onnxzip::ByteSpan piece) {
+      std::size_t done = 0;
+      while (done < piece.size()) {
+        const ssize_t n =
+            ::pwrite(fd, piece.data() + done, piece.size() - done, static_cast<off_t>(at + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          throw onnxzip::Error(
+              onnxzip::ErrorCode::kIo, {.file = shown},
+              "cannot write its download to " + folder + ": " + std::strerror(errno));
+        }
+        done += static_cast<std::size_t>(n);
+      }
+    });
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  return onnxzip::MappedFile::adopt(fd, shown);
+}
+
+onnxzip::HttpOptions http_options(const std::vector<std::string>& headers) {
+  onnxzip::HttpOptions http;
+  http.headers = headers;
+  return http;
+}
+
+// What verify() reads: a file, a caller's buffer or a URL's download, mapped or borrowed.
+struct VerifySource {
+  std::optional<std::filesystem::path> path;  // Set for a file (a legacy model's folder counts).
+  std::shared_ptr<const onnxzip::MappedFile> download;
+  std::optional<HeldBuffer> buffer;
+  std::string name;  // What findings call it.
+};
+
 // ((severity, entry, tensor, offset, message, integrity) per finding, (has_digests,
 // has_signature, key_id, problem)); the message is the whole line, its place included
 // (onnxzip::to_string(VerifyFinding)); `integrity` marks the findings of spec §12.5's checks. The
 // second part is what the archive's integrity entries say they are (read_integrity_info): all
-// false and "" for a legacy model or a file that is no readable ZIP.
-py::tuple verify(const std::filesystem::path& path, const bool check_crc,
-                 const py::handle public_key) {
+// false and "" for a legacy model or a file that is no readable ZIP. `kind`: "path", "url"
+// (`headers` go with its requests) or "buffer" (`source` is the model's bytes).
+py::tuple verify(const py::handle source, const std::string& kind, const bool check_crc,
+                 const py::handle public_key, const std::vector<std::string>& headers) {
   onnxzip::VerifyOptions options;
   options.check_crc = check_crc;
   options.public_key = pem_key<onnxzip::PublicKey>(public_key);
+  VerifySource from;
+  if (kind == "buffer") {
+    from.buffer.emplace(source);
+    from.name = "<memory>";
+  } else if (kind == "path") {
+    from.path = py::cast<std::filesystem::path>(source);
+    from.name = from.path->string();
+  }
+  const std::string url = kind == "url" ? py::cast<std::string>(source) : std::string();
   onnxzip::VerifyReport report;
   onnxzip::IntegrityInfo integrity;
   {
     const py::gil_scoped_release unlocked;
-    report = onnxzip::verify_model_file(path, options);  // What `onnxzip verify` reports.
+    if (kind == "url") {
+      from.download = download(*onnxzip::HttpSource::open(url, http_options(headers)));
+      from.name = onnxzip::display_url(url);
+    }
+    const onnxzip::ByteSpan bytes = from.buffer     ? from.buffer->span()
+                                    : from.download ? from.download->bytes()
+                                                    : onnxzip::ByteSpan();
+    // What `onnxzip verify` reports.
+    report = from.path ? onnxzip::verify_model_file(*from.path, options)
+                       : onnxzip::verify_model_bytes(bytes, options, from.name);
     try {
-      if (onnxzip::detect_format(path) == onnxzip::ModelFormat::kOnnxz) {
-        integrity = onnxzip::read_integrity_info(onnxzip::ZipReader::open(path), options.integrity);
+      if (from.path ? onnxzip::detect_format(*from.path) == onnxzip::ModelFormat::kOnnxz
+                    : bytes.size() >= 4 && bytes[0] == 'P' && bytes[1] == 'K') {
+        integrity = onnxzip::read_integrity_info(
+            from.path ? onnxzip::ZipReader::open(*from.path)
+                      : onnxzip::ZipReader::from_bytes(bytes, onnxzip::kNoOwner),
+            options.integrity);
       }
     } catch (const onnxzip::Error&) {
       // The findings say why the file does not read; it has no integrity entries to speak of.
@@ -873,8 +972,8 @@ PYBIND11_MODULE(_onnxzip, m) {
         py::arg("threshold"), py::arg("dedupe"), py::arg("external_data"),
         py::arg("data_file_name"), py::arg("max_file_size"), py::arg("data_alignment"),
         py::arg("digests") = false);
-  m.def("verify", &verify, py::arg("path"), py::arg("check_crc"),
-        py::arg("public_key") = py::none());
+  m.def("verify", &verify, py::arg("source"), py::arg("kind"), py::arg("check_crc"),
+        py::arg("public_key") = py::none(), py::arg("headers") = std::vector<std::string>());
   m.def("sign", &sign, py::arg("path"), py::arg("key"), py::arg("durable") = true);
   m.def("replace_model", &replace_model, py::arg("path"), py::arg("model_bytes"),
         py::arg("compact"), py::arg("durable"), py::arg("key") = py::none());
@@ -942,9 +1041,9 @@ PYBIND11_MODULE(_onnxzip, m) {
       .def_readonly("zero_copy", &TensorRecord::zero_copy);
 
   py::class_<PyArchive>(m, "Archive")
-      .def(py::init<py::handle, const std::string&, bool, const std::vector<std::string>&, bool,
-                    py::handle>(),
-           py::arg("location"), py::arg("access"), py::arg("remote") = false,
+      .def(py::init<py::handle, const std::string&, const std::string&,
+                    const std::vector<std::string>&, bool, py::handle>(),
+           py::arg("location"), py::arg("access"), py::arg("kind") = "path",
            py::arg("headers") = std::vector<std::string>(), py::arg("check_digests") = false,
            py::arg("public_key") = py::none())
       .def("model_bytes", &PyArchive::model_bytes)
