@@ -9,8 +9,8 @@ from typing import List, Mapping, NamedTuple, Optional, Tuple, Union
 
 from . import _onnxzip
 from ._errors import InvalidArgumentError
-from ._common import (PathLike, Source, _check_int, _check_options, _check_output_name,
-                      _is_archive_file, _path, _source_kind)
+from ._common import (PathLike, Source, _check_int, _check_options, _check_output_name, _path,
+                      _source_kind)
 
 # A PEM key: the path of a PEM file, or its bytes.
 KeyLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
@@ -18,10 +18,14 @@ KeyLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
 
 def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int = 1024,
             dedupe: bool = False, external_data: Union[None, bool, str] = None,
-            max_file_size: int = 0, data_alignment: int = 4096, digests: bool = False) -> str:
+            max_file_size: int = 0, data_alignment: int = 4096, digests: bool = False,
+            externalize_attributes: bool = False, externalize_sparse: bool = False,
+            headers: Optional[Mapping[str, str]] = None) -> str:
     """Converts a legacy .onnx model (weights inline or in any external-data layout) to an .onnxz
     archive, or an archive to a legacy model; the direction comes from `src`'s content. Returns
     the input's format, "legacy" or "onnxz". `dst` appears atomically; `src` is never written.
+    `src` may be an http(s) URL (`headers` go with its requests): an archive is converted while
+    it downloads, a legacy model downloaded first.
 
     A `dst` name that contradicts the output's format (an archive converted to "y.onnxz", a
     legacy model to "y.onnx") is an InvalidArgumentError: the direction is the input's, not the
@@ -32,17 +36,48 @@ def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int
     `external_data` True forces external data, a string also names the data file, False forces
     inline (LimitExceededError past 2 GiB); `max_file_size` (bytes, 0: no limit) splits the data
     into FILE, FILE.1...; `data_alignment` aligns each payload's offset in it; tensors under
-    `threshold` bytes stay inline.
+    `threshold` bytes stay inline. Only the graphs' initializers (the main graph's and its
+    subgraphs') go to the data file by default: tensors in attributes (a Constant's value, which
+    is where some models keep every weight, inside If branches) stay inline because ONNX
+    Runtime's and onnx's checkers refuse them as external data, unless `externalize_attributes`;
+    sparse tensors' values and indices likewise unless `externalize_sparse`.
     """
     _check_options("convert", alignment=alignment, threshold=threshold, dedupe=dedupe)
     _check_int("convert", "max_file_size", max_file_size, 0, (1 << 64) - 1)
     _check_int("convert", "data_alignment", data_alignment, 1, 1 << 30)
-    _check_bool("convert", "digests", digests)
-    _check_destination_name(_path(src), _path(dst))
-    mode = None if external_data is None else bool(external_data)
-    data_file_name = external_data if isinstance(external_data, str) else ""
-    return _onnxzip.convert(_path(src), _path(dst), alignment, threshold, dedupe, mode,
-                            data_file_name, max_file_size, data_alignment, digests)
+    for option, value in (("digests", digests), ("externalize_attributes", externalize_attributes),
+                          ("externalize_sparse", externalize_sparse)):
+        _check_bool("convert", option, value)
+    kind = _source_kind(src)
+    if kind == "buffer":
+        raise TypeError("convert: src is a path or an http(s) URL, not a buffer")
+    if kind != "url" and headers is not None:
+        raise InvalidArgumentError("convert: headers apply to http(s) URLs only")
+    from ._archive import _header_lines
+
+    source = _path(src) if kind == "path" else src
+    shown = _path(src) if kind == "path" else _onnxzip.display_url(src)
+    target = _path(dst)
+
+    def check_output(input_format: str) -> None:
+        # The direction comes from the input's content, not from the output's name.
+        if input_format == "onnxz":
+            _check_output_name("convert", target, False,
+                               f" (from {shown}, an .onnxz archive; to rewrite an archive, "
+                               "use repack)")
+        else:
+            _check_output_name("convert", target, True, f" (from {shown}, a legacy ONNX model)")
+
+    options = _onnxzip.ConvertOptions()
+    options.alignment, options.threshold, options.dedupe = alignment, threshold, dedupe
+    options.external_data = None if external_data is None else bool(external_data)
+    options.data_file_name = external_data if isinstance(external_data, str) else ""
+    options.max_file_size, options.data_alignment = max_file_size, data_alignment
+    options.digests = digests
+    options.externalize_attributes = externalize_attributes
+    options.externalize_sparse = externalize_sparse
+    return _onnxzip.convert(source, kind, target, options, _header_lines("convert", headers),
+                            check_output)
 
 
 def _check_bool(function: str, option: str, value: object) -> None:
@@ -59,19 +94,6 @@ def _key(function: str, option: str,
         return _path(key)
     raise TypeError(f"{function}: {option} must be a PEM file's path or its bytes, not "
                     f"{type(key).__name__}")
-
-
-def _check_destination_name(src: str, dst: str) -> None:
-    # convert's direction comes from the input's content, not from the output's name.
-    try:
-        archive_input = _is_archive_file(src)
-    except OSError:
-        return  # The C++ convert names the problem.
-    if archive_input:
-        _check_output_name("convert", dst, False,
-                           f" (from {src}, an .onnxz archive; to rewrite an archive, use repack)")
-    else:
-        _check_output_name("convert", dst, True, f" (from {src}, a legacy ONNX model)")
 
 
 @dataclass(frozen=True)
@@ -234,18 +256,27 @@ class RepackResult(NamedTuple):
     dropped_entries: List[str]
 
 
-def repack(src: PathLike, dst: PathLike, *, alignment: int = 64,
-           threshold: int = 1024, digests: bool = False) -> RepackResult:
+def repack(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int = 1024,
+           digests: bool = False, headers: Optional[Mapping[str, str]] = None) -> RepackResult:
     """Writes a conforming .onnxz at `dst` from a ZIP archive of an ONNX model that another tool
     made (deflated or unaligned entries, data descriptors, the model entry anywhere). Entries
     referred to whole are kept (kept_entries), others resolved per tensor (unpacked_entries),
     unreferenced ones dropped (dropped_entries). With `digests`, the output gets `__DIGESTS`
     (see save()); the input's integrity entries are never carried over (they describe other
-    bytes)."""
+    bytes). `src` may be an http(s) URL, downloaded first (with `headers`)."""
     _check_options("repack", alignment=alignment, threshold=threshold)
     _check_output_name("repack", _path(dst), True)
     _check_bool("repack", "digests", digests)
-    return RepackResult(*_onnxzip.repack(_path(src), _path(dst), alignment, threshold, digests))
+    kind = _source_kind(src)
+    if kind == "buffer":
+        raise TypeError("repack: src is a path or an http(s) URL, not a buffer")
+    if kind != "url" and headers is not None:
+        raise InvalidArgumentError("repack: headers apply to http(s) URLs only")
+    from ._archive import _header_lines
+
+    return RepackResult(*_onnxzip.repack(_path(src) if kind == "path" else src, kind, _path(dst),
+                                         alignment, threshold, digests,
+                                         _header_lines("repack", headers)))
 
 
 def write_view_model(archive_path: PathLike, view_path: Optional[PathLike] = None) -> str:

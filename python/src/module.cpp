@@ -712,61 +712,90 @@ class PyWriter final {
   std::optional<onnxzip::ArchiveWriter> writer_;
 };
 
-// convert() with the options Python passes by keyword; returns the input's format.
-std::string convert(const std::filesystem::path& in, const std::filesystem::path& out,
-                    const std::uint32_t alignment, const std::uint64_t threshold, const bool dedupe,
-                    const std::optional<bool> external_data, const std::string& data_file_name,
-                    const std::uint64_t max_file_size, const std::uint64_t data_alignment,
-                    const bool digests) {
+// The options of convert() that Python passes by keyword.
+struct PyConvertOptions {
+  std::uint32_t alignment = 64;
+  std::uint64_t threshold = 0;
+  bool dedupe = false;
+  std::optional<bool> external_data;
+  std::string data_file_name;
+  std::uint64_t max_file_size = 0;
+  std::uint64_t data_alignment = 0;
+  bool digests = false;
+  bool externalize_attributes = false;
+  bool externalize_sparse = false;
+};
+
+onnxzip::ConvertOptions convert_options(const PyConvertOptions& o) {
   onnxzip::ConvertOptions options;
-  options.archive = save_options(alignment, threshold, dedupe, digests);
-  if (external_data) {
-    options.legacy.mode = *external_data ? onnxzip::LegacyWriteOptions::Mode::kExternal
-                                         : onnxzip::LegacyWriteOptions::Mode::kInline;
+  options.archive = save_options(o.alignment, o.threshold, o.dedupe, o.digests);
+  if (o.external_data) {
+    options.legacy.mode = *o.external_data ? onnxzip::LegacyWriteOptions::Mode::kExternal
+                                           : onnxzip::LegacyWriteOptions::Mode::kInline;
   }
-  options.legacy.data_file_name = data_file_name;
-  options.legacy.max_file_size = max_file_size;
-  options.legacy.alignment = data_alignment;
-  options.legacy.threshold = threshold;
-  const py::gil_scoped_release unlocked;
-  const onnxzip::ModelFormat format = onnxzip::convert(in, out, options);
+  options.legacy.data_file_name = o.data_file_name;
+  options.legacy.max_file_size = o.max_file_size;
+  options.legacy.alignment = o.data_alignment;
+  options.legacy.threshold = o.threshold;
+  options.legacy.externalize_attributes = o.externalize_attributes;
+  options.legacy.externalize_sparse = o.externalize_sparse;
+  options.load.verify_crc = true;  // As the CLI: a damaged archive must not convert.
+  return options;
+}
+
+std::string format_name(const onnxzip::ModelFormat format) {
   return format == onnxzip::ModelFormat::kOnnxz ? "onnxz" : "legacy";
 }
 
-// The whole file at `url` in an unnamed temporary file (O_TMPFILE under TMPDIR, gone with its
-// descriptor), mapped: verify, repack and a legacy convert read a remote file as a local one, as
-// the CLI does (src/cli/cli_remote.cpp). Called without the GIL.
-std::shared_ptr<const onnxzip::MappedFile> download(const onnxzip::HttpSource& source) {
-  const char* const tmpdir = std::getenv("TMPDIR");
-  const std::string folder = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
-  const std::string& shown = source.name();
-  const int fd = ::open(folder.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    throw onnxzip::Error(onnxzip::ErrorCode::kIo, {.file = shown},
-                         "cannot make a temporary file in " + folder +
-                             " to download it into: " + std::strerror(errno));
-  }
-  try {
-    source.fetch(0, source.size(), [&](const std::uint64_t at, const onnxzip::ByteSpan piece) {
-      std::size_t done = 0;
-      while (done < piece.size()) {
-        const ssize_t n =
-            ::pwrite(fd, piece.data() + done, piece.size() - done, static_cast<off_t>(at + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-          throw onnxzip::Error(
-              onnxzip::ErrorCode::kIo, {.file = shown},
-              "cannot write its download to " + folder + ": " + std::strerror(errno));
+// A remote file downloaded whole into an unnamed temporary file (O_TMPFILE under TMPDIR, gone
+// with its descriptor): verify, repack and a legacy convert read it as a local file at `path`
+// ("/proc/self/fd/N"), as the CLI does (src/cli/cli_remote.cpp).
+class Download final {
+ public:
+  // Called without the GIL.
+  explicit Download(const onnxzip::HttpSource& source) {
+    const char* const tmpdir = std::getenv("TMPDIR");
+    const std::string folder = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+    const std::string& shown = source.name();
+    fd_ = ::open(folder.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ < 0) {
+      throw onnxzip::Error(onnxzip::ErrorCode::kIo, {.file = shown},
+                           "cannot make a temporary file in " + folder +
+                               " to download it into: " + std::strerror(errno));
+    }
+    try {
+      source.fetch(0, source.size(), [&](const std::uint64_t at, const onnxzip::ByteSpan piece) {
+        std::size_t done = 0;
+        while (done < piece.size()) {
+          const ssize_t n = ::pwrite(fd_, piece.data() + done, piece.size() - done,
+                                     static_cast<off_t>(at + done));
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) {
+            throw onnxzip::Error(
+                onnxzip::ErrorCode::kIo, {.file = shown},
+                "cannot write its download to " + folder + ": " + std::strerror(errno));
+          }
+          done += static_cast<std::size_t>(n);
         }
-        done += static_cast<std::size_t>(n);
-      }
-    });
-  } catch (...) {
-    ::close(fd);
-    throw;
+      });
+    } catch (...) {
+      ::close(fd_);  // The destructor does not run for a constructor that throws.
+      throw;
+    }
+    path_ = "/proc/self/fd/" + std::to_string(fd_);
   }
-  return onnxzip::MappedFile::adopt(fd, shown);
-}
+  ~Download() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Download(const Download&) = delete;
+  Download& operator=(const Download&) = delete;
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  int fd_ = -1;
+  std::filesystem::path path_;
+};
 
 onnxzip::HttpOptions http_options(const std::vector<std::string>& headers) {
   onnxzip::HttpOptions http;
@@ -774,10 +803,50 @@ onnxzip::HttpOptions http_options(const std::vector<std::string>& headers) {
   return http;
 }
 
+// convert() of the file at `src` (`kind` "path") or URL (`kind` "url", `headers` with its
+// requests) into `dst`; `check_output(format)` runs first, with the input's format, and may
+// refuse the output's name. An archive at a URL is written while it downloads (convert_remote);
+// a legacy model is downloaded first and converted as a local file, as the CLI does. Returns the
+// input's format.
+std::string convert(const py::handle src, const std::string& kind, const std::filesystem::path& dst,
+                    const PyConvertOptions& py_options, const std::vector<std::string>& headers,
+                    const py::function& check_output) {
+  const onnxzip::ConvertOptions options = convert_options(py_options);
+  if (kind == "path") {
+    const auto path = py::cast<std::filesystem::path>(src);
+    onnxzip::ModelFormat format;
+    {
+      const py::gil_scoped_release unlocked;
+      format = onnxzip::detect_format(path);
+    }
+    check_output(format_name(format));
+    const py::gil_scoped_release unlocked;
+    return format_name(onnxzip::convert(path, dst, options));
+  }
+  const auto url = py::cast<std::string>(src);
+  std::shared_ptr<const onnxzip::HttpSource> source;
+  onnxzip::ModelFormat format;
+  {
+    const py::gil_scoped_release unlocked;
+    source = onnxzip::HttpSource::open(url, http_options(headers));
+    format = onnxzip::detect_format(*source);
+  }
+  check_output(format_name(format));
+  const py::gil_scoped_release unlocked;
+  if (format == onnxzip::ModelFormat::kOnnxz) {
+    onnxzip::convert_remote(source, dst, options);
+  } else {
+    const Download file(*source);
+    onnxzip::convert(file.path(), dst, options);
+  }
+  return format_name(format);
+}
+
 // What verify() reads: a file, a caller's buffer or a URL's download, mapped or borrowed.
 struct VerifySource {
   std::optional<std::filesystem::path> path;  // Set for a file (a legacy model's folder counts).
-  std::shared_ptr<const onnxzip::MappedFile> download;
+  std::optional<Download> download;
+  std::shared_ptr<const onnxzip::MappedFile> mapping;
   std::optional<HeldBuffer> buffer;
   std::string name;  // What findings call it.
 };
@@ -807,12 +876,13 @@ py::tuple verify(const py::handle source, const std::string& kind, const bool ch
   {
     const py::gil_scoped_release unlocked;
     if (kind == "url") {
-      from.download = download(*onnxzip::HttpSource::open(url, http_options(headers)));
+      from.download.emplace(*onnxzip::HttpSource::open(url, http_options(headers)));
+      from.mapping = onnxzip::MappedFile::open(from.download->path());
       from.name = onnxzip::display_url(url);
     }
-    const onnxzip::ByteSpan bytes = from.buffer     ? from.buffer->span()
-                                    : from.download ? from.download->bytes()
-                                                    : onnxzip::ByteSpan();
+    const onnxzip::ByteSpan bytes = from.buffer    ? from.buffer->span()
+                                    : from.mapping ? from.mapping->bytes()
+                                                   : onnxzip::ByteSpan();
     // What `onnxzip verify` reports.
     report = from.path ? onnxzip::verify_model_file(*from.path, options)
                        : onnxzip::verify_model_bytes(bytes, options, from.name);
@@ -968,10 +1038,20 @@ PYBIND11_MODULE(_onnxzip, m) {
   m.def(
       "is_url", [](const std::string& text) { return onnxzip::is_url(text); }, py::arg("text"));
   m.def("display_url", &onnxzip::display_url, py::arg("url"));
-  m.def("convert", &convert, py::arg("src"), py::arg("dst"), py::arg("alignment"),
-        py::arg("threshold"), py::arg("dedupe"), py::arg("external_data"),
-        py::arg("data_file_name"), py::arg("max_file_size"), py::arg("data_alignment"),
-        py::arg("digests") = false);
+  py::class_<PyConvertOptions>(m, "ConvertOptions")
+      .def(py::init<>())
+      .def_readwrite("alignment", &PyConvertOptions::alignment)
+      .def_readwrite("threshold", &PyConvertOptions::threshold)
+      .def_readwrite("dedupe", &PyConvertOptions::dedupe)
+      .def_readwrite("external_data", &PyConvertOptions::external_data)
+      .def_readwrite("data_file_name", &PyConvertOptions::data_file_name)
+      .def_readwrite("max_file_size", &PyConvertOptions::max_file_size)
+      .def_readwrite("data_alignment", &PyConvertOptions::data_alignment)
+      .def_readwrite("digests", &PyConvertOptions::digests)
+      .def_readwrite("externalize_attributes", &PyConvertOptions::externalize_attributes)
+      .def_readwrite("externalize_sparse", &PyConvertOptions::externalize_sparse);
+  m.def("convert", &convert, py::arg("src"), py::arg("kind"), py::arg("dst"), py::arg("options"),
+        py::arg("headers"), py::arg("check_output"));
   m.def("verify", &verify, py::arg("source"), py::arg("kind"), py::arg("check_crc"),
         py::arg("public_key") = py::none(), py::arg("headers") = std::vector<std::string>());
   m.def("sign", &sign, py::arg("path"), py::arg("key"), py::arg("durable") = true);
@@ -981,12 +1061,21 @@ PYBIND11_MODULE(_onnxzip, m) {
         py::arg("durable"), py::arg("properties_only"), py::arg("key") = py::none());
   m.def(
       "repack",
-      [](const std::filesystem::path& in, const std::filesystem::path& out,
-         const std::uint32_t alignment, const std::uint64_t threshold, const bool digests) {
+      // `kind` "url": `src` is downloaded first (with `headers`), as the CLI does.
+      [](const py::handle src, const std::string& kind, const std::filesystem::path& out,
+         const std::uint32_t alignment, const std::uint64_t threshold, const bool digests,
+         const std::vector<std::string>& headers) {
+        const onnxzip::SaveOptions options = save_options(alignment, threshold, false, digests);
         onnxzip::RepackResult r;
-        {
+        if (kind == "url") {
+          const auto url = py::cast<std::string>(src);
           const py::gil_scoped_release unlocked;
-          r = onnxzip::repack(in, out, save_options(alignment, threshold, false, digests));
+          const Download file(*onnxzip::HttpSource::open(url, http_options(headers)));
+          r = onnxzip::repack(file.path(), out, options);
+        } else {
+          const auto in = py::cast<std::filesystem::path>(src);
+          const py::gil_scoped_release unlocked;
+          r = onnxzip::repack(in, out, options);
         }
         const auto names = [](const std::vector<std::string>& entries) {
           py::list list;
@@ -996,8 +1085,8 @@ PYBIND11_MODULE(_onnxzip, m) {
         return py::make_tuple(names(r.kept_entries), names(r.unpacked_entries),
                               names(r.dropped_entries));
       },
-      py::arg("src"), py::arg("dst"), py::arg("alignment"), py::arg("threshold"),
-      py::arg("digests") = false);
+      py::arg("src"), py::arg("kind"), py::arg("dst"), py::arg("alignment"), py::arg("threshold"),
+      py::arg("digests"), py::arg("headers"));
   m.def(
       "write_view_model",
       [](const std::filesystem::path& archive, const std::filesystem::path& view) {

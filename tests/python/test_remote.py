@@ -314,3 +314,31 @@ def test_the_gil_is_released_during_a_slow_transfer(served, nginx, tmp_path):
     finally:
         proxy.kill()
         proxy.wait()
+
+
+def test_verify_convert_and_repack_take_a_url(served, nginx, tmp_path):
+    # Were: "no such file" for a URL that open() and load() read.
+    path, url, arrays, model = served
+    private = url.replace("/files/", "/private/") + "?token=hidden"
+    headers = {"Authorization": "Bearer secret"}
+    report = onnxzip.verify(private, headers=headers)
+    assert report.ok, report.findings
+    assert report == onnxzip.verify(path)
+    with pytest.raises(onnxzip.IOFailure, match="401") as refused:
+        onnxzip.verify(private)
+    assert "hidden" not in str(refused.value)
+
+    legacy = tmp_path / "m.onnx"
+    assert onnxzip.convert(private, legacy, headers=headers) == "onnxz"
+    assert onnx.load(str(legacy)) == onnxzip.load(path)
+    with pytest.raises(onnxzip.InvalidArgumentError, match="name the output .onnx"):
+        onnxzip.convert(url, tmp_path / "m.onnxz")
+    shutil.copy(legacy, nginx.root / "m.onnx")
+    assert onnxzip.convert(nginx.url("/files/m.onnx"), tmp_path / "back.onnxz") == "legacy"
+    assert onnxzip.load(tmp_path / "back.onnxz") == onnxzip.load(path)
+
+    result = onnxzip.repack(private, tmp_path / "re.onnxz", headers=headers)
+    assert result.dropped_entries == []
+    assert onnxzip.load(tmp_path / "re.onnxz") == onnxzip.load(path)
+    with pytest.raises(onnxzip.InvalidArgumentError, match="URLs only"):
+        onnxzip.repack(path, tmp_path / "x.onnxz", headers=headers)
