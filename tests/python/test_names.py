@@ -102,3 +102,38 @@ def test_tensor_info_has_the_names_table_fields(small_archive):
             archive.get_tensor("nope")
         with pytest.raises(TypeError):
             archive.get_tensor(3)
+
+
+def test_convert_externalizes_attribute_tensors_when_asked(tmp_path):
+    # Weights that are Constant values inside If branches stayed inline with no way to ask
+    # otherwise: convert offers the legacy writer's externalize_attributes.
+    then_graph, then_w, then_c = _branch("then", 1)
+    else_graph, else_w, else_c = _branch("else", 2)
+    node = oh.make_node("If", ["cond"], ["out"], then_branch=then_graph, else_branch=else_graph)
+    graph = oh.make_graph([node], "g", [oh.make_tensor_value_info("cond", onnx.TensorProto.BOOL, [])],
+                          [oh.make_tensor_value_info("out", onnx.TensorProto.FLOAT, [512])])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    archive = tmp_path / "m.onnxz"
+    onnxzip.save(model, archive)
+
+    def external(path):
+        loaded = onnx.load(str(path), load_external_data=False)
+        branches = [a.g for a in loaded.graph.node[0].attribute]
+        return sorted((t.name, t.data_location == onnx.TensorProto.EXTERNAL)
+                      for g in branches
+                      for t in [*g.initializer, *(n.attribute[0].t for n in g.node
+                                                  if n.op_type == "Constant")])
+
+    onnxzip.convert(archive, tmp_path / "plain.onnx", external_data=True)
+    assert external(tmp_path / "plain.onnx") == [("c", False), ("c", False), ("w", True),
+                                                 ("w", True)]
+    onnxzip.convert(archive, tmp_path / "all.onnx", external_data=True,
+                    externalize_attributes=True)
+    assert external(tmp_path / "all.onnx") == [("c", True), ("c", True), ("w", True),
+                                               ("w", True)]
+    loaded = onnx.load(str(tmp_path / "all.onnx"))  # External data read back by onnx itself.
+    constants = [nh.to_array(a.g.node[0].attribute[0].t) for a in loaded.graph.node[0].attribute]
+    np.testing.assert_array_equal(constants[0], else_c)
+    np.testing.assert_array_equal(constants[1], then_c)
+    with pytest.raises(TypeError, match="externalize_attributes must be a bool"):
+        onnxzip.convert(archive, tmp_path / "x.onnx", externalize_attributes="yes")
