@@ -298,13 +298,13 @@ class PyArchive final {
     }
     const onnxzip::Archive::TensorInfo& t = info(row.external);
     // A remote entry's data offset is not known before its local header is read.
-    return {.name = t.tensor_name,
+    return {.name = t.name,
             .site = t.site,
-            .entry = t.location,
+            .entry = t.entry,
             .data_type = t.data_type,
             .dims = t.dims,
             .size = entry_size(t),
-            .offset = ranged_ ? std::nullopt : std::optional<std::uint64_t>(t.file_offset),
+            .offset = ranged_ ? std::nullopt : t.offset,
             .alignment = ranged_ ? 0 : t.alignment,
             .is_inline = false,
             .zero_copy = t.zero_copy};
@@ -339,9 +339,9 @@ class PyArchive final {
         entries.append(py::str(""));
       } else {
         const onnxzip::Archive::TensorInfo& t = archive().tensors()[row.external];
-        names.append(file_text(t.tensor_name));
+        names.append(file_text(t.name));
         sites.append(file_text(t.site));
-        entries.append(file_text(t.location));
+        entries.append(file_text(t.entry));
       }
     }
     return py::make_tuple(names, sites, entries);
@@ -486,7 +486,7 @@ class PyArchive final {
   }
   static std::uint64_t entry_size(const onnxzip::Archive& a,
                                   const onnxzip::Archive::TensorInfo& t) {
-    const onnxzip::ZipEntry* const entry = a.zip().find(t.location);
+    const onnxzip::ZipEntry* const entry = a.zip().find(t.entry);
     return entry == nullptr ? t.data.size() : entry->size;
   }
 
@@ -529,7 +529,7 @@ class PyArchive final {
     // File order: a remote entry's data offset is known once its local header is read, the
     // header's own offset from the central directory.
     const auto header_offset = [&](std::size_t i) {
-      const onnxzip::ZipEntry* const entry = a.zip().find(infos[i]->location);
+      const onnxzip::ZipEntry* const entry = a.zip().find(infos[i]->entry);
       return entry == nullptr ? 0 : entry->local_header_offset;
     };
     std::sort(order.begin(), order.end(),

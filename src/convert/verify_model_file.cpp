@@ -49,7 +49,7 @@ bool is_archive(const ByteSpan bytes) {
 
 VerifyReport verify_archive(const ByteSpan bytes, const VerifyOptions& options,
                             const std::string& source) {
-  VerifyReport report = verify(bytes, options, source);
+  VerifyReport report = verify_bytes(bytes, options, source);
   try {
     // The model is all the IR rules need; verify above read every payload already.
     LoadOptions load_options;

@@ -211,13 +211,13 @@ def test_every_initializer_is_readable_inline_ones_too(tmp_path):
     onnxzip.save(model, path)
     with onnxzip.open(path) as archive:
         # Model order: for_each_tensor visits a graph's nodes before its initializers.
-        assert archive.keys() == ["graph/node[3]/attribute[0]/t", "big", "shape", "typed"]
+        assert archive.keys() == ["graph/node[3]/value", "big", "shape", "typed"]
         np.testing.assert_array_equal(archive.get_tensor("big"), big)
         small = archive.get_tensor("shape")
         np.testing.assert_array_equal(small, shape)
         assert small.dtype == np.int64 and not small.flags.writeable
         np.testing.assert_array_equal(archive.get_tensor("typed"), [7, 8, 9])
-        np.testing.assert_array_equal(archive.get_tensor("graph/node[3]/attribute[0]/t"),
+        np.testing.assert_array_equal(archive.get_tensor("graph/node[3]/value"),
                                       [0.5, 1.5])
         info = archive.tensor_info("shape")
         assert (info.entry, info.size, info.zero_copy, info.site) == (
