@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import builtins
 import os
-from typing import Callable, List, NamedTuple, Optional, Tuple, Union
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Tuple, Union
 
 import numpy as np
 import onnx
@@ -16,7 +17,8 @@ from ._common import ModelLike, PathLike, _is_buffer, _path
 from ._dtypes import _make_reference
 from ._tools import KeyLike, _key
 
-class EditResult(NamedTuple):
+@dataclass(frozen=True)
+class EditResult:
     """What replace_model() or edit_model() did: compacted (the archive was rewritten without the entries in
     dropped_entries), and the new `__MODEL_PROTO`'s local header offset and size, and the file's
     size afterwards. For an archive with integrity entries (spec §12): digests_updated
@@ -25,7 +27,7 @@ class EditResult(NamedTuple):
     compaction), digests_removed (`__DIGESTS` went with a compaction)."""
 
     compacted: bool
-    dropped_entries: List[str]
+    dropped_entries: Tuple[str, ...]
     model_offset: int
     model_size: int
     file_size: int
@@ -74,8 +76,8 @@ def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact:
     else:
         raise TypeError("replace_model: model must be an onnx.ModelProto, its bytes or a path, "
                         f"not {type(model).__name__}")
-    return EditResult(*_onnxzip.replace_model(archive_path, model_bytes, compact, durable,
-                                              _key("replace_model", "key", key)))
+    return _edit_result(_onnxzip.replace_model(archive_path, model_bytes, compact, durable,
+                                               _key("replace_model", "key", key)))
 
 
 def _serialize_referring(archive_path: str, model: onnx.ModelProto) -> bytes:
@@ -178,5 +180,10 @@ def _edit(function: str, path: PathLike, change: Change, compact: bool, durable:
         changed: bytes = replaced.SerializeToString()
         return changed
 
-    return EditResult(*_onnxzip.edit_model(archive_path, apply, compact, durable,
-                                           properties_only, _key(function, "key", key)))
+    return _edit_result(_onnxzip.edit_model(archive_path, apply, compact, durable,
+                                            properties_only, _key(function, "key", key)))
+
+
+def _edit_result(fields: _onnxzip.EditTuple) -> EditResult:
+    compacted, dropped, *rest = fields
+    return EditResult(compacted, tuple(dropped), *rest)

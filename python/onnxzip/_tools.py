@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import List, Mapping, NamedTuple, Optional, Tuple, Union
+from typing import Mapping, Optional, Tuple, Union
 
 
 from . import _onnxzip
@@ -208,7 +208,8 @@ def verify(path: Source, *, check_crc: bool = True, public_key: Optional[KeyLike
     return VerifyReport(findings, digests, mismatches, signature, signature_key_id, key_id)
 
 
-class SignResult(NamedTuple):
+@dataclass(frozen=True)
+class SignResult:
     """What sign() did: entries (how many `__DIGESTS` lists), key_id (the signing key's id, ""
     for digests_only), signature_removed (digests_only removed a `__SIGNATURE` the archive had:
     it would no longer verify), file_size (the archive's size afterwards)."""
@@ -248,12 +249,13 @@ def sign(path: PathLike, *, key: Optional[KeyLike] = None, digests_only: bool = 
     return SignResult(*_onnxzip.sign(_path(path), _key("sign", "key", key), durable))
 
 
-class RepackResult(NamedTuple):
+@dataclass(frozen=True)
+class RepackResult:
     """What repack() did with the input's entries (see help(onnxzip.repack))."""
 
-    kept_entries: List[str]
-    unpacked_entries: List[str]
-    dropped_entries: List[str]
+    kept_entries: Tuple[str, ...]
+    unpacked_entries: Tuple[str, ...]
+    dropped_entries: Tuple[str, ...]
 
 
 def repack(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int = 1024,
@@ -274,9 +276,10 @@ def repack(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int 
         raise InvalidArgumentError("repack: headers apply to http(s) URLs only")
     from ._archive import _header_lines
 
-    return RepackResult(*_onnxzip.repack(_path(src) if kind == "path" else src, kind, _path(dst),
-                                         alignment, threshold, digests,
-                                         _header_lines("repack", headers)))
+    kept, unpacked, dropped = _onnxzip.repack(_path(src) if kind == "path" else src, kind,
+                                              _path(dst), alignment, threshold, digests,
+                                              _header_lines("repack", headers))
+    return RepackResult(tuple(kept), tuple(unpacked), tuple(dropped))
 
 
 def write_view_model(archive_path: PathLike, view_path: Optional[PathLike] = None) -> str:

@@ -137,3 +137,16 @@ def test_convert_externalizes_attribute_tensors_when_asked(tmp_path):
     np.testing.assert_array_equal(constants[1], then_c)
     with pytest.raises(TypeError, match="externalize_attributes must be a bool"):
         onnxzip.convert(archive, tmp_path / "x.onnx", externalize_attributes="yes")
+
+
+def test_results_are_records_not_tuples(small_archive, tmp_path):
+    path, _, model = small_archive
+    results = [onnxzip.sign(path, digests_only=True),
+               onnxzip.edit_model(path, lambda m: setattr(m, "doc_string", "x")),
+               onnxzip.repack(path, tmp_path / "r.onnxz"),
+               onnxzip.verify(path)]
+    for result in results:
+        assert dataclasses.is_dataclass(result) and not isinstance(result, tuple), result
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(result, dataclasses.fields(result)[0].name, None)
+    assert isinstance(results[1].dropped_entries, tuple)

@@ -338,7 +338,7 @@ def test_verify_convert_and_repack_take_a_url(served, nginx, tmp_path):
     assert onnxzip.load(tmp_path / "back.onnxz") == onnxzip.load(path)
 
     result = onnxzip.repack(private, tmp_path / "re.onnxz", headers=headers)
-    assert result.dropped_entries == []
+    assert result.dropped_entries == ()
     assert onnxzip.load(tmp_path / "re.onnxz") == onnxzip.load(path)
     with pytest.raises(onnxzip.InvalidArgumentError, match="URLs only"):
         onnxzip.repack(path, tmp_path / "x.onnxz", headers=headers)

@@ -192,7 +192,7 @@ def test_repack_and_view_model(tmp_path, small_archive):
         view = archive.get_tensor("encoder.weight")
     np.testing.assert_array_equal(view, arrays["encoder.weight"])  # outlives the archive
     result = onnxzip.repack(deflated, tmp_path / "repacked.onnxz")
-    assert result.kept_entries == ["encoder_weight", "encoder_bias"]
+    assert result.kept_entries == ("encoder_weight", "encoder_bias")
     assert onnxzip.verify(tmp_path / "repacked.onnxz").ok
     view_path = onnxzip.write_view_model(tmp_path / "repacked.onnxz")
     assert view_path == str(tmp_path / "repacked.view.onnx")
