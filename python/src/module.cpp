@@ -242,6 +242,7 @@ class PyArchive final {
     onnxzip::LoadOptions options{.parse = {.no_copy = true}};
     options.access = file_access(access);
     options.check_digests = check_digests;
+    options.check_digests_name = "check_digests=True";  // Python's name, not the C++ one.
     options.public_key = pem_key<onnxzip::PublicKey>(public_key);
     checked_ = options.check_digests || options.public_key.has_value();
     if (kind == "buffer") {

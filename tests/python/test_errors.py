@@ -164,3 +164,14 @@ def test_every_error_class_prints_its_place_and_problem(code):
     again = pickle.loads(pickle.dumps(error))
     assert type(again) is type(error) and str(again) == str(error) and again.offset == 12
     assert onnxzip.ChangedError.code == "changed" and issubclass(onnxzip.ChangedError, OSError)
+
+
+def test_messages_name_python_options_not_cpp_ones(small_archive):
+    # Was: "... as was asked (LoadOptions::check_digests; `onnxzip sign` adds one)".
+    path, _, _ = small_archive
+    for call in (lambda: onnxzip.open(path, check_digests=True),
+                 lambda: onnxzip.load(path, check_digests=True),
+                 lambda: onnxzip.load_file(path, check_digests=True)):
+        with pytest.raises(onnxzip.CorruptError) as raised:
+            call()
+        assert "check_digests=True" in str(raised.value) and "::" not in str(raised.value)
