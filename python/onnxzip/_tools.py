@@ -98,12 +98,15 @@ def _key(function: str, option: str,
 
 @dataclass(frozen=True)
 class VerifyFinding:
-    """One problem verify() found. severity: "error" (load() refuses the archive for it, or a
-    CRC-32 is wrong) or "warning" (a deviation from the spec that load() accepts); entry and
-    tensor: what it concerns ("" when nothing in particular); offset: the byte offset in the
-    file; message: the description."""
+    """One problem verify() found (spec/names.md, "Findings"). severity: "error" (load() refuses
+    the archive for it, or a CRC-32, a digest or the signature is wrong) or "warning" (a
+    deviation from the spec that load() accepts); kind: what breaks ("zip", "layout",
+    "reference", "model", "ir", "crc", "digest", "signature"); entry and tensor: what it concerns
+    ("" when nothing in particular); offset: the byte offset in the file; message: the line
+    `onnxzip verify` prints, its place first."""
 
     severity: str
+    kind: str
     entry: str
     tensor: str
     offset: int
@@ -116,22 +119,21 @@ class VerifyReport:
     succeed and every CRC-32 is right (no "error" finding).
 
     The integrity entries (spec §12), each also among the findings when something is wrong:
-    digests: "absent" (no `__DIGESTS`), "checked" (every entry's SHA-256 equals its digest),
+    digests: "absent" (no `__DIGESTS`), "verified" (every entry's SHA-256 equals its digest),
     "unchecked" (check_crc=False: only the list and the sizes were checked), or "failed" (a
-    digest, a size or the list is wrong, or `__DIGESTS` does not parse); digest_mismatches: the
-    entries whose bytes, size or listing disagree with `__DIGESTS`.
-    signature: "absent" (no `__SIGNATURE`), "unchecked" (no public_key given), "valid" (by
-    public_key), "other_key" (signed by another key), or "bad" (it does not verify, does not
-    parse, or signs other bytes than `__DIGESTS`); signature_key_id: the key id the signature
-    names ("" when none); public_key_id: the id of the public_key given ("" without one).
+    digest, a size or the list is wrong, or `__DIGESTS` does not parse: the "digest" findings
+    name the entries). signature: "absent" (no `__SIGNATURE`), "unchecked" (no public_key
+    given), "verified" (by public_key), "other_key" (signed by another key), or "failed" (it
+    does not verify, does not parse, or signs other bytes than `__DIGESTS`);
+    signature_key_id: the key id the signature names ("" when none). checked: what was checked,
+    in words ("structure, CRC-32s, digests verified; signature not checked: give public_key=").
     """
 
     findings: Tuple[VerifyFinding, ...]
     digests: str = "absent"
-    digest_mismatches: Tuple[str, ...] = ()
     signature: str = "absent"
     signature_key_id: str = ""
-    public_key_id: str = ""
+    checked: str = ""
 
     @property
     def ok(self) -> bool:
@@ -168,7 +170,7 @@ def verify(path: Source, *, check_crc: bool = True, public_key: Optional[KeyLike
     fields say the outcome of each (see VerifyReport).
 
         report = onnxzip.verify("model.onnxz", public_key="signer.pub.pem")
-        assert report.signature == "valid" and report.digests == "checked"
+        assert report.signature == "verified" and report.digests == "verified"
 
     Raises only when the file cannot be read (NotFoundError, IOFailure), and
     InvalidArgumentError for a public_key that is not a PEM P-256 public key."""
@@ -181,31 +183,40 @@ def verify(path: Source, *, check_crc: bool = True, public_key: Optional[KeyLike
     raw, integrity, key_id = _onnxzip.verify(
         _path(path) if kind == "path" else path, kind, check_crc,
         _key("verify", "public_key", public_key), _header_lines("verify", headers))
-    findings = tuple(VerifyFinding(*f[:5]) for f in raw)
+    # TODO(cli merge): the C++ VerifyReport computes kinds and statuses; until then, the
+    # integrity findings are told apart here as before.
     has_digests, has_signature, signature_key_id, _ = integrity
-    # Findings of the integrity checks: those about `__SIGNATURE`, and the one saying none is
-    # there, concern the signature; the others the digests.
     signature_errors = [f for f in raw if f[5] and f[0] == "error" and f[1] in ("__SIGNATURE", "")]
     digest_errors = [f for f in raw
                      if f[5] and f[0] == "error" and f[1] not in ("__SIGNATURE", "")]
-    mismatches = tuple(dict.fromkeys(f[1] for f in digest_errors if f[1] != "__DIGESTS"))
+    findings = tuple(
+        VerifyFinding(f[0], ("signature" if f in signature_errors else "digest") if f[5] else "",
+                      *f[1:5]) for f in raw)
     if not has_digests:
         digests = "absent"
     elif digest_errors:
         digests = "failed"
     else:
-        digests = "checked" if check_crc else "unchecked"
+        digests = "verified" if check_crc else "unchecked"
     if not has_signature:
         signature = "absent"
     elif public_key is None:
-        signature = "unchecked" if not signature_errors else "bad"
+        signature = "unchecked" if not signature_errors else "failed"
     elif not signature_errors:
-        signature = "valid"
+        signature = "verified"
     elif signature_key_id and signature_key_id != key_id:
         signature = "other_key"
     else:
-        signature = "bad"
-    return VerifyReport(findings, digests, mismatches, signature, signature_key_id, key_id)
+        signature = "failed"
+    parts = ["structure", "CRC-32s" if check_crc else "CRC-32s not checked"]
+    if digests != "absent":
+        parts.append(f"digests {digests}")
+    checked = ", ".join(parts)
+    if signature == "unchecked":
+        checked += "; signature not checked: give public_key="
+    elif signature != "absent":
+        checked += f"; signature {signature}"
+    return VerifyReport(findings, digests, signature, signature_key_id, checked)
 
 
 @dataclass(frozen=True)
