@@ -185,5 +185,7 @@ def _edit(function: str, path: PathLike, change: Change, compact: bool, durable:
 
 
 def _edit_result(fields: _onnxzip.EditTuple) -> EditResult:
-    compacted, dropped, *rest = fields
-    return EditResult(compacted, tuple(dropped), *rest)
+    (compacted, dropped, model_offset, model_size, file_size, digests_updated, signed_again,
+     signature_removed, digests_removed) = fields
+    return EditResult(compacted, tuple(dropped), model_offset, model_size, file_size,
+                      digests_updated, signed_again, signature_removed, digests_removed)
