@@ -880,20 +880,23 @@ py::tuple verify(const py::handle source, const std::string& kind, const bool ch
       from.download.emplace(*onnxzip::HttpSource::open(url, http_options(headers)));
       from.mapping = onnxzip::MappedFile::open(from.download->path());
       from.name = onnxzip::display_url(url);
+    } else if (from.path && !std::filesystem::is_directory(*from.path)) {
+      // Opened once: an archive is verified from this mapping (a legacy model's external
+      // data is read by verify_model_file, from its folder).
+      from.mapping = onnxzip::MappedFile::open(*from.path);
     }
     const onnxzip::ByteSpan bytes = from.buffer    ? from.buffer->span()
                                     : from.mapping ? from.mapping->bytes()
                                                    : onnxzip::ByteSpan();
+    const bool archive = bytes.size() >= 4 && bytes[0] == 'P' && bytes[1] == 'K' &&
+                         ((bytes[2] == 3 && bytes[3] == 4) || (bytes[2] == 5 && bytes[3] == 6));
     // What `onnxzip verify` reports.
-    report = from.path ? onnxzip::verify_model_file(*from.path, options)
-                       : onnxzip::verify_model_bytes(bytes, options, from.name);
+    report = from.path && !archive ? onnxzip::verify_model_file(*from.path, options)
+                                   : onnxzip::verify_model_bytes(bytes, options, from.name);
     try {
-      if (from.path ? onnxzip::detect_format(*from.path) == onnxzip::ModelFormat::kOnnxz
-                    : bytes.size() >= 4 && bytes[0] == 'P' && bytes[1] == 'K') {
+      if (archive) {
         integrity = onnxzip::read_integrity_info(
-            from.path ? onnxzip::ZipReader::open(*from.path)
-                      : onnxzip::ZipReader::from_bytes(bytes, onnxzip::kNoOwner),
-            options.integrity);
+            onnxzip::ZipReader::from_bytes(bytes, onnxzip::kNoOwner), options.integrity);
       }
     } catch (const onnxzip::Error&) {
       // The findings say why the file does not read; it has no integrity entries to speak of.

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gc
+import os
+import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -83,3 +86,17 @@ def test_verify_of_bytes_never_shows_them(small_archive, tmp_path):
     assert raised.value.source == "<memory>" and len(str(raised.value)) < 400
     with pytest.raises(TypeError, match="not int"):
         onnxzip.open(42)
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="no strace")
+def test_verify_opens_the_archive_once(small_archive):
+    # verify opened it five times: detect_format, verify, Archive::open for the IR rules, and
+    # again detect_format and ZipReader::open for the integrity entries.
+    path, _, _ = small_archive
+    script = f"import onnxzip; assert onnxzip.verify({str(path)!r}).ok"
+    run = subprocess.run(["strace", "-f", "-e", "trace=openat,open", sys.executable, "-c", script],
+                         capture_output=True, text=True, env={**os.environ,
+                                                              "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    opens = [line for line in run.stderr.splitlines() if f'"{path}"' in line]
+    assert len(opens) == 1, opens
