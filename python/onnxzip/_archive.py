@@ -408,8 +408,10 @@ class Archive:
 def open(path: Source, *, framework: str = "np",  # noqa: A001 - like safetensors' safe_open.
          access: str = "map", check_digests: bool = False, public_key: Optional[KeyLike] = None,
          headers: Headers = None) -> Archive:
-    """Opens the .onnxz archive at `path` for zero-copy reading, or at an http(s) URL for reading
-    tensors on demand: see Archive.
+    """Opens the .onnxz archive at `path` for zero-copy reading, at an http(s) URL for reading
+    tensors on demand, or in memory (bytes, bytearray, memoryview, any buffer: viewed in place,
+    kept alive by the archive and by every array from it; do not change it meanwhile): see
+    Archive.
 
         with onnxzip.open("model.onnxz") as archive:
             w = archive.get_tensor("encoder.weight")   # numpy view of the mapped file
