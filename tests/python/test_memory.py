@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import numpy as np
+import onnx
 import pytest
 
 import onnxzip
@@ -100,3 +101,15 @@ def test_verify_opens_the_archive_once(small_archive):
     assert run.returncode == 0, run.stderr[-2000:]
     opens = [line for line in run.stderr.splitlines() if f'"{path}"' in line]
     assert len(opens) == 1, opens
+
+
+def test_verify_of_a_legacy_models_bytes_reports_its_external_data(small_archive, tmp_path):
+    _, _, model = small_archive
+    legacy = tmp_path / "m.onnx"
+    onnx.save_model(model, str(legacy), save_as_external_data=True, location="m.data",
+                    size_threshold=1024)
+    assert onnxzip.verify(legacy).ok  # From its file, the data file is beside it.
+    report = onnxzip.verify(legacy.read_bytes())
+    errors = [f for f in report.findings if f.severity == "error"]
+    assert errors and all("external data" in f.message and f.message.startswith("<memory>: ")
+                          for f in errors)
