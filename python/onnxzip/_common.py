@@ -27,13 +27,14 @@ def _path(path: PathLike) -> str:
 
 
 def _is_url(path: Any) -> bool:
-    return isinstance(path, str) and _onnxzip.is_url(path)
+    """An http(s) URL, or s3://bucket/key (read the same way, each request signed)."""
+    return isinstance(path, str) and (_onnxzip.is_url(path) or path[:5].lower() == "s3://")
 
 
 def _source_kind(source: Any) -> str:
     """"url", "path" or "buffer" (bytes of a model, viewed in place)."""
     if isinstance(source, str):
-        return "url" if _onnxzip.is_url(source) else "path"
+        return "url" if _is_url(source) else "path"
     if isinstance(source, os.PathLike):
         return "path"
     try:
