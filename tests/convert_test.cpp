@@ -719,5 +719,33 @@ TEST(ConvertAccess, ReadingInputsIntoMemoryConvertsTheSame) {
             test_support::read_file_bytes(dir / "read_repack.onnxz"));
 }
 
+TEST(VerifyModelBytes, AnArchiveInMemoryGetsTheFindingsOfItsFile) {
+  ScratchDir dir("verify_model_bytes");
+  const fs::path path = dir / "m.onnxz";
+  save(test_support::model_with_tensors_everywhere(), path);
+  std::vector<std::uint8_t> bytes = read_file_bytes(path);
+  const auto lines = [](const VerifyReport& report) {
+    std::vector<std::string> out;
+    for (const VerifyFinding& finding : report.findings) out.push_back(to_string(finding));
+    return out;
+  };
+  EXPECT_EQ(lines(verify_model_bytes(bytes, {}, path.string())), lines(verify_model_file(path)));
+  bytes[bytes.size() / 3] ^= 0xFF;  // Somewhere in a payload or a record: a finding either way.
+  const VerifyReport damaged = verify_model_bytes(bytes);
+  ASSERT_FALSE(damaged.findings.empty());
+  for (const std::string& line : lines(damaged)) EXPECT_EQ(line.rfind("<memory>: ", 0), 0u) << line;
+}
+
+TEST(VerifyModelBytes, ALegacyModelInMemoryIsParsedAndChecked) {
+  const std::vector<std::uint8_t> bytes = serialize_model(model_with_ir_fields());
+  EXPECT_TRUE(verify_model_bytes(bytes, {}, "m.onnx").ok());
+  const std::vector<std::uint8_t> garbage{0xFF, 0xFF, 0xFF};
+  const VerifyReport report = verify_model_bytes(garbage, {}, "m.onnx");
+  ASSERT_EQ(report.findings.size(), 1u);
+  EXPECT_EQ(report.findings[0].severity, VerifyFinding::Severity::kError);
+  EXPECT_EQ(to_string(report.findings[0]).rfind("m.onnx: ", 0), 0u)
+      << to_string(report.findings[0]);
+}
+
 }  // namespace
 }  // namespace onnxzip

@@ -235,6 +235,8 @@ struct LoadOptions {
   // (nothing to check against), for an entry it does not list, and for bytes whose SHA-256
   // differs, naming the entry; decode_digests's for a `__DIGESTS` that does not parse.
   bool check_digests = false;
+  // How the caller's users ask for check_digests, for messages ("check_digests=True").
+  std::string check_digests_name = "LoadOptions::check_digests";
   // Also require, at open, a valid `__SIGNATURE` of `__DIGESTS` by this key (implies
   // check_digests; only the two entries are read): Error(kCorrupt) saying what failed -- none,
   // another key, a bad signature.

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "onnxzip/archive.h"
@@ -146,6 +147,11 @@ RepackResult repack(const std::filesystem::path& in_zip, const std::filesystem::
 // Error(kNotFound), kIo, kInvalidArgument for a folder.
 VerifyReport verify_model_file(const std::filesystem::path& path,
                                const VerifyOptions& options = {});
+// The same of a model in memory (`source_name` names it in every finding): an archive as above;
+// a legacy model parsed, each tensor referring to external data a kError finding (bytes have no
+// folder to hold it). Throws nothing for the content.
+VerifyReport verify_model_bytes(ByteSpan bytes, const VerifyOptions& options = {},
+                                std::string_view source_name = "<memory>");
 
 }  // namespace onnxzip
 

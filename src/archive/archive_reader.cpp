@@ -87,8 +87,8 @@ void open_digests(detail::ArchiveState& state, const ZipEntry& model_entry,
       archive_detail::find_integrity_entries(zip, model_entry);
   if (place.digests == nullptr) {
     throw Error(ErrorCode::kCorrupt, ErrorContext{.file = zip.source_name()},
-                "has no __DIGESTS entry, so its bytes cannot be checked as was asked "
-                "(LoadOptions::check_digests; `onnxzip sign` adds one)");
+                "has no __DIGESTS entry, so its bytes cannot be checked as was asked (" +
+                    options.check_digests_name + "; `onnxzip sign` adds one)");
   }
   const TensorBytes digests_bytes = archive_detail::integrity_entry_bytes(
       zip, *place.digests, options.integrity.max_digests_size, "IntegrityLimits::max_digests_size");

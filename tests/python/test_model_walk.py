@@ -69,6 +69,7 @@ def test_the_walk_gives_the_sites_cpp_gives():
     sites = {found.tensor.name: found.site for found in walked}
     assert sites["init1"] == "graph/initializer[1]"
     assert sites["sparse_init.indices"] == "graph/sparse_initializer[0]/indices"
+    # An attribute is spelled by its name (spec/names.md), a function's default keeps its index.
     assert sites["attr.t"] == "graph/node[0]/t"
     assert sites["attr.sparses1.values"] == "graph/node[0]/sparses[1]/values"
     assert sites["fn.t"] == "functions[0]/node[0]/value"
