@@ -80,9 +80,10 @@ TEST(S3Error, FallsBackToTheStatusForBodiesThatAreNotTheStoresXml) {
   EXPECT_TRUE(proxy.retryable);
   EXPECT_EQ(proxy.error.problem(), "writing failed: HTTP 502");
   // The store's message is clipped and loses control characters.
+  std::string long_text(500, 'w');
+  long_text += "\x1b[31m";
   const StoreRefusal long_message =
-      store_refusal(400, error_body("InvalidArgument", std::string(500, 'w') + "\x1b[31m"), kObject,
-                    "", "reading");
+      store_refusal(400, error_body("InvalidArgument", long_text), kObject, "", "reading");
   EXPECT_LT(long_message.error.problem().size(), 320U);
   EXPECT_EQ(long_message.error.problem().find('\x1b'), std::string::npos);
 }

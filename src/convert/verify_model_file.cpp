@@ -10,9 +10,9 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/convert.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/mapped_file.h"
 #include "onnxzip/ir_check.h"
 #include "onnxzip/legacy.h"
-#include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
 
