@@ -3,15 +3,19 @@
 The library's sources come from CMake, not from a list here: setup.py only configures, builds the
 one target and copies the module into the package. Metadata is in pyproject.toml.
 
-Environment: ONNXZIP_PYTHON_BUILD_DIR (the CMake build folder; default under setuptools' build_temp,
-scripts/test.sh uses build-python so that rebuilds are incremental), ONNXZIP_CMAKE_ARGS (extra configure arguments, split on spaces), CMAKE_BUILD_PARALLEL_LEVEL,
-CMAKE_CXX_COMPILER_LAUNCHER (e.g. ccache) as CMake reads them.
+Environment: ONNXZIP_PYTHON_BUILD_DIR (the CMake build folder; default under setuptools' build_temp),
+ONNXZIP_CMAKE_ARGS (extra configure arguments, split on spaces), CMAKE_BUILD_PARALLEL_LEVEL,
+CMAKE_CXX_COMPILER_LAUNCHER (e.g. ccache) as CMake reads them. A build folder already configured
+with ONNXZIP_BUILD_PYTHON=ON, as scripts/build.sh configures build/, is used as it is (unless
+ONNXZIP_CMAKE_ARGS is given): only the module's target is brought up to date there, so the library
+is not compiled a second time (scripts/test.sh installs the package that way).
 """
 
 import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -30,6 +34,19 @@ class CMakeBuild(build_ext):
         build_dir = Path(os.environ.get("ONNXZIP_PYTHON_BUILD_DIR") or Path(self.build_temp) / "cmake")
         build_dir = build_dir.resolve()
         build_dir.mkdir(parents=True, exist_ok=True)
+        if os.environ.get("ONNXZIP_CMAKE_ARGS") or not configured_with_python(build_dir):
+            self.configure(build_dir)
+        subprocess.run(["cmake", "--build", str(build_dir), "--target", "_onnxzip"], check=True)
+        suffix = sysconfig.get_config_var("EXT_SUFFIX")
+        built = sorted(build_dir.glob("python/_onnxzip*.so"))
+        if len(built) != 1 or not built[0].name.endswith(suffix):
+            raise RuntimeError(
+                f"expected one built module _onnxzip{suffix} in {build_dir}/python, found {built}")
+        target = Path(self.get_ext_fullpath(ext.name))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built[0], target)
+
+    def configure(self, build_dir: Path) -> None:
         configure = [
             "cmake", "-S", str(ROOT), "-B", str(build_dir),
             "-DCMAKE_BUILD_TYPE=Release",
@@ -42,13 +59,11 @@ class CMakeBuild(build_ext):
             configure += ["-G", "Ninja"]
         configure += os.environ.get("ONNXZIP_CMAKE_ARGS", "").split()
         subprocess.run(configure, check=True)
-        subprocess.run(["cmake", "--build", str(build_dir), "--target", "_onnxzip"], check=True)
-        built = sorted(build_dir.glob("python/_onnxzip*.so"))
-        if len(built) != 1:
-            raise RuntimeError(f"expected one built module in {build_dir}/python, found {built}")
-        target = Path(self.get_ext_fullpath(ext.name))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(built[0], target)
+
+
+def configured_with_python(build_dir: Path) -> bool:
+    cache = build_dir / "CMakeCache.txt"
+    return cache.is_file() and "ONNXZIP_BUILD_PYTHON:BOOL=ON" in cache.read_text(errors="replace")
 
 
 setup(ext_modules=[CMakeExtension("onnxzip._onnxzip")], cmdclass={"build_ext": CMakeBuild})

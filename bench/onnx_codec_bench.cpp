@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "onnxzip/internal/protobuf_wire.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
 #include "output_file.h"

@@ -37,8 +37,8 @@
 
 #include "crc32.h"
 #include "onnxzip/bytes.h"
-#include "onnxzip/mapped_file.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "zip_writer.h"
 
 extern char** environ;

@@ -26,9 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   onnxzip::LoadOptions load_options;
   // Keep single inputs cheap: a few MiB of inflation at most. Entries above 64 KiB take the
   // inflate-in-pieces paths (zlib, spill files); the input decides whether bombs are refused.
-  load_options.zip.max_inflated_size = std::uint64_t{4} << 20;
-  load_options.zip.spill_threshold = std::uint64_t{64} << 10;
-  if (size % 3 == 0) load_options.zip.max_compression_ratio = 0;
+  load_options.limits.max_inflated_size = std::uint64_t{4} << 20;
+  load_options.limits.spill_threshold = std::uint64_t{64} << 10;
+  if (size % 3 == 0) load_options.limits.max_compression_ratio = 0;
   load_options.verify_crc = (size % 2) == 0;  // Both paths, decided by the input.
   bool loaded = false;
   try {
@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   onnxzip::VerifyOptions verify_options;
-  verify_options.zip = load_options.zip;
+  verify_options.limits = load_options.limits;
   try {
     const onnxzip::VerifyReport report = onnxzip::verify_bytes(bytes, verify_options);
     // verify reports as an error everything that makes load refuse an archive, so an archive

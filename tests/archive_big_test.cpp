@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "onnxzip/archive.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/legacy.h"
-#include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
-#include "onnxzip/zip_reader.h"
 #include "support/big_model.h"
 #include "support/external_tool.h"
 #include "support/memory_probe.h"

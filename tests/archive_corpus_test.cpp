@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "onnxzip/archive.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/tensor.h"
 #include "support/scratch_dir.h"
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "onnxzip/archive.h"
-#include "onnxzip/mapped_file.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "support/memory_probe.h"
 #include "support/scratch_dir.h"
 

@@ -320,7 +320,8 @@ TEST(ArchiveFuzzSeeds, ZipBombsOfAnotherTool) {
       }
     }
     LoadOptions trusting;
-    trusting.zip.max_compression_ratio = bomb.refused ? 0 : trusting.zip.max_compression_ratio;
+    trusting.limits.max_compression_ratio =
+        bomb.refused ? 0 : trusting.limits.max_compression_ratio;
     EXPECT_EQ(load(committed, trusting), model);
   }
 }

@@ -1,4 +1,4 @@
-#include "onnxzip/byte_source.h"
+#include "onnxzip/internal/byte_source.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

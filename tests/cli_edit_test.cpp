@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "onnxzip/archive.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_codec.h"
 #include "support/cli_run.h"
 #include "support/external_tool.h"

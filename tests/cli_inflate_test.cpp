@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "onnxzip/archive.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_codec.h"
 #include "support/memory_probe.h"
 #include "support/model_builder.h"

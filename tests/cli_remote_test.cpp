@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "onnxzip/archive.h"
-#include "onnxzip/http_source.h"
+#include "onnxzip/internal/http_source.h"
 #include "onnxzip/legacy.h"
 #include "support/external_tool.h"
 #include "support/model_builder.h"

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "onnxzip/archive.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"

@@ -15,7 +15,8 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/convert.h"
 #include "onnxzip/error.h"
-#include "onnxzip/http_source.h"
+#include "onnxzip/internal/http_source.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "support/error_of.h"
 #include "support/model_builder.h"
 #include "support/nginx_server.h"
@@ -121,7 +122,7 @@ TEST_F(ConvertRemoteTest, EveryOutputFormEqualsTheLocalConvertWhateverTheRanges)
       fs::create_directory(remote);
       std::uint64_t last_done = 0;
       std::uint64_t last_total = 1;
-      options.progress = [&](std::uint64_t done, std::uint64_t total) {
+      options.legacy.progress = [&](std::uint64_t done, std::uint64_t total) {
         last_done = done;
         last_total = total;
       };

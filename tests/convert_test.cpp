@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "onnxzip/error.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/ir_check.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
-#include "onnxzip/zip_reader.h"
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
 #include "support/model_builder.h"
@@ -367,9 +367,10 @@ TEST(ConvertProgress, ReportsEveryDirectionMonotonicallyToTheTotal) {
 
   std::vector<ProgressCall> calls;
   ConvertOptions options;
-  options.progress = [&](std::uint64_t done, std::uint64_t total) {
+  options.archive.progress = [&](std::uint64_t done, std::uint64_t total) {
     calls.push_back({done, total});
   };
+  options.legacy.progress = options.archive.progress;
   convert(dir / "m.onnx", dir / "m.onnxz", options);
   expect_progress_well_formed(calls, kPayload);  // The externalized payloads: big and small.
   EXPECT_GE(calls.size(), 4u);                   // Within the 40 MiB tensor too.
@@ -388,15 +389,15 @@ TEST(ConvertProgress, ReportsEveryDirectionMonotonicallyToTheTotal) {
 
   calls.clear();
   SaveOptions save_options;
-  save_options.progress = options.progress;
-  repack(dir / "m.onnxz", dir / "repacked.onnxz", save_options);
+  save_options.progress = options.archive.progress;
+  repack(dir / "m.onnxz", dir / "repacked.onnxz", {.save = save_options});
   expect_progress_well_formed(calls, kPayload);
 
   // The kept entries, then the inline tensor that finish() externalizes at threshold 0 (the
   // 12-byte "tiny"): one meter across both parts of the write.
   calls.clear();
   save_options.threshold = 0;
-  repack(dir / "m.onnxz", dir / "repacked.onnxz", save_options);
+  repack(dir / "m.onnxz", dir / "repacked.onnxz", {.save = save_options});
   expect_progress_well_formed(calls, kPayload + 12);
   EXPECT_GE(calls.size(), 4u);
 }
@@ -407,7 +408,7 @@ TEST(ConvertProgress, ACallbackThatThrowsCancelsAndLeavesNothing) {
   ConvertOptions options;
   for (const bool at_end : {false, true}) {
     SCOPED_TRACE(at_end);
-    options.progress = [&](std::uint64_t done, std::uint64_t total) {
+    options.archive.progress = [&](std::uint64_t done, std::uint64_t total) {
       if (done == total || (!at_end && done == 0)) throw Error(ErrorCode::kBadState, "cancelled");
     };
     EXPECT_CONTAINS(
@@ -415,9 +416,9 @@ TEST(ConvertProgress, ACallbackThatThrowsCancelsAndLeavesNothing) {
         "cancelled");
     EXPECT_EQ(dir.file_names(), std::vector<std::string>{"m.onnx"});
   }
-  options.progress = nullptr;
+  options.archive.progress = nullptr;
   convert(dir / "m.onnx", dir / "m.onnxz", options);
-  options.progress = [&](std::uint64_t done, std::uint64_t total) {
+  options.legacy.progress = [&](std::uint64_t done, std::uint64_t total) {
     if (done == total) throw Error(ErrorCode::kBadState, "cancelled");
   };
   options.legacy.mode = LegacyWriteOptions::Mode::kExternal;
@@ -452,7 +453,7 @@ TEST(ConvertCrc, AnArchiveWithAWrongPayloadCrcConvertsToNothing) {
         options.load.verify_crc = true;
         options.load.access = access;
         options.legacy.mode = mode;
-        options.progress = progress.callback();
+        options.legacy.progress = progress.callback();
         EXPECT_CONTAINS(error_of(ErrorCode::kCorrupt,
                                  [&] { convert(dir / "bad.onnxz", dir / "m.onnx", options); }),
                         expected);
@@ -544,7 +545,7 @@ TEST_F(Repack, ArchivesOtherToolsRewrote) {
   }
 
   // A conforming archive repacks to the same bytes.
-  repack(original, dir / "again.onnxz", dedupe);
+  repack(original, dir / "again.onnxz", {.save = dedupe});
   EXPECT_EQ(file_digest(dir / "again.onnxz"), file_digest(original));
 }
 
@@ -565,7 +566,7 @@ TEST_F(Repack, LegacyReferencesIntoOneFileAreUnpackedPerTensor) {
 
   SaveOptions options;
   options.threshold = 0;
-  const RepackResult result = repack(zip, dir / "out.onnxz", options);
+  const RepackResult result = repack(zip, dir / "out.onnxz", {.save = options});
   EXPECT_TRUE(result.kept_entries.empty());
   EXPECT_EQ(result.unpacked_entries, std::vector<std::string>{"weights.bin"});
   EXPECT_TRUE(verify(dir / "out.onnxz").ok());
@@ -678,9 +679,9 @@ TEST(RepackErrors, RefusesZipBombsUnlessTrusted) {
   EXPECT_CONTAINS(message, "above the limit of 100:1");
   EXPECT_FALSE(fs::exists(dir / "o.onnxz"));
 
-  ZipReaderOptions trusting;
-  trusting.max_compression_ratio = 0;
-  const RepackResult result = repack(dir / "bomb.zip", dir / "o.onnxz", {}, trusting);
+  RepackOptions trusting;
+  trusting.limits.max_compression_ratio = 0;
+  const RepackResult result = repack(dir / "bomb.zip", dir / "o.onnxz", trusting);
   EXPECT_EQ(result.kept_entries, std::vector<std::string>{"w"});
   EXPECT_TRUE(verify(dir / "o.onnxz").ok());
   const ModelProto loaded = load(dir / "o.onnxz");
@@ -711,9 +712,39 @@ TEST(ConvertAccess, ReadingInputsIntoMemoryConvertsTheSame) {
   EXPECT_EQ(test_support::read_file_bytes(dir / "mapped.onnx"),
             test_support::read_file_bytes(dir / "read.onnx"));
   repack(dir / "read.onnxz", dir / "mapped_repack.onnxz");
-  repack(dir / "read.onnxz", dir / "read_repack.onnxz", {}, {}, FileAccess::kRead);
+  RepackOptions reading;
+  reading.access = FileAccess::kRead;
+  repack(dir / "read.onnxz", dir / "read_repack.onnxz", reading);
   EXPECT_EQ(test_support::read_file_bytes(dir / "mapped_repack.onnxz"),
             test_support::read_file_bytes(dir / "read_repack.onnxz"));
+}
+
+TEST(VerifyModelBytes, AnArchiveInMemoryGetsTheFindingsOfItsFile) {
+  ScratchDir dir("verify_model_bytes");
+  const fs::path path = dir / "m.onnxz";
+  save(test_support::model_with_tensors_everywhere(), path);
+  std::vector<std::uint8_t> bytes = read_file_bytes(path);
+  const auto lines = [](const VerifyReport& report) {
+    std::vector<std::string> out;
+    for (const VerifyFinding& finding : report.findings) out.push_back(to_string(finding));
+    return out;
+  };
+  EXPECT_EQ(lines(verify_model_bytes(bytes, {}, path.string())), lines(verify_model_file(path)));
+  bytes[bytes.size() / 3] ^= 0xFF;  // Somewhere in a payload or a record: a finding either way.
+  const VerifyReport damaged = verify_model_bytes(bytes);
+  ASSERT_FALSE(damaged.findings.empty());
+  for (const std::string& line : lines(damaged)) EXPECT_EQ(line.rfind("<memory>: ", 0), 0u) << line;
+}
+
+TEST(VerifyModelBytes, ALegacyModelInMemoryIsParsedAndChecked) {
+  const std::vector<std::uint8_t> bytes = serialize_model(model_with_ir_fields());
+  EXPECT_TRUE(verify_model_bytes(bytes, {}, "m.onnx").ok());
+  const std::vector<std::uint8_t> garbage{0xFF, 0xFF, 0xFF};
+  const VerifyReport report = verify_model_bytes(garbage, {}, "m.onnx");
+  ASSERT_EQ(report.findings.size(), 1u);
+  EXPECT_EQ(report.findings[0].severity, VerifyFinding::Severity::kError);
+  EXPECT_EQ(to_string(report.findings[0]).rfind("m.onnx: ", 0), 0u)
+      << to_string(report.findings[0]);
 }
 
 }  // namespace

@@ -22,7 +22,7 @@
 
 #include "crc32.h"
 #include "onnxzip/error.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/mapped_file.h"
 #include "posix_file.h"
 #include "support/scratch_dir.h"
 #include "support/zip_builder.h"
@@ -251,10 +251,16 @@ TEST(CrcJobQueue, DestroyedWithJobsUnderWayStopsTheWorker) {
   const fs::path path = dir / "data.bin";
   write_file_bytes(path, testing::pattern(8 << 20, 4));
   std::atomic<std::size_t> pieces{0};
+  // A millisecond per piece: the 20 jobs would keep the worker busy for over half a second, far
+  // longer than this thread, even when it waits for a core, needs to reach the destructor.
+  const auto count_slowly = [&pieces](ByteSpan) {
+    ++pieces;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
   {
     CrcJobQueue queue(open_for_reading(path), 100, 1);
     for (int i = 0; i < 20; ++i) {
-      queue.submit({.offset = 0, .size = 8 << 20, .observer = [&pieces](ByteSpan) { ++pieces; }});
+      queue.submit({.offset = 0, .size = 8 << 20, .observer = count_slowly});
     }
   }
   const std::size_t after = pieces.load();

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "onnxzip/error.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
 #include "output_file_testing.h"

@@ -1,6 +1,6 @@
 // MappedFile: mapped or read bytes of a regular file and of nothing else, the descriptor that was
 // checked, adoption of descriptors, and the registry of live mappings (describe_address).
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/mapped_file.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "onnxzip/error.h"
+#include "onnxzip/internal/protobuf_wire.h"
 #include "onnxzip/onnx_model.h"
-#include "onnxzip/protobuf_wire.h"
 #include "onnxzip/tensor.h"
 #include "support/onnx_samples.h"
 #include "support/scratch_dir.h"

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "onnxzip/internal/protobuf_wire.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/tensor.h"

@@ -10,10 +10,10 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/convert.h"
 #include "onnxzip/edit.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
-#include "onnxzip/zip_reader.h"
 #include "output_file.h"
 #include "zip_writer.h"
 
@@ -68,24 +68,24 @@ TEST(Options, NestedOptionsAreNamedLikeTheirFields) {
   const ConvertOptions options{
       .archive = {.alignment = 4096, .threshold = 0},
       .legacy = {.mode = LegacyWriteOptions::Mode::kExternal, .alignment = 64},
-      .load = {.zip = {.max_compression_ratio = 0}},
+      .load = {.limits = {.max_compression_ratio = 0}},
   };
   EXPECT_EQ(options.archive.alignment, 4096u);
   EXPECT_EQ(options.archive.threshold, 0u);
   EXPECT_FALSE(options.archive.dedupe);
   EXPECT_EQ(options.legacy.alignment, 64u);
   EXPECT_EQ(options.legacy.threshold, LegacyWriteOptions{}.threshold);
-  EXPECT_EQ(options.load.zip.max_compression_ratio, 0u);
-  EXPECT_EQ(options.load.zip.max_entries, ZipReaderOptions{}.max_entries);
+  EXPECT_EQ(options.load.limits.max_compression_ratio, 0u);
+  EXPECT_EQ(options.load.limits.max_entries, ReadLimits{}.max_entries);
   EXPECT_TRUE(options.read.parse.no_copy);
 
-  const EditOptions edit{.compact = true, .zip = {.spill_threshold = 1}};
+  const EditOptions edit{.compact = true, .limits = {.spill_threshold = 1}};
   EXPECT_TRUE(edit.compact);
   EXPECT_TRUE(edit.output.durable);
   EXPECT_TRUE(edit.output.follow_symlinks);
   EXPECT_FALSE(SaveOptions{}.output.durable);
   EXPECT_FALSE(LegacyWriteOptions{}.output.follow_symlinks);
-  EXPECT_EQ(edit.zip.spill_threshold, 1u);
+  EXPECT_EQ(edit.limits.spill_threshold, 1u);
 
   const SerializeOptions serialize{.max_buffered_structure_bytes = 0};
   EXPECT_EQ(serialize.substitutions, nullptr);

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "onnxzip/error.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/mapped_file.h"
 #include "output_file_testing.h"
 #include "support/special_files.h"
 

@@ -18,10 +18,11 @@
 #include "crc32.h"
 #include "crc_worker_testing.h"
 #include "onnxzip/archive.h"
-#include "onnxzip/byte_source.h"
 #include "onnxzip/convert.h"
 #include "onnxzip/edit.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "support/external_tool.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
@@ -717,7 +718,7 @@ TEST(WritingWithDigests, TheSameBytesWithOrWithoutTheSecondThread) {
     ConvertOptions convert_options;
     convert_options.archive = options;
     convert(legacy, folder / "converted.onnxz", convert_options);
-    repack(dir / "plain.onnxz", folder / "repacked.onnxz", options);
+    repack(dir / "plain.onnxz", folder / "repacked.onnxz", {.save = options});
     save(model, folder / "saved.onnxz", options);
     ArchiveWriter writer(folder / "written.onnxz", options);
     ModelProto referring = model;
@@ -782,7 +783,7 @@ TEST(WritingWithDigests, RepackNamesADamagedInputEntryAndLeavesNoOutput) {
     SaveOptions options;
     options.digests = true;
     try {
-      repack(dir / "in.onnxz", dir / "out.onnxz", options);
+      repack(dir / "in.onnxz", dir / "out.onnxz", {.save = options});
       ADD_FAILURE() << "no error";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kCorrupt);

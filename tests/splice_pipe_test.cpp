@@ -11,7 +11,7 @@
 #include <memory>
 #include <utility>
 
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/mapped_file.h"
 #include "output_file.h"
 #include "support/scratch_dir.h"
 

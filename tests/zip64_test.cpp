@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "onnxzip/mapped_file.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "support/external_tool.h"
 #include "support/scratch_dir.h"
 #include "support/zip_inspector.h"

@@ -1,4 +1,4 @@
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/zip_reader.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,8 +15,9 @@
 #include <vector>
 
 #include "crc32.h"
-#include "onnxzip/byte_source.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/mapped_file.h"
 #include "posix_file_testing.h"
 #include "support/byte_sources.h"
 #include "support/zip_builder.h"
@@ -25,6 +26,14 @@
 
 namespace onnxzip {
 namespace {
+
+// Options that read the local headers `scope` says, the ReadLimits at their defaults
+// (ZipReaderOptions derives from ReadLimits, which a designated initializer cannot name).
+ZipReaderOptions scoped(LocalHeaderScope scope) {
+  ZipReaderOptions options;
+  options.local_headers = scope;
+  return options;
+}
 
 namespace fs = std::filesystem;
 using testing::build_zip;
@@ -391,7 +400,7 @@ TEST_P(OverSources, TailScopeReadsOnlyTheLastTwoLocalHeaders) {
     entries.push_back(stored("entry_" + std::to_string(i), pattern(100 + 10 * i, i)));
   }
   const BuiltZip z = build_zip(entries);
-  const ZipReaderOptions tail{.local_headers = LocalHeaderScope::kTail};
+  const ZipReaderOptions tail = scoped(LocalHeaderScope::kTail);
   {
     const ZipReader full = open(z.span());
     const ZipReader r = open(z.span(), tail);
@@ -442,7 +451,8 @@ TEST_P(OverSources, TailScopeReadsTheLastNLocalHeadersItIsAskedFor) {
     entries.push_back(stored("entry_" + std::to_string(i), pattern(100 + 10 * i, i)));
   }
   const BuiltZip z = build_zip(entries);
-  const ZipReaderOptions tail{.local_headers = LocalHeaderScope::kTail, .tail_local_headers = 4};
+  ZipReaderOptions tail = scoped(LocalHeaderScope::kTail);
+  tail.tail_local_headers = 4;
   const ZipReader r = open(z.span(), tail);
   ASSERT_EQ(r.entries().size(), 6u);
   for (std::size_t i = 0; i < 6; ++i) {
@@ -1079,7 +1089,7 @@ TEST_P(OverSources, OnReadScopeChecksEachLocalHeaderWithItsData) {
   }
   entries.push_back(deflated("text", text_lines(30)));
   const BuiltZip z = build_zip(entries);
-  const ZipReaderOptions on_read{.local_headers = LocalHeaderScope::kOnRead};
+  const ZipReaderOptions on_read = scoped(LocalHeaderScope::kOnRead);
   const ZipReader full = open(z.span());
   const ZipReader r = open(z.span(), on_read);
   ASSERT_EQ(r.entries().size(), entries.size());
@@ -1156,8 +1166,9 @@ TEST(ZipReaderReads, OpenReadsTheTailOnceOrTwiceAndEachEntryOnce) {
     const BuiltZip z = build_zip(entries, build);
     const auto source = std::make_shared<test_support::CountingSource>(
         test_support::ranges_of(z.span(), "counted"));
-    const ZipReader r = ZipReader::open(
-        source, {.local_headers = LocalHeaderScope::kOnRead, .tail_read_size = c.tail_read_size});
+    ZipReaderOptions on_read = scoped(LocalHeaderScope::kOnRead);
+    on_read.tail_read_size = c.tail_read_size;
+    const ZipReader r = ZipReader::open(source, on_read);
     EXPECT_EQ(source->reads(), c.open_reads);
     EXPECT_TRUE(equal_bytes(r.verified_data(r.at("__MODEL_PROTO")).view(), entries.back().data));
     EXPECT_EQ(source->reads(), c.open_reads);
@@ -1705,7 +1716,7 @@ BuiltZip varied_archive() {
 // In memory, and through a source that reads ranges with every local header left to the read
 // of its data (the bounds of what kOnRead reads, under damage).
 void read_everything(ByteSpan bytes) {
-  const ZipReaderOptions on_read{.local_headers = LocalHeaderScope::kOnRead};
+  const ZipReaderOptions on_read = scoped(LocalHeaderScope::kOnRead);
   for (const bool ranges : {false, true}) {
     try {
       const ZipReader r = ranges ? ZipReader::open(test_support::ranges_of(bytes), on_read)

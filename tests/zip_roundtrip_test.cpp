@@ -19,7 +19,7 @@
 
 #include "crc32.h"
 #include "onnxzip/error.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "support/scratch_dir.h"
 #include "zip_writer.h"
 

@@ -15,7 +15,7 @@
 #include "crc32.h"
 #include "crc_worker_testing.h"
 #include "onnxzip/error.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/mapped_file.h"
 #include "support/scratch_dir.h"
 #include "support/zip_inspector.h"
 #include "zip_records.h"

@@ -2,29 +2,7 @@
 // entries and whose last entry, `__MODEL_PROTO`, is the ModelProto referring to them as external
 // data (spec/onnxz-format.md, cited "spec §N" below).
 //
-// Writing (exporters):
-//   * save(model, path) externalizes every tensor at or above a size threshold, wherever it sits
-//     (initializers, attributes, subgraphs, functions, training info), without modifying or
-//     copying the caller's model.
-//   * ArchiveWriter streams tensors one at a time (bytes or a producer), hands back the reference
-//     to put in the model, and writes the model last. save() is ArchiveWriter::finish() with no
-//     tensor added beforehand.
-//   Both write atomically: the archive appears at its path complete or not at all.
-//
-// Reading (runtimes):
-//   * load(path) returns an ordinary inline ModelProto whose external tensors borrow their slices
-//     of the mapped archive (no weight byte read or copied), each holding the mapping's owner
-//     token, so the model outlives every archive object.
-//   * Archive is the view for runtimes with their own ONNX parser: the `__MODEL_PROTO` bytes and,
-//     per tensor, data type, dims and the aligned span.
-//   * verify(path) checks everything load checks plus CRC-32, alignment and the rest of the spec,
-//     and reports each finding instead of throwing.
-//   * write_view_model() writes a small legacy .onnx next to an archive whose initializers point
-//     into the archive file itself, for runtimes that know only ONNX external data.
-//
-// This is the layer that joins the ZIP reader/writer and the ONNX codec; neither knows of it.
-// Every failure is an onnxzip::Error naming the file, and the tensor and entry when there are
-// ones. Any module above the archive (conversion, CLI, bindings) may use this header.
+// The rest of its contract and the reasons: HACKING.md, "Header notes", archive.h.
 #ifndef ONNXZIP_ARCHIVE_H_
 #define ONNXZIP_ARCHIVE_H_
 
@@ -42,16 +20,21 @@
 #include "onnxzip/bytes.h"
 #include "onnxzip/entry_sink.h"
 #include "onnxzip/error.h"
-#include "onnxzip/http_source.h"
+#include "onnxzip/file_access.h"
+#include "onnxzip/http_options.h"
 #include "onnxzip/integrity.h"
-#include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/output_options.h"
 #include "onnxzip/progress.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/read_limits.h"
 
 namespace onnxzip {
+
+// Internal (include/onnxzip/internal/, not installed): the ZIP reader behind an Archive, and
+// the sources it reads from.
+class ZipReader;
+class ByteSource;
 
 // The model entry's name (spec §6.2, §7.1).
 inline constexpr std::string_view kModelEntryName = "__MODEL_PROTO";
@@ -226,7 +209,8 @@ struct LoadOptions {
   // inline payloads of at least parse.raw_data_threshold bytes likewise. Deflated payloads
   // (archives other tools wrote, spec §9.3 item 1) are always inflated, their CRC-32 checked:
   // into owned memory, or when larger than zip.spill_threshold into a mapped temporary file
-  // (zip_reader.h). parse.no_copy = false: every payload is an owned, 64-byte aligned copy.
+  // (limits.spill_threshold). parse.no_copy = false: every payload is an owned, 64-byte aligned
+  // copy.
   ParseOptions parse{.no_copy = true};
   // Check the CRC-32 of every referenced payload (reads every weight byte once).
   bool verify_crc = false;
@@ -236,9 +220,9 @@ struct LoadOptions {
   // `__MODEL_PROTO` is inflated all the same. load() resolves every payload whatever this says.
   bool inflate_payloads = true;
   // Limits for the ZIP structure.
-  ZipReaderOptions zip{};
+  ReadLimits limits{};
   // How load(path) and Archive::open get at the file: mapped (borrowed payloads stay in the
-  // mapping, which must not shrink while it lives: see mapped_file.h), or read whole into owned
+  // mapping, which must not shrink while it lives: see file_access.h), or read whole into owned
   // memory (kRead: for files others may change; payloads then borrow from that memory).
   FileAccess access = FileAccess::kMap;
   // Digest checking for runtimes (spec §12.5), paid as payloads are used: opening reads and
@@ -251,6 +235,8 @@ struct LoadOptions {
   // (nothing to check against), for an entry it does not list, and for bytes whose SHA-256
   // differs, naming the entry; decode_digests's for a `__DIGESTS` that does not parse.
   bool check_digests = false;
+  // How the caller's users ask for check_digests, for messages ("check_digests=True").
+  std::string check_digests_name = "LoadOptions::check_digests";
   // Also require, at open, a valid `__SIGNATURE` of `__DIGESTS` by this key (implies
   // check_digests; only the two entries are read): Error(kCorrupt) saying what failed -- none,
   // another key, a bad signature.
@@ -310,13 +296,15 @@ class Archive final {
   // verify_crc every referenced entry's CRC-32 is checked; inflate_payloads selects whether
   // deflated payloads are inflated now (the default) or not at all.
   static Archive open(const std::filesystem::path& path, const LoadOptions& options = {});
-  // Reads the archive `source` holds. A source that reads ranges (a remote file, http_source.h)
-  // is read on demand: opening reads the archive's tail only (ZipReaderOptions::tail_read_size;
+  // Reads the archive `source` holds. A source that reads ranges (a remote file, HTTP)
+  // is read on demand: opening reads the archive's tail only (what the source's open brought;
   // each payload's local header is read and checked with its data), and every TensorInfo::data
   // is empty: payload() and payloads() read them. Error(kInvalidArgument) for a null source.
   static Archive open(std::shared_ptr<const ByteSource> source, const LoadOptions& options = {});
   // open() of HttpSource::open(url, http), whose first request brings the tail: one request
-  // when the end records, central directory and model fit in http.tail_size, else two.
+  // when the end records, central directory and model fit in http.tail_size, else two. An
+  // s3://bucket/key URL is read the same way, each request signed (credentials, region and
+  // endpoint from the environment and ~/.aws as the AWS tools take them; README "Object storage").
   static Archive open_url(const std::string& url, const LoadOptions& options = {},
                           const HttpOptions& http = {});
   // Borrows `bytes` (they must outlive the Archive, and with kNoOwner the spans it gives too).
@@ -399,11 +387,11 @@ struct VerifyReport {
 
 struct VerifyOptions {
   // Check the CRC-32 of every entry (reads the whole archive; deflated entries are inflated in
-  // pieces, never held whole, and those beyond zip's limits are findings, zip_reader.h).
+  // pieces, never held whole, and those beyond zip's limits are findings, read_limits.h).
   bool check_crc = true;
   ParseOptions parse{};
-  ZipReaderOptions zip{};
-  // Map the file, or read it whole into memory (kRead; see mapped_file.h).
+  ReadLimits limits{};
+  // Map the file, or read it whole into memory (kRead; see file_access.h).
   FileAccess access = FileAccess::kMap;
   // Called as the CRC-32 check reads the entries (progress.h): `total` is the sum of their
   // uncompressed sizes (0 without check_crc), and the last call (done == total) comes when the
@@ -449,7 +437,7 @@ VerifyReport verify_bytes(ByteSpan archive_bytes, const VerifyOptions& options =
 // refuse or skip those as external data. The view must be in the
 // archive's folder (external data locations cannot go up a folder): else Error(kInvalidArgument).
 // The archive is validated as by load(), read with `load` (how the file is got at, FileAccess;
-// its ZIP limits, such as the compression ratio of deflated entries, zip_reader.h). The view
+// its ZIP limits, such as the compression ratio of deflated entries, read_limits.h). The view
 // appears atomically; `output` says how it is written (durable, follow_symlinks).
 void write_view_model(const std::filesystem::path& archive_path,
                       const std::filesystem::path& view_path, const LoadOptions& load = {},

@@ -19,14 +19,17 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "onnxzip/archive.h"
-#include "onnxzip/http_source.h"
+#include "onnxzip/http_options.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/progress.h"
 
 namespace onnxzip {
+
+class HttpSource;  // Internal (include/onnxzip/internal/http_source.h).
 
 struct ConvertOptions {
   // How a legacy input is written as an archive (alignment, threshold, dedupe...).
@@ -40,8 +43,6 @@ struct ConvertOptions {
   // others may change into memory whatever its format, set both read.access and load.access to
   // FileAccess::kRead.
   LoadOptions load{};
-  // When set, used for whichever writer runs, in place of archive.progress / legacy.progress.
-  ProgressCallback progress = nullptr;
 };
 
 // Converts `in` to the other format at `out`:
@@ -63,7 +64,7 @@ struct ConvertOptions {
 ModelFormat convert(const std::filesystem::path& in, const std::filesystem::path& out,
                     const ConvertOptions& options = {});
 
-// --- Remote archives (http_source.h) ---
+// --- Remote archives (HTTP, http_options.h) ---
 
 // What the remote file `source` holds, told from the tail its first request brought (no
 // request): kOnnxz when that tail is the whole file and starts as detect_format(path) wants, or
@@ -83,7 +84,7 @@ ModelFormat detect_format(const HttpSource& source);
 // Memory: the model, the payloads that stay inline -- for an inline output (kInline, or kAuto
 // when the payloads fit protobuf's 2 GiB) all of them -- and the ranges in flight's buffers.
 // Deflated entries and entries with a data descriptor (not in a conforming archive) are read
-// apart first, one request each. options.progress (or legacy.progress) gets the bytes received.
+// apart first, one request each. options.legacy.progress gets the bytes received.
 // Errors: HttpSource's (kIo naming the URL), the archive's (kCorrupt naming the URL and the
 // entry: a local header that contradicts the central directory, a CRC-32 mismatch), the
 // writer's; Error(kLimitExceeded) before anything is downloaded when the payloads that would be
@@ -109,7 +110,7 @@ struct RepackResult {
 // holds an ONNX model in an entry named `__MODEL_PROTO`: at the top, or in a folder at any depth
 // ("model/__MODEL_PROTO", "exports/resnet/__MODEL_PROTO": `zip -r` records a folder's path as it
 // was typed), whose locations are then relative to that folder. Any ZIP the reader accepts will
-// do (zip_reader.h, read with `zip_options`): deflated entries, data descriptors, unaligned data,
+// do (read within `limits`): deflated entries, data descriptors, unaligned data,
 // directory entries, the model entry anywhere in the archive, legacy references with
 // offset/length. Entries referred to whole by a valid name keep that name, their tensors the same
 // entry (tied weights stay shared); every other reference is resolved and its tensor stored like
@@ -121,11 +122,14 @@ struct RepackResult {
 // (kCorrupt) naming the archive when there is no `__MODEL_PROTO` entry or several (at any
 // depths), when it does not parse, and for a reference that names no entry, lies outside its
 // entry, or whose size is not dims x element size (naming the tensor and the location);
-// Error(kInvalidArgument) when `out` is `in_zip`. `access` says how `in_zip` is got at (mapped,
-// or read whole: mapped_file.h).
+// Error(kInvalidArgument) when `out` is `in_zip`.
+struct RepackOptions {
+  SaveOptions save{};   // How the output is written (alignment, threshold, digests, progress...).
+  ReadLimits limits{};  // Limits for reading `in_zip`.
+  FileAccess access = FileAccess::kMap;  // How `in_zip` is got at.
+};
 RepackResult repack(const std::filesystem::path& in_zip, const std::filesystem::path& out,
-                    const SaveOptions& options = {}, const ZipReaderOptions& zip_options = {},
-                    FileAccess access = FileAccess::kMap);
+                    const RepackOptions& options = {});
 
 // --- Verifying either format ---
 
@@ -143,6 +147,11 @@ RepackResult repack(const std::filesystem::path& in_zip, const std::filesystem::
 // Error(kNotFound), kIo, kInvalidArgument for a folder.
 VerifyReport verify_model_file(const std::filesystem::path& path,
                                const VerifyOptions& options = {});
+// The same of a model in memory (`source_name` names it in every finding): an archive as above;
+// a legacy model parsed, each tensor referring to external data a kError finding (bytes have no
+// folder to hold it). Throws nothing for the content.
+VerifyReport verify_model_bytes(ByteSpan bytes, const VerifyOptions& options = {},
+                                std::string_view source_name = "<memory>");
 
 }  // namespace onnxzip
 

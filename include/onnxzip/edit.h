@@ -3,18 +3,7 @@
 // for this (spec §2.4): only the model entry, the central directory and the end records are
 // rewritten, so an edit costs O(model + central directory), whatever the weights weigh.
 //
-// Crash safety (spec §9.6): at every instant the file reads as the archive with the old model or
-// with the new one. A process killed at any point leaves one of the two; with
-// EditOptions::output.durable (the default) a power loss does too. What an interrupted edit can
-// leave is still an archive: load() and verify() read it (verify warns), and the next edit or
-// repack tidies it. The edit writes nothing until the new model is ready and checked: an edit_model
-// whose `change` takes long leaves the file as it was meanwhile.
-//
-// Other processes that have the archive mapped keep valid payloads (none of their bytes change)
-// but see the bytes of `__MODEL_PROTO` change under them, and pages past the new end of a file
-// that shrank go away (SIGBUS on access): a model that another process loaded with no_copy (its
-// strings borrow from those bytes) must be loaded again. Two edits of one archive at a time are
-// refused (an advisory lock). Any module above the archive layer may use this header.
+// The rest of its contract and the reasons: HACKING.md, "Header notes", edit.h.
 #ifndef ONNXZIP_EDIT_H_
 #define ONNXZIP_EDIT_H_
 
@@ -29,7 +18,7 @@
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/output_options.h"
 #include "onnxzip/progress.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/read_limits.h"
 
 namespace onnxzip {
 
@@ -55,7 +44,7 @@ struct EditOptions {
   // Called as the model entry (and, when compacting, the payloads) reach the file (progress.h).
   ProgressCallback progress = nullptr;
   // Limits for reading the archive (its local_headers is not used: see replace_model).
-  ZipReaderOptions zip{};
+  ReadLimits limits{};
   // An archive with `__DIGESTS` (spec §12) gets it rewritten with the new model's digest (no
   // other entry is hashed again), and its `__SIGNATURE` signed anew with this key; without a
   // key the signature is removed (EditResult::signature_removed), never left untrue. A key also

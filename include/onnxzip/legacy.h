@@ -1,42 +1,7 @@
 // Legacy ONNX model files: a serialized ModelProto (`model.onnx`), its tensor payloads inline or
 // in external data files next to it, as the reference `onnx` package reads and writes them.
 //
-// read_legacy_model maps the model file and every external data file it names, and returns a
-// model whose tensors all carry their payload (raw_data borrowed from the mappings, no weight
-// byte copied) and no external references. write_legacy_model writes a model the other way:
-// inline when it fits protobuf's 2 GiB, otherwise (or on request) with the dense initializers in
-// external data files. Together with the archive layer (archive.h) they make the conversions
-// legacy <-> .onnxz; this header knows nothing of zip. Anyone may use it.
-//
-// External data references (TensorProto.external_data, read when data_location = EXTERNAL)
-// follow the reference package (onnx/external_data_helper.py and onnx/checker.cc,
-// resolve_external_data_location):
-//   * keys: `location` (required), `offset` (optional, default 0), `length` (optional, default:
-//     the rest of the file), `checksum` and `basepath` (accepted and ignored: the reference never
-//     uses them to find or check the data), any other key (ignored; the reference warns).
-//     offset and length are decimal numbers below 2^64: ASCII digits only, no sign, no space
-//     (leading zeros are accepted, as the reference's int() reads them); offset past the end of
-//     the file, or offset + length past it, is refused, as in the reference. These faults read
-//     the same as in the archive readers (one reader of external_data serves them all).
-//   * stricter than the reference loader (which reads whatever the range holds): the byte count
-//     (length, or the rest of the file) must equal dims x element size (no other count is a
-//     tensor of that shape; STRING and UNDEFINED tensors cannot be external); a repeated
-//     location/offset/length key, and a tensor that is EXTERNAL and also carries raw_data or a
-//     typed field (the reference checker's "should not have data field"), are refused instead of
-//     letting the last one win.
-//   * location is a relative path inside the model's folder: not empty, no NUL byte, not
-//     absolute, no `..` component (the reference rejects `..` after lexical normalisation;
-//     refusing the component anywhere also refuses `sub/../x`). Sub-folders are allowed.
-//   * no symbolic link anywhere on the way: each component is opened under the model's folder
-//     with O_NOFOLLOW, so the check and the file mapped are the same (the reference checks the
-//     last component with is_symlink and parent links by canonical containment). With
-//     allow_symlinks links are followed, but the file they lead to must still lie inside the
-//     model's folder (the reference's containment rule).
-//   * a regular file with exactly one hard link (st_nlink == 1): a hard link could expose any
-//     file of the same file system (the reference's "hardlink attack" check).
-// Each refusal is an onnxzip::Error naming the model file, the tensor (name and place) and the
-// location: kCorrupt for a reference the rules refuse, kNotFound for a missing file, kIo when the
-// system refuses to open or map one.
+// The rest of its contract and the reasons: HACKING.md, "Header notes", legacy.h.
 #ifndef ONNXZIP_LEGACY_H_
 #define ONNXZIP_LEGACY_H_
 
@@ -45,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/file_access.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/output_options.h"
@@ -81,7 +46,7 @@ struct LegacyReadOptions {
   // Accept data files with more than one hard link.
   bool allow_hard_links = false;
   // How the model file and its data files are got at: mapped (external payloads borrow from the
-  // mappings, which must not shrink while they live: see mapped_file.h), or read whole into
+  // mappings, which must not shrink while they live: see file_access.h), or read whole into
   // owned memory (kRead: for files others may change).
   FileAccess access = FileAccess::kMap;
 };

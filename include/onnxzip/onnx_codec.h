@@ -1,45 +1,6 @@
 // Reading and writing ONNX messages in the protobuf wire format, without libprotobuf.
 //
-// parse_model / parse_message turn untrusted bytes into the structs of onnx_model.h. Every
-// problem is an onnxzip::Error whose message reads "<source>: offset N: <Message>.<field>:
-// <problem>", N being the byte offset in the input; the limits in ParseOptions bound nesting
-// depth, sizes and element counts so that hostile input fails cleanly instead of exhausting the
-// stack or memory. Sizes and offsets are 64-bit throughout: a single model over 2 GB (weights
-// inline) parses and serializes.
-//
-// serialize_model / serialize_message write canonical protobuf: known fields in field-number
-// order, each in the encoding onnx.proto declares (packed only where it says [packed = true]),
-// then the unknown fields in the order they were read. This is what libprotobuf writes, so a model
-// written by the reference onnx package parses and re-serializes to the same bytes. Two writers,
-// generated from the same field declarations, produce identical bytes:
-//   * single pass, back to front (serialize_model -> vector / OwnedBytes / ByteSink /
-//     AtomicOutputFile / path, serialize_message): every nested length is known when it is
-//     written. The structure accumulates in chunks; tensor payloads of 4 KiB or more are only
-//     referred to, and copied once, straight into the result (or handed to the sink as they are).
-//     Streamed output therefore holds the structure (not the tensors) in memory, up to
-//     SerializeOptions::max_buffered_structure_bytes; a larger structure falls back to:
-//   * sized, front to back (MessageSerializer, and the fallback above): one sizing pass stores
-//     every nested size in a table, then a front-to-back pass writes through a fixed 1 MiB buffer
-//     and hands large payloads to the output without copying them. Memory use is the size table
-//     (8 bytes per nested message) plus the buffer, whatever the size of the model.
-//
-// Ownership of tensor payloads (TensorProto::raw_data) and strings (Text) when parsing:
-//   * no_copy = false (default): every payload and string is copied; the model owns its bytes.
-//   * no_copy = true, parse_model(bytes): payloads of at least raw_data_threshold bytes, and all
-//     strings (names, op types, attribute strings...), borrow from `bytes` without an owner token:
-//     the caller must keep `bytes` alive and unchanged as long as the model (or any copy of its
-//     parts) is used; own_strings() detaches the strings. Smaller payloads are copied. Parsing a
-//     graph then allocates no memory per name, which is most of what parsing a large graph costs.
-//   * no_copy = true, parse_model_file(path): the file is mapped and payloads of at least
-//     raw_data_threshold bytes borrow from the mapping with the mapping as owner token: the model
-//     stays valid after the call, and the mapping lives until the last tensor referring to it is
-//     gone. Smaller payloads and all strings are copied. (Without no_copy the mapping is released
-//     on return.) The same holds for parse_message with a non-null owner token.
-//   * alignment (when non-zero, a power of two): a payload that would be borrowed but does not
-//     start on a multiple of `alignment` is copied instead into a buffer that does; copies are
-//     aligned to max(alignment, 64).
-//
-// This module knows nothing of zip archives. Anyone may use it.
+// The rest of its contract and the reasons: HACKING.md, "Header notes", onnx_codec.h.
 #ifndef ONNXZIP_ONNX_CODEC_H_
 #define ONNXZIP_ONNX_CODEC_H_
 
@@ -51,13 +12,15 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/file_access.h"
 #include "onnxzip/onnx_model.h"
-#include "onnxzip/protobuf_wire.h"
 
 namespace onnxzip {
 
 class AtomicOutputFile;  // Internal to the library (src/io/output_file.h).
+namespace wire {
+class ByteSink;  // Where a writer's bytes go (include/onnxzip/internal/protobuf_wire.h).
+}  // namespace wire
 
 struct ParseOptions {
   // Borrow large raw_data payloads instead of copying them (see the header comment).
@@ -106,7 +69,7 @@ struct SerializeOptions {
 ModelProto parse_model(ByteSpan bytes, const ParseOptions& options = {},
                        std::string_view source = "<memory>");
 // Parses the file at `path` (memory-mapped, or read whole with FileAccess::kRead; see
-// mapped_file.h). Errors name the path; one that is not a regular file is Error(kIo). A name of
+// file_access.h). Errors name the path; one that is not a regular file is Error(kIo). A name of
 // its own, not an overload of parse_model: a std::string converts to a path, so bytes held in
 // one would be taken for a file name.
 ModelProto parse_model_file(const std::filesystem::path& path, const ParseOptions& options = {},

@@ -1,32 +1,7 @@
 // The ONNX object model: every message of onnx.proto (IR version 13, ONNX-ML included) as a
 // plain struct.
 //
-// Members are named exactly as the onnx.proto fields (model.graph->node[0].op_type). onnx.proto
-// is proto2, so presence is part of the value: an optional scalar or string is std::optional (an
-// empty name that is present differs from an absent one, and both survive parse -> serialize), an
-// optional sub-message is a Box<T> (heap-allocated, copyable, comparable; it breaks the
-// GraphProto -> NodeProto -> AttributeProto -> GraphProto recursion) or, for the non-recursive
-// ones every value_info carries (ValueInfoProto::type, TypeProto::tensor_type, the shapes), an
-// Inline<T> with the same interface stored in place; a repeated field is a std::vector. Strings
-// are Text (text.h): owned, or borrowed from the parsed bytes. Tensor payloads
-// (TensorProto::raw_data) are TensorBytes: owned, or borrowed from the parsed bytes or a file
-// mapping (see bytes.h and onnx_codec.h). Enumerations are stored as
-// open int32/int64 values, so values from a newer schema survive; the named constants are nested
-// where onnx.proto nests them (TensorProto::kFloat, AttributeProto::kGraphs).
-//
-// Each message's fields are declared once, in the ONNXZIP_FIELDS_<Message> lists below, in
-// field-number order: X(kind, name, number, oneof). The kind (namespace field) fixes the member's
-// C++ type and its wire encoding (message types in kinds are spelled fully qualified, as the lists
-// are expanded outside the structs too); `oneof` is 0, or the index of the oneof group the field
-// belongs to (setting one member of a group while parsing clears the others). The struct members,
-// the parser, the serializer, the size computation and operator== are all expanded from these
-// lists. Fields the parser does not know are kept in `unknown_fields` and written back after the
-// known ones. The lists and ONNXZIP_ONNX_MESSAGES stay defined for the codec (and the
-// conformance oracle) to expand; the helper macros that declare the members are #undef'd after
-// the last message, so including this header defines no other macro.
-//
-// This header owns the data model only; parsing and writing live in onnx_codec.h, tensor helpers
-// in tensor.h. Anyone may use it.
+// The rest of its contract and the reasons: HACKING.md, "Header notes", onnx_model.h.
 #ifndef ONNXZIP_ONNX_MODEL_H_
 #define ONNXZIP_ONNX_MODEL_H_
 
@@ -39,8 +14,8 @@
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/error.h"
-#include "onnxzip/protobuf_wire.h"
 #include "onnxzip/text.h"
+#include "onnxzip/unknown_fields.h"
 
 namespace onnxzip {
 

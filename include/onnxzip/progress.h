@@ -6,11 +6,9 @@
 // protobuf, the whole file), the same in every call. The writer calls it once with done = 0
 // before the first byte, then whenever at least kProgressStepBytes more are written, and once
 // with done == total when every byte is written (the model itself too), just before the output is
-// renamed into place. `done` never decreases and reaches `total` only in that last call. The
-// library never draws anything: a tool (the CLI) turns the calls into a progress bar. verify()
-// reports its reading the same way (VerifyOptions::progress in archive.h): `total` is the bytes
-// its CRC-32 check reads, and the last call comes when the report is complete. Anyone may use
-// this header.
+// renamed into place. `done` never decreases and reaches `total` only in that last call.
+// verify() reports its reading the same way (VerifyOptions::progress in archive.h): `total` is
+// the bytes its CRC-32 check reads, and the last call comes when the report is complete.
 //
 // A callback that throws cancels the write: the exception propagates and, as after any failure,
 // nothing is left at the destination.

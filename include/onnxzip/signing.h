@@ -14,9 +14,11 @@
 #include "onnxzip/integrity.h"
 #include "onnxzip/output_options.h"
 #include "onnxzip/progress.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/read_limits.h"
 
 namespace onnxzip {
+
+class ZipReader;  // Internal (include/onnxzip/internal/zip_reader.h).
 
 struct SignOptions {
   // The key that signs `__DIGESTS`; none writes `__DIGESTS` alone and removes a `__SIGNATURE`
@@ -27,7 +29,7 @@ struct SignOptions {
   OutputFileOptions output{.durable = true, .follow_symlinks = true};
   // Called as the entries are hashed (progress.h); `total` is their byte count.
   ProgressCallback progress = nullptr;
-  ZipReaderOptions zip{};
+  ReadLimits limits{};
 };
 
 struct SignResult {

@@ -8,14 +8,16 @@ tensors are numpy views of the mapping, no byte copied.
     import onnxzip
     onnxzip.save(model, "model.onnxz")            # an onnx.ModelProto, any size (even > 2 GiB)
     model = onnxzip.load("model.onnxz")           # onnx.ModelProto, weights inline
-    with onnxzip.open("model.onnxz") as archive:  # zero-copy reading
-        for name in archive.keys():
-            weight = archive.get_tensor(name)     # read-only numpy view of the mapped file
+    with onnxzip.open("model.onnxz") as archive:  # zero-copy reading (a path, a URL or bytes)
+        for info in archive.tensors:              # every tensor: TensorInfo (spec/names.md)
+            weight = archive.get_tensor(info)     # read-only numpy view of the mapped file
     with onnxzip.ArchiveWriter("out.onnxz") as writer:   # exporters: one tensor at a time
         model.graph.initializer.append(writer.add_tensor("w", numpy_array))
         writer.finish(model)
     onnxzip.save_file({"w": array}, "weights.onnxz", metadata={"step": "100"})  # no graph
     tensors = onnxzip.load_file("weights.onnxz", framework="pt")  # safetensors-like
+    # get_tensor takes a TensorInfo, a site, a name or an entry name; a name two tensors use (two
+    # If branches) is refused with their sites, and load_file(..., key="site") keys by site.
 
 Remote archives: open, load and load_file take an http:// or https:// URL (range requests through
 libcurl; headers={...} for private hubs, never shown). Opening and the model cost one request,
@@ -35,7 +37,7 @@ Functions: save, load, open, load_file, save_file, convert, verify, sign, repack
 write_view_model, replace_model, edit_model, edit_model_properties, export_torch.
 Classes: Archive (what open returns), ArchiveWriter, TensorInfo, VerifyReport, VerifyFinding,
 SignResult, EditResult, RepackResult.
-Errors: Error and its subclasses (see onnxzip.Error).
+Errors: Error and its subclasses (see onnxzip.Error), one per code, ChangedError included.
 
 Data types: get_tensor returns numpy's own dtype for FLOAT, DOUBLE, FLOAT16, the integer types,
 BOOL, COMPLEX64 and COMPLEX128, shaped by the tensor's dims. numpy has no type for the others, so

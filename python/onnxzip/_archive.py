@@ -6,7 +6,7 @@ import builtins
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 import onnx
@@ -16,7 +16,7 @@ from . import _onnxzip
 from ._errors import (BadStateError, ChangedError, CorruptError, InvalidArgumentError, IOFailure,
                       NotFoundError, UnsupportedError)
 from ._model_walk import model_tensors
-from ._common import PathLike, _is_archive_file, _path
+from ._common import PathLike, Source, _is_archive_file, _path, _source_kind
 from ._dtypes import _location
 from ._tools import KeyLike, _key
 
@@ -32,10 +32,6 @@ def _parse_stored_model(model_bytes: bytes, path: str) -> onnx.ModelProto:
     except DecodeError as e:
         raise CorruptError(f"{path}: __MODEL_PROTO: the onnx package cannot parse it: {e}") from None
     return model
-
-
-def _is_url(path: Any) -> bool:
-    return isinstance(path, str) and _onnxzip.is_url(path)
 
 
 def _header_lines(function: str, headers: Headers) -> List[str]:
@@ -57,32 +53,39 @@ def _header_lines(function: str, headers: Headers) -> List[str]:
     return lines
 
 
-def _open_archive(path: str, access: str, *, headers: Headers = None,
+def _open_archive(source: Source, access: str, *, headers: Headers = None,
                   check_digests: bool = False, public_key: Optional[KeyLike] = None,
                   function: str = "open") -> _onnxzip.Archive:
     """The extension's Archive, with what the C++ message cannot know added: the file's name on
     a NotFoundError (as open() sets it), and a hint when the file is a legacy model or looks
-    cut short. An http(s) URL opens a remote archive (range requests with `headers`)."""
+    cut short. An http(s) URL opens a remote archive (range requests with `headers`); a buffer
+    is viewed in place."""
     if not isinstance(check_digests, bool):
         raise TypeError(f"{function}: check_digests must be a bool, not "
                         f"{type(check_digests).__name__}")
     key = _key(function, "public_key", public_key)
-    if _is_url(path):
-        return _onnxzip.Archive(path, access, True, _header_lines(function, headers),
+    kind = _source_kind(source)
+    if kind == "url":
+        return _onnxzip.Archive(source, access, kind, _header_lines(function, headers),
                                 check_digests, key)
     if headers is not None:
-        raise InvalidArgumentError(f"{function}: headers apply to http(s) URLs only, and "
-                                   f"{path!r} is a path")
+        raise InvalidArgumentError(f"{function}: headers apply to http(s) URLs only")
+    if kind == "buffer":
+        return _onnxzip.Archive(source, access, kind, [], check_digests, key)
+    path = _path(source)
     try:
-        return _open_local(path, access, check_digests, key)
+        return _open_local(path, access, kind, check_digests, key)
     except (NotFoundError, IOFailure) as e:
-        e.filename = path
+        if not e.source:
+            e.source = e.filename = path
         raise
     except CorruptError as e:
         hint = _corrupt_hint(path)
         if not hint:
             raise
-        raise CorruptError(f"{e} ({hint})") from None
+        raise CorruptError(f"{e} ({hint})", source=e.source or path, entry=e.entry,
+                           tensor=e.tensor, offset=e.offset,
+                           problem=f"{e.problem} ({hint})") from None
 
 
 # How often an open that overlapped an in-place edit (ChangedError) is tried again, and the pause
@@ -91,12 +94,13 @@ _CHANGED_RETRIES = 4
 _CHANGED_PAUSE_SECONDS = 0.02
 
 
-def _open_local(path: str, access: str, check_digests: bool, key) -> _onnxzip.Archive:
+def _open_local(path: str, access: str, kind: str, check_digests: bool,
+                key) -> _onnxzip.Archive:
     """The extension's Archive of a local file; an open that an edit overlapped is tried again a
     few times before its ChangedError is raised."""
     for attempt in range(_CHANGED_RETRIES):
         try:
-            return _onnxzip.Archive(path, access, False, [], check_digests, key)
+            return _onnxzip.Archive(path, access, kind, [], check_digests, key)
         except ChangedError:
             if attempt + 1 == _CHANGED_RETRIES:
                 raise
@@ -119,19 +123,21 @@ def _corrupt_hint(path: str) -> str:
     return ""
 
 
-def _location_of(path: PathLike) -> str:
-    """A URL as given, or the path as a str."""
-    return path if isinstance(path, str) and _is_url(path) else _path(path)
+def _location_of(source: Source) -> Any:
+    """A URL or a buffer as given, or the path as a str."""
+    return _path(source) if _source_kind(source) == "path" else source
 
 
-def _display(path: PathLike) -> str:
-    """What messages and repr() call `path`: a URL without its user, query and fragment (a
-    presigned URL's credentials), else the path."""
-    location = _location_of(path)
-    return _onnxzip.display_url(location) if _is_url(location) else location
+def _display(source: Source) -> str:
+    """What messages and repr() call `source`: a URL without its user, query and fragment (a
+    presigned URL's credentials), "<memory>" for bytes, else the path."""
+    kind = _source_kind(source)
+    if kind == "buffer":
+        return "<memory>"
+    return _onnxzip.display_url(source) if kind == "url" else _path(source)
 
 
-def load(path: PathLike, *, load_external_data: bool = True, check_digests: bool = False,
+def load(path: Source, *, load_external_data: bool = True, check_digests: bool = False,
          public_key: Optional[KeyLike] = None, headers: Headers = None) -> onnx.ModelProto:
     """Reads the archive at `path` (or an http(s) URL) and returns its model, like onnx.load.
 
@@ -155,9 +161,9 @@ def load(path: PathLike, *, load_external_data: bool = True, check_digests: bool
         model = _parse_stored_model(archive.model_bytes(), _display(path))
         if load_external_data:
             index: Dict[str, int] = {}
-            for i, record in enumerate(archive.tensors()):
-                if record.location:
-                    index.setdefault(record.location, i)
+            for i, entry in enumerate(archive.columns()[2]):
+                if entry:
+                    index.setdefault(entry, i)
             external = [tensor for tensor, _, _ in model_tensors(model)
                         if tensor.data_location == onnx.TensorProto.EXTERNAL]
             # One call for all: a remote archive reads them merged and in parallel.
@@ -174,29 +180,37 @@ def load(path: PathLike, *, load_external_data: bool = True, check_digests: bool
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """One tensor of an archive's model: a payload entry, or an inline tensor.
+    """One tensor of an archive's model: a payload entry, or an inline tensor (spec/names.md).
 
-    name: TensorProto.name ("" when unnamed); key: what keys() lists and get_tensor() takes (the
-    name; for an unnamed tensor its entry name, or for an unnamed inline one its site);
-    location: the entry ("" for an inline tensor, whose payload sits in the model); data_type:
-    the ONNX data type number (onnx.TensorProto.FLOAT...); dims: the logical shape; nbytes: the
-    payload's size; file_offset: its offset in the file (0 when inline, and for a remote
-    archive, whose local headers are read with the data); alignment: the largest power of two
-    (<= 65536) dividing it (0 when file_offset is); zero_copy: False for an inline tensor (get_tensor
-    gives a copy) and for an entry another tool deflated (get_tensor then views inflated
-    memory); site: where the tensor sits in the model, e.g. "graph/initializer[3]".
+    name: TensorProto.name ("" when unnamed; a name may be used twice, by two branches of an If);
+    site: where the tensor sits in the model, "graph/initializer[3]", unique; entry: its payload
+    entry ("" for an inline tensor, whose payload sits in the model); data_type: the ONNX data type
+    number (onnx.TensorProto.FLOAT...); dims: the logical shape; size: the payload's bytes;
+    offset: the payload's offset in the file (None for an inline tensor, and for a remote archive,
+    whose local headers are read with the data); alignment: the largest power of two (<= 65536)
+    dividing it (0 when offset is None); inline: the payload sits in the model; zero_copy: reading
+    it lends the archive's bytes (False for an inline tensor, whose array is a copy, and for an
+    entry another tool deflated, whose array views inflated memory).
+
+    Archive.get_tensor() takes a TensorInfo to read exactly that tensor.
     """
 
     name: str
-    key: str
-    location: str
+    site: str
+    entry: str
     data_type: int
     dims: Tuple[int, ...]
-    nbytes: int
-    file_offset: int
+    size: int
+    offset: Optional[int]
     alignment: int
+    inline: bool
     zero_copy: bool
-    site: str
+
+
+# What get_tensor() takes: a TensorInfo, or a str that is a name, a site or an entry name.
+TensorKey = Union[TensorInfo, str]
+
+_KEYINGS = ("name", "site")
 
 
 class Archive:
@@ -226,7 +240,7 @@ class Archive:
     nothing. Arrays are then still views of the mapping, checked.
     """
 
-    def __init__(self, path: PathLike, *, framework: str = "np", access: str = "map",
+    def __init__(self, path: Source, *, framework: str = "np", access: str = "map",
                  check_digests: bool = False, public_key: Optional[KeyLike] = None,
                  headers: Headers = None) -> None:
         if access not in ("map", "read"):
@@ -243,7 +257,12 @@ class Archive:
         # TensorInfo objects are made when asked for: building a frozen dataclass per tensor took
         # longer than opening the archive, and most callers only want keys() and get_tensor().
         self._count = self._archive.tensor_count()
-        self._index: Dict[str, int] = self._archive.index()
+        self._names, self._sites, self._entries = self._archive.columns()
+        self._by_name: Dict[str, List[int]] = {}
+        for i, name in enumerate(self._names):
+            self._by_name.setdefault(name or self._sites[i], []).append(i)
+        self._by_site: Optional[Dict[str, int]] = None
+        self._by_entry: Optional[Dict[str, List[int]]] = None
 
     @property
     def model(self) -> onnx.ModelProto:
@@ -252,71 +271,90 @@ class Archive:
             self._model = _parse_stored_model(self._archive.model_bytes(), self.path)
         return self._model
 
-    def keys(self) -> List[str]:
-        """Names of every tensor of the model, in model order: the payload entries and the small
-        tensors kept inline (an unnamed tensor by its entry name, an unnamed inline one -- a
-        Constant's value -- by its site, "graph/node[3]/attribute[0]/t"; a name used twice
-        once). STRING tensors are left out (numpy has no type for them). BadStateError after
-        close()."""
-        return list(self._open_index())
+    def keys(self, key: str = "name") -> List[str]:
+        """Every tensor of the model in model order (the payload entries and the small tensors
+        kept inline), by name (an unnamed tensor -- a Constant's value -- by its site), or with
+        key="site" by site. A name that two tensors use (two branches of an If may) raises
+        InvalidArgumentError naming their sites: key="site" lists them apart, and archive.tensors
+        gives every record. STRING tensors are left out (numpy has no type for them).
+        BadStateError after close()."""
+        self._check_open()
+        if key not in _KEYINGS:
+            raise InvalidArgumentError(f'keys: key must be "name" or "site", not {key!r}')
+        if key == "site":
+            return list(self._sites)
+        for name, found in self._by_name.items():
+            if len(found) > 1:
+                raise self._ambiguous(name, found, 'keys(key="site") lists every tensor by site')
+        return list(self._by_name)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._open_index())
+        return iter(self.keys())
 
     def __len__(self) -> int:
-        return len(self._open_index())
+        self._check_open()
+        return self._count
 
     def __contains__(self, name: object) -> bool:
-        return name in self._open_index()
+        """Whether get_tensor(name) finds a tensor (a name, site or entry, or a TensorInfo)."""
+        if not isinstance(name, (str, TensorInfo)):
+            return False
+        return bool(self._matches(name))
 
-    def _open_index(self) -> Dict[str, int]:
+    def _check_open(self) -> None:
         if self._archive.closed:
             raise BadStateError(f"{self.path}: the archive is closed")
-        return self._index
 
     @property
     def tensors(self) -> List[TensorInfo]:
-        """Every tensor of the model, in model order (tied weights share a location): the
-        payload entries and the inline ones. BadStateError after close()."""
+        """Every tensor of the model, in model order (tied weights share an entry): the payload
+        entries and the inline ones, each by its TensorInfo, which get_tensor() takes.
+        BadStateError after close()."""
         return [self._info(i) for i in range(self._archive.tensor_count())]
 
-    def tensor_info(self, name: str) -> TensorInfo:
-        """The TensorInfo of keys() entry `name`; KeyError if there is none, BadStateError after
-        close()."""
-        return self._info(self._lookup(name))
+    def tensor_info(self, tensor: TensorKey) -> TensorInfo:
+        """The TensorInfo of `tensor` (a name, site or entry name, as get_tensor() takes it);
+        KeyError if there is none, BadStateError after close()."""
+        return self._info(self._lookup(tensor))
 
     def _info(self, i: int) -> TensorInfo:
         r = self._archive.tensor(i)
-        return TensorInfo(r.name, r.key, r.location, r.data_type, tuple(r.dims), r.nbytes,
-                          r.file_offset, r.alignment, r.zero_copy, r.site)
+        return TensorInfo(r.name, r.site, r.entry, r.data_type, tuple(r.dims), r.size, r.offset,
+                          r.alignment, r.inline, r.zero_copy)
 
-    def get_tensor(self, name: str) -> Any:
-        """Tensor `name` as a read-only numpy array over the mapped file: no byte is copied, and
-        its data pointer is the payload's (64-byte aligned) address in the mapping. Shaped by
-        dims, dtype per data_type (raw views for types numpy lacks: see help(onnxzip)). The array
-        keeps the mapping alive. An inline tensor comes back as a read-only copy. KeyError for an
-        unknown name; BadStateError after close().
+    def get_tensor(self, tensor: TensorKey) -> Any:
+        """`tensor` as a read-only numpy array over the mapped file: no byte is copied, and its
+        data pointer is the payload's (64-byte aligned) address in the mapping. Shaped by dims,
+        dtype per data_type (raw views for types numpy lacks: see help(onnxzip)). The array keeps
+        the mapping alive. An inline tensor comes back as a read-only copy.
+
+        `tensor`: a TensorInfo (from archive.tensors), a site ("graph/node[0]/then_branch/
+        initializer[1]"), a tensor name, or an entry name. A name two tensors use raises
+        InvalidArgumentError naming their sites (give the site or the TensorInfo); KeyError for
+        an unknown one; BadStateError after close().
 
         With framework="pt", a torch.Tensor sharing the same memory (BFLOAT16 as torch.bfloat16;
         a write to it copies the pages it touches, never reaching the file: see Archive).
         UnsupportedError for the unsigned types torch lacks (UINT16, UINT32, UINT64)."""
-        index = self._lookup(name)
+        index = self._lookup(tensor)
         array = self._archive.array(index)
         if self.framework == "pt":
-            return _as_torch(array, self._archive.tensor(index).data_type, self.path, name)
+            return _as_torch(array, self._archive.tensor(index).data_type, self.path,
+                             self._sites[index])
         return array
 
-    def get_tensors(self, names: Iterable[str]) -> Dict[str, Any]:
-        """{name: get_tensor(name)} for each of `names`, read together: for a remote archive,
-        tensors adjacent in the file come with one request and the requests run in parallel
-        (in groups of up to 64 MiB); locally the same views get_tensor() gives. KeyError for an
-        unknown name (before anything is read)."""
-        wanted = list(dict.fromkeys(names))
-        indices = [self._lookup(name) for name in wanted]
+    def get_tensors(self, tensors: Iterable[TensorKey]) -> Dict[Any, Any]:
+        """{tensor: get_tensor(tensor)} for each of `tensors` (keyed as given), read together: for
+        a remote archive, tensors adjacent in the file come with one request and the requests run
+        in parallel (in groups of up to 64 MiB); locally the same views get_tensor() gives.
+        KeyError or InvalidArgumentError as get_tensor() raises them, before anything is read."""
+        wanted = list(dict.fromkeys(tensors))
+        indices = [self._lookup(tensor) for tensor in wanted]
         arrays = self._archive.arrays(indices)
         if self.framework == "pt":
-            return {name: _as_torch(array, self._archive.tensor(index).data_type, self.path, name)
-                    for name, index, array in zip(wanted, indices, arrays)}
+            return {tensor: _as_torch(array, self._archive.tensor(index).data_type, self.path,
+                                      self._sites[index])
+                    for tensor, index, array in zip(wanted, indices, arrays)}
         return dict(zip(wanted, arrays))
 
     def metadata(self) -> Dict[str, str]:
@@ -324,11 +362,49 @@ class Archive:
         without parsing the graph. BadStateError after close()."""
         return dict(self._archive.metadata())
 
-    def _lookup(self, name: str) -> int:
-        try:
-            return self._open_index()[name]
-        except KeyError:
-            raise KeyError(f"{self.path}: no tensor named {name!r}") from None
+    def _matches(self, tensor: TensorKey) -> List[int]:
+        """The tensors `tensor` may mean: by TensorInfo or site exactly one; by name every one of
+        that name; else by entry name every one referring to it."""
+        self._check_open()
+        if self._by_site is None:
+            self._by_site = {site: i for i, site in enumerate(self._sites)}
+        if isinstance(tensor, TensorInfo):
+            i = self._by_site.get(tensor.site)
+            return [] if i is None or self._entries[i] != tensor.entry else [i]
+        found = self._by_name.get(tensor)
+        if found:
+            return found
+        if tensor in self._by_site:
+            return [self._by_site[tensor]]
+        if self._by_entry is None:
+            self._by_entry = {}
+            for i, entry in enumerate(self._entries):
+                if entry:
+                    self._by_entry.setdefault(entry, []).append(i)
+        found = self._by_entry.get(tensor, [])
+        # Tied weights (one entry, several tensors of one type and shape) read the same array.
+        shapes = {(self._archive.tensor(i).data_type, tuple(self._archive.tensor(i).dims))
+                  for i in found}
+        return found[:1] if len(shapes) == 1 else found
+
+    def _lookup(self, tensor: TensorKey) -> int:
+        if not isinstance(tensor, (str, TensorInfo)):
+            raise TypeError(f"{self.path}: a tensor is named by a str or a TensorInfo, not "
+                            f"{type(tensor).__name__}")
+        found = self._matches(tensor)
+        if not found:
+            what = f"site {tensor.site!r}" if isinstance(tensor, TensorInfo) else repr(tensor)
+            raise KeyError(f"{self.path}: no tensor {what} (no name, site or entry name)")
+        if len(found) > 1:
+            raise self._ambiguous(str(tensor), found,
+                                  "give the site or the TensorInfo (archive.tensors)")
+        return found[0]
+
+    def _ambiguous(self, name: str, found: List[int], fix: str) -> InvalidArgumentError:
+        sites = ", ".join(self._sites[i] for i in found)
+        return InvalidArgumentError(
+            f"{self.path}: {len(found)} tensors are named {name!r} ({sites}): {fix}",
+            source=self.path, problem=f"{len(found)} tensors are named {name!r} ({sites}): {fix}")
 
     def close(self) -> None:
         """Releases this object's hold on the mapping (views made before keep theirs)."""
@@ -350,11 +426,13 @@ class Archive:
         return f"<onnxzip.Archive {self.path!r}: {self._count} tensors>"
 
 
-def open(path: PathLike, *, framework: str = "np",  # noqa: A001 - like safetensors' safe_open.
+def open(path: Source, *, framework: str = "np",  # noqa: A001 - like safetensors' safe_open.
          access: str = "map", check_digests: bool = False, public_key: Optional[KeyLike] = None,
          headers: Headers = None) -> Archive:
-    """Opens the .onnxz archive at `path` for zero-copy reading, or at an http(s) URL for reading
-    tensors on demand: see Archive.
+    """Opens the .onnxz archive at `path` for zero-copy reading, at an http(s) URL for reading
+    tensors on demand, or in memory (bytes, bytearray, memoryview, any buffer: viewed in place,
+    kept alive by the archive and by every array from it; do not change it meanwhile): see
+    Archive.
 
         with onnxzip.open("model.onnxz") as archive:
             w = archive.get_tensor("encoder.weight")   # numpy view of the mapped file
@@ -381,16 +459,27 @@ def open(path: PathLike, *, framework: str = "np",  # noqa: A001 - like safetens
                    public_key=public_key, headers=headers)
 
 
-def load_file(path: PathLike, *, framework: str = "np", access: str = "map",
-              check_digests: bool = False, headers: Headers = None) -> Dict[str, Any]:
-    """Every tensor of the archive at `path` (or an http(s) URL) by its key (see Archive.keys),
-    as safetensors' load_file gives them: numpy arrays, or torch tensors with framework="pt".
-    Zero-copy views of the mapping (inline tensors copied), which stays mapped while any of
-    them lives; a remote archive's are read as get_tensors() reads them. check_digests and
-    headers as for open()."""
+def load_file(path: Source, *, framework: str = "np", access: str = "map",
+              check_digests: bool = False, headers: Headers = None,
+              key: str = "name") -> Dict[str, Any]:
+    """Every tensor of the archive at `path` (or an http(s) URL) by name, as safetensors'
+    load_file gives them: numpy arrays, or torch tensors with framework="pt". Zero-copy views of
+    the mapping (inline tensors copied), which stays mapped while any of them lives; a remote
+    archive's are read as get_tensors() reads them. check_digests and headers as for open().
+
+    key="name" (the default) keys the dict by tensor name (an unnamed tensor by its site), and
+    refuses a name two tensors use (InvalidArgumentError naming their sites) rather than drop
+    one; key="site" keys it by site, which is unique: every tensor, always."""
+    if key not in _KEYINGS:
+        raise InvalidArgumentError(f'load_file: key must be "name" or "site", not {key!r}')
     with Archive(path, framework=framework, access=access, check_digests=check_digests,
                  headers=headers) as archive:
-        return archive.get_tensors(archive.keys())
+        if key == "name":
+            for name, found in archive._by_name.items():
+                if len(found) > 1:
+                    raise archive._ambiguous(
+                        name, found, 'load_file(..., key="site") keys the dict by site')
+        return archive.get_tensors(archive.keys(key))
 
 
 _FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt"}

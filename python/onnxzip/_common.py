@@ -9,9 +9,14 @@ from typing import Any, Optional, Union
 import numpy as np
 import onnx
 
+from . import _onnxzip
 from ._errors import InvalidArgumentError
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+# Where a model is read from: a path, an http(s) URL (a str), or the model's bytes in any object
+# with the buffer protocol (bytes, bytearray, memoryview, a numpy array, mmap.mmap...).
+Source = Union[PathLike, bytes, bytearray, memoryview, Any]
 
 
 ModelLike = Union[onnx.ModelProto, bytes, bytearray, memoryview]
@@ -19,6 +24,25 @@ ModelLike = Union[onnx.ModelProto, bytes, bytearray, memoryview]
 
 def _path(path: PathLike) -> str:
     return os.fspath(path)
+
+
+def _is_url(path: Any) -> bool:
+    """An http(s) URL, or s3://bucket/key (read the same way, each request signed)."""
+    return isinstance(path, str) and (_onnxzip.is_url(path) or path[:5].lower() == "s3://")
+
+
+def _source_kind(source: Any) -> str:
+    """"url", "path" or "buffer" (bytes of a model, viewed in place)."""
+    if isinstance(source, str):
+        return "url" if _is_url(source) else "path"
+    if isinstance(source, os.PathLike):
+        return "path"
+    try:
+        memoryview(source).release()
+    except TypeError:
+        raise TypeError("a model source is a path, an http(s) URL or the model's bytes (a buffer), "
+                        f"not {type(source).__name__}") from None
+    return "buffer"
 
 
 def _check_int(function: str, option: str, value: Any, low: int, high: int) -> int:
@@ -54,3 +78,18 @@ def _is_archive_file(path: str) -> bool:
     with builtins.open(path, "rb") as file:
         head = file.read(4)
     return head in (b"PK\x03\x04", b"PK\x05\x06")
+
+
+def _check_output_name(function: str, path: str, writes_archive: bool, why: str = "") -> None:
+    """One rule for every face's outputs: a ".onnxz" name holds an archive and a ".onnx" name a
+    legacy model; other names take either. `why` says where the direction comes from."""
+    suffix = os.path.splitext(path)[1].lower()
+    if writes_archive and suffix == ".onnx":
+        problem = (f"{function} writes an .onnxz archive{why}, which a .onnx name would "
+                   "misdescribe: name the output .onnxz")
+    elif not writes_archive and suffix == ".onnxz":
+        problem = (f"{function} writes a legacy ONNX model{why}, which an .onnxz name would "
+                   "misdescribe: name the output .onnx")
+    else:
+        return
+    raise InvalidArgumentError(f"{path}: {problem}", source=path, problem=problem)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import builtins
 import os
-from typing import Callable, List, NamedTuple, Optional, Tuple, Union
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Tuple, Union
 
 import numpy as np
 import onnx
@@ -16,7 +17,8 @@ from ._common import ModelLike, PathLike, _is_buffer, _path
 from ._dtypes import _make_reference
 from ._tools import KeyLike, _key
 
-class EditResult(NamedTuple):
+@dataclass(frozen=True)
+class EditResult:
     """What replace_model() or edit_model() did: compacted (the archive was rewritten without the entries in
     dropped_entries), and the new `__MODEL_PROTO`'s local header offset and size, and the file's
     size afterwards. For an archive with integrity entries (spec §12): digests_updated
@@ -25,7 +27,7 @@ class EditResult(NamedTuple):
     compaction), digests_removed (`__DIGESTS` went with a compaction)."""
 
     compacted: bool
-    dropped_entries: List[str]
+    dropped_entries: Tuple[str, ...]
     model_offset: int
     model_size: int
     file_size: int
@@ -74,8 +76,8 @@ def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact:
     else:
         raise TypeError("replace_model: model must be an onnx.ModelProto, its bytes or a path, "
                         f"not {type(model).__name__}")
-    return EditResult(*_onnxzip.replace_model(archive_path, model_bytes, compact, durable,
-                                              _key("replace_model", "key", key)))
+    return _edit_result(_onnxzip.replace_model(archive_path, model_bytes, compact, durable,
+                                               _key("replace_model", "key", key)))
 
 
 def _serialize_referring(archive_path: str, model: onnx.ModelProto) -> bytes:
@@ -89,12 +91,13 @@ def _serialize_referring(archive_path: str, model: onnx.ModelProto) -> bytes:
                 if in_sparse or tensor.data_location == onnx.TensorProto.EXTERNAL or \
                         not tensor.name or not tensor.HasField("raw_data"):
                     continue
-                index = archive._index.get(tensor.name)
-                if index is None:
-                    continue
+                found = archive._by_name.get(tensor.name, [])
+                if len(found) != 1:
+                    continue  # A name used twice: which entry it was is not known.
+                index = found[0]
                 info = archive._info(index)
-                if not info.location or info.data_type != tensor.data_type or \
-                        info.dims != tuple(tensor.dims) or info.nbytes != len(tensor.raw_data):
+                if not info.entry or info.data_type != tensor.data_type or \
+                        info.dims != tuple(tensor.dims) or info.size != len(tensor.raw_data):
                     continue
                 raw = tensor.raw_data
                 stored = archive._archive.array(index).reshape(-1).view(np.uint8)
@@ -102,7 +105,7 @@ def _serialize_referring(archive_path: str, model: onnx.ModelProto) -> bytes:
                     continue
                 location = tensor.data_location if tensor.HasField("data_location") else None
                 swapped.append((tensor, raw, location))
-                _make_reference(tensor, info.location, info.nbytes)
+                _make_reference(tensor, info.entry, info.size)
             serialized: bytes = model.SerializeToString()
             return serialized
         finally:
@@ -177,5 +180,12 @@ def _edit(function: str, path: PathLike, change: Change, compact: bool, durable:
         changed: bytes = replaced.SerializeToString()
         return changed
 
-    return EditResult(*_onnxzip.edit_model(archive_path, apply, compact, durable,
-                                           properties_only, _key(function, "key", key)))
+    return _edit_result(_onnxzip.edit_model(archive_path, apply, compact, durable,
+                                            properties_only, _key(function, "key", key)))
+
+
+def _edit_result(fields: _onnxzip.EditTuple) -> EditResult:
+    (compacted, dropped, model_offset, model_size, file_size, digests_updated, signed_again,
+     signature_removed, digests_removed) = fields
+    return EditResult(compacted, tuple(dropped), model_offset, model_size, file_size,
+                      digests_updated, signed_again, signature_removed, digests_removed)

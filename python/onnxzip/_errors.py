@@ -2,23 +2,57 @@
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 
 class Error(Exception):
     """Any failure reported by onnxzip.
 
-    ``code`` is the library's error code ("corrupt", "unsupported", "not_found", "io",
-    "invalid_argument", "limit_exceeded", "bad_state", "changed"); ``str(error)`` is its message, which names
-    the file and, where there is one, the entry, tensor and byte offset. Each code has a subclass
-    that also derives from the matching built-in exception, so ``except ValueError`` or
-    ``except OSError`` catch what they would catch from the standard library.
+    ``str(error)`` is its message, "<place>: <problem>"; the parts are attributes too:
+
+    - ``code``: the library's error code ("corrupt", "unsupported", "not_found", "io",
+      "invalid_argument", "limit_exceeded", "bad_state", "changed");
+    - ``source``: the file path, URL (without its query) or "<memory>" ("" when none);
+    - ``entry``: the archive entry, as the message names it ("" when none);
+    - ``tensor``: the tensor, as the message names it (its name and site; "" when none);
+    - ``offset``: a byte offset in the source, or None;
+    - ``problem``: what is wrong, without the place.
+
+    Each code has a subclass that also derives from the matching built-in exception, so
+    ``except ValueError`` or ``except OSError`` catch what they would catch from the standard
+    library. The OSError ones keep ``errno`` and ``strerror`` None and ``filename`` the source,
+    but print the message, never ``[Errno None] None: 'file'``.
     """
 
     code: str = "error"
 
+    def __init__(self, message: str = "", *, source: str = "", entry: str = "", tensor: str = "",
+                 offset: Optional[int] = None, problem: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.source = source
+        self.entry = entry
+        self.tensor = tensor
+        self.offset = offset
+        self.problem = message if problem is None else problem
+        if isinstance(self, OSError) and source:
+            self.filename = source
+
     def __str__(self) -> str:
-        # The message alone, also when a subclass of OSError has its filename set (OSError would
-        # show "[Errno None] None: '<path>'": the library's errors carry no errno).
-        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+        return self.message
+
+    def __reduce__(self) -> Any:
+        # OSError's own reduce would rebuild from (errno, strerror, filename); the message and
+        # the place are what this class is made of.
+        return (_rebuild, (type(self), self.code, self.message, self.__dict__.copy()))
+
+
+def _rebuild(cls: type, code: str, message: str, state: dict) -> "Error":
+    error = cls(message)
+    error.__dict__.update(state)
+    if cls is Error:
+        error.code = code
+    return error
 
 
 class CorruptError(Error, ValueError):
@@ -40,7 +74,7 @@ class NotFoundError(Error, FileNotFoundError):
 
 
 class IOFailure(Error, OSError):
-    """The operating system refused a read, write, map or rename."""
+    """The operating system, the network or the store refused a read, write, map or rename."""
 
     code = "io"
 
@@ -64,7 +98,7 @@ class BadStateError(Error, RuntimeError):
 
 
 class ChangedError(Error, OSError):
-    """The file changed while it was being read (an edit overlapped the read): retrying may
+    """The file changed while it was being read (another process rewrote it): retrying may
     succeed. onnxzip.open retries a few times by itself before raising it."""
 
     code = "changed"
@@ -75,10 +109,12 @@ _BY_CODE = {cls.code: cls for cls in (CorruptError, UnsupportedError, NotFoundEr
                                       ChangedError)}
 
 
-def _from_code(code: str, message: str) -> Error:
+def _from_code(code: str, message: str, source: str = "", entry: str = "", tensor: str = "",
+               offset: Optional[int] = None, problem: Optional[str] = None) -> Error:
     """The exception for a library error (called by the extension module)."""
     cls = _BY_CODE.get(code, Error)
-    error = cls(message)
+    error = cls(message, source=source, entry=entry, tensor=tensor, offset=offset,
+                problem=problem)
     if cls is Error:
         error.code = code
     return error

@@ -4,6 +4,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 Buffer = bytes | bytearray | memoryview  # any object with the buffer protocol
 
+version: str  # CMake's project VERSION.
+
 def save_bytes(model_bytes: Buffer, path: str, alignment: int, threshold: int, dedupe: bool,
                digests: bool = False) -> None: ...
 def message_bridge_available() -> bool: ...
@@ -12,19 +14,33 @@ def is_url(text: str) -> bool: ...
 def display_url(url: str) -> str: ...
 def save_message(model: Any, tensors: List[Any], path: str, alignment: int, threshold: int,
                  dedupe: bool, digests: bool = False) -> bool: ...
-def convert(src: str, dst: str, alignment: int, threshold: int, dedupe: bool,
-            external_data: Optional[bool], data_file_name: str, max_file_size: int,
-            data_alignment: int, digests: bool = False) -> str: ...
+class ConvertOptions:
+    alignment: int
+    threshold: int
+    dedupe: bool
+    external_data: Optional[bool]
+    data_file_name: str
+    max_file_size: int
+    data_alignment: int
+    digests: bool
+    externalize_attributes: bool
+    externalize_sparse: bool
+    def __init__(self) -> None: ...
+# kind: "path" or "url"; check_output(input_format) may refuse the output's name.
+def convert(src: str, kind: str, dst: str, options: ConvertOptions, headers: List[str],
+            check_output: Callable[[str], None]) -> str: ...
 # A PEM key: its bytes, or the path of its file.
 Key = Buffer | str | None
 # (severity, entry, tensor, offset, message, integrity) per finding; (has_digests, has_signature,
 # key_id, problem); the public key's id.
-def verify(path: str, check_crc: bool, public_key: Key = None
+# kind: "path", "url" or "buffer" (source is the model's bytes).
+def verify(source: Any, kind: str, check_crc: bool, public_key: Key = None,
+           headers: List[str] = ...
            ) -> Tuple[List[Tuple[str, str, str, int, str, bool]], Tuple[bool, bool, str, str], str]: ...
 # (entries, key_id, signature_removed, file_size)
 def sign(path: str, key: Key, durable: bool = True) -> Tuple[int, str, bool, int]: ...
-def repack(src: str, dst: str, alignment: int, threshold: int,
-           digests: bool = False) -> Tuple[List[str], List[str], List[str]]: ...
+def repack(src: str, kind: str, dst: str, alignment: int, threshold: int, digests: bool,
+           headers: List[str]) -> Tuple[List[str], List[str], List[str]]: ...
 # (compacted, dropped_entries, model_offset, model_size, file_size, digests_updated, signed_again,
 # signature_removed, digests_removed)
 EditTuple = Tuple[bool, List[str], int, int, int, bool, bool, bool, bool]
@@ -47,22 +63,22 @@ class TensorSiteField:
     repeated: bool
 
 class TensorRecord:
-    """One tensor of an opened archive: a payload entry, or an inline tensor (location "")."""
+    """One tensor of an opened archive (spec/names.md): a payload entry, or an inline tensor."""
     name: str
-    key: str
-    location: str
+    site: str
+    entry: str
     data_type: int
     dims: List[int]
-    nbytes: int
-    file_offset: int
+    size: int
+    offset: Optional[int]
     alignment: int
+    inline: bool
     zero_copy: bool
-    site: str
 
 class Archive:
     closed: bool
     remote: bool
-    def __init__(self, location: str, access: str, remote: bool = False,
+    def __init__(self, location: Any, access: str, kind: str = "path",
                  headers: List[str] = ..., check_digests: bool = False,
                  public_key: Key = None) -> None: ...
     def model_bytes(self) -> bytes: ...
@@ -70,7 +86,7 @@ class Archive:
     def tensor(self, index: int) -> TensorRecord: ...
     def tensor_count(self) -> int: ...
     def metadata(self) -> List[Tuple[str, str]]: ...
-    def index(self) -> Dict[str, int]: ...
+    def columns(self) -> Tuple[List[str], List[str], List[str]]: ...
     def array(self, index: int) -> np.ndarray[Any, Any]: ...
     def payload(self, index: int) -> bytes: ...
     def arrays(self, indices: List[int]) -> List[np.ndarray[Any, Any]]: ...

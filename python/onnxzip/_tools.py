@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import List, NamedTuple, Optional, Tuple, Union
+from typing import Mapping, Optional, Tuple, Union
 
 
 from . import _onnxzip
 from ._errors import InvalidArgumentError
-from ._common import PathLike, _check_int, _check_options, _is_archive_file, _path
+from ._common import (PathLike, Source, _check_int, _check_options, _check_output_name, _path,
+                      _source_kind)
 
 # A PEM key: the path of a PEM file, or its bytes.
 KeyLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
@@ -17,10 +18,14 @@ KeyLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
 
 def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int = 1024,
             dedupe: bool = False, external_data: Union[None, bool, str] = None,
-            max_file_size: int = 0, data_alignment: int = 4096, digests: bool = False) -> str:
+            max_file_size: int = 0, data_alignment: int = 4096, digests: bool = False,
+            externalize_attributes: bool = False, externalize_sparse: bool = False,
+            headers: Optional[Mapping[str, str]] = None) -> str:
     """Converts a legacy .onnx model (weights inline or in any external-data layout) to an .onnxz
     archive, or an archive to a legacy model; the direction comes from `src`'s content. Returns
     the input's format, "legacy" or "onnxz". `dst` appears atomically; `src` is never written.
+    `src` may be an http(s) URL (`headers` go with its requests): an archive is converted while
+    it downloads, a legacy model downloaded first.
 
     A `dst` name that contradicts the output's format (an archive converted to "y.onnxz", a
     legacy model to "y.onnx") is an InvalidArgumentError: the direction is the input's, not the
@@ -31,17 +36,48 @@ def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int
     `external_data` True forces external data, a string also names the data file, False forces
     inline (LimitExceededError past 2 GiB); `max_file_size` (bytes, 0: no limit) splits the data
     into FILE, FILE.1...; `data_alignment` aligns each payload's offset in it; tensors under
-    `threshold` bytes stay inline.
+    `threshold` bytes stay inline. Only the graphs' initializers (the main graph's and its
+    subgraphs') go to the data file by default: tensors in attributes (a Constant's value, which
+    is where some models keep every weight, inside If branches) stay inline because ONNX
+    Runtime's and onnx's checkers refuse them as external data, unless `externalize_attributes`;
+    sparse tensors' values and indices likewise unless `externalize_sparse`.
     """
     _check_options("convert", alignment=alignment, threshold=threshold, dedupe=dedupe)
     _check_int("convert", "max_file_size", max_file_size, 0, (1 << 64) - 1)
     _check_int("convert", "data_alignment", data_alignment, 1, 1 << 30)
-    _check_bool("convert", "digests", digests)
-    _check_destination_name(_path(src), _path(dst))
-    mode = None if external_data is None else bool(external_data)
-    data_file_name = external_data if isinstance(external_data, str) else ""
-    return _onnxzip.convert(_path(src), _path(dst), alignment, threshold, dedupe, mode,
-                            data_file_name, max_file_size, data_alignment, digests)
+    for option, value in (("digests", digests), ("externalize_attributes", externalize_attributes),
+                          ("externalize_sparse", externalize_sparse)):
+        _check_bool("convert", option, value)
+    kind = _source_kind(src)
+    if kind == "buffer":
+        raise TypeError("convert: src is a path or an http(s) URL, not a buffer")
+    if kind != "url" and headers is not None:
+        raise InvalidArgumentError("convert: headers apply to http(s) URLs only")
+    from ._archive import _header_lines
+
+    source = _path(src) if kind == "path" else src
+    shown = _path(src) if kind == "path" else _onnxzip.display_url(src)
+    target = _path(dst)
+
+    def check_output(input_format: str) -> None:
+        # The direction comes from the input's content, not from the output's name.
+        if input_format == "onnxz":
+            _check_output_name("convert", target, False,
+                               f" (from {shown}, an .onnxz archive; to rewrite an archive, "
+                               "use repack)")
+        else:
+            _check_output_name("convert", target, True, f" (from {shown}, a legacy ONNX model)")
+
+    options = _onnxzip.ConvertOptions()
+    options.alignment, options.threshold, options.dedupe = alignment, threshold, dedupe
+    options.external_data = None if external_data is None else bool(external_data)
+    options.data_file_name = external_data if isinstance(external_data, str) else ""
+    options.max_file_size, options.data_alignment = max_file_size, data_alignment
+    options.digests = digests
+    options.externalize_attributes = externalize_attributes
+    options.externalize_sparse = externalize_sparse
+    return _onnxzip.convert(source, kind, target, options, _header_lines("convert", headers),
+                            check_output)
 
 
 def _check_bool(function: str, option: str, value: object) -> None:
@@ -60,32 +96,17 @@ def _key(function: str, option: str,
                     f"{type(key).__name__}")
 
 
-def _check_destination_name(src: str, dst: str) -> None:
-    # convert's direction comes from the input's content: converting an archive writes a legacy
-    # model, which a ".onnxz" name would misdescribe (and a legacy input an archive named .onnx).
-    try:
-        archive_input = _is_archive_file(src)
-    except OSError:
-        return  # The C++ convert names the problem.
-    suffix = os.path.splitext(dst)[1].lower()
-    if archive_input and suffix == ".onnxz":
-        raise InvalidArgumentError(
-            f"{dst}: {src} is an .onnxz archive, so convert writes a legacy ONNX model: name "
-            "the output .onnx (to rewrite an archive, use repack)")
-    if not archive_input and suffix == ".onnx":
-        raise InvalidArgumentError(
-            f"{dst}: {src} is a legacy ONNX model, so convert writes an .onnxz archive: name "
-            "the output .onnxz")
-
-
 @dataclass(frozen=True)
 class VerifyFinding:
-    """One problem verify() found. severity: "error" (load() refuses the archive for it, or a
-    CRC-32 is wrong) or "warning" (a deviation from the spec that load() accepts); entry and
-    tensor: what it concerns ("" when nothing in particular); offset: the byte offset in the
-    file; message: the description."""
+    """One problem verify() found (spec/names.md, "Findings"). severity: "error" (load() refuses
+    the archive for it, or a CRC-32, a digest or the signature is wrong) or "warning" (a
+    deviation from the spec that load() accepts); kind: what breaks ("zip", "layout",
+    "reference", "model", "ir", "crc", "digest", "signature"); entry and tensor: what it concerns
+    ("" when nothing in particular); offset: the byte offset in the file; message: the line
+    `onnxzip verify` prints, its place first."""
 
     severity: str
+    kind: str
     entry: str
     tensor: str
     offset: int
@@ -98,22 +119,21 @@ class VerifyReport:
     succeed and every CRC-32 is right (no "error" finding).
 
     The integrity entries (spec §12), each also among the findings when something is wrong:
-    digests: "absent" (no `__DIGESTS`), "checked" (every entry's SHA-256 equals its digest),
+    digests: "absent" (no `__DIGESTS`), "verified" (every entry's SHA-256 equals its digest),
     "unchecked" (check_crc=False: only the list and the sizes were checked), or "failed" (a
-    digest, a size or the list is wrong, or `__DIGESTS` does not parse); digest_mismatches: the
-    entries whose bytes, size or listing disagree with `__DIGESTS`.
-    signature: "absent" (no `__SIGNATURE`), "unchecked" (no public_key given), "valid" (by
-    public_key), "other_key" (signed by another key), or "bad" (it does not verify, does not
-    parse, or signs other bytes than `__DIGESTS`); signature_key_id: the key id the signature
-    names ("" when none); public_key_id: the id of the public_key given ("" without one).
+    digest, a size or the list is wrong, or `__DIGESTS` does not parse: the "digest" findings
+    name the entries). signature: "absent" (no `__SIGNATURE`), "unchecked" (no public_key
+    given), "verified" (by public_key), "other_key" (signed by another key), or "failed" (it
+    does not verify, does not parse, or signs other bytes than `__DIGESTS`);
+    signature_key_id: the key id the signature names ("" when none). checked: what was checked,
+    in words ("structure, CRC-32s, digests verified; signature not checked: give public_key=").
     """
 
     findings: Tuple[VerifyFinding, ...]
     digests: str = "absent"
-    digest_mismatches: Tuple[str, ...] = ()
     signature: str = "absent"
     signature_key_id: str = ""
-    public_key_id: str = ""
+    checked: str = ""
 
     @property
     def ok(self) -> bool:
@@ -127,10 +147,15 @@ class VerifyReport:
         return self.ok
 
 
-def verify(path: PathLike, *, check_crc: bool = True,
-           public_key: Optional[KeyLike] = None) -> VerifyReport:
+def verify(path: Source, *, check_crc: bool = True, public_key: Optional[KeyLike] = None,
+           headers: Optional[Mapping[str, str]] = None) -> VerifyReport:
     """Checks the model file at `path` and returns every finding instead of raising: the same
     findings as `onnxzip verify` prints, one a line (the same C++ function makes both).
+
+    `path` may also be an http(s) URL (downloaded first, into an unnamed temporary file, with
+    `headers`), or the model's bytes (bytes, bytearray, memoryview, any buffer: read in place,
+    and never shown in a message, which names it "<memory>"; a legacy model's external data then
+    has no folder, and each tensor referring to some is an "error" finding).
 
     An .onnxz archive is checked against the .onnxz specification (ZIP structure, alignment,
     CRC-32 of every entry unless check_crc=False, references, names); a legacy .onnx is read
@@ -145,40 +170,57 @@ def verify(path: PathLike, *, check_crc: bool = True,
     fields say the outcome of each (see VerifyReport).
 
         report = onnxzip.verify("model.onnxz", public_key="signer.pub.pem")
-        assert report.signature == "valid" and report.digests == "checked"
+        assert report.signature == "verified" and report.digests == "verified"
 
     Raises only when the file cannot be read (NotFoundError, IOFailure), and
     InvalidArgumentError for a public_key that is not a PEM P-256 public key."""
-    raw, integrity, key_id = _onnxzip.verify(_path(path), check_crc,
-                                             _key("verify", "public_key", public_key))
-    findings = tuple(VerifyFinding(*f[:5]) for f in raw)
+    _check_bool("verify", "check_crc", check_crc)
+    kind = _source_kind(path)
+    from ._archive import _header_lines
+
+    if kind != "url" and headers is not None:
+        raise InvalidArgumentError("verify: headers apply to http(s) URLs only")
+    raw, integrity, key_id = _onnxzip.verify(
+        _path(path) if kind == "path" else path, kind, check_crc,
+        _key("verify", "public_key", public_key), _header_lines("verify", headers))
+    # TODO(cli merge): the C++ VerifyReport computes kinds and statuses; until then, the
+    # integrity findings are told apart here as before.
     has_digests, has_signature, signature_key_id, _ = integrity
-    # Findings of the integrity checks: those about `__SIGNATURE`, and the one saying none is
-    # there, concern the signature; the others the digests.
     signature_errors = [f for f in raw if f[5] and f[0] == "error" and f[1] in ("__SIGNATURE", "")]
     digest_errors = [f for f in raw
                      if f[5] and f[0] == "error" and f[1] not in ("__SIGNATURE", "")]
-    mismatches = tuple(dict.fromkeys(f[1] for f in digest_errors if f[1] != "__DIGESTS"))
+    findings = tuple(
+        VerifyFinding(f[0], ("signature" if f in signature_errors else "digest") if f[5] else "",
+                      *f[1:5]) for f in raw)
     if not has_digests:
         digests = "absent"
     elif digest_errors:
         digests = "failed"
     else:
-        digests = "checked" if check_crc else "unchecked"
+        digests = "verified" if check_crc else "unchecked"
     if not has_signature:
         signature = "absent"
     elif public_key is None:
-        signature = "unchecked" if not signature_errors else "bad"
+        signature = "unchecked" if not signature_errors else "failed"
     elif not signature_errors:
-        signature = "valid"
+        signature = "verified"
     elif signature_key_id and signature_key_id != key_id:
         signature = "other_key"
     else:
-        signature = "bad"
-    return VerifyReport(findings, digests, mismatches, signature, signature_key_id, key_id)
+        signature = "failed"
+    parts = ["structure", "CRC-32s" if check_crc else "CRC-32s not checked"]
+    if digests != "absent":
+        parts.append(f"digests {digests}")
+    checked = ", ".join(parts)
+    if signature == "unchecked":
+        checked += "; signature not checked: give public_key="
+    elif signature != "absent":
+        checked += f"; signature {signature}"
+    return VerifyReport(findings, digests, signature, signature_key_id, checked)
 
 
-class SignResult(NamedTuple):
+@dataclass(frozen=True)
+class SignResult:
     """What sign() did: entries (how many `__DIGESTS` lists), key_id (the signing key's id, ""
     for digests_only), signature_removed (digests_only removed a `__SIGNATURE` the archive had:
     it would no longer verify), file_size (the archive's size afterwards)."""
@@ -218,25 +260,37 @@ def sign(path: PathLike, *, key: Optional[KeyLike] = None, digests_only: bool = 
     return SignResult(*_onnxzip.sign(_path(path), _key("sign", "key", key), durable))
 
 
-class RepackResult(NamedTuple):
+@dataclass(frozen=True)
+class RepackResult:
     """What repack() did with the input's entries (see help(onnxzip.repack))."""
 
-    kept_entries: List[str]
-    unpacked_entries: List[str]
-    dropped_entries: List[str]
+    kept_entries: Tuple[str, ...]
+    unpacked_entries: Tuple[str, ...]
+    dropped_entries: Tuple[str, ...]
 
 
-def repack(src: PathLike, dst: PathLike, *, alignment: int = 64,
-           threshold: int = 1024, digests: bool = False) -> RepackResult:
+def repack(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int = 1024,
+           digests: bool = False, headers: Optional[Mapping[str, str]] = None) -> RepackResult:
     """Writes a conforming .onnxz at `dst` from a ZIP archive of an ONNX model that another tool
     made (deflated or unaligned entries, data descriptors, the model entry anywhere). Entries
     referred to whole are kept (kept_entries), others resolved per tensor (unpacked_entries),
     unreferenced ones dropped (dropped_entries). With `digests`, the output gets `__DIGESTS`
     (see save()); the input's integrity entries are never carried over (they describe other
-    bytes)."""
+    bytes). `src` may be an http(s) URL, downloaded first (with `headers`)."""
     _check_options("repack", alignment=alignment, threshold=threshold)
+    _check_output_name("repack", _path(dst), True)
     _check_bool("repack", "digests", digests)
-    return RepackResult(*_onnxzip.repack(_path(src), _path(dst), alignment, threshold, digests))
+    kind = _source_kind(src)
+    if kind == "buffer":
+        raise TypeError("repack: src is a path or an http(s) URL, not a buffer")
+    if kind != "url" and headers is not None:
+        raise InvalidArgumentError("repack: headers apply to http(s) URLs only")
+    from ._archive import _header_lines
+
+    kept, unpacked, dropped = _onnxzip.repack(_path(src) if kind == "path" else src, kind,
+                                              _path(dst), alignment, threshold, digests,
+                                              _header_lines("repack", headers))
+    return RepackResult(tuple(kept), tuple(unpacked), tuple(dropped))
 
 
 def write_view_model(archive_path: PathLike, view_path: Optional[PathLike] = None) -> str:
@@ -247,5 +301,6 @@ def write_view_model(archive_path: PathLike, view_path: Optional[PathLike] = Non
     if view_path is None:
         stem, _ = os.path.splitext(archive_path)
         view_path = stem + ".view.onnx"
+    _check_output_name("write_view_model", _path(view_path), False)
     _onnxzip.write_view_model(archive_path, _path(view_path))
     return _path(view_path)

@@ -43,6 +43,9 @@ def export_torch(module: Any, args: Any, path: "str | os.PathLike[str]", *, alig
         InvalidArgumentError: do_constant_folding=True (a folded constant would be a graph input
             with no data), a parameter off the CPU, a name added twice.
     """
+    from ._common import _check_output_name, _path
+
+    _check_output_name("export_torch", _path(path), True)  # Before the export's minutes.
     import torch
 
     from ._errors import InvalidArgumentError

@@ -12,7 +12,8 @@ import onnx.helper
 from . import _onnxzip
 from ._errors import BadStateError, InvalidArgumentError
 from ._model_walk import model_tensors
-from ._common import ModelLike, PathLike, _check_int, _check_options, _is_buffer, _path
+from ._common import (ModelLike, PathLike, _check_int, _check_options, _check_output_name,
+                      _is_buffer, _path)
 from ._dtypes import _NUMPY_TO_ONNX, _check_raw_view, _make_reference, _set_data_type
 
 # protobuf refuses to serialize a message of 2 GiB or more; above this size save() and
@@ -95,6 +96,7 @@ def save(model: ModelLike, path: PathLike, *, threshold: int = 1024, alignment: 
     open(check_digests=True) check it.
     """
     _check_options("save", alignment=alignment, threshold=threshold, dedupe=dedupe)
+    _check_output_name("save", _path(path), True)
     _check_flag("save", "digests", digests)
     _check_model("save", model)
     # An ArchiveWriter with no tensor added: finish() is save()'s one path (the C++ writer
@@ -148,6 +150,7 @@ class ArchiveWriter:
     def __init__(self, path: PathLike, *, alignment: int = 64, threshold: int = 1024,
                  dedupe: bool = False, digests: bool = False) -> None:
         _check_options("ArchiveWriter", alignment=alignment, threshold=threshold, dedupe=dedupe)
+        _check_output_name("ArchiveWriter", _path(path), True)
         _check_flag("ArchiveWriter", "digests", digests)
         self.path = _path(path)
         self._threshold = threshold
@@ -289,6 +292,7 @@ def save_file(tensors: Mapping[str, Any], path: PathLike,
         TypeError: a metadata key or value that is not a str.
         InvalidArgumentError: what add_tensor refuses (a dtype without an ONNX type...).
     """
+    _check_output_name("save_file", _path(path), True)
     pairs = list((metadata or {}).items())
     for key, value in pairs:
         if not isinstance(key, str) or not isinstance(value, str):

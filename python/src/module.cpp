@@ -6,14 +6,18 @@
 //
 // Errors: an onnxzip::Error becomes the Python class onnxzip._errors picks for its code (one
 // family under onnxzip.Error), with the library's message and the code as `.code`.
+#include <fcntl.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -33,8 +37,11 @@
 #include "onnxzip/convert.h"
 #include "onnxzip/edit.h"
 #include "onnxzip/error.h"
-#include "onnxzip/http_source.h"
 #include "onnxzip/integrity.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/http_source.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
@@ -68,6 +75,17 @@ class HeldBuffer final {
   Py_buffer view_{};
 };
 
+// An owner token over a caller's buffer (bytes, bytearray, memoryview, numpy array...): the
+// archive views it in place, and it and every array made from it keep the object alive (a
+// bytearray cannot be resized meanwhile). The last holder may let go without the GIL.
+onnxzip::OwnerToken hold_buffer(const py::handle object) {
+  auto held = std::make_shared<HeldBuffer>(object);
+  return {held.get(), [held](const void*) mutable {
+            const py::gil_scoped_acquire locked;
+            held.reset();
+          }};
+}
+
 // Text from a file (entry and tensor names) need not be UTF-8: undecodable bytes become lone
 // surrogates, as os.fsdecode does, so names still round-trip; messages get backslash escapes.
 py::str file_text(const std::string_view text, const char* const errors = "surrogateescape") {
@@ -81,9 +99,13 @@ void translate_error(std::exception_ptr thrown) {
   try {
     if (thrown) std::rethrow_exception(thrown);
   } catch (const onnxzip::Error& e) {
+    // The place apart from the problem, as the library composed it (Python's Error attributes).
     const py::object make = py::module_::import("onnxzip._errors").attr("_from_code");
+    const onnxzip::ErrorContext& place = e.context();
+    const auto text = [](const std::string& part) { return file_text(part, "backslashreplace"); };
     const py::object exception =
-        make(std::string(onnxzip::to_string(e.code())), file_text(e.message(), "backslashreplace"));
+        make(std::string(onnxzip::to_string(e.code())), text(e.message()), text(place.file),
+             text(place.entry), text(place.tensor), py::none(), text(e.problem()));
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr())), exception.ptr());
   }
 }
@@ -167,18 +189,18 @@ py::dtype dtype_for(const std::int32_t data_type) {
   }
 }
 
-// One tensor of an opened archive, as onnxzip.TensorInfo shows it (location "" when inline).
+// One tensor of an opened archive, as onnxzip.TensorInfo shows it (spec/names.md).
 struct TensorRecord {
   std::string name;
-  std::string key;
-  std::string location;
+  std::string site;
+  std::string entry;  // "" when inline.
   std::int32_t data_type = 0;
   std::vector<std::int64_t> dims;
-  std::uint64_t nbytes = 0;
-  std::uint64_t file_offset = 0;
+  std::uint64_t size = 0;
+  std::optional<std::uint64_t> offset;  // None when inline, or a remote entry's is unknown.
   std::uint64_t alignment = 0;
+  bool is_inline = false;
   bool zero_copy = false;
-  std::string site;
 };
 
 onnxzip::FileAccess file_access(const std::string& access) {
@@ -215,23 +237,35 @@ class PyArchive final {
   // SIGSEGV; "read" reads the file into memory, for files that others may change.
   // `check_digests` / `public_key`: LoadOptions' lazy digest checking; every payload is then
   // handed out through Archive::payload(), which checks it.
-  PyArchive(const py::handle location, const std::string& access, const bool remote,
+  // `kind` "buffer": `location` is the archive's bytes (any buffer object), viewed in place.
+  PyArchive(const py::handle location, const std::string& access, const std::string& kind,
             const std::vector<std::string>& headers, const bool check_digests,
             const py::handle public_key) {
     onnxzip::LoadOptions options{.parse = {.no_copy = true}};
     options.access = file_access(access);
     options.check_digests = check_digests;
+    options.check_digests_name = "check_digests=True";  // Python's name, not the C++ one.
     options.public_key = pem_key<onnxzip::PublicKey>(public_key);
     checked_ = options.check_digests || options.public_key.has_value();
-    onnxzip::HttpOptions http;
-    http.headers = headers;
-    // A path may hold bytes that are not UTF-8 (os.fsencode's surrogates); a URL is text.
-    const std::string url = remote ? py::cast<std::string>(location) : std::string();
-    const auto path = remote ? std::filesystem::path() : py::cast<std::filesystem::path>(location);
-    const py::gil_scoped_release unlocked;
-    archive_ = std::make_shared<const onnxzip::Archive>(
-        remote ? onnxzip::Archive::open_url(url, options, http)
-               : onnxzip::Archive::open(path, options));
+    if (kind == "buffer") {
+      const onnxzip::OwnerToken owner = hold_buffer(location);
+      const onnxzip::ByteSpan bytes = static_cast<const HeldBuffer*>(owner.get())->span();
+      const py::gil_scoped_release unlocked;
+      archive_ = std::make_shared<const onnxzip::Archive>(
+          onnxzip::Archive::from_bytes(bytes, owner, options, "<memory>"));
+    } else if (kind == "url") {
+      onnxzip::HttpOptions http;
+      http.headers = headers;
+      const auto url = py::cast<std::string>(location);
+      const py::gil_scoped_release unlocked;
+      archive_ =
+          std::make_shared<const onnxzip::Archive>(onnxzip::Archive::open_url(url, options, http));
+    } else {
+      // A path may hold bytes that are not UTF-8 (os.fsencode's surrogates).
+      const auto path = py::cast<std::filesystem::path>(location);
+      const py::gil_scoped_release unlocked;
+      archive_ = std::make_shared<const onnxzip::Archive>(onnxzip::Archive::open(path, options));
+    }
     ranged_ = archive_->zip().source().access() == onnxzip::ByteSource::Access::kRanges;
     collect_rows();
   }
@@ -254,24 +288,29 @@ class PyArchive final {
     const Row& row = this->row(index);
     if (row.inline_tensor) {
       const InlineTensor& t = *row.inline_tensor;
-      return {t.name, t.name.empty() ? t.site : t.name,
-              "",     t.data_type,
-              t.dims, t.bytes.size(),
-              0,      0,
-              false,  t.site};
+      return {.name = t.name,
+              .site = t.site,
+              .entry = "",
+              .data_type = t.data_type,
+              .dims = t.dims,
+              .size = t.bytes.size(),
+              .offset = std::nullopt,
+              .alignment = 0,
+              .is_inline = true,
+              .zero_copy = false};
     }
     const onnxzip::Archive::TensorInfo& t = info(row.external);
     // A remote entry's data offset is not known before its local header is read.
-    return {t.name,
-            t.name.empty() ? t.entry : t.name,
-            t.entry,
-            t.data_type,
-            t.dims,
-            entry_size(t),
-            ranged_ ? 0 : t.offset.value_or(0),
-            ranged_ ? 0 : t.alignment,
-            t.zero_copy,
-            t.site};
+    return {.name = t.name,
+            .site = t.site,
+            .entry = t.entry,
+            .data_type = t.data_type,
+            .dims = t.dims,
+            .size = entry_size(t),
+            .offset = ranged_ ? std::nullopt : t.offset,
+            .alignment = ranged_ ? 0 : t.alignment,
+            .is_inline = false,
+            .zero_copy = t.zero_copy};
   }
 
   // The model's metadata_props as (key, value) pairs, from the model the Archive has parsed: the
@@ -289,27 +328,26 @@ class PyArchive final {
     return rows_.size();
   }
 
-  // {key: index into tensors()}: a tensor's key is its name; an unnamed one's is its entry name,
-  // or for an inline tensor its site. A key used twice maps to its first tensor.
-  py::dict index() const {
+  // (names, sites, entries) of tensors(), in its order ("" for an unnamed or inline tensor's
+  // missing part): what onnxzip.Archive looks tensors up by, without a record per tensor.
+  py::tuple columns() const {
     archive();
-    py::dict result;
-    for (std::size_t i = 0; i < rows_.size(); ++i) {
-      const Row& row = rows_[i];
-      std::string_view key;
+    py::list names;
+    py::list sites;
+    py::list entries;
+    for (const Row& row : rows_) {
       if (row.inline_tensor) {
-        key = row.inline_tensor->name.empty() ? row.inline_tensor->site : row.inline_tensor->name;
+        names.append(file_text(row.inline_tensor->name));
+        sites.append(file_text(row.inline_tensor->site));
+        entries.append(py::str(""));
       } else {
         const onnxzip::Archive::TensorInfo& t = archive().tensors()[row.external];
-        key = t.name.empty() ? t.entry : t.name;
-      }
-      const py::str name = file_text(key);
-      const py::int_ value(i);
-      if (PyDict_SetDefault(result.ptr(), name.ptr(), value.ptr()) == nullptr) {
-        throw py::error_already_set();
+        names.append(file_text(t.name));
+        sites.append(file_text(t.site));
+        entries.append(file_text(t.entry));
       }
     }
-    return result;
+    return py::make_tuple(names, sites, entries);
   }
 
   // A read-only numpy array over tensor `index` of tensors(): no byte copied for an external
@@ -677,45 +715,190 @@ class PyWriter final {
   std::optional<onnxzip::ArchiveWriter> writer_;
 };
 
-// convert() with the options Python passes by keyword; returns the input's format.
-std::string convert(const std::filesystem::path& in, const std::filesystem::path& out,
-                    const std::uint32_t alignment, const std::uint64_t threshold, const bool dedupe,
-                    const std::optional<bool> external_data, const std::string& data_file_name,
-                    const std::uint64_t max_file_size, const std::uint64_t data_alignment,
-                    const bool digests) {
+// The options of convert() that Python passes by keyword.
+struct PyConvertOptions {
+  std::uint32_t alignment = 64;
+  std::uint64_t threshold = 0;
+  bool dedupe = false;
+  std::optional<bool> external_data;
+  std::string data_file_name;
+  std::uint64_t max_file_size = 0;
+  std::uint64_t data_alignment = 0;
+  bool digests = false;
+  bool externalize_attributes = false;
+  bool externalize_sparse = false;
+};
+
+onnxzip::ConvertOptions convert_options(const PyConvertOptions& o) {
   onnxzip::ConvertOptions options;
-  options.archive = save_options(alignment, threshold, dedupe, digests);
-  if (external_data) {
-    options.legacy.mode = *external_data ? onnxzip::LegacyWriteOptions::Mode::kExternal
-                                         : onnxzip::LegacyWriteOptions::Mode::kInline;
+  options.archive = save_options(o.alignment, o.threshold, o.dedupe, o.digests);
+  if (o.external_data) {
+    options.legacy.mode = *o.external_data ? onnxzip::LegacyWriteOptions::Mode::kExternal
+                                           : onnxzip::LegacyWriteOptions::Mode::kInline;
   }
-  options.legacy.data_file_name = data_file_name;
-  options.legacy.max_file_size = max_file_size;
-  options.legacy.alignment = data_alignment;
-  options.legacy.threshold = threshold;
-  const py::gil_scoped_release unlocked;
-  const onnxzip::ModelFormat format = onnxzip::convert(in, out, options);
+  options.legacy.data_file_name = o.data_file_name;
+  options.legacy.max_file_size = o.max_file_size;
+  options.legacy.alignment = o.data_alignment;
+  options.legacy.threshold = o.threshold;
+  options.legacy.externalize_attributes = o.externalize_attributes;
+  options.legacy.externalize_sparse = o.externalize_sparse;
+  options.load.verify_crc = true;  // As the CLI: a damaged archive must not convert.
+  return options;
+}
+
+std::string format_name(const onnxzip::ModelFormat format) {
   return format == onnxzip::ModelFormat::kOnnxz ? "onnxz" : "legacy";
 }
+
+// A remote file downloaded whole into an unnamed temporary file (O_TMPFILE under TMPDIR, gone
+// with its descriptor): verify, repack and a legacy convert read it as a local file at `path`
+// ("/proc/self/fd/N"), as the CLI does (src/cli/cli_remote.cpp).
+class Download final {
+ public:
+  // Called without the GIL.
+  explicit Download(const onnxzip::HttpSource& source) {
+    const char* const tmpdir = std::getenv("TMPDIR");
+    const std::string folder = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+    const std::string& shown = source.name();
+    fd_ = ::open(folder.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ < 0) {
+      throw onnxzip::Error(onnxzip::ErrorCode::kIo, {.file = shown},
+                           "cannot make a temporary file in " + folder +
+                               " to download it into: " + std::strerror(errno));
+    }
+    try {
+      source.fetch(0, source.size(), [&](const std::uint64_t at, const onnxzip::ByteSpan piece) {
+        std::size_t done = 0;
+        while (done < piece.size()) {
+          const ssize_t n = ::pwrite(fd_, piece.data() + done, piece.size() - done,
+                                     static_cast<off_t>(at + done));
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) {
+            throw onnxzip::Error(
+                onnxzip::ErrorCode::kIo, {.file = shown},
+                "cannot write its download to " + folder + ": " + std::strerror(errno));
+          }
+          done += static_cast<std::size_t>(n);
+        }
+      });
+    } catch (...) {
+      ::close(fd_);  // The destructor does not run for a constructor that throws.
+      throw;
+    }
+    path_ = "/proc/self/fd/" + std::to_string(fd_);
+  }
+  ~Download() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Download(const Download&) = delete;
+  Download& operator=(const Download&) = delete;
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  int fd_ = -1;
+  std::filesystem::path path_;
+};
+
+onnxzip::HttpOptions http_options(const std::vector<std::string>& headers) {
+  onnxzip::HttpOptions http;
+  http.headers = headers;
+  return http;
+}
+
+// convert() of the file at `src` (`kind` "path") or URL (`kind` "url", `headers` with its
+// requests) into `dst`; `check_output(format)` runs first, with the input's format, and may
+// refuse the output's name. An archive at a URL is written while it downloads (convert_remote);
+// a legacy model is downloaded first and converted as a local file, as the CLI does. Returns the
+// input's format.
+std::string convert(const py::handle src, const std::string& kind, const std::filesystem::path& dst,
+                    const PyConvertOptions& py_options, const std::vector<std::string>& headers,
+                    const py::function& check_output) {
+  const onnxzip::ConvertOptions options = convert_options(py_options);
+  if (kind == "path") {
+    const auto path = py::cast<std::filesystem::path>(src);
+    onnxzip::ModelFormat format;
+    {
+      const py::gil_scoped_release unlocked;
+      format = onnxzip::detect_format(path);
+    }
+    check_output(format_name(format));
+    const py::gil_scoped_release unlocked;
+    return format_name(onnxzip::convert(path, dst, options));
+  }
+  const auto url = py::cast<std::string>(src);
+  std::shared_ptr<const onnxzip::HttpSource> source;
+  onnxzip::ModelFormat format;
+  {
+    const py::gil_scoped_release unlocked;
+    source = onnxzip::HttpSource::open(url, http_options(headers));
+    format = onnxzip::detect_format(*source);
+  }
+  check_output(format_name(format));
+  const py::gil_scoped_release unlocked;
+  if (format == onnxzip::ModelFormat::kOnnxz) {
+    onnxzip::convert_remote(source, dst, options);
+  } else {
+    const Download file(*source);
+    onnxzip::convert(file.path(), dst, options);
+  }
+  return format_name(format);
+}
+
+// What verify() reads: a file, a caller's buffer or a URL's download, mapped or borrowed.
+struct VerifySource {
+  std::optional<std::filesystem::path> path;  // Set for a file (a legacy model's folder counts).
+  std::optional<Download> download;
+  std::shared_ptr<const onnxzip::MappedFile> mapping;
+  std::optional<HeldBuffer> buffer;
+  std::string name;  // What findings call it.
+};
 
 // ((severity, entry, tensor, offset, message, integrity) per finding, (has_digests,
 // has_signature, key_id, problem)); the message is the whole line, its place included
 // (onnxzip::to_string(VerifyFinding)); `integrity` marks the findings of spec §12.5's checks. The
 // second part is what the archive's integrity entries say they are (read_integrity_info): all
-// false and "" for a legacy model or a file that is no readable ZIP.
-py::tuple verify(const std::filesystem::path& path, const bool check_crc,
-                 const py::handle public_key) {
+// false and "" for a legacy model or a file that is no readable ZIP. `kind`: "path", "url"
+// (`headers` go with its requests) or "buffer" (`source` is the model's bytes).
+py::tuple verify(const py::handle source, const std::string& kind, const bool check_crc,
+                 const py::handle public_key, const std::vector<std::string>& headers) {
   onnxzip::VerifyOptions options;
   options.check_crc = check_crc;
   options.public_key = pem_key<onnxzip::PublicKey>(public_key);
+  VerifySource from;
+  if (kind == "buffer") {
+    from.buffer.emplace(source);
+    from.name = "<memory>";
+  } else if (kind == "path") {
+    from.path = py::cast<std::filesystem::path>(source);
+    from.name = from.path->string();
+  }
+  const std::string url = kind == "url" ? py::cast<std::string>(source) : std::string();
   onnxzip::VerifyReport report;
   onnxzip::IntegrityInfo integrity;
   {
     const py::gil_scoped_release unlocked;
-    report = onnxzip::verify_model_file(path, options);  // What `onnxzip verify` reports.
+    if (kind == "url") {
+      from.download.emplace(*onnxzip::HttpSource::open(url, http_options(headers)));
+      from.mapping = onnxzip::MappedFile::open(from.download->path());
+      from.name = onnxzip::display_url(url);
+    } else if (from.path && !std::filesystem::is_directory(*from.path)) {
+      // Opened once: an archive is verified from this mapping (a legacy model's external
+      // data is read by verify_model_file, from its folder).
+      from.mapping = onnxzip::MappedFile::open(*from.path);
+    }
+    const onnxzip::ByteSpan bytes = from.buffer    ? from.buffer->span()
+                                    : from.mapping ? from.mapping->bytes()
+                                                   : onnxzip::ByteSpan();
+    const bool archive = bytes.size() >= 4 && bytes[0] == 'P' && bytes[1] == 'K' &&
+                         ((bytes[2] == 3 && bytes[3] == 4) || (bytes[2] == 5 && bytes[3] == 6));
+    // What `onnxzip verify` reports.
+    report = from.path && !archive ? onnxzip::verify_model_file(*from.path, options)
+                                   : onnxzip::verify_model_bytes(bytes, options, from.name);
     try {
-      if (onnxzip::detect_format(path) == onnxzip::ModelFormat::kOnnxz) {
-        integrity = onnxzip::read_integrity_info(onnxzip::ZipReader::open(path), options.integrity);
+      if (archive) {
+        integrity = onnxzip::read_integrity_info(
+            onnxzip::ZipReader::from_bytes(bytes, onnxzip::kNoOwner), options.integrity);
       }
     } catch (const onnxzip::Error&) {
       // The findings say why the file does not read; it has no integrity entries to speak of.
@@ -839,6 +1022,7 @@ std::vector<std::string> tensor_site_paths(const py::handle model_bytes) {
 
 PYBIND11_MODULE(_onnxzip, m) {
   m.doc() = "The onnxzip C++ library (internal: use the onnxzip package).";
+  m.attr("version") = ONNXZIP_VERSION;  // CMake's project VERSION.
   py::register_exception_translator(&translate_error);
 
   m.def("save_bytes", &save_bytes, py::arg("model_bytes"), py::arg("path"), py::arg("alignment"),
@@ -860,12 +1044,22 @@ PYBIND11_MODULE(_onnxzip, m) {
   m.def(
       "is_url", [](const std::string& text) { return onnxzip::is_url(text); }, py::arg("text"));
   m.def("display_url", &onnxzip::display_url, py::arg("url"));
-  m.def("convert", &convert, py::arg("src"), py::arg("dst"), py::arg("alignment"),
-        py::arg("threshold"), py::arg("dedupe"), py::arg("external_data"),
-        py::arg("data_file_name"), py::arg("max_file_size"), py::arg("data_alignment"),
-        py::arg("digests") = false);
-  m.def("verify", &verify, py::arg("path"), py::arg("check_crc"),
-        py::arg("public_key") = py::none());
+  py::class_<PyConvertOptions>(m, "ConvertOptions")
+      .def(py::init<>())
+      .def_readwrite("alignment", &PyConvertOptions::alignment)
+      .def_readwrite("threshold", &PyConvertOptions::threshold)
+      .def_readwrite("dedupe", &PyConvertOptions::dedupe)
+      .def_readwrite("external_data", &PyConvertOptions::external_data)
+      .def_readwrite("data_file_name", &PyConvertOptions::data_file_name)
+      .def_readwrite("max_file_size", &PyConvertOptions::max_file_size)
+      .def_readwrite("data_alignment", &PyConvertOptions::data_alignment)
+      .def_readwrite("digests", &PyConvertOptions::digests)
+      .def_readwrite("externalize_attributes", &PyConvertOptions::externalize_attributes)
+      .def_readwrite("externalize_sparse", &PyConvertOptions::externalize_sparse);
+  m.def("convert", &convert, py::arg("src"), py::arg("kind"), py::arg("dst"), py::arg("options"),
+        py::arg("headers"), py::arg("check_output"));
+  m.def("verify", &verify, py::arg("source"), py::arg("kind"), py::arg("check_crc"),
+        py::arg("public_key") = py::none(), py::arg("headers") = std::vector<std::string>());
   m.def("sign", &sign, py::arg("path"), py::arg("key"), py::arg("durable") = true);
   m.def("replace_model", &replace_model, py::arg("path"), py::arg("model_bytes"),
         py::arg("compact"), py::arg("durable"), py::arg("key") = py::none());
@@ -873,12 +1067,21 @@ PYBIND11_MODULE(_onnxzip, m) {
         py::arg("durable"), py::arg("properties_only"), py::arg("key") = py::none());
   m.def(
       "repack",
-      [](const std::filesystem::path& in, const std::filesystem::path& out,
-         const std::uint32_t alignment, const std::uint64_t threshold, const bool digests) {
+      // `kind` "url": `src` is downloaded first (with `headers`), as the CLI does.
+      [](const py::handle src, const std::string& kind, const std::filesystem::path& out,
+         const std::uint32_t alignment, const std::uint64_t threshold, const bool digests,
+         const std::vector<std::string>& headers) {
+        const onnxzip::SaveOptions options = save_options(alignment, threshold, false, digests);
         onnxzip::RepackResult r;
-        {
+        if (kind == "url") {
+          const auto url = py::cast<std::string>(src);
           const py::gil_scoped_release unlocked;
-          r = onnxzip::repack(in, out, save_options(alignment, threshold, false, digests));
+          const Download file(*onnxzip::HttpSource::open(url, http_options(headers)));
+          r = onnxzip::repack(file.path(), out, {.save = options});
+        } else {
+          const auto in = py::cast<std::filesystem::path>(src);
+          const py::gil_scoped_release unlocked;
+          r = onnxzip::repack(in, out, {.save = options});
         }
         const auto names = [](const std::vector<std::string>& entries) {
           py::list list;
@@ -888,8 +1091,8 @@ PYBIND11_MODULE(_onnxzip, m) {
         return py::make_tuple(names(r.kept_entries), names(r.unpacked_entries),
                               names(r.dropped_entries));
       },
-      py::arg("src"), py::arg("dst"), py::arg("alignment"), py::arg("threshold"),
-      py::arg("digests") = false);
+      py::arg("src"), py::arg("kind"), py::arg("dst"), py::arg("alignment"), py::arg("threshold"),
+      py::arg("digests"), py::arg("headers"));
   m.def(
       "write_view_model",
       [](const std::filesystem::path& archive, const std::filesystem::path& view) {
@@ -922,20 +1125,20 @@ PYBIND11_MODULE(_onnxzip, m) {
   };
   py::class_<TensorRecord>(m, "TensorRecord")
       .def_property_readonly("name", text(&TensorRecord::name))
-      .def_property_readonly("key", text(&TensorRecord::key))
-      .def_property_readonly("location", text(&TensorRecord::location))
+      .def_property_readonly("site", text(&TensorRecord::site))
+      .def_property_readonly("entry", text(&TensorRecord::entry))
       .def_readonly("data_type", &TensorRecord::data_type)
       .def_readonly("dims", &TensorRecord::dims)
-      .def_readonly("nbytes", &TensorRecord::nbytes)
-      .def_readonly("file_offset", &TensorRecord::file_offset)
+      .def_readonly("size", &TensorRecord::size)
+      .def_readonly("offset", &TensorRecord::offset)
       .def_readonly("alignment", &TensorRecord::alignment)
-      .def_readonly("zero_copy", &TensorRecord::zero_copy)
-      .def_property_readonly("site", text(&TensorRecord::site));
+      .def_readonly("inline", &TensorRecord::is_inline)
+      .def_readonly("zero_copy", &TensorRecord::zero_copy);
 
   py::class_<PyArchive>(m, "Archive")
-      .def(py::init<py::handle, const std::string&, bool, const std::vector<std::string>&, bool,
-                    py::handle>(),
-           py::arg("location"), py::arg("access"), py::arg("remote") = false,
+      .def(py::init<py::handle, const std::string&, const std::string&,
+                    const std::vector<std::string>&, bool, py::handle>(),
+           py::arg("location"), py::arg("access"), py::arg("kind") = "path",
            py::arg("headers") = std::vector<std::string>(), py::arg("check_digests") = false,
            py::arg("public_key") = py::none())
       .def("model_bytes", &PyArchive::model_bytes)
@@ -943,7 +1146,7 @@ PYBIND11_MODULE(_onnxzip, m) {
       .def("tensor", &PyArchive::tensor, py::arg("index"))
       .def("tensor_count", &PyArchive::tensor_count)
       .def("metadata", &PyArchive::metadata)
-      .def("index", &PyArchive::index)
+      .def("columns", &PyArchive::columns)
       .def("array", &PyArchive::array, py::arg("index"))
       .def("payload", &PyArchive::payload, py::arg("index"))
       .def("arrays", &PyArchive::arrays, py::arg("indices"))

@@ -3,9 +3,10 @@
 //
 // Why: protobuf's Python API cannot lend bytes. tensor.raw_data and SerializeToString() each copy
 // every payload into fresh memory, and fresh memory costs a page fault per 4 KiB, so saving a
-// 1 GiB model that way took 20x as long as cp. The C++ message behind the Python object holds each
-// payload in one std::string: this bridge moves those strings out of the tensors (a pointer swap),
-// serializes the now small model, and writes the payloads from the strings themselves.
+// model that way takes many times as long as cp (bench/python_bench.py). The C++ message behind the
+// Python object holds each payload in one std::string: this bridge moves those strings out of the
+// tensors (a pointer swap), serializes the now small model, and writes the payloads from the
+// strings themselves.
 #ifndef ONNXZIP_PYTHON_PROTOBUF_BRIDGE_H_
 #define ONNXZIP_PYTHON_PROTOBUF_BRIDGE_H_
 

@@ -22,8 +22,9 @@
 #include "integrity_entries.h"
 #include "interrupted_edit.h"
 #include "model_parts.h"
-#include "onnxzip/byte_source.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/signing.h"
 #include "onnxzip/tensor.h"
@@ -273,7 +274,7 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   // headers, whose reading would be most of its cost (one read per entry). A signed archive's
   // tail is `__DIGESTS`, `__SIGNATURE` and the model (spec §12.1), and the edit rewrites it from
   // where the payload before it ends: four local headers at most.
-  ZipReaderOptions tail_only = options.zip;
+  ZipReaderOptions tail_only = zip_reader_options(options.limits);
   tail_only.local_headers = LocalHeaderScope::kTail;
   tail_only.tail_local_headers = 4;
   const ZipReader zip = archive_detail::open_zip(ByteSource::of_file(file.map()), tail_only);
@@ -309,7 +310,7 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   const OwnedBytes& bytes = checked.bytes;
   if (!unreferenced.empty()) {
     // Compacting copies every entry it keeps, so it reads them all, checked as any reader does.
-    ZipReaderOptions every_header = options.zip;
+    ZipReaderOptions every_header = zip_reader_options(options.limits);
     every_header.local_headers = LocalHeaderScope::kAll;
     const ZipReader whole = archive_detail::open_zip(ByteSource::of_file(file.map()), every_header);
     EditResult result = compact(archive, whole, whole.entries()[model_entry->index],
@@ -454,7 +455,7 @@ SignResult sign_archive(const std::filesystem::path& archive, const SignOptions&
   const std::string source = archive.string();
   const ArchiveFile file(archive, options.output.follow_symlinks);
   // Every entry is read, so every local header is: the tail rewrite needs the one before it.
-  ZipReaderOptions every_header = options.zip;
+  ZipReaderOptions every_header = zip_reader_options(options.limits);
   every_header.local_headers = LocalHeaderScope::kAll;
   const ZipReader zip = archive_detail::open_zip(ByteSource::of_file(file.map()), every_header);
   const ZipEntry* const model_entry =

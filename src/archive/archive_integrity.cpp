@@ -7,6 +7,7 @@
 #include "archive_internal.h"
 #include "crc32.h"
 #include "integrity_entries.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/signing.h"
 
 namespace onnxzip::archive_detail {

@@ -15,9 +15,9 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/bytes.h"
 #include "onnxzip/error.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_model.h"
-#include "onnxzip/zip_reader.h"
 
 namespace onnxzip::archive_detail {
 

@@ -12,8 +12,10 @@
 #include "crc32.h"
 #include "integrity_entries.h"
 #include "interrupted_edit.h"
-#include "onnxzip/byte_source.h"
-#include "onnxzip/http_source.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/http_source.h"
+#include "onnxzip/internal/s3.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/tensor.h"
 #include "posix_file.h"
 
@@ -86,8 +88,8 @@ void open_digests(detail::ArchiveState& state, const ZipEntry& model_entry,
       archive_detail::find_integrity_entries(zip, model_entry);
   if (place.digests == nullptr) {
     throw Error(ErrorCode::kCorrupt, ErrorContext{.file = zip.source_name()},
-                "has no __DIGESTS entry, so its bytes cannot be checked as was asked "
-                "(LoadOptions::check_digests; `onnxzip sign` adds one)");
+                "has no __DIGESTS entry, so its bytes cannot be checked as was asked (" +
+                    options.check_digests_name + "; `onnxzip sign` adds one)");
   }
   const TensorBytes digests_bytes = archive_detail::integrity_entry_bytes(
       zip, *place.digests, options.integrity.max_digests_size, "IntegrityLimits::max_digests_size");
@@ -239,18 +241,23 @@ std::unique_ptr<detail::ArchiveState> open_file_state(const std::filesystem::pat
                                                       const LoadOptions& options) {
   const std::shared_ptr<const MappedFile> file = MappedFile::open(path, options.access);
   if (file->access() == FileAccess::kRead) {
-    return open_state(archive_detail::open_zip(ByteSource::of_file(file), options.zip), options);
+    return open_state(
+        archive_detail::open_zip(ByteSource::of_file(file), zip_reader_options(options.limits)),
+        options);
   }
   const detail::SharedFileLock lock(file->descriptor(), path.string());
   return archive_detail::unless_changed(*file, [&] {
-    return open_state(archive_detail::open_zip(ByteSource::of_file(file), options.zip), options);
+    return open_state(
+        archive_detail::open_zip(ByteSource::of_file(file), zip_reader_options(options.limits)),
+        options);
   });
 }
 
 ZipReader open_zip(ByteSpan bytes, OwnerToken owner, const LoadOptions& options,
                    std::string source_name) {
   return archive_detail::open_zip(
-      ByteSource::of_bytes(bytes, std::move(owner), std::move(source_name)), options.zip);
+      ByteSource::of_bytes(bytes, std::move(owner), std::move(source_name)),
+      zip_reader_options(options.limits));
 }
 
 }  // namespace
@@ -288,20 +295,19 @@ const Archive::TensorInfo* Archive::find_entry(std::string_view entry) const noe
 
 Archive Archive::open(std::shared_ptr<const ByteSource> source, const LoadOptions& options) {
   if (source == nullptr) throw Error(ErrorCode::kInvalidArgument, "Archive::open: no source");
-  ZipReaderOptions zip = options.zip;
+  ZipReaderOptions zip = zip_reader_options(options.limits);
   // Nothing but the tail is read at open (the local headers it holds checked, they cost no
   // read); every other payload's local header is read with its data.
   if (source->access() == ByteSource::Access::kRanges)
     zip.local_headers = LocalHeaderScope::kOnReadAndHeld;
+  // What the source's open brought of the end is what the first read takes, and no more.
+  if (source->tail_size_held() != 0) zip.tail_read_size = source->tail_size_held();
   return Archive(open_state(archive_detail::open_zip(std::move(source), zip), options));
 }
 
 Archive Archive::open_url(const std::string& url, const LoadOptions& options,
                           const HttpOptions& http) {
-  LoadOptions reading = options;
-  // The open reads what the first request brought, and no more when the tail fits it.
-  reading.zip.tail_read_size = http.tail_size;
-  return open(HttpSource::open(url, http), reading);
+  return open(is_s3_url(url) ? open_s3_source(url, http) : HttpSource::open(url, http), options);
 }
 
 TensorBytes Archive::payload(const TensorInfo& info) const {

@@ -10,6 +10,7 @@
 
 #include "archive_internal.h"
 #include "message_text.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/tensor.h"
 #include "zip_writer.h"
 

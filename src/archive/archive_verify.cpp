@@ -20,8 +20,9 @@
 #include "integrity_entries.h"
 #include "interrupted_edit.h"
 #include "little_endian.h"
-#include "onnxzip/byte_source.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/tensor.h"
 #include "posix_file.h"
 #include "progress_meter.h"
@@ -329,9 +330,9 @@ void Verifier::check_name(const ZipEntry& e) {
 }
 
 // Every entry's bytes read once, each piece's CRC-32 and SHA-256 computed while it is in the
-// cache, the entries shared out over the cores (SHA-256 is the pace: about 1.8 GB/s on one
-// core). Findings are made afterwards in entry order, so the report does not depend on which
-// thread read what.
+// cache, the entries shared out over the cores (SHA-256, slower than reading, sets the pace).
+// Findings are made afterwards in entry order, so the report does not depend on which thread read
+// what.
 void Verifier::read_entries() {
   const ZipReader& zip = *zip_;
   const bool hash = zip.find(kDigestsEntryName) != nullptr;
@@ -435,7 +436,8 @@ VerifyReport verify_bytes(ByteSpan archive_bytes, const VerifyOptions& options,
   std::optional<ZipReader> zip;
   try {
     zip.emplace(archive_detail::open_zip(
-        ByteSource::of_bytes(archive_bytes, kNoOwner, std::string(source_name)), options.zip));
+        ByteSource::of_bytes(archive_bytes, kNoOwner, std::string(source_name)),
+        zip_reader_options(options.limits)));
   } catch (const Error& error) {
     report.findings.push_back({Severity::kError, "", "", 0, error.problem(),
                                error.with_context({.file = std::string(source_name)}).context()});

@@ -14,6 +14,7 @@
 #include "check.h"
 #include "crc32.h"
 #include "onnxzip/integrity.h"
+#include "onnxzip/internal/protobuf_wire.h"
 #include "onnxzip/tensor.h"
 #include "progress_meter.h"
 #include "zip_writer.h"

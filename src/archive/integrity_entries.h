@@ -13,7 +13,7 @@
 
 #include "onnxzip/archive.h"
 #include "onnxzip/integrity.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "progress_meter.h"
 
 namespace onnxzip::archive_detail {

@@ -9,7 +9,9 @@
 #include "crc32.h"
 #include "little_endian.h"
 #include "onnxzip/error.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "posix_file.h"
 
 namespace onnxzip::archive_detail {

@@ -12,10 +12,10 @@
 #include <optional>
 #include <string>
 
-#include "onnxzip/byte_source.h"
 #include "onnxzip/bytes.h"
-#include "onnxzip/mapped_file.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/zip_reader.h"
 
 namespace onnxzip::archive_detail {
 

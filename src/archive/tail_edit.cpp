@@ -13,6 +13,7 @@
 #include "crc32.h"
 #include "interrupted_edit.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "zip_tail.h"
 
 namespace onnxzip::archive_detail {

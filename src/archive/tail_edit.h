@@ -10,7 +10,7 @@
 #include <span>
 
 #include "onnxzip/bytes.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "zip_tail.h"
 
 namespace onnxzip::archive_detail {

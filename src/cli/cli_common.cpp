@@ -10,6 +10,7 @@
 
 #include "cli_remote.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/zip_reader.h"
 
 namespace onnxzip::cli {
 namespace {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "onnxzip/error.h"
-#include "onnxzip/mapped_file.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/zip_reader.h"
 
 namespace CLI {
 class App;

@@ -11,6 +11,8 @@
 #include "cli_progress.h"
 #include "cli_remote.h"
 #include "onnxzip/convert.h"
+#include "onnxzip/internal/http_source.h"
+#include "onnxzip/internal/zip_reader.h"
 
 namespace onnxzip::cli {
 namespace {
@@ -40,15 +42,15 @@ int run_convert(const ConvertArgs& args, const CLI::Option& external_data_option
 
   ConvertOptions options;
   options.load.verify_crc = true;  // A damaged archive must not convert into a damaged model.
-  options.load.zip = args.limits.zip_options();
+  options.load.limits = args.limits.zip_options();
   options.load.access = global.access();
   options.read.access = global.access();
   // An archive at a URL is written while it downloads (convert_remote); a legacy model is
   // downloaded first (cli_remote.h) and converted as a local file.
   std::shared_ptr<const HttpSource> source;
   std::optional<Download> fetched;
-  if (is_url(args.in)) {
-    source = HttpSource::open(args.in, http_options(global));
+  if (is_remote(args.in)) {
+    source = open_remote(args.in, global);
     if (detect_format(*source) == ModelFormat::kLegacy) {
       fetched = download(*source, global, "downloading");
       source.reset();
@@ -91,7 +93,8 @@ int run_convert(const ConvertArgs& args, const CLI::Option& external_data_option
   options.archive.output.follow_symlinks = global.follow_symlinks;
   options.legacy.output.follow_symlinks = global.follow_symlinks;
   ProgressBar bar("converting", global.quiet);
-  options.progress = bar.callback();
+  options.archive.progress = bar.callback();
+  options.legacy.progress = options.archive.progress;
   if (source) {
     convert_remote(source, args.out, options);
   } else {
@@ -125,7 +128,8 @@ int run_repack(const RepackArgs& args, const GlobalOptions& global) {
   {
     ProgressBar bar("repacking", global.quiet);
     options.progress = bar.callback();
-    result = repack(args.in, args.out, options, zip_options, global.access());
+    result = repack(args.in, args.out,
+                    {.save = options, .limits = zip_options, .access = global.access()});
   }
   if (!global.quiet) {
     for (const std::string& name : result.dropped_entries) {

@@ -12,6 +12,7 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/convert.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/http_source.h"
 #include "onnxzip/legacy.h"
 
 namespace onnxzip::cli {
@@ -43,7 +44,7 @@ struct ExtractArgs {
 };
 
 int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
-  const bool remote = is_url(args.archive);
+  const bool remote = is_remote(args.archive);
   if (!remote) require_archive(args.archive);
   const fs::path dir(args.dir);
   const fs::path model =
@@ -52,7 +53,7 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
   options.legacy.mode = LegacyWriteOptions::Mode::kExternal;
   options.load.verify_crc = true;
   options.legacy.output.follow_symlinks = global.follow_symlinks;
-  options.load.zip = args.limits.zip_options();
+  options.load.limits = args.limits.zip_options();
   options.load.access = global.access();
   const fs::path data = dir / (model.filename().string() + ".data");
 
@@ -77,8 +78,7 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
   try {
     if (remote) {
       // Written while it downloads (convert_remote).
-      const std::shared_ptr<const HttpSource> source =
-          HttpSource::open(args.archive, http_options(global));
+      const std::shared_ptr<const HttpSource> source = open_remote(args.archive, global);
       if (detect_format(*source) != ModelFormat::kOnnxz) {
         throw Error(ErrorCode::kInvalidArgument,
                     source->name() +
@@ -86,11 +86,11 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
                         "into one)");
       }
       ProgressBar bar("extracting", global.quiet);
-      options.progress = bar.callback();
+      options.legacy.progress = bar.callback();
       convert_remote(source, model, options);
     } else {
       ProgressBar bar("extracting", global.quiet);
-      options.progress = bar.callback();
+      options.legacy.progress = bar.callback();
       convert(args.archive, model, options);
     }
   } catch (...) {
@@ -108,7 +108,7 @@ struct ViewArgs {
 };
 
 int run_view(const ViewArgs& args, const GlobalOptions& global) {
-  if (is_url(args.archive)) {
+  if (is_remote(args.archive)) {
     throw UsageError(display_url(args.archive) +
                      ": a view points into a local archive file, and this is a URL: download "
                      "it first, or use 'onnxzip extract' or 'onnxzip convert' on the URL");
@@ -118,7 +118,7 @@ int run_view(const ViewArgs& args, const GlobalOptions& global) {
                                               (stem_of(args.archive) + ".view.onnx")
                                         : fs::path(args.out);
   LoadOptions options;
-  options.zip = args.limits.zip_options();
+  options.limits = args.limits.zip_options();
   options.access = global.access();
   write_view_model(args.archive, out, options, {.follow_symlinks = global.follow_symlinks});
   return kExitOk;

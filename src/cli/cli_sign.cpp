@@ -28,7 +28,7 @@ int run_sign(const SignArgs& args, const GlobalOptions& global) {
   SignOptions options;
   if (!args.key.empty()) options.key = PrivateKey::load(args.key);
   options.output.durable = !args.no_sync;
-  options.zip = args.limits.zip_options();
+  options.limits = args.limits.zip_options();
   SignResult result;
   {
     ProgressBar bar("hashing", global.quiet);

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/mapped_file.h"
 
 namespace onnxzip::cli {
 namespace {

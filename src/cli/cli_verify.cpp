@@ -13,6 +13,7 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/convert.h"
 #include "onnxzip/integrity.h"
+#include "onnxzip/internal/http_source.h"
 
 namespace onnxzip::cli {
 namespace {
@@ -30,7 +31,7 @@ std::vector<std::string> file_problems(const std::string& path, const InflateLim
                                        FileAccess access, bool quiet) {
   VerifyOptions options;
   options.public_key = public_key;
-  options.zip = limits.zip_options();
+  options.limits = limits.zip_options();
   options.access = access;
   const VerifyReport report = [&] {
     // Gone before the first line is printed.
@@ -53,10 +54,10 @@ int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
     std::vector<std::string> lines;
     // A URL is downloaded first (cli_remote.h) and checked as a local file; messages name it
     // without its query (a presigned URL's credentials).
-    const std::string file = is_url(given) ? display_url(given) : given;
+    const std::string file = is_remote(given) ? display_url(given) : given;
     try {
       std::optional<Download> fetched;
-      if (is_url(given)) fetched = download(given, global, "downloading");
+      if (is_remote(given)) fetched = download(given, global, "downloading");
       const std::string path = fetched ? fetched->path : file;
       lines = retry_while_changed([&] {
         return file_problems(path, args.limits, public_key, global.access(), global.quiet);

@@ -23,9 +23,9 @@
 #include "interrupted_edit.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
-#include "onnxzip/zip_reader.h"
 #include "progress_meter.h"
 #include "zip_writer.h"
 
@@ -177,7 +177,6 @@ void archive_to_legacy(const fs::path& in, const fs::path& out, const ConvertOpt
   const ModelProto model = model_with_payloads(archive);
   detail::check_input_model(in, model);
   LegacyWriteOptions write_options = options.legacy;
-  if (options.progress) write_options.progress = options.progress;
   std::optional<PayloadCrcCheck> crc_check;
   if (options.load.verify_crc) {
     crc_check.emplace(archive);
@@ -484,9 +483,7 @@ ModelFormat convert(const fs::path& in, const fs::path& out, const ConvertOption
     check_archive_output(in, out, options.read);
     const ModelProto model = read_legacy_model(in, options.read);
     detail::check_input_model(in, model);
-    SaveOptions save_options = options.archive;
-    if (options.progress) save_options.progress = options.progress;
-    save(model, out, save_options);
+    save(model, out, options.archive);
   } else {
     check_legacy_output(in, out, options.legacy);
     archive_to_legacy(in, out, options);
@@ -494,10 +491,10 @@ ModelFormat convert(const fs::path& in, const fs::path& out, const ConvertOption
   return format;
 }
 
-RepackResult repack(const fs::path& in_zip, const fs::path& out, const SaveOptions& options,
-                    const ZipReaderOptions& zip_options, FileAccess access) {
+RepackResult repack(const fs::path& in_zip, const fs::path& out, const RepackOptions& options) {
   if (same_file(in_zip, out)) refuse_overwrite(in_zip, out, "the input archive");
-  return Repacker(in_zip, out, options, zip_options, access).run();
+  return Repacker(in_zip, out, options.save, zip_reader_options(options.limits), options.access)
+      .run();
 }
 
 }  // namespace onnxzip

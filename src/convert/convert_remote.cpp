@@ -30,8 +30,9 @@
 #include "message_text.h"
 #include "onnxzip/convert.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/http_source.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/tensor.h"
-#include "onnxzip/zip_reader.h"
 
 namespace onnxzip {
 namespace {
@@ -352,7 +353,6 @@ void convert_remote(const std::shared_ptr<const HttpSource>& source, const fs::p
   LoadOptions load = options.load;
   load.verify_crc = false;  // Every payload's CRC-32 is checked as its bytes arrive.
   load.inflate_payloads = false;
-  load.zip.tail_read_size = source->options().tail_size;
   const Archive archive = Archive::open(source, load);
   const ZipReader& zip = archive.zip();
   ModelProto model = archive.model();
@@ -407,7 +407,7 @@ void convert_remote(const std::shared_ptr<const HttpSource>& source, const fs::p
                     " bytes, more than protobuf's limit of " + std::to_string(kMaxProtobufBytes) +
                     "; write it with external data");
   }
-  RemoteWrite write(*source, zip, options.progress ? options.progress : legacy.progress);
+  RemoteWrite write(*source, zip, legacy.progress);
   legacy.progress = nullptr;  // The bar follows the download, which is most of the work.
 
   // Payloads held in memory until the model file is written: one buffer per entry.

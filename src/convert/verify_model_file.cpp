@@ -1,13 +1,19 @@
 // verify_model_file: the one verification of a model file, for the CLI and the bindings alike.
+#include <algorithm>
+#include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "onnxzip/archive.h"
 #include "onnxzip/convert.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/mapped_file.h"
 #include "onnxzip/ir_check.h"
 #include "onnxzip/legacy.h"
+#include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
 
 namespace onnxzip {
@@ -23,26 +29,63 @@ void add(VerifyReport& report, const Severity severity, ErrorContext place, std:
   report.findings.push_back(std::move(finding));
 }
 
-void add_ir_problems(VerifyReport& report, const std::filesystem::path& path,
-                     const ModelProto& model) {
+void add_ir_problems(VerifyReport& report, const std::string& source, const ModelProto& model) {
   for (const IrProblem& problem : check_ir(model)) {
-    add(report, Severity::kWarning, {.file = path.string()}, to_string(problem));
+    add(report, Severity::kWarning, {.file = source}, to_string(problem));
   }
 }
 
-VerifyReport verify_archive(const std::filesystem::path& path, const VerifyOptions& options) {
-  VerifyReport report = verify(path, options);
+// detect_format's rule over bytes already read: a ZIP starts with a local header, or an empty
+// one with its end record.
+bool is_archive(const ByteSpan bytes) {
+  const auto starts_with = [&](const std::string_view signature) {
+    return bytes.size() >= signature.size() &&
+           std::equal(signature.begin(), signature.end(), bytes.begin(),
+                      [](char a, std::uint8_t b) { return static_cast<std::uint8_t>(a) == b; });
+  };
+  return starts_with(std::string_view("PK\x03\x04", 4)) ||
+         starts_with(std::string_view("PK\x05\x06", 4));
+}
+
+VerifyReport verify_archive(const ByteSpan bytes, const VerifyOptions& options,
+                            const std::string& source) {
+  VerifyReport report = verify_bytes(bytes, options, source);
   try {
     // The model is all the IR rules need; verify above read every payload already.
     LoadOptions load_options;
     load_options.inflate_payloads = false;
-    load_options.zip = options.zip;
-    load_options.access = options.access;
-    const Archive archive = Archive::open(path, load_options);
-    add_ir_problems(report, path, archive.model());
+    load_options.limits = options.limits;
+    const Archive archive = Archive::from_bytes(bytes, kNoOwner, load_options, source);
+    add_ir_problems(report, source, archive.model());
   } catch (const Error&) {
     if (report.loadable()) throw;  // verify and open disagree: a bug, not a finding.
   }
+  return report;
+}
+
+// A legacy model in memory: its external data has no folder to be found in.
+VerifyReport verify_legacy_bytes(const ByteSpan bytes, const VerifyOptions& options,
+                                 const std::string& source) {
+  VerifyReport report;
+  std::optional<ModelProto> model;
+  try {
+    model = parse_model(bytes, options.parse, source);
+  } catch (const Error& e) {
+    const Error named = e.context().file.empty() ? e.with_context({.file = source}) : e;
+    add(report, Severity::kError, named.context(), named.problem());
+    return report;
+  }
+  for_each_tensor(*model, [&](const TensorProto& tensor, const TensorSite& site) {
+    const ErrorContext place{.file = source, .tensor = tensor_label(tensor, site.path)};
+    if (tensor.data_location.value_or(0) == TensorProto::kExternal) {
+      add(report, Severity::kError, place,
+          "refers to external data, which a model given as bytes has no folder to hold: verify "
+          "the model's file");
+    } else if (const std::string problem = payload_problem(tensor); !problem.empty()) {
+      add(report, Severity::kWarning, place, problem);
+    }
+  });
+  add_ir_problems(report, source, *model);
   return report;
 }
 
@@ -75,15 +118,29 @@ VerifyReport verify_legacy(const std::filesystem::path& path, const VerifyOption
           {.file = path.string(), .tensor = tensor_label(tensor, site.path)}, problem);
     }
   });
-  add_ir_problems(report, path, *model);
+  add_ir_problems(report, path.string(), *model);
   return report;
 }
 
 }  // namespace
 
 VerifyReport verify_model_file(const std::filesystem::path& path, const VerifyOptions& options) {
-  return detect_format(path) == ModelFormat::kOnnxz ? verify_archive(path, options)
-                                                    : verify_legacy(path, options);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(ErrorCode::kInvalidArgument, {.file = path.string()},
+                "is a folder, not a model file");
+  }
+  // An archive is opened once: verify and the IR rules read the same mapping.
+  const std::shared_ptr<const MappedFile> file = MappedFile::open(path, options.access);
+  if (is_archive(file->bytes())) return verify_archive(file->bytes(), options, path.string());
+  return verify_legacy(path, options);
+}
+
+VerifyReport verify_model_bytes(const ByteSpan bytes, const VerifyOptions& options,
+                                const std::string_view source_name) {
+  const std::string source(source_name);
+  return is_archive(bytes) ? verify_archive(bytes, options, source)
+                           : verify_legacy_bytes(bytes, options, source);
 }
 
 }  // namespace onnxzip

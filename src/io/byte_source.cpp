@@ -1,4 +1,4 @@
-#include "onnxzip/byte_source.h"
+#include "onnxzip/internal/byte_source.h"
 
 #include <unistd.h>
 
@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "onnxzip/error.h"
+#include "onnxzip/internal/mapped_file.h"
 #include "posix_file.h"
 #include "posix_file_testing.h"
 #include "read_range.h"
@@ -68,8 +69,8 @@ class MemorySource final : public WholeSource {
 
 // A mapped file. Copies come from the file by pread(), not from the mapping: touching a page of a
 // mapping costs a fault that also maps the pages around it, and a page table per 2 MiB of file,
-// all torn down again when the mapping goes -- for the local headers of an archive of 1,000
-// entries, about 6 ms for 1 GiB and 8 ms for 4 GiB, against under 1 ms of pread.
+// all torn down again when the mapping goes: for an archive's local headers, several times what
+// pread costs, and growing with the file (bench/zip_bench.cpp, BM_ReaderOpen).
 class MappedSource final : public WholeSource {
  public:
   explicit MappedSource(std::shared_ptr<const MappedFile> file)

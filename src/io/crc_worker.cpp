@@ -21,10 +21,9 @@ namespace {
 
 // Small enough to stay in the core's L2 cache between the read and the CRC (and the observer).
 constexpr std::size_t kReadPieceBytes = std::size_t{256} << 10;
-// pread buffers are page-aligned: on some x86 CPUs (AMD EPYC here) the kernel copies page cache
-// into a destination 16 bytes off a 64-byte boundary, where malloc puts a large block, six times
-// slower (0.62 s against 0.11 s per GiB), which made the CRC, not the copy, the pace of every
-// conversion.
+// pread buffers are page-aligned: on some x86 CPUs (AMD EPYC among them) the kernel copies page
+// cache into a destination 16 bytes off a 64-byte boundary, where malloc puts a large block,
+// several times slower, which made the CRC, not the copy, the pace of every conversion.
 constexpr std::size_t kPageBytes = 4096;
 
 void make_buffer(OwnedBytes& buffer) {

@@ -1,6 +1,6 @@
 // MappedFile: the one place the library maps files, and the registry of live mappings that a
 // SIGBUS handler may read (describe_address).
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/mapped_file.h"
 
 #include <sys/mman.h>
 #include <sys/stat.h>

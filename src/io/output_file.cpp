@@ -73,10 +73,11 @@ int rename_file(const fs::path& from, const fs::path& to) {
 // Maps in the pages of `bytes` before write() copies from them. The kernel copies a write's
 // source with page faults disabled: at a page not mapped yet (a file mapping nothing has read:
 // the payloads of a model loaded with no_copy) the copy stops, the kernel faults the pages in and
-// starts over, which made writing from a mapped archive about a fifth slower than `cp`. Reading
-// one byte per page faults them in from user space instead, 16 pages per fault (the kernel's
-// fault-around): about 25 ms per GiB, and 6 ms when the pages are mapped already (a heap buffer,
-// a payload whose CRC-32 was just computed). MADV_POPULATE_READ takes about 50 ms either way.
+// starts over, which made writing from a mapped archive measurably slower than `cp`. Reading one
+// byte per page faults them in from user space instead, 16 pages per fault (the kernel's
+// fault-around), and costs little when the pages are mapped already (a heap buffer, a payload
+// whose CRC-32 was just computed); MADV_POPULATE_READ measured slower in both cases
+// (bench/convert_cli_bench.py compares writes with cp).
 // A source that is a mapping of a file truncated meanwhile raises SIGBUS here as it does in any
 // read of the mapping (a CRC-32, a parse).
 void touch_pages(ByteSpan bytes) {
@@ -296,10 +297,8 @@ void AtomicOutputFile::write(ByteSpan bytes) {
       copy_from_file(*extent, bytes);
     } else {
       // Large pieces go straight to pwrite, not through the buffer. (vmsplice into a pipe and
-      // splice into the file, which lends the kernel the pages instead, measured slower on this
-      // project's VM: 1 GiB in 1 MiB pieces took 0.21-0.27 s against 0.16-0.18 s on XFS and
-      // 0.39-0.57 s against 0.34-0.46 s on ext4, and onnxzip.save of a 1 GiB ModelProto just
-      // built in Python 1.3-3.9 s against 0.19-0.50 s.)
+      // splice into the file, which lends the kernel the pages instead, measured slower on XFS
+      // and ext4, in bench/zip_bench.cpp and for onnxzip.save in bench/python_bench.py.)
       touch_pages(bytes);
       write_fully(bytes.data(), bytes.size(), flushed_position_);
     }
@@ -318,10 +317,10 @@ void AtomicOutputFile::write(ByteSpan bytes) {
 //     system shares extents (XFS with reflink, btrfs): whole blocks only, the rest is copied;
 //  2. splice() through a pipe of 1 MiB: the kernel copies page cache into page cache once, as cp
 //     does with copy_file_range. copy_file_range itself splices through a pipe of 64 KiB, which
-//     measured slower: 1 GiB in 1,000 pieces of 1 MiB to 4 KiB-aligned offsets took 0.50 s of CPU
-//     that way against 0.35 s through 1 MiB (cp of the whole file: 0.37 s), ext4, Linux 6.18;
+//     measured slower in CPU for payload-sized pieces than a 1 MiB pipe, which matches cp
+//     (bench/convert_cli_bench.py);
 //  3. pread and pwrite through a page-aligned buffer (no pipe to be had, a file system without
-//     splice): 0.47 s of CPU for the same copy.
+//     splice), which costs about what copy_file_range does.
 void AtomicOutputFile::copy_from_file(const detail::FileExtent& extent, ByteSpan bytes) {
   const std::uint64_t size = bytes.size();
   std::uint64_t done = share_blocks(extent, size);

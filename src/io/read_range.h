@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "onnxzip/byte_source.h"
+#include "onnxzip/internal/byte_source.h"
 
 namespace onnxzip::detail {
 

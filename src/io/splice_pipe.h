@@ -29,8 +29,8 @@ struct SplicePipe {
 inline constexpr std::size_t kSplicePipeCapacities[] = {std::size_t{1} << 20,
                                                         std::size_t{256} << 10};
 
-// Lends pipes to the output files that are open. Making one costs about 7 µs (a few percent of
-// copying a 1 MiB tensor), so one idle pipe is kept while any user is registered; none per user,
+// Lends pipes to the output files that are open. Making one costs a few percent of copying a
+// 1 MiB tensor, so one idle pipe is kept while any user is registered; none per user,
 // since a legacy model's data files stay open together until the set is committed and would
 // hold two more descriptors each; and none once the last user is gone, so that no descriptor of
 // the library outlives the files it writes. Lock-free, hence safe to use in a child after fork()

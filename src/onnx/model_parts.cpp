@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "onnxzip/error.h"
-#include "onnxzip/protobuf_wire.h"
+#include "onnxzip/internal/protobuf_wire.h"
 #include "tensor_sites.h"
 
 namespace onnxzip::detail {

@@ -28,7 +28,8 @@
 
 #include "bulk_copy.h"
 #include "check.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/protobuf_wire.h"
 #include "output_file.h"
 #include "page_advice.h"
 

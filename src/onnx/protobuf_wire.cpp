@@ -1,4 +1,4 @@
-#include "onnxzip/protobuf_wire.h"
+#include "onnxzip/internal/protobuf_wire.h"
 
 #include <algorithm>
 #include <string>

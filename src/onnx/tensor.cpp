@@ -12,7 +12,7 @@
 #include "check.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
-#include "onnxzip/protobuf_wire.h"
+#include "onnxzip/internal/protobuf_wire.h"
 #include "tensor_sites.h"
 
 namespace onnxzip {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "little_endian.h"
+#include "onnxzip/internal/zip_reader.h"
 
 namespace onnxzip::zip {
 namespace {

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "zip_end_records.h"
 #include "zip_held_bytes.h"
 #include "zip_parse.h"

@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "onnxzip/bytes.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "zip_held_bytes.h"
 #include "zip_parse.h"
 

@@ -1,4 +1,5 @@
 #include "zip_held_bytes.h"
+#include "onnxzip/internal/byte_source.h"
 
 #include <algorithm>
 #include <cstring>

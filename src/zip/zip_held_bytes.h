@@ -16,8 +16,8 @@
 #include <memory>
 #include <vector>
 
-#include "onnxzip/byte_source.h"
 #include "onnxzip/bytes.h"
+#include "onnxzip/internal/byte_source.h"
 #include "zip_records.h"
 
 namespace onnxzip::zip {

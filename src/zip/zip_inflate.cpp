@@ -18,8 +18,8 @@
 #include "crc32.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
-#include "onnxzip/mapped_file.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "posix_file.h"
 
 namespace onnxzip::zip {

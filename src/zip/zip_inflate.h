@@ -12,7 +12,7 @@
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/error.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/zip_reader.h"
 
 namespace onnxzip::zip {
 

@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "little_endian.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/zip_reader.h"
 
 namespace onnxzip::zip {
 namespace {

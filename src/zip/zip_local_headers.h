@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "zip_held_bytes.h"
 #include "zip_parse.h"
 

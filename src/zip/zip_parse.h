@@ -18,7 +18,7 @@
 
 #include "message_text.h"
 #include "onnxzip/error.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "zip_records.h"
 
 namespace onnxzip::zip {

@@ -1,4 +1,4 @@
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/zip_reader.h"
 
 #include <algorithm>
 #include <limits>
@@ -11,7 +11,8 @@
 #include "crc32.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/mapped_file.h"
 #include "zip_central_directory.h"
 #include "zip_end_records.h"
 #include "zip_held_bytes.h"

@@ -5,6 +5,7 @@
 #include "little_endian.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "zip_layout.h"
 #include "zip_records.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
-#include "onnxzip/zip_reader.h"
+#include "onnxzip/internal/zip_reader.h"
 
 namespace onnxzip::zip {
 

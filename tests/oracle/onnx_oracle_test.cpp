@@ -23,9 +23,9 @@
 #include <string_view>
 #include <vector>
 
+#include "onnxzip/internal/protobuf_wire.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
-#include "onnxzip/protobuf_wire.h"
 #include "support/onnx_samples.h"
 #include "support/scratch_dir.h"
 

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "cli_signals.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/mapped_file.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {

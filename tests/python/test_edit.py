@@ -11,7 +11,7 @@ import onnxzip
 
 def _payload_bytes(path):
     with onnxzip.open(path) as archive:
-        return {info.location: (info.file_offset, archive.get_tensor(info.key).tobytes())
+        return {info.entry: (info.offset, archive.get_tensor(info).tobytes())
                 for info in archive.tensors}
 
 
@@ -24,7 +24,7 @@ def test_replace_model_keeps_every_payload_in_place(small_archive):
     model.producer_name = "edited"
     model.doc_string = "x" * 5000
     result = onnxzip.replace_model(path, model)
-    assert not result.compacted and result.dropped_entries == []
+    assert not result.compacted and result.dropped_entries == ()
     assert result.file_size == path.stat().st_size
     assert _payload_bytes(path) == before  # same offsets, same bytes
     np.testing.assert_array_equal(view, arrays["encoder.weight"])  # a view from before the edit
@@ -48,10 +48,10 @@ def test_replace_model_refuses_a_dropped_reference_unless_compact(small_archive)
     assert raised.value.code == "invalid_argument"
     assert path.read_bytes() == original  # unchanged
     result = onnxzip.replace_model(path, model, compact=True)
-    assert result.compacted and result.dropped_entries == ["encoder_bias"]
+    assert result.compacted and result.dropped_entries == ("encoder_bias",)
     with onnxzip.open(path) as archive:
         assert archive.keys() == ["encoder.weight", "tiny"]  # tiny: inline, not an entry
-        assert [t.location for t in archive.tensors] == ["encoder_weight", ""]
+        assert [t.entry for t in archive.tensors] == ["encoder_weight", ""]
         np.testing.assert_array_equal(archive.get_tensor("encoder.weight"),
                                       arrays["encoder.weight"])
 
@@ -169,7 +169,7 @@ def test_the_model_load_gives_goes_back_with_its_payloads_in_place(small_archive
     model.producer_name = "back"
     serialized = model.SerializeToString()
     result = onnxzip.replace_model(path, model)
-    assert not result.compacted and result.dropped_entries == []
+    assert not result.compacted and result.dropped_entries == ()
     assert model.SerializeToString() == serialized  # the caller's model is untouched
     assert _payload_bytes(path) == before
     assert onnxzip.load(path).producer_name == "back"

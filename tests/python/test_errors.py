@@ -131,13 +131,50 @@ def test_convert_refuses_a_name_that_contradicts_the_output(small_archive, tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "model.onnxz"]
 
 
-def test_changed_is_a_retryable_os_error():
-    assert issubclass(onnxzip.ChangedError, onnxzip.Error)
-    assert issubclass(onnxzip.ChangedError, OSError)
-    assert onnxzip.ChangedError.code == "changed"
-    error = onnxzip._errors._from_code("changed", "m.onnxz: the file changed while it was read")
-    assert isinstance(error, onnxzip.ChangedError)
-    assert str(error) == "m.onnxz: the file changed while it was read"
+def test_messages_show_the_place_and_the_problem(tmp_path):
+    # Was "NotFoundError: [Errno None] None: 'nope.onnxz'" and "IOFailure: [Errno None] None:
+    # 'models/'": the OSError subclasses printed their empty errno instead of the message.
+    missing = tmp_path / "nope.onnxz"
+    for call in (onnxzip.open, onnxzip.load, onnxzip.load_file):
+        with pytest.raises(onnxzip.NotFoundError) as raised:
+            call(missing)
+        error = raised.value
+        assert str(error) == f"{missing}: {error.problem}" and "Errno" not in str(error)
+        assert error.source == str(missing) and error.filename == str(missing)
+        assert error.problem == "no such file" and error.args == (str(error),)
+    with pytest.raises(onnxzip.IOFailure) as raised:
+        onnxzip.load(tmp_path)  # A folder.
+    assert str(raised.value) == f"{tmp_path}: {raised.value.problem}"
+    assert "Errno" not in str(raised.value) and "folder" in raised.value.problem
+
+
+@pytest.mark.parametrize("code", ["corrupt", "unsupported", "not_found", "io", "invalid_argument",
+                                  "limit_exceeded", "bad_state", "changed"])
+def test_every_error_class_prints_its_place_and_problem(code):
+    import pickle
+
+    from onnxzip._errors import _from_code
+
+    error = _from_code(code, "m.onnxz: entry 'w': bad", "m.onnxz", "entry 'w'", "", 12, "bad")
+    assert type(error).__module__ == "onnxzip" and error.code == code
+    assert isinstance(error, onnxzip.Error)
+    assert str(error) == "m.onnxz: entry 'w': bad" and "Errno" not in repr(error)
+    assert (error.source, error.entry, error.tensor, error.offset, error.problem) == \
+        ("m.onnxz", "entry 'w'", "", 12, "bad")
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is type(error) and str(again) == str(error) and again.offset == 12
+    assert onnxzip.ChangedError.code == "changed" and issubclass(onnxzip.ChangedError, OSError)
+
+
+def test_messages_name_python_options_not_cpp_ones(small_archive):
+    # Was: "... as was asked (LoadOptions::check_digests; `onnxzip sign` adds one)".
+    path, _, _ = small_archive
+    for call in (lambda: onnxzip.open(path, check_digests=True),
+                 lambda: onnxzip.load(path, check_digests=True),
+                 lambda: onnxzip.load_file(path, check_digests=True)):
+        with pytest.raises(onnxzip.CorruptError) as raised:
+            call()
+        assert "check_digests=True" in str(raised.value) and "::" not in str(raised.value)
 
 
 def test_an_open_waits_for_an_edit_in_progress(small_archive):

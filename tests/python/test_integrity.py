@@ -54,10 +54,11 @@ def test_a_signed_archive_verifies_with_its_public_key(small_archive, keys):
     assert _names(path)[-3:] == ["__DIGESTS", "__SIGNATURE", "__MODEL_PROTO"]
     report = onnxzip.verify(path, public_key=public)
     assert report.ok, report.findings
-    assert (report.digests, report.signature) == ("checked", "valid")
-    assert report.signature_key_id == result.key_id == report.public_key_id
+    assert (report.digests, report.signature) == ("verified", "verified")
+    assert report.signature_key_id == result.key_id
+    assert report.checked == "structure, CRC-32s, digests verified; signature verified"
     # PEM bytes do as well as a path, and the archive still loads.
-    assert onnxzip.verify(path, public_key=public.read_bytes()).signature == "valid"
+    assert onnxzip.verify(path, public_key=public.read_bytes()).signature == "verified"
     assert onnxzip.load(path).graph.initializer[0].name == "encoder.weight"
 
 
@@ -67,7 +68,7 @@ def test_another_key_fails_naming_why(small_archive, keys):
     report = onnxzip.verify(path, public_key=keys["b"][1])
     assert not report.loadable
     assert report.signature == "other_key"
-    assert report.digests == "checked"
+    assert report.digests == "verified"
     key_a = hashlib.sha256(keys["a"][1].read_bytes()).hexdigest()
     assert report.signature_key_id == key_a
     [finding] = report.findings
@@ -82,7 +83,7 @@ def test_without_a_signature_the_public_key_is_an_error_and_digests_alone_check(
     result = onnxzip.sign(path, digests_only=True)
     assert (result.key_id, result.signature_removed) == ("", False)
     report = onnxzip.verify(path)
-    assert report.ok and (report.digests, report.signature) == ("checked", "absent")
+    assert report.ok and (report.digests, report.signature) == ("verified", "absent")
     assert onnxzip.verify(path, check_crc=False).digests == "unchecked"
     required = onnxzip.verify(path, public_key=keys["a"][1])
     assert required.signature == "absent" and not required.loadable
@@ -139,10 +140,10 @@ def test_a_payload_byte_changed_with_its_crc_fixed_fails_naming_the_entry(small_
         assert z.testzip() is None  # Every CRC-32 agrees.
     report = onnxzip.verify(path, public_key=keys["a"][1])
     assert report.digests == "failed"
-    assert report.digest_mismatches == ("encoder_weight",)
-    assert report.signature == "valid"  # It signs __DIGESTS, which is intact.
+    assert report.signature == "verified"  # It signs __DIGESTS, which is intact.
     [finding] = report.findings
     assert finding.entry == "encoder_weight" and "its SHA-256 is" in finding.message
+    assert finding.kind == "digest"
 
 
 def test_writers_take_digests(tmp_path, small_archive):
@@ -150,30 +151,30 @@ def test_writers_take_digests(tmp_path, small_archive):
     saved = tmp_path / "saved.onnxz"
     onnxzip.save(model, saved, digests=True)
     assert "__DIGESTS" in _names(saved)
-    assert onnxzip.verify(saved).digests == "checked"
+    assert onnxzip.verify(saved).digests == "verified"
 
     written = tmp_path / "written.onnxz"
     with onnxzip.ArchiveWriter(written, digests=True) as writer:
         tensor = writer.add_tensor("w", np.arange(1000, dtype=np.float32))
         writer.finish(make_model([tensor]))
-    assert onnxzip.verify(written).digests == "checked"
+    assert onnxzip.verify(written).digests == "verified"
 
     legacy = tmp_path / "model.onnx"
     onnx.save(model, str(legacy))
     converted = tmp_path / "converted.onnxz"
     onnxzip.convert(legacy, converted, digests=True)
-    assert onnxzip.verify(converted).digests == "checked"
+    assert onnxzip.verify(converted).digests == "verified"
 
     repacked = tmp_path / "repacked.onnxz"
     onnxzip.repack(saved, repacked, digests=True)
-    assert onnxzip.verify(repacked).digests == "checked"
+    assert onnxzip.verify(repacked).digests == "verified"
     without = tmp_path / "without.onnxz"
     onnxzip.repack(saved, without)
     assert "__DIGESTS" not in _names(without)
 
     weights = tmp_path / "weights.onnxz"
     onnxzip.save_file(arrays, weights, digests=True)
-    assert onnxzip.verify(weights).digests == "checked"
+    assert onnxzip.verify(weights).digests == "verified"
     with pytest.raises(TypeError, match="digests must be a bool"):
         onnxzip.save(model, tmp_path / "x.onnxz", digests="yes")
 
@@ -187,7 +188,7 @@ def test_export_torch_takes_digests(tmp_path):
         if isinstance(e, onnxzip.Error):
             raise
         pytest.skip(f"torch.onnx.export: {e}")
-    assert onnxzip.verify(path).digests == "checked"
+    assert onnxzip.verify(path).digests == "verified"
 
 
 def test_edits_re_sign_with_a_key_and_remove_the_signature_without(small_archive, keys):
@@ -198,19 +199,19 @@ def test_edits_re_sign_with_a_key_and_remove_the_signature_without(small_archive
     assert result.digests_updated and result.signed_again and not result.signature_removed
     report = onnxzip.verify(path, public_key=keys["a"][1])
     assert report.ok, report.findings
-    assert (report.digests, report.signature) == ("checked", "valid")
+    assert (report.digests, report.signature) == ("verified", "verified")
 
     result = onnxzip.edit_model_properties(path, lambda m: setattr(m, "producer_name", "two"))
     assert result.digests_updated and result.signature_removed and not result.signed_again
     report = onnxzip.verify(path)
-    assert report.ok and (report.digests, report.signature) == ("checked", "absent")
+    assert report.ok and (report.digests, report.signature) == ("verified", "absent")
 
     with onnxzip.open(path) as archive:
         model = archive.model
     model.doc_string = "three"
     result = onnxzip.replace_model(path, model, key=keys["b"][0].read_bytes())
     assert result.signed_again
-    assert onnxzip.verify(path, public_key=keys["b"][1]).signature == "valid"
+    assert onnxzip.verify(path, public_key=keys["b"][1]).signature == "verified"
     assert onnxzip.load(path).doc_string == "three"
 
 
@@ -258,7 +259,7 @@ def test_open_with_check_digests_catches_a_changed_tensor_at_its_first_get(small
         weight = archive.get_tensor("encoder.weight")
         np.testing.assert_array_equal(weight, arrays["encoder.weight"])
         assert not weight.flags.writeable and weight.ctypes.data % 64 == 0
-        assert archive.tensor_info("encoder.weight").nbytes == arrays["encoder.weight"].nbytes
+        assert archive.tensor_info("encoder.weight").size == arrays["encoder.weight"].nbytes
     _change_payload_byte_fixing_crc(path, "encoder_weight")
     for access in ("map", "read"):
         with onnxzip.open(path, check_digests=True, access=access) as archive:

@@ -69,13 +69,14 @@ def test_the_walk_gives_the_sites_cpp_gives():
     sites = {found.tensor.name: found.site for found in walked}
     assert sites["init1"] == "graph/initializer[1]"
     assert sites["sparse_init.indices"] == "graph/sparse_initializer[0]/indices"
-    assert sites["attr.t"] == "graph/node[0]/attribute[0]/t"
-    assert sites["attr.sparses1.values"] == "graph/node[0]/attribute[5]/sparse_tensors[1]/values"
-    assert sites["fn.t"] == "functions[0]/node[0]/attribute[0]/t"
+    # An attribute is spelled by its name (spec/names.md), a function's default keeps its index.
+    assert sites["attr.t"] == "graph/node[0]/t"
+    assert sites["attr.sparses1.values"] == "graph/node[0]/sparses[1]/values"
+    assert sites["fn.t"] == "functions[0]/node[0]/value"
     if "fn.default" in sites:
-        assert sites["fn.default"] == "functions[0]/attribute_proto[0]/t"
+        assert sites["fn.default"] == "functions[0]/attribute_proto[0]/default"
     assert sites["ti.algo"] == "training_info[0]/algorithm/initializer[0]"
-    assert "graph/node[0]/attribute[3]/graphs[1]/node[0]/attribute[0]/t" in sites.values()
+    assert "graph/node[0]/graphs[1]/node[0]/value" in sites.values()
     # The parts of sparse tensors, and only they, are flagged.
     assert {found.tensor.name for found in walked if found.is_sparse_part} == {
         name for name in sites if name.endswith((".values", ".indices"))}

@@ -64,8 +64,8 @@ def test_libonnx_testdata_round_trips(tmp_path):
         with onnxzip.open(path) as archive:
             for info in archive.tensors:
                 np.testing.assert_array_equal(
-                    archive.get_tensor(info.key).reshape(-1).view(np.uint8),
-                    np.frombuffer(archive.get_tensor(info.key).tobytes(), np.uint8))
+                    archive.get_tensor(info).reshape(-1).view(np.uint8),
+                    np.frombuffer(archive.get_tensor(info).tobytes(), np.uint8))
         assert onnxzip.verify(path).ok, source
     assert externalized > 50
 
@@ -119,7 +119,7 @@ def test_every_data_type(tmp_path, data_type, dtype, dims, payload):
 
     with onnxzip.open(path) as archive:
         info = archive.tensor_info("t")
-        assert (info.data_type, list(info.dims), info.nbytes) == (data_type, dims, len(payload))
+        assert (info.data_type, list(info.dims), info.size) == (data_type, dims, len(payload))
         array = archive.get_tensor("t")
         assert array.dtype == dtype
         expected_shape = (len(payload),) if data_type in (21, 22, 23, 25, 26) else tuple(dims)
@@ -164,7 +164,7 @@ def test_threshold_alignment_and_dedupe(tmp_path):
     assert locations[2] == ""  # 40 bytes < threshold 1024: inline.
     with onnxzip.open(tmp_path / "d.onnxz") as archive:
         assert archive.keys() == ["a", "b", "small"]  # small: inline
-        assert all(info.file_offset % 4096 == 0 for info in archive.tensors if info.location)
+        assert all(info.offset % 4096 == 0 for info in archive.tensors if info.entry)
     onnxzip.save(model, tmp_path / "all.onnxz", threshold=0)
     with onnxzip.open(tmp_path / "all.onnxz") as archive:
         assert archive.keys() == ["a", "b", "small"]
@@ -211,18 +211,18 @@ def test_every_initializer_is_readable_inline_ones_too(tmp_path):
     onnxzip.save(model, path)
     with onnxzip.open(path) as archive:
         # Model order: for_each_tensor visits a graph's nodes before its initializers.
-        assert archive.keys() == ["graph/node[3]/attribute[0]/t", "big", "shape", "typed"]
+        assert archive.keys() == ["graph/node[3]/value", "big", "shape", "typed"]
         np.testing.assert_array_equal(archive.get_tensor("big"), big)
         small = archive.get_tensor("shape")
         np.testing.assert_array_equal(small, shape)
         assert small.dtype == np.int64 and not small.flags.writeable
         np.testing.assert_array_equal(archive.get_tensor("typed"), [7, 8, 9])
-        np.testing.assert_array_equal(archive.get_tensor("graph/node[3]/attribute[0]/t"),
+        np.testing.assert_array_equal(archive.get_tensor("graph/node[3]/value"),
                                       [0.5, 1.5])
         info = archive.tensor_info("shape")
-        assert (info.location, info.nbytes, info.zero_copy, info.site) == (
+        assert (info.entry, info.size, info.zero_copy, info.site) == (
             "", 16, False, "graph/initializer[1]")
-        assert archive.tensor_info("big").location == "big"
+        assert archive.tensor_info("big").entry == "big"
 
 
 def test_a_closed_archive_says_so(small_archive):
@@ -250,7 +250,7 @@ def test_save_file_and_load_file_as_safetensors_has_them(tmp_path):
         assert loaded[name].dtype == array.dtype and loaded[name].shape == array.shape
     with onnxzip.open(path) as archive:
         assert archive.metadata() == {"format": "pt", "epoch": "3"}
-        assert all(info.location for info in archive.tensors)  # every tensor an entry
+        assert all(info.entry for info in archive.tensors)  # every tensor an entry
     with pytest.raises(TypeError, match="metadata must map str to str"):
         onnxzip.save_file(tensors, tmp_path / "bad.onnxz", metadata={"epoch": 3})
     assert not (tmp_path / "bad.onnxz").exists()
@@ -270,7 +270,7 @@ def test_framework_pt_gives_torch_tensors_sharing_the_mapping(tmp_path):
         real = os.path.realpath(path)
         with open("/proc/self/maps") as maps:
             starts = [int(line.split("-")[0], 16) for line in maps if line.rstrip().endswith(real)]
-        assert any(w.data_ptr() - start == archive.tensor_info("w").file_offset
+        assert any(w.data_ptr() - start == archive.tensor_info("w").offset
                    for start in starts)
     assert torch.equal(onnxzip.load_file(path, framework="pt")["h"], half)
     with pytest.raises(onnxzip.InvalidArgumentError, match="framework"):

@@ -84,7 +84,8 @@ def test_the_bridge_is_taken_with_debians_protobuf(tmp_path):
     assert onnxzip._onnxzip.save_message(model, tensors, str(tmp_path / "m.onnxz"), 64, 1024,
                                          False)
     with onnxzip.open(tmp_path / "m.onnxz") as archive:
-        np.testing.assert_array_equal(archive.get_tensor("w.sub"),
+        then_branch = [t for t in archive.tensors if t.name == "w.sub"][0]  # Both branches: w.sub.
+        np.testing.assert_array_equal(archive.get_tensor(then_branch),
                                       nh.to_array(model.graph.node[1].attribute[0].g.initializer[0]))
 
 
@@ -173,7 +174,8 @@ def test_archive_writer_finish_reads_the_model_as_save_does(tmp_path, save_path)
     assert (tmp_path / "model.onnxz").read_bytes() == (tmp_path / "bytes.onnxz").read_bytes()
     with onnxzip.open(tmp_path / "model.onnxz") as archive:
         np.testing.assert_array_equal(archive.get_tensor("streamed"), streamed)
-        np.testing.assert_array_equal(archive.get_tensor("w.sub"), nh.to_array(
+        then_branch = [t for t in archive.tensors if t.name == "w.sub"][0]
+        np.testing.assert_array_equal(archive.get_tensor(then_branch), nh.to_array(
             model.graph.node[1].attribute[0].g.initializer[0]))
 
 
@@ -222,3 +224,27 @@ def test_pure_python_protobuf_saves_through_the_fallback(tmp_path):
     environment = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python")
     subprocess.run([sys.executable, "-c", script], check=True, env=environment,
                    cwd=os.path.dirname(__file__))
+
+
+def test_an_output_name_that_contradicts_the_direction_is_refused(small_archive, tmp_path):
+    # save(model, "x.onnx") wrote an archive named .onnx. One rule in every face: ".onnxz" holds
+    # an archive, ".onnx" a legacy model, other names either.
+    path, arrays, model = small_archive
+    calls = {
+        "save": lambda out: onnxzip.save(model, out),
+        "ArchiveWriter": lambda out: onnxzip.ArchiveWriter(out),
+        "save_file": lambda out: onnxzip.save_file(arrays, out),
+        "repack": lambda out: onnxzip.repack(path, out),
+        "export_torch": lambda out: onnxzip.export_torch(None, (), out),
+    }
+    for function, call in calls.items():
+        out = tmp_path / "x.onnx"
+        with pytest.raises(onnxzip.InvalidArgumentError) as raised:
+            call(out)
+        assert str(raised.value).startswith(f"{out}: {function} writes an .onnxz archive")
+        assert "name the output .onnxz" in str(raised.value)
+    with pytest.raises(onnxzip.InvalidArgumentError, match="name the output .onnx$"):
+        onnxzip.write_view_model(path, tmp_path / "view.onnxz")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnxz"]
+    onnxzip.save(model, tmp_path / "x.bin")  # Other names take either.
+    assert onnxzip.load(tmp_path / "x.bin") == onnxzip.load(path)

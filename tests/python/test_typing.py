@@ -29,7 +29,7 @@ def test_the_package_passes_mypy_strict(tmp_path):
         "def first(path: str) -> 'np.ndarray[Any, Any]':\n"
         "    with onnxzip.open(path) as archive:\n"
         "        info: onnxzip.TensorInfo = archive.tensors[0]\n"
-        "        array: 'np.ndarray[Any, Any]' = archive.get_tensor(info.key)\n"
+        "        array: 'np.ndarray[Any, Any]' = archive.get_tensor(info)\n"
         "        return array\n"
         "report: onnxzip.VerifyReport = onnxzip.verify('m.onnxz')\n"
         "ok: bool = report.ok and all(f.severity == 'warning' for f in report.findings)\n")

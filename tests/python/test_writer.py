@@ -30,7 +30,7 @@ def test_add_tensor_returns_the_reference_and_writes_at_once(tmp_path):
         writer.finish(make_model([reference]))
     assert path.exists()
     with onnxzip.open(path) as archive:
-        assert archive.tensor_info("/encoder/layer.0/W").file_offset % 256 == 0
+        assert archive.tensor_info("/encoder/layer.0/W").offset % 256 == 0
         np.testing.assert_array_equal(archive.get_tensor("/encoder/layer.0/W"), array)
     assert onnxzip.verify(path).ok
 
@@ -167,7 +167,7 @@ def test_verify_reports_findings_as_objects(tmp_path, small_archive):
     path, _, _ = small_archive
     data = bytearray(path.read_bytes())
     with onnxzip.open(path) as archive:
-        offset = archive.tensor_info("encoder.weight").file_offset
+        offset = archive.tensor_info("encoder.weight").offset
     data[offset] ^= 0xFF  # A payload byte: load() accepts it, the CRC-32 does not.
     broken = tmp_path / "crc.onnxz"
     broken.write_bytes(bytes(data))
@@ -192,7 +192,7 @@ def test_repack_and_view_model(tmp_path, small_archive):
         view = archive.get_tensor("encoder.weight")
     np.testing.assert_array_equal(view, arrays["encoder.weight"])  # outlives the archive
     result = onnxzip.repack(deflated, tmp_path / "repacked.onnxz")
-    assert result.kept_entries == ["encoder_weight", "encoder_bias"]
+    assert result.kept_entries == ("encoder_weight", "encoder_bias")
     assert onnxzip.verify(tmp_path / "repacked.onnxz").ok
     view_path = onnxzip.write_view_model(tmp_path / "repacked.onnxz")
     assert view_path == str(tmp_path / "repacked.view.onnx")
@@ -339,3 +339,20 @@ def test_verify_takes_a_legacy_model_as_the_cli_does(tmp_path):
     cli = _cli_lines(legacy)
     if cli is not None:
         assert cli == [f.message for f in report.findings]
+
+
+@pytest.mark.xfail(strict=True, reason="the C++ ArchiveWriter::finish check comes with the cli "
+                   "branch; remove this mark when it is merged")
+def test_finish_refuses_a_tensor_named_as_an_initializer_of_the_model(tmp_path):
+    # finish() accepted it, and the archive then failed its own verify (ONNX IR: each name is
+    # assigned once); the README says a name added twice is refused. The check is the C++
+    # ArchiveWriter::finish's, so every face gets it.
+    model = make_model([nh.from_array(np.zeros(1000, np.float32), "w")])
+    path = tmp_path / "clash.onnxz"
+    with onnxzip.ArchiveWriter(path) as writer:
+        model.graph.initializer.append(writer.add_tensor("w", np.ones(1000, np.float32)))
+        with pytest.raises(onnxzip.InvalidArgumentError) as raised:
+            writer.finish(model)
+        assert "'w'" in str(raised.value) and "initializer" in str(raised.value)
+        writer.abort()
+    assert not path.exists()

@@ -70,7 +70,7 @@ def test_get_tensor_is_a_read_only_view_of_the_file_mapping(weights_archive):
                 array[0, 0] = 1.0
             assert array.shape == (1024, 1024) and array[5, 7] == expected[name]
             # The payload's address: the mapping's start plus its file offset (one whole-file map).
-            assert any(address - start == info.file_offset for start, _ in mappings)
+            assert any(address - start == info.offset for start, _ in mappings)
 
 
 def test_reading_every_weight_does_not_grow_anonymous_memory(weights_archive):

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "onnxzip/error.h"
+#include "onnxzip/internal/byte_source.h"
 
 namespace onnxzip::test_support {
 namespace {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "onnxzip/byte_source.h"
+#include "onnxzip/internal/byte_source.h"
 
 namespace onnxzip::test_support {
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "onnxzip/protobuf_wire.h"
+#include "onnxzip/internal/protobuf_wire.h"
 #include "onnxzip/tensor.h"
 
 namespace onnxzip::test_support {

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/mapped_file.h"
 
 namespace onnxzip {
 
@@ -58,6 +58,9 @@ class ByteSource {
   virtual std::vector<TensorBytes> read_ranges(std::span<const ByteRange> ranges) const;
   // Every byte, borrowed, for kInMemory and kMapped (valid while owner() is); empty for kRanges.
   virtual ByteSpan bytes() const noexcept { return {}; }
+  // For kRanges: how many bytes at the end of the source its open already brought (an HTTP
+  // source's first request), which a reader's first read of the tail should take; 0 for none.
+  virtual std::uint64_t tail_size_held() const noexcept { return 0; }
   // What keeps bytes() alive: the mapping, the file read whole, or the caller's token.
   virtual const OwnerToken& owner() const noexcept { return kNoOwner; }
 

@@ -26,38 +26,17 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "onnxzip/byte_source.h"
 #include "onnxzip/bytes.h"
+#include "onnxzip/http_options.h"
+#include "onnxzip/internal/byte_source.h"
 #include "onnxzip/progress.h"
 
 namespace onnxzip {
-
-struct HttpOptions {
-  // Extra request headers, "Name: value" (Authorization for a private hub). Never shown.
-  std::vector<std::string> headers{};
-  // The first request's suffix length: the archive's end records, central directory and model
-  // are read with it when they fit (ZipReaderOptions::tail_read_size takes the same value).
-  std::uint64_t tail_size = std::uint64_t{1} << 20;
-  // Attempts after the first for 5xx, connection failures, short and stalled bodies.
-  unsigned retries = 3;
-  // Before the first retry; doubled for each next one.
-  std::chrono::milliseconds retry_delay{200};
-  std::chrono::milliseconds connect_timeout{10'000};
-  // A request that receives no byte for this long is aborted (and retried). Whole seconds.
-  std::chrono::seconds stall_timeout{30};
-  long max_redirects = 10;
-  // Requests in flight at most when several ranges are read (read_ranges, fetch).
-  unsigned max_parallel = 4;
-  // fetch() asks for pieces of at most this many bytes, each one request.
-  std::uint64_t piece_size = std::uint64_t{64} << 20;
-  // read() refuses to buffer more than this at once (Error(kLimitExceeded)): the sizes it is
-  // asked for come from the archive, which a hostile server writes. fetch() is not bounded.
-  std::uint64_t max_read_size = std::uint64_t{4} << 30;
-};
 
 // What a source has asked for so far.
 struct HttpStats {
@@ -92,6 +71,8 @@ class HttpSource final : public ByteSource {
   void read_into(std::uint64_t offset, MutableByteSpan out) const override;
   // One request per range not in the tail, up to max_parallel at once.
   std::vector<TensorBytes> read_ranges(std::span<const ByteRange> ranges) const override;
+  // HttpOptions::tail_size: the open's request brought that much of the end.
+  std::uint64_t tail_size_held() const noexcept override;
 
   // Hands every byte of [offset, offset + length) to `sink(at, piece)`: pieces of piece_size
   // bytes, up to max_parallel requests at once; each request's bytes come in order, each byte

@@ -75,20 +75,17 @@
 #include <unordered_map>
 #include <vector>
 
-#include "onnxzip/byte_source.h"
 #include "onnxzip/bytes.h"
 #include "onnxzip/error.h"
-#include "onnxzip/mapped_file.h"
+#include "onnxzip/internal/byte_source.h"
+#include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/read_limits.h"
 
 namespace onnxzip {
 
 namespace zip {
 class HeldBytes;
 }  // namespace zip
-
-// Deflated entries of at most this many bytes pass whatever their compression ratio: small
-// runs of zeros (biases, masks, padding) compress far better than 100:1 and cost nothing.
-inline constexpr std::uint64_t kCompressionRatioGraceSize = std::uint64_t{1} << 20;
 
 // Which local headers ZipReader::open reads and checks against their central records.
 enum class LocalHeaderScope {
@@ -114,23 +111,8 @@ enum class LocalHeaderScope {
   kOnReadAndHeld,
 };
 
-struct ZipReaderOptions {
-  // More central directory records than this is Error(kLimitExceeded).
-  std::uint64_t max_entries = 10'000'000;
-  // A deflated entry larger than this (uncompressed) is not inflated: Error(kLimitExceeded).
-  std::uint64_t max_inflated_size = std::uint64_t{4} << 30;
-  // A deflated entry above kCompressionRatioGraceSize whose uncompressed size is more than this
-  // many times its compressed size is not inflated: Error(kLimitExceeded) (a zip bomb, see the
-  // header comment). 0: no limit.
-  std::uint64_t max_compression_ratio = 100;
-  // Deflated entries larger than this are inflated in pieces: into a spill file by data(),
-  // straight to the consumer by stream() and verify(). Smaller ones are inflated whole into
-  // owned memory, which is faster.
-  std::uint64_t spill_threshold = std::uint64_t{64} << 20;
-  // Where data() puts the spill files: unlinked temporary files (O_TMPFILE) that vanish with the
-  // last TensorBytes borrowing from them, even if the process is killed. Empty: $TMPDIR, or /tmp
-  // when that is unset. On a tmpfs the spilled bytes live in memory (shared, not anonymous).
-  std::filesystem::path spill_directory{};
+// The reader's options: the user's limits (read_limits.h) and how much of the structure it reads.
+struct ZipReaderOptions : ReadLimits {
   LocalHeaderScope local_headers = LocalHeaderScope::kAll;
   // With LocalHeaderScope::kTail: how many entries at the end have their local headers read
   // (fewer than 2 count as 2).
@@ -142,6 +124,13 @@ struct ZipReaderOptions {
   // entry when it is at most 64 MiB (a larger one is read when asked for).
   std::uint64_t tail_read_size = std::uint64_t{1} << 20;
 };
+
+// The reader's options for `limits`, every other one at its default.
+inline ZipReaderOptions zip_reader_options(const ReadLimits& limits) {
+  ZipReaderOptions options;
+  static_cast<ReadLimits&>(options) = limits;
+  return options;
+}
 
 struct ZipEntry {
   std::string name;               // Exactly the name bytes of the central record.
