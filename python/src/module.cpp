@@ -694,7 +694,7 @@ std::string convert(const std::filesystem::path& in, const std::filesystem::path
   options.legacy.alignment = data_alignment;
   options.legacy.threshold = threshold;
   const py::gil_scoped_release unlocked;
-  const onnxzip::ModelFormat format = onnxzip::convert(in, out, options);
+  const onnxzip::ModelFormat format = onnxzip::convert(in, out, options).from;
   return format == onnxzip::ModelFormat::kOnnxz ? "onnxz" : "legacy";
 }
 
