@@ -781,8 +781,8 @@ fs::path zip_r_archive(const ScratchDir& dir, const fs::path& archive) {
   write(folder / "__MODEL_PROTO", opened.model_bytes());
   std::string names;  // The model last, as load() wants it.
   for (const Archive::TensorInfo& info : opened.tensors()) {
-    write(folder / info.location, info.data);
-    names += " " + shell_quote(info.location);
+    write(folder / info.entry, info.data);
+    names += " " + shell_quote(info.entry);
   }
   const auto made = run_tool("cd " + shell_quote(folder.string()) + " && zip -q -r ../model.zip" +
                              names + " weights __MODEL_PROTO");

@@ -536,8 +536,8 @@ bool VerifyReport::loadable() const noexcept {
   return true;
 }
 
-VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options,
-                    std::string_view source_name) {
+VerifyReport verify_bytes(ByteSpan archive_bytes, const VerifyOptions& options,
+                          std::string_view source_name) {
   VerifyReport report;
   std::optional<ZipReader> zip;
   try {
@@ -558,8 +558,8 @@ VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options,
 
 VerifyReport verify(const std::filesystem::path& path, const VerifyOptions& options) {
   const std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, options.access);
-  return verify(mapping->bytes(), options,
-                options.source_name.empty() ? path.string() : options.source_name);
+  return verify_bytes(mapping->bytes(), options,
+                      options.source_name.empty() ? path.string() : options.source_name);
 }
 
 }  // namespace onnxzip

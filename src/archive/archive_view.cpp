@@ -68,7 +68,7 @@ void refer_into_archive(TensorProto& tensor, const std::string& location,
                         const Archive::TensorInfo& info) {
   tensor.external_data.clear();
   for (const auto& [key, value] : {std::pair<std::string_view, std::string>{"location", location},
-                                   {"offset", std::to_string(info.file_offset)},
+                                   {"offset", std::to_string(*info.offset)},
                                    {"length", std::to_string(info.data.size())}}) {
     StringStringEntryProto& kv = tensor.external_data.emplace_back();
     kv.key = std::string(key);
@@ -118,7 +118,7 @@ ViewResult write_view_model(const std::filesystem::path& archive_path,
     if (tensor.data_location != TensorProto::kExternal) return;
     // Archive::open validated every reference, so the location resolves.
     const std::string_view entry = *detail::read_external_data(tensor).location;
-    const Archive::TensorInfo& info = *archive.find_location(entry);
+    const Archive::TensorInfo& info = *archive.find_entry(entry);
     const std::optional<KeptInline::Reason> copied =
         copied_reason(site, loadable.contains(&tensor), info);
     if (!copied) {

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -35,6 +36,30 @@ struct ExtractArgs {
   InflateLimits limits;
 };
 
+// DIR made if needed (returns whether it was), or refused when it is no folder; the files the
+// extract writes refused unless --force.
+bool prepare_folder(const fs::path& dir, std::initializer_list<fs::path> outputs, bool force) {
+  std::error_code ec;
+  bool created = false;
+  if (!fs::exists(dir, ec)) {
+    created = fs::create_directories(dir, ec);
+    if (ec) {
+      throw Error(ErrorCode::kIo, {.file = dir.string()},
+                  "cannot create the folder: " + ec.message());
+    }
+  } else if (!fs::is_directory(dir, ec)) {
+    throw Error(ErrorCode::kInvalidArgument, {.file = dir.string()}, "not a folder");
+  }
+  if (force) return created;
+  for (const fs::path& file : outputs) {
+    if (fs::exists(fs::symlink_status(file, ec))) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  file.string() + ": already exists (--force replaces it)");
+    }
+  }
+  return created;
+}
+
 int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
   const bool remote = is_url(args.archive);
   if (!remote) require_archive(args.archive);
@@ -51,24 +76,8 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
   options.load.access = global.access();
   const fs::path data = dir / (model.filename().string() + ".data");
 
+  const bool created = prepare_folder(dir, {model, data}, args.force);
   std::error_code ec;
-  bool created = false;
-  if (!fs::exists(dir, ec)) {
-    created = fs::create_directories(dir, ec);
-    if (ec) {
-      throw Error(ErrorCode::kIo, {.file = args.dir}, "cannot create the folder: " + ec.message());
-    }
-  } else if (!fs::is_directory(dir, ec)) {
-    throw Error(ErrorCode::kInvalidArgument, {.file = args.dir}, "not a folder");
-  }
-  if (!args.force) {
-    for (const fs::path& file : {model, data}) {
-      if (fs::exists(fs::symlink_status(file, ec))) {
-        throw Error(ErrorCode::kInvalidArgument,
-                    file.string() + ": already exists (--force replaces it)");
-      }
-    }
-  }
   LegacyWriteResult written;
   try {
     if (remote) {

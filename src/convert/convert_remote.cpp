@@ -413,7 +413,7 @@ RemoteConversion::RemoteConversion(const std::shared_ptr<const HttpSource>& sour
     throw Error(ErrorCode::kBadState, {.file = name_}, "the model's external tensors changed");
   }
   for (const Archive::TensorInfo& info : infos) {
-    const ZipEntry& entry = archive_.zip().at(info.location);
+    const ZipEntry& entry = archive_.zip().at(info.entry);
     entries_.push_back(&entry);
     payload_bytes_ = checked_add(payload_bytes_, entry.size, name_ + ": payload bytes");
     largest_ = std::max(largest_, entry.size);
