@@ -503,6 +503,11 @@ TEST(ArchiveWriter, FinishRefusesBadReferencesAndCanBeRetried) {
       {"payload too",
        [&](ModelProto& m) { first(m).float_data = {1.0f}; },
        {"tensor 'enc.w'", "entry 'enc_w'", "an external tensor also carries float_data"}},
+      // The archive would fail its own verify (an initializer name assigned twice).
+      {"name of an initializer already there",
+       [&](ModelProto& m) { m.graph->initializer.back().name = "enc.w"; },
+       {"tensor 'enc.w' at graph/initializer[3]", "initializer at graph/initializer[0]",
+        "may not share"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);

@@ -282,7 +282,9 @@ TEST_F(Cli, ConvertVerifyInfoBothWays) {
 
   run = run_cli({"verify", archive});
   EXPECT_EQ(run.exit_code, 0) << run;
-  EXPECT_EQ(run.out, archive.string() + ": ok\n");
+  EXPECT_EQ(run.out, archive.string() +
+                         ": ok (ZIP structure, layout, references, CRC-32s; no digests; no "
+                         "signature; ONNX IR rules)\n");
   run = run_cli({"verify", "--quiet", archive, legacy});
   EXPECT_EQ(run.exit_code, 0) << run;
   EXPECT_EQ(run.out + run.err, "");
@@ -493,7 +495,7 @@ TEST_F(Cli, RuntimeErrorsNameTheFileAndLeaveNothing) {
   EXPECT_TRUE(lines[0].starts_with((dir / "hostile.onnx").string() + ": tensor 'w'")) << run;
   EXPECT_CONTAINS(lines[0], "'../x'");
   EXPECT_EQ(lines[1], (dir / "missing.onnx").string() + ": no such file");
-  EXPECT_EQ(lines[2], archive.string() + ": ok");
+  EXPECT_TRUE(lines[2].starts_with(archive.string() + ": ok (")) << lines[2];
 
   EXPECT_EQ(snapshot(dir.path()), before);  // No output, no temporary, inputs untouched.
 }
@@ -668,6 +670,228 @@ TEST_F(Cli, ExtractForceReplacesModelAndDataAsOneSet) {
   EXPECT_EQ(run.exit_code, 0) << run;
 }
 
+// --- Issue 30: what a new user meets ---
+
+// A model whose weights all sit in If branches as Constant values (as in Silero VAD): the
+// legacy writer keeps node attribute tensors inline unless asked.
+ModelProto weights_in_branches() {
+  ModelProto model;
+  model.ir_version = 8;
+  model.opset_import.emplace_back().version = 17;
+  GraphProto& graph = model.graph.ensure();
+  graph.name = "branches";
+  graph.input = {test_support::tensor_value_info("cond", TensorProto::kBool, {})};
+  graph.output = {test_support::tensor_value_info("R", TensorProto::kFloat, {16, 32})};
+  std::vector<GraphProto> branches(2);
+  for (std::size_t i = 0; i < branches.size(); ++i) {
+    TensorProto weight = test_support::float_data_tensor("w", {16, 32}, 7 + i);
+    move_typed_data_to_raw(weight);
+    branches[i].name = i == 0 ? "then" : "else";
+    branches[i].node.push_back(test_support::make_node(
+        "Constant", {}, {"out"}, {test_support::tensor_attribute("value", std::move(weight))}));
+    branches[i].output = {test_support::tensor_value_info("out", TensorProto::kFloat, {16, 32})};
+  }
+  graph.node = {test_support::make_node(
+      "If", {"cond"}, {"R"},
+      {test_support::graph_attribute("then_branch", std::move(branches[0])),
+       test_support::graph_attribute("else_branch", std::move(branches[1]))})};
+  return model;
+}
+
+TEST_F(Cli, ConvertRefusesAnOutputNameOfTheOtherFormat) {
+  ScratchDir dir("cli_direction");
+  const fs::path legacy = copy_case(dir, "inline_typed");
+  const fs::path archive = dir / "a.onnxz";
+  ASSERT_EQ(run_cli({"convert", legacy, archive}).exit_code, 0);
+  const auto before = snapshot(dir.path());
+  // An archive would be written as a legacy model named .onnxz, a legacy model as an archive
+  // named .onnx: refused before anything is read or written, naming the rule and a fix.
+  expect_failure(run_cli({"convert", archive, dir / "b.onnxz"}),
+                 {"b.onnxz: the output would be a legacy .onnx model, but its name says .onnxz",
+                  ".onnxz names an archive, .onnx a legacy model",
+                  "name it '" + (dir / "b.onnx").string() + "'"});
+  expect_failure(run_cli({"convert", legacy, dir / "out.onnx"}),
+                 {"out.onnx: the output would be an .onnxz archive, but its name says legacy",
+                  "name it '" + (dir / "out.onnxz").string() + "'"});
+  expect_failure(run_cli({"repack", archive, dir / "r.onnx"}), {"r.onnx: the output would be"});
+  EXPECT_EQ(snapshot(dir.path()), before);
+  // Other names take either format.
+  EXPECT_EQ(run_cli({"convert", archive, dir / "back.bin"}).exit_code, 0);
+}
+
+TEST_F(Cli, WeightsInSubgraphConstantsAreNamedWhenTheyStayInline) {
+  ScratchDir dir("cli_branch_weights");
+  write_legacy_model(weights_in_branches(), dir / "m.onnx");
+  const fs::path archive = dir / "m.onnxz";
+  ASSERT_EQ(run_cli({"convert", dir / "m.onnx", archive, "--threshold", "0"}).exit_code, 0);
+
+  // extract, convert --external-data, view: one note each, naming the reason and the flag.
+  const std::string note =
+      "2 tensors (4.0 KiB) stay inline: 2 in node attributes (Constant "
+      "values), 4.0 KiB";
+  CliRun run = run_cli({"extract", archive, dir / "out"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_CONTAINS(run.err, (dir / "out" / "m.onnx").string() + ": " + note +
+                               ": --externalize-attributes moves them out\n");
+  EXPECT_CONTAINS(run.err, "no data file: every tensor stays in the model");
+  EXPECT_FALSE(fs::exists(dir / "out" / "m.onnx.data"));
+  run = run_cli({"convert", archive, dir / "c.onnx", "--external-data"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_CONTAINS(run.err, "--externalize-attributes moves them out");
+  run = run_cli({"view", archive});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_CONTAINS(run.err, (dir / "m.view.onnx").string() + ": " + note + "\n");
+  EXPECT_CONTAINS(run.err, "a full copy: no weight could point into the archive");
+  run = run_cli({"view", "--quiet", archive, dir / "q.view.onnx"});
+  EXPECT_EQ(run.out + run.err, "") << run;
+
+  // The flag moves them out: a data file of 2 tensors at 4K alignment.
+  run = run_cli({"extract", "--externalize-attributes", archive, dir / "moved"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_EQ(run.err, "");
+  EXPECT_EQ(fs::file_size(dir / "moved" / "m.onnx.data"), 4096u + 2048u);
+  EXPECT_EQ(load(archive), read_legacy_model(dir / "moved" / "m.onnx"));
+
+  // extract -f over that folder: the earlier data file goes with the earlier model.
+  run = run_cli({"extract", "-f", archive, dir / "moved"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_FALSE(fs::exists(dir / "moved" / "m.onnx.data"));
+  EXPECT_EQ(snapshot(dir / "moved").size(), 1u);
+  EXPECT_EQ(run_cli({"verify", dir / "moved" / "m.onnx"}).exit_code, 0);
+}
+
+TEST_F(Cli, SignAndEditOfALegacyModelNameTheFix) {
+  ScratchDir dir("cli_legacy_sign");
+  const fs::path legacy = copy_case(dir, "inline_typed");
+  const std::string fix = "not an .onnxz archive but a legacy model ('onnxzip convert " +
+                          legacy.string() + " " + (dir / "inline_typed" / "model.onnxz").string() +
+                          "' turns it into one)";
+  expect_failure(run_cli({"sign", "--digests-only", legacy}), {legacy.string() + ": " + fix});
+  expect_failure(run_cli({"edit", legacy, "--producer", "x"}), {legacy.string() + ": " + fix});
+}
+
+// What `zip -r` makes of a model folder: deflated entries, a folder entry, extra fields.
+fs::path zip_r_archive(const ScratchDir& dir, const fs::path& archive) {
+  const fs::path folder = dir / "folder";
+  fs::create_directories(folder / "weights");
+  const Archive opened = Archive::open(archive);
+  const auto write = [](const fs::path& path, ByteSpan bytes) {
+    test_support::write_file_bytes(
+        path, std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  };
+  write(folder / "__MODEL_PROTO", opened.model_bytes());
+  std::string names;  // The model last, as load() wants it.
+  for (const Archive::TensorInfo& info : opened.tensors()) {
+    write(folder / info.entry, info.data);
+    names += " " + shell_quote(info.entry);
+  }
+  const auto made = run_tool("cd " + shell_quote(folder.string()) + " && zip -q -r ../model.zip" +
+                             names + " weights __MODEL_PROTO");
+  EXPECT_EQ(made.exit_code, 0) << made.output;
+  return dir / "model.zip";
+}
+
+TEST_F(Cli, VerifyOfAZipMadeByZipNamesEachEntryAndPointsToRepack) {
+  if (!test_support::find_tool("zip")) GTEST_SKIP() << "no zip tool";
+  ScratchDir dir("cli_zip_r");
+  const fs::path legacy = copy_case(dir, "external_one_file");
+  ASSERT_EQ(run_cli({"convert", legacy, dir / "m.onnxz"}).exit_code, 0);
+  const fs::path zip = zip_r_archive(dir, dir / "m.onnxz");
+
+  CliRun run = run_cli({"verify", zip});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  std::map<std::string, int> lines;
+  for (const std::string& line : lines_of(run.out)) {
+    ++lines[line];
+    EXPECT_EQ(lines[line], 1) << "repeated: " << line;
+    if (line.find("deflated:") != std::string::npos ||
+        line.find("unknown_extra_field:") != std::string::npos) {
+      EXPECT_CONTAINS(line, zip.string() + ": entry '");
+    }
+    EXPECT_EQ(line.find("no tensor refers to this payload entry"), std::string::npos) << line;
+  }
+  EXPECT_CONTAINS(run.out, zip.string() + ": entry 'w_big': deflated:");
+  EXPECT_CONTAINS(run.out, zip.string() + ": entry 'weights/': directory:");
+  EXPECT_EQ(run.err, "onnxzip: note: " + zip.string() + ": a ZIP another tool made; 'onnxzip " +
+                         "repack " + zip.string() + " OUT.onnxz' writes a conforming archive\n");
+
+  // info does not call it .onnxz; --json says "zip".
+  run = run_cli({"info", zip});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_CONTAINS(run.out, "format          ZIP archive, not a conforming .onnxz (");
+  run = run_cli({"info", "--json", zip});
+  EXPECT_EQ(python_on_json(run.out, "print(d['format'], d['zip_findings'] > 0)"), "zip True\n");
+
+  // repack calls the folder entry a folder.
+  run = run_cli({"repack", zip, dir / "fixed.onnxz"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_EQ(run.err, "onnxzip: note: " + zip.string() + ": entry 'weights/' left out: a folder\n");
+  run = run_cli({"info", dir / "fixed.onnxz"});
+  EXPECT_CONTAINS(run.out, "format          .onnxz, ");
+}
+
+TEST_F(Cli, VerifySaysWhatItCheckedAndReportsJson) {
+  ScratchDir dir("cli_verify_json");
+  const fs::path legacy = copy_case(dir, "external_one_file");
+  const fs::path archive = dir / "m.onnxz";
+  ASSERT_EQ(run_cli({"convert", legacy, archive, "--digests"}).exit_code, 0);
+  CliRun run = run_cli({"verify", archive});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_EQ(run.out, archive.string() +
+                         ": ok (ZIP structure, layout, references, CRC-32s; digests verified; no "
+                         "signature; ONNX IR rules)\n");
+  run = run_cli({"verify", legacy});
+  EXPECT_CONTAINS(run.out, legacy.string() + ": ok (legacy model, external data");
+
+  // A damaged payload: a crc finding and failed digests, in JSON.
+  std::vector<std::uint8_t> bytes = read_file_bytes(archive);
+  const ZipReader zip = ZipReader::open(archive);
+  bytes[zip.find("w_big")->data_offset] ^= 1;
+  test_support::write_file_bytes(dir / "bad.onnxz", std::string(bytes.begin(), bytes.end()));
+  run = run_cli({"verify", "--json", archive, dir / "bad.onnxz", dir / "missing.onnxz"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_EQ(
+      python_on_json(run.out,
+                     "for f in d:\n"
+                     "    kinds = sorted({x['kind'] for x in f['findings']})\n"
+                     "    print(f['ok'], f['loadable'], f['digests'], f['signature'],"
+                     " ','.join(kinds), f['findings'][0]['entry'] if f['findings'] else '')\n"),
+      "True True verified absent  \n"
+      "False False failed absent crc w_big\n"
+      "False False absent absent zip \n");
+}
+
+TEST_F(Cli, InfoShowsInputsOutputsAndSitesForSeveralFiles) {
+  ScratchDir dir("cli_info_io");
+  write_legacy_model(test_support::checker_model_mlp_with_if(), dir / "mlp.onnx");
+  ASSERT_EQ(run_cli({"convert", dir / "mlp.onnx", dir / "mlp.onnxz"}).exit_code, 0);
+  CliRun run = run_cli({"info", dir / "mlp.onnxz", dir / "mlp.onnx"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_CONTAINS(run.out, "input           X: FLOAT [1, 64]\n");
+  EXPECT_CONTAINS(run.out, "input           cond: BOOL []\n");
+  EXPECT_CONTAINS(run.out, "output          Out: FLOAT [16, 32]\n");
+  EXPECT_CONTAINS(run.out, "file            " + (dir / "mlp.onnx").string() + "\n");
+
+  run = run_cli({"info", "--json", dir / "mlp.onnxz", dir / "missing.onnxz", dir / "mlp.onnx"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_CONTAINS(run.err, "missing.onnxz");
+  // Every tensor's record, external and inline, with its site (spec/names.md).
+  EXPECT_EQ(
+      python_on_json(run.out,
+                     "a = d[0]\n"
+                     "print(len(d), [f['format'] for f in d])\n"
+                     "print(a['model']['graph']['inputs'][0])\n"
+                     "ts = a['tensors']\n"
+                     "print(len(ts), all(t['site'].startswith('graph/') for t in ts))\n"
+                     "print(sorted((t['name'], t['inline'], t['offset'] is None) for t in ts))\n"),
+      "2 ['onnxz', 'onnx']\n"
+      "{'name': 'X', 'data_type': 'FLOAT', 'shape': [1, 64]}\n"
+      "5 True\n"
+      "[('/encoder/layer.0/MatMul.weight', False, False), ('C_value', False, False), "
+      "('else_value', False, False), ('onnx::Add_bias', True, True), ('then_weight', False, "
+      "False)]\n");
+}
+
 // --- Inputs that are not regular files, or that change; limits the system sets ---
 
 struct ChildRun {
@@ -830,7 +1054,7 @@ TEST_F(Cli, NoMmapReadsInputsWithTheSameResults) {
     EXPECT_EQ(read.out, mapped.out);
     const CliRun verified = run_cli({"verify", "--no-mmap", file});
     EXPECT_EQ(verified.exit_code, 0) << verified;
-    EXPECT_EQ(verified.out, file.string() + ": ok\n");
+    EXPECT_TRUE(verified.out.starts_with(file.string() + ": ok (")) << verified.out;
   }
 }
 

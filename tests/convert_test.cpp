@@ -110,7 +110,7 @@ TEST_F(ConvertModels, EveryLegacyFormToArchiveAndBack) {
     const ModelProto original = read_legacy_model(in);
 
     const fs::path archive = out / (name + ".onnxz");
-    EXPECT_EQ(convert(in, archive), ModelFormat::kLegacy);
+    EXPECT_EQ(convert(in, archive).from, ModelFormat::kLegacy);
     const VerifyReport report = verify(archive);
     EXPECT_TRUE(report.ok()) << (report.findings.empty() ? "" : report.findings[0].message);
     const ModelProto loaded = load(archive);
@@ -118,7 +118,7 @@ TEST_F(ConvertModels, EveryLegacyFormToArchiveAndBack) {
     EXPECT_EQ(normalized(loaded), normalized(original));
 
     const fs::path back = out / (name + ".onnx");
-    EXPECT_EQ(convert(archive, back), ModelFormat::kOnnxz);
+    EXPECT_EQ(convert(archive, back).from, ModelFormat::kOnnxz);
     const ModelProto reread = read_legacy_model(back);
     EXPECT_EQ(normalized(reread), normalized(original));
     legacy_outputs.push_back(back);
@@ -187,7 +187,7 @@ TEST_F(ConvertModels, ExternalDataOnRequestOneFileOrSplit) {
     options.legacy.max_file_size = c.max_file_size;
     options.legacy.alignment = c.alignment;
     options.legacy.threshold = c.threshold;
-    EXPECT_EQ(convert(archive, folder / "model.onnx", options), ModelFormat::kOnnxz);
+    EXPECT_EQ(convert(archive, folder / "model.onnx", options).from, ModelFormat::kOnnxz);
     written.push_back(folder / "model.onnx");
 
     const auto refs = references_in(folder / "model.onnx");
@@ -330,6 +330,35 @@ TEST(ConvertInputs, WhatIsNoModelOrCannotBeCarriedOverIsRefusedNamingTheInput) {
   }
 }
 
+TEST(ConvertInputs, AnOutputNamedForTheOtherFormatIsRefused) {
+  EXPECT_EQ(format_named_by("a/m.onnxz"), ModelFormat::kOnnxz);
+  EXPECT_EQ(format_named_by("M.ONNX"), ModelFormat::kLegacy);
+  EXPECT_EQ(format_named_by("m.onnx.data"), std::nullopt);
+  EXPECT_EQ(format_named_by("m.zip"), std::nullopt);
+  EXPECT_NO_THROW(check_output_name("m.bin", ModelFormat::kOnnxz));
+  EXPECT_NO_THROW(check_output_name("m.onnx", ModelFormat::kLegacy));
+
+  ScratchDir dir("convert_direction");
+  serialize_model_to_file(model_with_short_tensor(), dir / "m.onnx");
+  ZipWriter zip(dir / "m.onnxz");
+  zip.add(kModelEntryName, serialize_model(ModelProto()));
+  zip.finish();
+  const auto before = snapshot(dir.path());
+  EXPECT_EQ(
+      error_of(ErrorCode::kInvalidArgument, [&] { convert(dir / "m.onnxz", dir / "b.onnxz"); }),
+      "invalid_argument: " + (dir / "b.onnxz").string() +
+          ": the output would be a legacy .onnx model, but its name says .onnxz archive "
+          "(.onnxz names an archive, .onnx a legacy model): name it '" +
+          (dir / "b.onnx").string() + "' or use another extension");
+  EXPECT_CONTAINS(
+      error_of(ErrorCode::kInvalidArgument, [&] { convert(dir / "m.onnx", dir / "out.onnx"); }),
+      "out.onnx: the output would be an .onnxz archive, but its name says legacy .onnx");
+  EXPECT_CONTAINS(
+      error_of(ErrorCode::kInvalidArgument, [&] { repack(dir / "m.onnxz", dir / "r.onnx"); }),
+      "r.onnx: the output would be an .onnxz archive");
+  EXPECT_EQ(snapshot(dir.path()), before);
+}
+
 TEST(ConvertInputs, ModelsWithOnlyIrProblemsConvert) {
   // An ir_version and nothing else: no graph, no opset_import. verify reports both; it is a
   // model all the same, and converts unchanged.
@@ -338,9 +367,9 @@ TEST(ConvertInputs, ModelsWithOnlyIrProblemsConvert) {
   model.ir_version = 8;
   serialize_model_to_file(model, dir / "m.onnx");
   ASSERT_EQ(check_ir(model).size(), 2u);
-  EXPECT_EQ(convert(dir / "m.onnx", dir / "m.onnxz"), ModelFormat::kLegacy);
+  EXPECT_EQ(convert(dir / "m.onnx", dir / "m.onnxz").from, ModelFormat::kLegacy);
   EXPECT_EQ(load(dir / "m.onnxz"), model);
-  EXPECT_EQ(convert(dir / "m.onnxz", dir / "back.onnx"), ModelFormat::kOnnxz);
+  EXPECT_EQ(convert(dir / "m.onnxz", dir / "back.onnx").from, ModelFormat::kOnnxz);
   EXPECT_EQ(read_legacy_model(dir / "back.onnx"), model);
 }
 
@@ -703,12 +732,12 @@ TEST(ConvertAccess, ReadingInputsIntoMemoryConvertsTheSame) {
   ConvertOptions read;
   read.read.access = FileAccess::kRead;
   read.load.access = FileAccess::kRead;
-  EXPECT_EQ(convert(dir / "m.onnx", dir / "mapped.onnxz"), ModelFormat::kLegacy);
-  EXPECT_EQ(convert(dir / "m.onnx", dir / "read.onnxz", read), ModelFormat::kLegacy);
+  EXPECT_EQ(convert(dir / "m.onnx", dir / "mapped.onnxz").from, ModelFormat::kLegacy);
+  EXPECT_EQ(convert(dir / "m.onnx", dir / "read.onnxz", read).from, ModelFormat::kLegacy);
   EXPECT_EQ(test_support::read_file_bytes(dir / "mapped.onnxz"),
             test_support::read_file_bytes(dir / "read.onnxz"));
-  EXPECT_EQ(convert(dir / "read.onnxz", dir / "mapped.onnx"), ModelFormat::kOnnxz);
-  EXPECT_EQ(convert(dir / "read.onnxz", dir / "read.onnx", read), ModelFormat::kOnnxz);
+  EXPECT_EQ(convert(dir / "read.onnxz", dir / "mapped.onnx").from, ModelFormat::kOnnxz);
+  EXPECT_EQ(convert(dir / "read.onnxz", dir / "read.onnx", read).from, ModelFormat::kOnnxz);
   EXPECT_EQ(test_support::read_file_bytes(dir / "mapped.onnx"),
             test_support::read_file_bytes(dir / "read.onnx"));
   repack(dir / "read.onnxz", dir / "mapped_repack.onnxz");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "onnxzip/error.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "support/external_tool.h"
 #include "support/scratch_dir.h"
 #include "support/sha256.h"
@@ -87,6 +88,23 @@ TEST(DigestsTest, RoundTripsSortedByNameWithTheModelSigningRootDigest) {
   EXPECT_NE(json.find(R"("predicateType": "https://model_signing/signature/v1.0")"),
             std::string::npos);
   EXPECT_NE(json.find(R"("ignore_paths": [)"), std::string::npos);
+}
+
+// The signature path stays byte-exact: the __DIGESTS of archives written and signed before (the
+// conformance vectors) is what encode_digests writes for their statements again, byte for byte,
+// so an edit or a new signature of such an archive signs the same bytes.
+TEST(DigestsTest, EncodesTheDigestsOfArchivesSignedBeforeByteForByte) {
+  const std::filesystem::path vectors = std::filesystem::path(ONNXZIP_CONFORMANCE_DIR) / "vectors";
+  for (const char* name : {"valid_digests.onnxz", "valid_signed.onnxz"}) {
+    SCOPED_TRACE(name);
+    const ZipReader zip = ZipReader::open(vectors / name);
+    const ZipEntry* entry = zip.find("__DIGESTS");
+    ASSERT_NE(entry, nullptr);
+    const TensorBytes bytes = zip.verified_data(*entry);
+    const DigestStatement statement = decode_digests(bytes.view(), {}, name);
+    EXPECT_EQ(encode_digests(statement.model_name, statement.entries),
+              std::string(bytes.view().begin(), bytes.view().end()));
+  }
 }
 
 TEST(DigestsTest, EncodeRefusesTwoEntriesOfOneName) {
@@ -288,12 +306,12 @@ TEST(KeysTest, LoadsOpensslKeysAndRefusesOthers) {
                             shell_quote((dir / "rsa.pem").string()) + " 2>&1");
   ASSERT_EQ(rsa.exit_code, 0) << rsa.output;
   expect_error([&] { PrivateKey::load(dir / "rsa.pem"); }, ErrorCode::kInvalidArgument,
-               "not an ECDSA P-256 (prime256v1) private key (a RSA key)");
+               "not an ECDSA P-256 (prime256v1) private key (an RSA key)");
   const auto p384 = run_tool("openssl ecparam -name secp384r1 -genkey -noout -out " +
                              shell_quote((dir / "p384.pem").string()));
   ASSERT_EQ(p384.exit_code, 0) << p384.output;
   expect_error([&] { PrivateKey::load(dir / "p384.pem"); }, ErrorCode::kInvalidArgument,
-               "key on secp384r1");
+               "(an EC key on secp384r1)");
 }
 
 // Runs an openssl command line in `dir`, which must succeed.

@@ -25,6 +25,7 @@
 #include "support/big_model.h"
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
+#include "support/model_builder.h"
 #include "support/scratch_dir.h"
 
 namespace onnxzip {
@@ -694,6 +695,65 @@ TEST(LegacyWrite, WritesTheModelAndItsPayloadsAndNothingElse) {
   }
   EXPECT_EQ(fs::file_size(dir / "model.onnx.data"), end);
   EXPECT_EQ(read_legacy_model(dir / "model.onnx"), model);
+}
+
+TEST(LegacyWrite, SaysWhatStaysInlineAndWhy) {
+  ScratchDir dir("legacy_kept_inline");
+  const ModelProto model = test_support::model_with_tensors_everywhere();
+  LegacyWriteOptions options;
+  options.mode = LegacyWriteOptions::Mode::kExternal;
+  options.threshold = 0;
+  const LegacyWriteResult result = write_legacy_model(model, dir / "m.onnx", options);
+  EXPECT_EQ(result.data_files, std::vector<std::string>{"m.onnx.data"});
+  std::map<KeptInline::Reason, std::size_t> reasons;
+  for (const KeptInline& kept : result.kept_inline) {
+    ++reasons[kept.reason];
+    EXPECT_GT(kept.size, 0u) << kept.tensor;
+  }
+  EXPECT_GT(reasons[KeptInline::Reason::kAttribute], 0u);
+  EXPECT_GT(reasons[KeptInline::Reason::kSparse], 0u);
+  EXPECT_GT(reasons[KeptInline::Reason::kOutside], 0u);
+  EXPECT_GT(reasons[KeptInline::Reason::kString], 0u);
+  EXPECT_EQ(reasons[KeptInline::Reason::kSmall], 0u);  // Threshold 0.
+  // Asked to, attributes and sparse tensors move out; functions and STRING never do.
+  options.externalize_attributes = true;
+  options.externalize_sparse = true;
+  reasons.clear();
+  for (const KeptInline& kept : write_legacy_model(model, dir / "m.onnx", options).kept_inline) {
+    ++reasons[kept.reason];
+  }
+  EXPECT_EQ(reasons[KeptInline::Reason::kAttribute], 0u);
+  EXPECT_EQ(reasons[KeptInline::Reason::kSparse], 0u);
+  EXPECT_GT(reasons[KeptInline::Reason::kOutside], 0u);
+}
+
+TEST(LegacyWrite, DataFilesAnEarlierWriteLeftGoWithTheOldSet) {
+  ScratchDir dir("legacy_stale_data");
+  const ModelProto model = model_with_initializers(3, 5000);
+  LegacyWriteOptions split;
+  split.mode = LegacyWriteOptions::Mode::kExternal;
+  split.max_file_size = 6000;
+  const LegacyWriteResult three = write_legacy_model(model, dir / "m.onnx", split);
+  EXPECT_EQ(three.data_files,
+            (std::vector<std::string>{"m.onnx.data", "m.onnx.data.1", "m.onnx.data.2"}));
+  test_support::write_file_bytes(dir / "m.onnx.data.4", "not of this set: .3 is missing");
+
+  // One data file now: .1 and .2 go; .4 is past the first gap and stays.
+  LegacyWriteOptions one;
+  one.mode = LegacyWriteOptions::Mode::kExternal;
+  const LegacyWriteResult written = write_legacy_model(model, dir / "m.onnx", one);
+  EXPECT_EQ(written.removed_data_files,
+            (std::vector<std::string>{"m.onnx.data.1", "m.onnx.data.2"}));
+  EXPECT_FALSE(fs::exists(dir / "m.onnx.data.1"));
+  EXPECT_FALSE(fs::exists(dir / "m.onnx.data.2"));
+  EXPECT_TRUE(fs::exists(dir / "m.onnx.data.4"));
+  EXPECT_EQ(read_legacy_model(dir / "m.onnx"), model);
+
+  // Inline: the data file goes too.
+  const LegacyWriteResult inline_write = write_legacy_model(model, dir / "m.onnx");
+  EXPECT_EQ(inline_write.removed_data_files, std::vector<std::string>{"m.onnx.data"});
+  EXPECT_FALSE(fs::exists(dir / "m.onnx.data"));
+  EXPECT_EQ(read_legacy_model(dir / "m.onnx"), model);
 }
 
 TEST(LegacyWrite, RefusesBadOptionsAndUnresolvedReferences) {

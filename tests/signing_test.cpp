@@ -106,8 +106,23 @@ TEST_F(SigningTest, SignPlacesBothEntriesBeforeTheModelAndVerifies) {
 
   const VerifyReport plain = verify(archive_);
   EXPECT_TRUE(plain.ok()) << findings_text(plain);
+  // The statuses of spec/names.md, computed by verify(), and what was checked in words.
+  EXPECT_EQ(plain.digests, IntegrityStatus::kVerified);
+  EXPECT_EQ(plain.signature, IntegrityStatus::kUnchecked);
+  EXPECT_EQ(plain.signature_key_id, result.key_id);
+  EXPECT_EQ(plain.checked,
+            "ZIP structure, layout, references, CRC-32s; digests verified; signature not "
+            "checked: give VerifyOptions::public_key");
   const VerifyReport keyed = verify_with(archive_, &keys_);
   EXPECT_TRUE(keyed.ok()) << findings_text(keyed);
+  EXPECT_EQ(keyed.signature, IntegrityStatus::kVerified);
+  EXPECT_EQ(keyed.checked,
+            "ZIP structure, layout, references, CRC-32s; digests verified; "
+            "signature verified (key " +
+                result.key_id + ")");
+  VerifyOptions no_crc;
+  no_crc.check_crc = false;
+  EXPECT_EQ(verify(archive_, no_crc).digests, IntegrityStatus::kUnchecked);
   const IntegrityInfo info = read_integrity_info(zip);
   EXPECT_TRUE(info.has_digests && info.has_signature);
   EXPECT_EQ(info.digested_entries, 3u);
@@ -123,6 +138,9 @@ TEST_F(SigningTest, AnotherKeyAndAMissingSignatureFailSayingWhy) {
   sign_with_a();
   const VerifyReport other = verify_with(archive_, &other_);
   ASSERT_EQ(other.findings.size(), 1u) << findings_text(other);
+  EXPECT_EQ(other.signature, IntegrityStatus::kOtherKey);
+  EXPECT_EQ(other.digests, IntegrityStatus::kVerified);
+  EXPECT_EQ(other.findings[0].kind, VerifyFinding::Kind::kSignature);
   EXPECT_EQ(other.findings[0].severity, Severity::kError);
   EXPECT_EQ(other.findings[0].entry, "__SIGNATURE");
   EXPECT_NE(to_string(other.findings[0])
@@ -136,8 +154,10 @@ TEST_F(SigningTest, AnotherKeyAndAMissingSignatureFailSayingWhy) {
   const SignResult result = sign_archive(archive_, digests_only);
   EXPECT_TRUE(result.signature_removed);
   EXPECT_TRUE(verify(archive_).ok());
+  EXPECT_EQ(verify(archive_).signature, IntegrityStatus::kAbsent);
   const VerifyReport unsigned_report = verify_with(archive_, &keys_);
   ASSERT_EQ(unsigned_report.findings.size(), 1u) << findings_text(unsigned_report);
+  EXPECT_EQ(unsigned_report.findings[0].kind, VerifyFinding::Kind::kSignature);
   EXPECT_NE(to_string(unsigned_report.findings[0])
                 .find("no __SIGNATURE entry (a signature by key " +
                       PublicKey::load(keys_.public_pem).key_id() + " was asked for)"),
@@ -163,6 +183,9 @@ TEST_F(SigningTest, APayloadByteChangedWithItsCrcFixedFailsNamingTheEntry) {
   EXPECT_NO_THROW(changed.verify(*changed.find("weight")));  // The CRC-32 agrees.
   const VerifyReport report = verify_with(archive_, &keys_);
   ASSERT_EQ(report.findings.size(), 1u) << findings_text(report);
+  EXPECT_EQ(report.findings[0].kind, VerifyFinding::Kind::kDigest);
+  EXPECT_EQ(report.digests, IntegrityStatus::kFailed);
+  EXPECT_EQ(report.signature, IntegrityStatus::kVerified);
   EXPECT_EQ(report.findings[0].severity, Severity::kError);
   EXPECT_EQ(report.findings[0].entry, "weight");
   EXPECT_NE(to_string(report.findings[0]).find("entry 'weight': its SHA-256 is "),

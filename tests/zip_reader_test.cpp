@@ -844,7 +844,7 @@ TEST_P(OverSources, BadDeflateStreamsAreCorruptOnRead) {
       options.max_inflated_size = payload.size() - 1;
       expect_read_error(build_zip({deflated("d", payload)}), ErrorCode::kLimitExceeded,
                         {"'d'", "inflates to " + std::to_string(payload.size()) + " bytes",
-                         "(ZipReaderOptions::max_inflated_size: raise it for an archive you "
+                         "(ReadLimits::max_inflated_size: raise it for an archive you "
                          "trust)"});
     }
   }
@@ -972,7 +972,7 @@ TEST_P(OverSources, CompressionRatioLimitRefusesBombs) {
       "'bomb'", "deflated from " + std::to_string(bomb.compressed_size) + " to 2097152 bytes",
       "compression ratio of " + std::to_string(bomb.size / bomb.compressed_size) + ":1",
       "above the limit of 100:1",
-      "(ZipReaderOptions::max_compression_ratio: raise it for an archive you trust, 0 for no "
+      "(ReadLimits::max_compression_ratio: raise it for an archive you trust, 0 for no "
       "limit)"};
   bool consumed = false;
   // The library names its option, not a flag of the onnxzip tool (which says that itself).

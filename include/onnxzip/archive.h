@@ -28,6 +28,7 @@
 #include "onnxzip/output_options.h"
 #include "onnxzip/progress.h"
 #include "onnxzip/read_limits.h"
+#include "onnxzip/tensor.h"
 
 namespace onnxzip {
 
@@ -357,6 +358,8 @@ struct VerifyFinding {
   // signature check of spec §12.5 fails). kWarning: a deviation from the spec that load()
   // accepts (spec §9.3, §9.4 item 4, §11, §12.1).
   enum class Severity { kError, kWarning };
+  // What breaks (spec/names.md, "Findings").
+  enum class Kind { kZip, kLayout, kReference, kModel, kIr, kCrc, kDigest, kSignature };
   Severity severity = Severity::kError;
   std::string entry;   // "" when the finding concerns no entry.
   std::string tensor;  // "" when it concerns no tensor; else name and site.
@@ -365,19 +368,32 @@ struct VerifyFinding {
   // The place as a line names it: the file, the tensor label, the entry phrase ("entry 'w' at
   // offset 0"); parts that do not apply are "".
   ErrorContext place{};
-  // Whether the finding comes from the integrity entries' checks (spec §12.5: a digest, the
-  // `__DIGESTS` list, the signature) rather than from the format's rules and CRC-32s, so that a
-  // report can say the digests' and the signature's status apart.
+  // Whether the finding comes from the integrity entries' checks (kind kDigest or kSignature).
   bool integrity = false;
+  Kind kind = Kind::kZip;
 };
 
 std::string_view to_string(VerifyFinding::Severity severity) noexcept;
+// "zip", "layout", "reference", "model", "ir", "crc", "digest", "signature".
+std::string_view to_string(VerifyFinding::Kind kind) noexcept;
+
+// The status of `__DIGESTS` and of `__SIGNATURE` in a verify report (spec/names.md, "Integrity
+// status"): kOtherKey is for the signature only.
+enum class IntegrityStatus { kAbsent, kVerified, kUnchecked, kOtherKey, kFailed };
+// "absent", "verified", "unchecked", "other_key", "failed".
+std::string_view to_string(IntegrityStatus status) noexcept;
 // The finding as one line, "<file>: <tensor>: <entry>: <message>" over the parts of `place`
 // that are not empty, as an Error with that context words its message.
 std::string to_string(const VerifyFinding& finding);
 
 struct VerifyReport {
   std::vector<VerifyFinding> findings;
+  IntegrityStatus digests = IntegrityStatus::kAbsent;
+  IntegrityStatus signature = IntegrityStatus::kAbsent;
+  std::string signature_key_id;  // The key id `__SIGNATURE` names; "" without one.
+  // What was checked, in words: "structure, CRC-32s, digests verified; signature not checked:
+  // give a public key".
+  std::string checked;
 
   // The archive conforms to spec version 1: no finding of either severity (spec §9.5).
   bool ok() const noexcept { return findings.empty(); }
@@ -402,6 +418,10 @@ struct VerifyOptions {
   // With a public key, a valid `__SIGNATURE` by that key is required too: its absence, another
   // key, a bad signature are errors.
   std::optional<PublicKey> public_key{};
+  // What findings call the file (a URL it was downloaded from); "" for its path.
+  std::string source_name{};
+  // How the caller's users give a public key, for VerifyReport::checked ("--public-key").
+  std::string public_key_term = "VerifyOptions::public_key";
   IntegrityLimits integrity{};
   // Threads that read the entries for their CRC-32s and SHA-256s, entries shared out among them
   // (one entry is read by one thread): 0 for one per core. The report is the same whatever the
@@ -439,9 +459,14 @@ VerifyReport verify_bytes(ByteSpan archive_bytes, const VerifyOptions& options =
 // The archive is validated as by load(), read with `load` (how the file is got at, FileAccess;
 // its ZIP limits, such as the compression ratio of deflated entries, read_limits.h). The view
 // appears atomically; `output` says how it is written (durable, follow_symlinks).
-void write_view_model(const std::filesystem::path& archive_path,
-                      const std::filesystem::path& view_path, const LoadOptions& load = {},
-                      const OutputFileOptions& output = {});
+// Returns what the view copied inline, and why, beside what it refers to in the archive.
+struct ViewResult {
+  std::vector<KeptInline> copied_inline;
+  std::uint64_t referred_bytes = 0;  // Payload bytes the view refers to in the archive.
+};
+ViewResult write_view_model(const std::filesystem::path& archive_path,
+                            const std::filesystem::path& view_path, const LoadOptions& load = {},
+                            const OutputFileOptions& output = {});
 
 }  // namespace onnxzip
 

@@ -58,11 +58,18 @@ struct ConvertOptions {
 // model: nothing says it is one), or when an inline tensor's payload disagrees with its dims and
 // type (payload_problem, tensor.h) -- what `onnxzip verify` reports for the input. Missing
 // opset imports and other IR-rule problems are not refused.
-// Returns the input's format. Errors: the reader's and writer's (each names the file, and the
-// tensor or entry); Error(kInvalidArgument) when `out` (or, for a legacy output, one of its data
-// files) is `in` or one of `in`'s external data files.
-ModelFormat convert(const std::filesystem::path& in, const std::filesystem::path& out,
-                    const ConvertOptions& options = {});
+// Returns the input's format and, for an archive input, what the legacy writer wrote (data
+// files, tensors kept inline and why). Errors: the reader's and writer's (each names the file,
+// and the tensor or entry); Error(kInvalidArgument) when `out` (or, for a legacy output, one of
+// its data files) is `in` or one of `in`'s external data files, or when `out`'s name promises
+// the input's own format (check_output_name, legacy.h: `.onnxz` an archive, `.onnx` a legacy
+// model).
+struct ConvertResult {
+  ModelFormat from = ModelFormat::kLegacy;  // The input's format.
+  LegacyWriteResult legacy{};               // For an archive input.
+};
+ConvertResult convert(const std::filesystem::path& in, const std::filesystem::path& out,
+                      const ConvertOptions& options = {});
 
 // --- Remote archives (HTTP, http_options.h) ---
 
@@ -89,8 +96,9 @@ ModelFormat detect_format(const HttpSource& source);
 // entry: a local header that contradicts the central directory, a CRC-32 mismatch), the
 // writer's; Error(kLimitExceeded) before anything is downloaded when the payloads that would be
 // held in memory pass protobuf's limit.
-void convert_remote(const std::shared_ptr<const HttpSource>& source,
-                    const std::filesystem::path& out, const ConvertOptions& options = {});
+LegacyWriteResult convert_remote(const std::shared_ptr<const HttpSource>& source,
+                                 const std::filesystem::path& out,
+                                 const ConvertOptions& options = {});
 
 // What repack() did with the input's entries.
 struct RepackResult {
@@ -122,7 +130,7 @@ struct RepackResult {
 // (kCorrupt) naming the archive when there is no `__MODEL_PROTO` entry or several (at any
 // depths), when it does not parse, and for a reference that names no entry, lies outside its
 // entry, or whose size is not dims x element size (naming the tensor and the location);
-// Error(kInvalidArgument) when `out` is `in_zip`.
+// Error(kInvalidArgument) when `out` is `in_zip` or its name ends in `.onnx`.
 struct RepackOptions {
   SaveOptions save{};   // How the output is written (alignment, threshold, digests, progress...).
   ReadLimits limits{};  // Limits for reading `in_zip`.

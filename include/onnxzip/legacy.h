@@ -7,14 +7,17 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "onnxzip/file_access.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/output_options.h"
 #include "onnxzip/progress.h"
+#include "onnxzip/tensor.h"
 
 namespace onnxzip {
 
@@ -30,6 +33,15 @@ enum class ModelFormat : std::uint8_t {
 // cannot be read or is not a regular file (a FIFO, a socket, a device: refused at once, never
 // waited on), kInvalidArgument for a folder.
 ModelFormat detect_format(const std::filesystem::path& path);
+
+// The format a file's name promises: kOnnxz for a name ending in ".onnxz", kLegacy for ".onnx"
+// (ASCII case ignored), nullopt for any other name (either format may be written there).
+std::optional<ModelFormat> format_named_by(const std::filesystem::path& path);
+
+// The rule every face applies before it writes a model file (convert, extract, view, repack,
+// save): Error(kInvalidArgument) naming `path` when format_named_by(path) is not `format`, the
+// message saying the rule and a name that keeps it.
+void check_output_name(const std::filesystem::path& path, ModelFormat format);
 
 // --- Reading ---
 
@@ -49,6 +61,8 @@ struct LegacyReadOptions {
   // mappings, which must not shrink while they live: see file_access.h), or read whole into
   // owned memory (kRead: for files others may change).
   FileAccess access = FileAccess::kMap;
+  // What messages call the model file (a URL it was downloaded from); "" for its path.
+  std::string source_name{};
 };
 
 // Parses the model at `onnx_path` (mapped) and resolves every external reference wherever its
@@ -117,12 +131,23 @@ struct LegacyWriteOptions {
 // then the old model is moved aside, the data files renamed into place and the model last, so
 // that a crash at any instant leaves the old model and data files, the new ones, or no model --
 // never a model next to data files of another write. On failure the old files are restored and
-// nothing new remains. Files of an earlier write that the new one does not replace (a ".3" when
-// this write needs two files) are left alone. Nothing is added to the user's model or data: the
-// model file holds the model's fields (with the references) and nothing else, each data file its
-// payloads and the zeros between them, ending with the last payload.
-void write_legacy_model(const ModelProto& model, const std::filesystem::path& out,
-                        const LegacyWriteOptions& options = {});
+// nothing new remains. Data files of an earlier write that the new one does not replace (a ".3"
+// when this write needs two files, "<name>" when it needs none) go with the old set. Nothing is
+// added to the user's model or data: the model file holds the model's fields (with the references)
+// and nothing else, each data file its payloads and the zeros between them, ending with the last
+// payload. What write_legacy_model wrote.
+struct LegacyWriteResult {
+  std::vector<std::string> data_files;  // The data files' names, in order.
+  // Data files of an earlier write under this set's names ("<name>", "<name>.1"...) that this
+  // one does not write: removed with the old set, so no model sits beside a stale data file.
+  std::vector<std::string> removed_data_files;
+  // In kExternal mode (or kAuto past the limit), each tensor holding data that stays inline,
+  // and why (attribute and sparse tensors unless asked, functions, STRING, small ones).
+  std::vector<KeptInline> kept_inline;
+};
+
+LegacyWriteResult write_legacy_model(const ModelProto& model, const std::filesystem::path& out,
+                                     const LegacyWriteOptions& options = {});
 
 }  // namespace onnxzip
 

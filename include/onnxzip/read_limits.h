@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 
 namespace onnxzip {
 
@@ -22,6 +23,10 @@ struct ReadLimits {
   // many times its compressed size is not inflated: Error(kLimitExceeded) (a zip bomb).
   // 0: no limit.
   std::uint64_t max_compression_ratio = 100;
+  // How the caller's users set the two limits above, named by the messages that refuse an entry
+  // (a tool passes its flags: "--max-ratio N").
+  std::string max_inflated_size_name = "ReadLimits::max_inflated_size";
+  std::string max_compression_ratio_name = "ReadLimits::max_compression_ratio";
   // Deflated entries larger than this are inflated in pieces: into a spill file by data(),
   // straight to the consumer by stream() and verify(). Smaller ones are inflated whole into
   // owned memory, which is faster.

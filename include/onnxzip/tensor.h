@@ -234,6 +234,25 @@ struct TensorBufferOptions {
 std::shared_ptr<const OwnedBytes> consolidate_tensors_to_buffer(ModelProto& model,
                                                                 const TensorBufferOptions& options);
 
+// A tensor holding data that a writer asked to put payloads outside the model kept inline, and
+// why (write_legacy_model in external mode, write_view_model).
+struct KeptInline {
+  enum class Reason : std::uint8_t {
+    kSmall,      // Under the size threshold.
+    kAttribute,  // A node attribute's tensor (a Constant's value...): runtimes refuse it external.
+    kSparse,     // A sparse tensor's values or indices: runtimes refuse them external.
+    kOutside,    // In a function or a training graph: loaders resolve no external data there.
+    kString,     // STRING: no fixed-size payload.
+    kDeflated,   // A deflated archive entry: not a byte range of the file (views only).
+  };
+  std::string tensor;  // tensor_label: name and site.
+  std::uint64_t size = 0;
+  Reason reason = Reason::kSmall;
+};
+
+// "under the size threshold", "in node attributes (Constant values)", ... for messages.
+std::string_view to_string(KeptInline::Reason reason) noexcept;
+
 }  // namespace onnxzip
 
 #endif  // ONNXZIP_TENSOR_H_

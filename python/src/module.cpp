@@ -824,7 +824,7 @@ std::string convert(const py::handle src, const std::string& kind, const std::fi
     }
     check_output(format_name(format));
     const py::gil_scoped_release unlocked;
-    return format_name(onnxzip::convert(path, dst, options));
+    return format_name(onnxzip::convert(path, dst, options).from);
   }
   const auto url = py::cast<std::string>(src);
   std::shared_ptr<const onnxzip::HttpSource> source;

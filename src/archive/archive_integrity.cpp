@@ -82,11 +82,108 @@ std::pair<ErrorContext, std::string> error_finding(const Error& error, std::stri
   return {named.context(), named.problem()};
 }
 
+// What is wrong with `entry`'s line of `__DIGESTS` ("" when nothing), taking it from `listed`:
+// not listed, another size, or (when its bytes were read) another SHA-256.
+std::string digest_problem(const ZipEntry& entry,
+                           std::map<std::string_view, const EntryDigest*>& listed, bool read,
+                           const EntryHashes& hashes) {
+  const auto found = listed.find(entry.name);
+  if (found == listed.end()) return "not listed in __DIGESTS (spec §12.2)";
+  const EntryDigest& expected = *found->second;
+  listed.erase(found);
+  if (entry.size != expected.size) {
+    return std::to_string(entry.size) + " bytes, __DIGESTS says " + std::to_string(expected.size) +
+           " (spec §12.5)";
+  }
+  // Not read (the caller asked for no payload to be read), or not hashed: a wrong CRC-32 or a
+  // bad stream, which the CRC check reports.
+  if (!read || entry.index >= hashes.size() || !hashes[entry.index]) return "";
+  const Sha256Digest& actual = *hashes[entry.index];
+  if (actual == expected.sha256) return "";
+  return "its SHA-256 is " + to_hex(actual) + ", __DIGESTS says " + to_hex(expected.sha256) +
+         ": its bytes are not those that were digested (spec §12.5)";
+}
+
 }  // namespace
 
-void check_integrity(const ZipReader& zip, const ZipEntry& model_entry,
-                     const VerifyOptions& options, const EntryHashes& hashes,
-                     const FindingSink& add) {
+namespace {
+
+// The digests' checks: the list against the archive's entries, each digest against `hashes`.
+// Returns the status of `__DIGESTS`; its bytes are kept in `digests_bytes` for the signature.
+IntegrityStatus check_digests(const ZipReader& zip, const ZipEntry& digests,
+                              const VerifyOptions& options, const EntryHashes& hashes,
+                              const FindingSink& add, TensorBytes& digests_bytes) {
+  const auto fail = [&](std::string entry, std::uint64_t offset, ErrorContext where,
+                        std::string problem) {
+    add(Severity::kError, VerifyFinding::Kind::kDigest, std::move(entry), offset, std::move(where),
+        std::move(problem));
+  };
+  DigestStatement statement;
+  try {
+    statement = read_digests(zip, digests, options.integrity, &digests_bytes);
+  } catch (const Error& error) {
+    auto [where, problem] = error_finding(error, kDigestsEntryName);
+    fail(digests.name, digests.data_offset, std::move(where), std::move(problem));
+    return IntegrityStatus::kFailed;
+  }
+  bool failed = false;
+  std::map<std::string_view, const EntryDigest*> listed;
+  for (const EntryDigest& entry : statement.entries) listed.emplace(entry.name, &entry);
+  for (const ZipEntry& entry : zip.entries()) {
+    if (is_integrity_entry(entry.name)) continue;
+    // Not hashed, though read: its CRC-32 finding says why, and its digest is not verified.
+    if (options.check_crc && (entry.index >= hashes.size() || !hashes[entry.index])) {
+      failed = true;
+    }
+    const std::string problem = digest_problem(entry, listed, options.check_crc, hashes);
+    if (problem.empty()) continue;
+    failed = true;
+    fail(entry.name, entry.data_offset, entry_place(entry.name), problem);
+  }
+  for (const auto& [name, entry] : listed) {
+    failed = true;
+    fail(std::string(kDigestsEntryName), digests.data_offset, entry_place(kDigestsEntryName),
+         "lists entry " + quote(name) + ", which the archive does not hold (spec §12.2)");
+  }
+  if (failed) return IntegrityStatus::kFailed;
+  return options.check_crc ? IntegrityStatus::kVerified : IntegrityStatus::kUnchecked;
+}
+
+// `__SIGNATURE` parsed and, with options.public_key, verified over `digests_bytes`.
+IntegrityStatus check_signature(const ZipReader& zip, const ZipEntry& signature,
+                                const VerifyOptions& options, ByteSpan digests_bytes,
+                                const FindingSink& add, std::string& key_id) {
+  const auto fail = [&](ErrorContext where, std::string problem) {
+    add(Severity::kError, VerifyFinding::Kind::kSignature, signature.name, signature.data_offset,
+        std::move(where), std::move(problem));
+  };
+  try {
+    const TensorBytes bytes =
+        integrity_entry_bytes(zip, signature, options.integrity.max_signature_size,
+                              "IntegrityLimits::max_signature_size");
+    const SignatureBundle bundle =
+        decode_signature(bytes.view(), options.integrity, zip.source_name());
+    key_id = bundle.key_hint;
+    if (!options.public_key) return IntegrityStatus::kUnchecked;
+    const std::string problem = signature_problem(bundle, digests_bytes, *options.public_key);
+    if (problem.empty()) return IntegrityStatus::kVerified;
+    fail(entry_place(kSignatureEntryName), problem + " (spec §12.5)");
+    return bundle.key_hint != options.public_key->key_id() ? IntegrityStatus::kOtherKey
+                                                           : IntegrityStatus::kFailed;
+  } catch (const Error& error) {
+    auto [where, problem] = error_finding(error, kSignatureEntryName);
+    fail(std::move(where), std::move(problem));
+    return IntegrityStatus::kFailed;
+  }
+}
+
+}  // namespace
+
+IntegrityCheck check_integrity(const ZipReader& zip, const ZipEntry& model_entry,
+                               const VerifyOptions& options, const EntryHashes& hashes,
+                               const FindingSink& add) {
+  using Kind = VerifyFinding::Kind;
+  IntegrityCheck result;
   const IntegrityPlace place = find_integrity_entries(zip, model_entry);
   const std::string required =
       options.public_key
@@ -94,88 +191,36 @@ void check_integrity(const ZipReader& zip, const ZipEntry& model_entry,
           : "";
   if (place.digests == nullptr) {
     if (place.signature != nullptr) {
-      add(Severity::kError, std::string(kSignatureEntryName), place.signature->local_header_offset,
-          entry_place(kSignatureEntryName),
+      result.signature = IntegrityStatus::kFailed;
+      add(Severity::kError, Kind::kSignature, std::string(kSignatureEntryName),
+          place.signature->local_header_offset, entry_place(kSignatureEntryName),
           "a signature, but no __DIGESTS entry (spec §12.1 item 1)");
     } else if (options.public_key) {
-      add(Severity::kError, "", 0, {}, "no __DIGESTS and no __SIGNATURE entry" + required);
+      add(Severity::kError, Kind::kSignature, "", 0, {},
+          "no __DIGESTS and no __SIGNATURE entry" + required);
     }
-    return;
+    return result;
   }
   if (!place.misplaced.empty()) {
-    add(Severity::kWarning, place.digests->name, place.digests->local_header_offset, {},
-        place.misplaced);
+    add(Severity::kWarning, Kind::kLayout, place.digests->name, place.digests->local_header_offset,
+        {}, place.misplaced);
   }
   TensorBytes digests_bytes;
-  DigestStatement statement;
-  try {
-    statement = read_digests(zip, *place.digests, options.integrity, &digests_bytes);
-  } catch (const Error& error) {
-    auto [where, problem] = error_finding(error, kDigestsEntryName);
-    add(Severity::kError, place.digests->name, place.digests->data_offset, std::move(where),
-        std::move(problem));
-    return;
-  }
-
-  std::map<std::string_view, const EntryDigest*> listed;
-  for (const EntryDigest& entry : statement.entries) listed.emplace(entry.name, &entry);
-  for (const ZipEntry& entry : zip.entries()) {
-    if (is_integrity_entry(entry.name)) continue;
-    const auto found = listed.find(entry.name);
-    if (found == listed.end()) {
-      add(Severity::kError, entry.name, entry.local_header_offset, entry_place(entry.name),
-          "not listed in __DIGESTS (spec §12.2)");
-      continue;
-    }
-    const EntryDigest& expected = *found->second;
-    listed.erase(found);
-    if (entry.size != expected.size) {
-      add(Severity::kError, entry.name, entry.data_offset, entry_place(entry.name),
-          std::to_string(entry.size) + " bytes, __DIGESTS says " + std::to_string(expected.size) +
-              " (spec §12.5)");
-      continue;
-    }
-    if (!options.check_crc) continue;  // The caller asked for no payload to be read.
-    // Not hashed: a wrong CRC-32 or a bad stream, which the CRC check reports.
-    if (entry.index >= hashes.size() || !hashes[entry.index]) continue;
-    const Sha256Digest& actual = *hashes[entry.index];
-    if (actual != expected.sha256) {
-      add(Severity::kError, entry.name, entry.data_offset, entry_place(entry.name),
-          "its SHA-256 is " + to_hex(actual) + ", __DIGESTS says " + to_hex(expected.sha256) +
-              ": its bytes are not those that were digested (spec §12.5)");
-    }
-  }
-  for (const auto& [name, entry] : listed) {
-    add(Severity::kError, std::string(kDigestsEntryName), place.digests->data_offset,
-        entry_place(kDigestsEntryName),
-        "lists entry " + quote(name) + ", which the archive does not hold (spec §12.2)");
-  }
-
+  result.digests = check_digests(zip, *place.digests, options, hashes, add, digests_bytes);
   if (place.signature == nullptr) {
     if (options.public_key) {
-      add(Severity::kError, "", 0, {}, "no __SIGNATURE entry" + required);
+      add(Severity::kError, Kind::kSignature, "", 0, {}, "no __SIGNATURE entry" + required);
     }
-    return;
+    return result;
   }
-  try {
-    const TensorBytes bytes =
-        integrity_entry_bytes(zip, *place.signature, options.integrity.max_signature_size,
-                              "IntegrityLimits::max_signature_size");
-    const SignatureBundle bundle =
-        decode_signature(bytes.view(), options.integrity, zip.source_name());
-    if (options.public_key) {
-      const std::string problem =
-          signature_problem(bundle, digests_bytes.view(), *options.public_key);
-      if (!problem.empty()) {
-        add(Severity::kError, place.signature->name, place.signature->data_offset,
-            entry_place(kSignatureEntryName), problem + " (spec §12.5)");
-      }
-    }
-  } catch (const Error& error) {
-    auto [where, problem] = error_finding(error, kSignatureEntryName);
-    add(Severity::kError, place.signature->name, place.signature->data_offset, std::move(where),
-        std::move(problem));
-  }
+  // A signature over digests that do not parse signs nothing checkable.
+  const bool unparsed = result.digests == IntegrityStatus::kFailed && digests_bytes.view().empty();
+  result.signature = unparsed && options.public_key ? IntegrityStatus::kFailed
+                     : unparsed
+                         ? IntegrityStatus::kUnchecked
+                         : check_signature(zip, *place.signature, options, digests_bytes.view(),
+                                           add, result.signature_key_id);
+  return result;
 }
 
 IntegrityRewrite rewrite_for_model(const ZipReader& zip, const IntegrityPlace& place,

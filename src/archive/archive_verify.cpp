@@ -35,6 +35,7 @@ namespace {
 using archive_detail::quote;
 using detail::hex;
 using Severity = VerifyFinding::Severity;
+using Kind = VerifyFinding::Kind;
 
 // spec §3.1 and Appendix B.
 constexpr std::uint16_t kFlags = zip::kFlagUtf8;
@@ -54,27 +55,38 @@ class Verifier final {
 
  private:
   // A finding at `place`, which gets the archive's name as its file.
-  void add(Severity severity, std::string entry, std::string tensor, std::uint64_t offset,
-           ErrorContext place, std::string problem) {
+  void add(Severity severity, Kind kind, std::string entry, std::string tensor,
+           std::uint64_t offset, ErrorContext place, std::string problem) {
     if (place.file.empty()) place.file = zip_->source_name();
-    report_.findings.push_back({severity, std::move(entry), std::move(tensor), offset,
-                                std::move(problem), std::move(place)});
+    VerifyFinding& finding = report_.findings.emplace_back();
+    finding.severity = severity;
+    finding.kind = kind;
+    finding.entry = std::move(entry);
+    finding.tensor = std::move(tensor);
+    finding.offset = offset;
+    finding.message = std::move(problem);
+    finding.place = std::move(place);
+    finding.integrity = kind == Kind::kDigest || kind == Kind::kSignature;
   }
   // A finding of what a reader refused with `error`, at the place the error names.
-  void add(Severity severity, std::string entry, std::uint64_t offset, const Error& error,
-           std::string_view note = "") {
-    add(severity, std::move(entry), "", offset, error.context(),
+  void add(Severity severity, Kind kind, std::string entry, std::uint64_t offset,
+           const Error& error, std::string_view note = "") {
+    add(severity, kind, std::move(entry), "", offset, error.context(),
         error.problem() + std::string(note));
   }
-  void warn(const ZipEntry& e, std::uint64_t offset, std::string problem) {
-    add(Severity::kWarning, e.name, "", offset, {.entry = "entry " + quote(e.name)},
-        std::move(problem));
+  // A deviation from the profile (spec §3 to §6) at entry `e`.
+  void warn(const ZipEntry& e, std::uint64_t offset, std::string problem,
+            Kind kind = Kind::kLayout) {
+    add(Severity::kWarning, kind, e.name, "", offset, entry_place(e.name), std::move(problem));
   }
-  archive_detail::IssueSink collector() {
-    return [this](archive_detail::Issue issue) {
-      add(issue.severity, std::move(issue.entry), std::move(issue.tensor), issue.offset,
+  archive_detail::IssueSink collector(Kind kind) {
+    return [this, kind](archive_detail::Issue issue) {
+      add(issue.severity, kind, std::move(issue.entry), std::move(issue.tensor), issue.offset,
           std::move(issue.place), std::move(issue.problem));
     };
+  }
+  static ErrorContext entry_place(std::string_view name) {
+    return {.entry = "entry " + quote(name)};
   }
 
   bool is_required_gap(const ZipFinding& finding) const;
@@ -87,6 +99,8 @@ class Verifier final {
   void read_entries();
   void check_crc(const ZipEntry& e);
   void check_model(const ZipEntry& model_entry);
+  void report_zip_findings();
+  void check_unreferenced();
 
   const VerifyOptions& options_;
   VerifyReport& report_;
@@ -116,15 +130,7 @@ void Verifier::run(const ZipReader& zip) {
   meter_ = &meter;
   // The declared alignment first, so every entry and gap is judged by it.
   for (const ZipEntry& e : zip.entries()) check_extra_fields(e);
-  if (const std::optional<ZipTrailer>& edit = zip.trailer()) {  // spec §9.6 item 3.
-    add(Severity::kWarning, "", "", edit->offset, {},
-        "interrupted_edit: " + edit->finding + " (spec §9.3)");
-  }
-  for (const ZipFinding& finding : zip.findings()) {
-    if (finding.kind == ZipFindingKind::kGap && is_required_gap(finding)) continue;
-    add(Severity::kWarning, finding.entry, "", finding.offset, {},
-        std::string(to_string(finding.kind)) + ": " + finding.message + " (spec §9.3)");
-  }
+  report_zip_findings();
   check_archive_records();
   if (options_.check_crc) read_entries();
   bool central_order_reported = false;
@@ -139,24 +145,51 @@ void Verifier::run(const ZipReader& zip) {
            "the central directory does not list the entries in file order (spec §2.4 item 4)");
     }
   }
-  const ZipEntry* model = archive_detail::find_model_entry(zip, collector());
-  if (model != nullptr) check_model(*model);
+  const ZipEntry* model = archive_detail::find_model_entry(zip, collector(Kind::kModel));
   if (model != nullptr) {
-    archive_detail::check_integrity(
+    check_model(*model);
+    const archive_detail::IntegrityCheck integrity = archive_detail::check_integrity(
         zip, *model, options_, hashes_,
-        [this](Severity severity, std::string entry, std::uint64_t offset, ErrorContext place,
-               std::string problem) {
-          add(severity, std::move(entry), "", offset, std::move(place), std::move(problem));
-          report_.findings.back().integrity = true;
+        [this](Severity severity, Kind kind, std::string entry, std::uint64_t offset,
+               ErrorContext place, std::string problem) {
+          add(severity, kind, std::move(entry), "", offset, std::move(place), std::move(problem));
         });
+    report_.digests = integrity.digests;
+    report_.signature = integrity.signature;
+    report_.signature_key_id = integrity.signature_key_id;
   }
-  for (const ZipEntry& e : zip.entries()) {
-    if (e.name.starts_with("__") || referenced_.contains(e.index)) continue;
-    warn(e, e.local_header_offset,
-         "no tensor refers to this payload entry (spec §7.2, §9.3 item 9)");
-  }
+  check_unreferenced();
   meter.finish();
   meter_ = nullptr;
+}
+
+// The ZipReader's findings (spec §9.3), each naming its entry, and an interrupted edit's record.
+void Verifier::report_zip_findings() {
+  if (const std::optional<ZipTrailer>& edit = zip_->trailer()) {  // spec §9.6 item 3.
+    add(Severity::kWarning, Kind::kZip, "", "", edit->offset, {},
+        "interrupted_edit: " + edit->finding + " (spec §9.3)");
+  }
+  for (const ZipFinding& finding : zip_->findings()) {
+    if (finding.kind == ZipFindingKind::kGap && is_required_gap(finding)) continue;
+    const bool zip_record = finding.kind == ZipFindingKind::kNameEncoding ||
+                            finding.kind == ZipFindingKind::kCaseOnlyDuplicate ||
+                            finding.kind == ZipFindingKind::kHeaderMismatch;
+    add(Severity::kWarning, zip_record ? Kind::kZip : Kind::kLayout, finding.entry, "",
+        finding.offset, finding.entry.empty() ? ErrorContext{} : entry_place(finding.entry),
+        std::string(to_string(finding.kind)) + ": " + finding.message + " (spec §9.3)");
+  }
+}
+
+// Payload entries no tensor refers to (spec §7.2). A folder entry (a name ending in '/', which
+// `zip -r` records) is no payload: its ZipReader finding says what it is.
+void Verifier::check_unreferenced() {
+  for (const ZipEntry& e : zip_->entries()) {
+    if (e.name.starts_with("__") || e.name.ends_with('/') || referenced_.contains(e.index)) {
+      continue;
+    }
+    warn(e, e.local_header_offset,
+         "no tensor refers to this payload entry (spec §7.2, §9.3 item 9)", Kind::kReference);
+  }
 }
 
 // spec §4.4: with A = 65536 a writer leaves a gap of (at most) 64 zero bytes before a local
@@ -189,7 +222,7 @@ void Verifier::check_archive_records() {
                       zip.central_directory_offset() >= zip::kSentinel32 ||
                       zip.central_directory_size() >= zip::kSentinel32;
   if (zip.has_zip64_end_record() && !needed) {
-    add(Severity::kWarning, "", "", zip.tail_offset(), {},
+    add(Severity::kWarning, Kind::kLayout, "", "", zip.tail_offset(), {},
         "zip64 end records where no value needs them (spec §5.2)");
   }
 }
@@ -321,18 +354,20 @@ void Verifier::check_name(const ZipEntry& e) {
   if (e.name == kModelEntryName || archive_detail::is_integrity_entry(e.name)) return;
   if (e.name.starts_with("__")) {
     warn(e, e.central_header_offset,
-         "unknown reserved entry, ignored by version 1 readers (spec §6.2, §11 item 1)");
+         "unknown reserved entry, ignored by version 1 readers (spec §6.2, §11 item 1)",
+         Kind::kZip);
     return;
   }
+  // A folder entry is a layout finding of the reader's (kDirectory) already.
+  if (e.name.ends_with('/')) return;
   if (const std::string problem = archive_detail::location_problem(e.name); !problem.empty()) {
-    warn(e, e.central_header_offset, "the name " + problem);
+    warn(e, e.central_header_offset, "the name " + problem, Kind::kZip);
   }
 }
 
 // Every entry's bytes read once, each piece's CRC-32 and SHA-256 computed while it is in the
-// cache, the entries shared out over the cores (SHA-256, slower than reading, sets the pace).
-// Findings are made afterwards in entry order, so the report does not depend on which thread read
-// what.
+// cache, the entries shared out over the cores (SHA-256 sets the pace). Findings are made
+// afterwards in entry order, so the report does not depend on which thread read what.
 void Verifier::read_entries() {
   const ZipReader& zip = *zip_;
   const bool hash = zip.find(kDigestsEntryName) != nullptr;
@@ -369,7 +404,7 @@ void Verifier::read_entries() {
 
 void Verifier::check_crc(const ZipEntry& e) {
   if (const auto found = read_errors_.find(e.index); found != read_errors_.end()) {
-    add(Severity::kError, e.name, e.data_offset, found->second);
+    add(Severity::kError, Kind::kCrc, e.name, e.data_offset, found->second);
   }
 }
 
@@ -386,10 +421,11 @@ void Verifier::check_model(const ZipEntry& model_entry) {
                                                               options_.parse, zip.source_name());
                            });
   } catch (const Error& error) {
-    add(Severity::kError, model_entry.name, model_entry.data_offset, error, " (spec §9.4 item 2)");
+    add(Severity::kError, Kind::kModel, model_entry.name, model_entry.data_offset, error,
+        " (spec §9.4 item 2)");
     return;
   }
-  const archive_detail::IssueSink sink = collector();
+  const archive_detail::IssueSink sink = collector(Kind::kReference);
   for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (tensor.data_location == TensorProto::kExternal) {
       // An entry counts as referenced even when the reference has other errors: the report
@@ -402,21 +438,93 @@ void Verifier::check_model(const ZipEntry& model_entry) {
     }
     if (!tensor.external_data.empty()) {
       const std::string label = tensor_label(tensor, site.path);
-      add(Severity::kWarning, "", label, 0, {.tensor = label},
+      add(Severity::kWarning, Kind::kReference, "", label, 0, {.tensor = label},
           "external_data on a tensor whose data_location is not EXTERNAL (ignored)");
     }
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
       const std::string label = tensor_label(tensor, site.path);
-      add(Severity::kWarning, model_entry.name, label, model_entry.data_offset, {.tensor = label},
-          problem + " (spec §9.4 item 5)");
+      add(Severity::kWarning, Kind::kModel, model_entry.name, label, model_entry.data_offset,
+          {.tensor = label}, problem + " (spec §9.4 item 5)");
     }
   });
+}
+
+// report.checked for an archive that opened: what was read, then each integrity status.
+std::string archive_checked(const VerifyReport& report, const VerifyOptions& options) {
+  std::string checked = options.check_crc ? "ZIP structure, layout, references, CRC-32s"
+                                          : "ZIP structure, layout, references (no CRC-32s)";
+  switch (report.digests) {
+    case IntegrityStatus::kAbsent:
+      checked += "; no digests";
+      break;
+    case IntegrityStatus::kVerified:
+      checked += "; digests verified";
+      break;
+    case IntegrityStatus::kUnchecked:
+      checked += "; digests listed, not hashed";
+      break;
+    case IntegrityStatus::kOtherKey:
+    case IntegrityStatus::kFailed:
+      checked += "; digests failed";
+      break;
+  }
+  switch (report.signature) {
+    case IntegrityStatus::kAbsent:
+      return checked + "; no signature";
+    case IntegrityStatus::kVerified:
+      return checked + "; signature verified (key " + report.signature_key_id + ")";
+    case IntegrityStatus::kUnchecked:
+      return checked + "; signature not checked: give " + options.public_key_term;
+    case IntegrityStatus::kOtherKey:
+      return checked + "; signed by another key (" + report.signature_key_id + ")";
+    case IntegrityStatus::kFailed:
+      return checked + "; signature failed";
+  }
+  return checked;
 }
 
 }  // namespace
 
 std::string_view to_string(VerifyFinding::Severity severity) noexcept {
   return severity == VerifyFinding::Severity::kError ? "error" : "warning";
+}
+
+std::string_view to_string(VerifyFinding::Kind kind) noexcept {
+  switch (kind) {
+    case Kind::kZip:
+      return "zip";
+    case Kind::kLayout:
+      return "layout";
+    case Kind::kReference:
+      return "reference";
+    case Kind::kModel:
+      return "model";
+    case Kind::kIr:
+      return "ir";
+    case Kind::kCrc:
+      return "crc";
+    case Kind::kDigest:
+      return "digest";
+    case Kind::kSignature:
+      return "signature";
+  }
+  return "zip";
+}
+
+std::string_view to_string(IntegrityStatus status) noexcept {
+  switch (status) {
+    case IntegrityStatus::kAbsent:
+      return "absent";
+    case IntegrityStatus::kVerified:
+      return "verified";
+    case IntegrityStatus::kUnchecked:
+      return "unchecked";
+    case IntegrityStatus::kOtherKey:
+      return "other_key";
+    case IntegrityStatus::kFailed:
+      return "failed";
+  }
+  return "failed";
 }
 
 std::string to_string(const VerifyFinding& finding) {
@@ -439,24 +547,29 @@ VerifyReport verify_bytes(ByteSpan archive_bytes, const VerifyOptions& options,
         ByteSource::of_bytes(archive_bytes, kNoOwner, std::string(source_name)),
         zip_reader_options(options.limits)));
   } catch (const Error& error) {
-    report.findings.push_back({Severity::kError, "", "", 0, error.problem(),
-                               error.with_context({.file = std::string(source_name)}).context()});
+    VerifyFinding& finding = report.findings.emplace_back();
+    finding.kind = Kind::kZip;
+    finding.message = error.problem();
+    finding.place = error.with_context({.file = std::string(source_name)}).context();
+    report.checked = "the ZIP structure, which does not read";
     return report;
   }
   Verifier(options, report).run(*zip);
+  report.checked = archive_checked(report, options);
   return report;
 }
 
 VerifyReport verify(const std::filesystem::path& path, const VerifyOptions& options) {
   const std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, options.access);
+  const std::string source_name = options.source_name.empty() ? path.string() : options.source_name;
   if (mapping->access() == FileAccess::kRead) {
-    return verify_bytes(mapping->bytes(), options, path.string());
+    return verify_bytes(mapping->bytes(), options, source_name);
   }
   // The whole file is read through the mapping, tail included: under the readers' lock, which
   // keeps an in-place edit (spec §9.6) from rewriting or truncating it meanwhile.
   const detail::SharedFileLock lock(mapping->descriptor(), path.string());
   return archive_detail::unless_changed(
-      *mapping, [&] { return verify_bytes(mapping->bytes(), options, path.string()); });
+      *mapping, [&] { return verify_bytes(mapping->bytes(), options, source_name); });
 }
 
 }  // namespace onnxzip

@@ -3,7 +3,9 @@
 // ONNX external data is (location, offset, length) into a file in the model's folder. A stored
 // payload entry is exactly such a byte range of the archive, so a model referring to
 // (archive file name, data offset, size) lets today's runtimes load the archive in place.
+#include <optional>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "archive_internal.h"
@@ -40,28 +42,67 @@ std::filesystem::path folder_of(const std::filesystem::path& path) {
 
 }  // namespace
 
-void write_view_model(const std::filesystem::path& archive_path,
-                      const std::filesystem::path& view_path, const LoadOptions& options,
-                      const OutputFileOptions& output) {
+namespace {
+
+// The view's reasons for copying an external tensor inline: nullopt when it may point into the
+// archive. A zero length would make onnx read to the end of the file; deflated data is no byte
+// range. A small tensor may be one that ONNX Runtime's shape inference reads (a Reshape's
+// shape), and it reads no external data while it builds the graph: below the threshold the onnx
+// package itself never externalizes, tensors go inline.
+std::optional<KeptInline::Reason> copied_reason(const TensorSite& site, bool loadable,
+                                                const Archive::TensorInfo& info) {
+  using Reason = KeptInline::Reason;
+  if (!loadable) {
+    if (!site.path.starts_with("graph/")) return Reason::kOutside;
+    const bool sparse = site.place != TensorPlace::kInitializer &&
+                        site.place != TensorPlace::kAttributeTensor &&
+                        site.place != TensorPlace::kAttributeTensors;
+    return sparse ? Reason::kSparse : Reason::kAttribute;
+  }
+  if (!info.zero_copy) return Reason::kDeflated;
+  if (info.data.size() < kDefaultExternalThreshold) return Reason::kSmall;
+  return std::nullopt;
+}
+
+void refer_into_archive(TensorProto& tensor, const std::string& location,
+                        const Archive::TensorInfo& info) {
+  tensor.external_data.clear();
+  for (const auto& [key, value] : {std::pair<std::string_view, std::string>{"location", location},
+                                   {"offset", std::to_string(*info.offset)},
+                                   {"length", std::to_string(info.data.size())}}) {
+    StringStringEntryProto& kv = tensor.external_data.emplace_back();
+    kv.key = std::string(key);
+    kv.value = value;
+  }
+}
+
+// Refuses a view that would not load: not next to the archive (onnx resolves locations against
+// the model's folder and refuses '..'), or the archive itself.
+void check_view_paths(const std::filesystem::path& archive_path,
+                      const std::filesystem::path& view_path) {
   const std::string label =
       "view " + quote(view_path.string()) + " of " + quote(archive_path.string());
   if (!archive_path.has_filename() || !view_path.has_filename()) {
     throw Error(ErrorCode::kInvalidArgument, {.file = label}, "both paths must name files");
   }
-  // onnx resolves locations against the model's folder and refuses '..', so the view must sit
-  // next to the archive.
   if (folder_of(archive_path) != folder_of(view_path)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                label +
-                    ": the view must be in the archive's folder (external data locations "
-                    "are file names relative to the model's folder)");
+    throw Error(ErrorCode::kInvalidArgument, {.file = label},
+                "the view must be in the archive's folder (external data locations are file "
+                "names relative to the model's folder)");
   }
   if (archive_path.filename() == view_path.filename()) {
     throw Error(ErrorCode::kInvalidArgument, {.file = label},
                 "the view would overwrite the archive");
   }
-  const std::string location = archive_path.filename().string();
+}
 
+}  // namespace
+
+ViewResult write_view_model(const std::filesystem::path& archive_path,
+                            const std::filesystem::path& view_path, const LoadOptions& options,
+                            const OutputFileOptions& output) {
+  check_view_paths(archive_path, view_path);
+  const std::string location = archive_path.filename().string();
   LoadOptions load_options = options;
   load_options.inflate_payloads = true;  // Deflated payloads are copied into the view.
   const Archive archive = Archive::open(archive_path, load_options);
@@ -72,28 +113,20 @@ void write_view_model(const std::filesystem::path& archive_path,
   std::set<const TensorProto*> loadable;
   if (view.graph) collect_loadable_initializers(*view.graph, loadable);
 
-  for_each_tensor(view, [&](TensorProto& tensor, const TensorSite&) {
+  ViewResult result;
+  for_each_tensor(view, [&](TensorProto& tensor, const TensorSite& site) {
     if (tensor.data_location != TensorProto::kExternal) return;
     // Archive::open validated every reference, so the location resolves.
     const std::string_view entry = *detail::read_external_data(tensor).location;
     const Archive::TensorInfo& info = *archive.find_entry(entry);
-    // A zero length would make onnx read to the end of the file; deflated data is no byte range.
-    // A small tensor may be one that ONNX Runtime's shape inference reads (a Reshape's shape),
-    // and it reads no external data while it builds the graph: below the threshold the onnx
-    // package itself never externalizes, tensors go inline.
-    if (loadable.contains(&tensor) && info.zero_copy &&
-        info.data.size() >= kDefaultExternalThreshold) {
-      tensor.external_data.clear();
-      for (const auto& [key, value] :
-           {std::pair<std::string_view, std::string>{"location", location},
-            {"offset", std::to_string(*info.offset)},
-            {"length", std::to_string(info.data.size())}}) {
-        StringStringEntryProto& kv = tensor.external_data.emplace_back();
-        kv.key = std::string(key);
-        kv.value = value;
-      }
+    const std::optional<KeptInline::Reason> copied =
+        copied_reason(site, loadable.contains(&tensor), info);
+    if (!copied) {
+      refer_into_archive(tensor, location, info);
+      result.referred_bytes += info.data.size();
       return;
     }
+    result.copied_inline.push_back({tensor_label(tensor, site.path), info.data.size(), *copied});
     // `archive` outlives `view`, which is written before either goes.
     tensor.raw_data = TensorBytes::borrowed(info.data, kNoOwner);
     tensor.external_data.clear();
@@ -102,6 +135,7 @@ void write_view_model(const std::filesystem::path& archive_path,
   AtomicOutputFile file(view_path, output, std::size_t{1} << 16);
   serialize_model(view, file);
   file.commit();
+  return result;
 }
 
 }  // namespace onnxzip

@@ -207,11 +207,51 @@ TensorRef ArchiveWriter::State::remember(const WrittenEntry& written) {
   return TensorRef{.location = written.name, .length = written.size};
 }
 
+namespace {
+
+// The initializers of one graph by name, to refuse an added tensor whose name another
+// initializer of its graph already has: the archive would break the single-assignment rule
+// that verify() checks (ONNX IR), so finish() says so first.
+class InitializerNames final {
+ public:
+  explicit InitializerNames(std::string_view source) : source_(source) {}
+
+  // Records an initializer at `site`; `added` when it refers to an entry added to the writer.
+  void record(const TensorProto& tensor, const TensorSite& site, bool added) {
+    if (site.place != TensorPlace::kInitializer || !tensor.name) return;
+    // The graph is the site up to its initializer field: "graph/node[2]/then_branch".
+    const std::string_view graph = site.path.substr(0, site.path.rfind("/initializer["));
+    auto [found, inserted] = first_.try_emplace({std::string(graph), *tensor.name},
+                                                First{std::string(site.path), added});
+    if (inserted || !(added || found->second.added)) return;
+    throw Error(ErrorCode::kInvalidArgument, {.file = std::string(source_)},
+                "tensor " + quote(*tensor.name) + " at " + std::string(site.path) +
+                    " has the name of the initializer at " + found->second.site +
+                    ", and an added tensor may not share its graph's initializer names (ONNX IR: "
+                    "each name is assigned once)");
+  }
+
+ private:
+  struct First {
+    std::string site;
+    bool added;
+  };
+  std::string_view source_;
+  std::map<std::pair<std::string, std::string>, First> first_;
+};
+
+}  // namespace
+
 std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
                                                   TensorSubstitutions& substitutions) const {
   std::vector<Candidate> candidates;
   std::vector<bool> referenced(added.entries().size(), false);
+  InitializerNames names(source);
   for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
+    // save() adds nothing: its model's names are the caller's business (convert keeps them).
+    if (!added.entries().empty()) {
+      names.record(tensor, site, tensor.data_location == TensorProto::kExternal);
+    }
     // Messages are built only on failure: a model may hold very many tensors.
     const auto fail = [&](const std::string& what) {
       throw Error(ErrorCode::kInvalidArgument,

@@ -50,16 +50,21 @@ DigestStatement read_digests(const ZipReader& zip, const ZipEntry& entry,
 // read whole: a wrong CRC-32 or a bad stream).
 using EntryHashes = std::vector<std::optional<Sha256Digest>>;
 
-// verify()'s checks of spec §12.5, each problem reported through `add` (severity, entry, offset,
-// place, problem): every digest against `hashes` (the entries' bytes, which verify() reads once
-// for their CRC-32s and SHA-256s; unused without options.check_crc), the list against the
-// archive's entries, and with options.public_key the signature.
-using FindingSink =
-    std::function<void(VerifyFinding::Severity severity, std::string entry, std::uint64_t offset,
-                       ErrorContext place, std::string problem)>;
-void check_integrity(const ZipReader& zip, const ZipEntry& model_entry,
-                     const VerifyOptions& options, const EntryHashes& hashes,
-                     const FindingSink& add);
+// verify()'s checks of spec §12.5, each problem reported through `add` (severity, kind, entry,
+// offset, place, problem): every digest against `hashes` (the entries' bytes, which verify()
+// reads once for their CRC-32s and SHA-256s; unused without options.check_crc), the list against
+// the archive's entries, and with options.public_key the signature. Returns the two statuses.
+using FindingSink = std::function<void(VerifyFinding::Severity severity, VerifyFinding::Kind kind,
+                                       std::string entry, std::uint64_t offset, ErrorContext place,
+                                       std::string problem)>;
+struct IntegrityCheck {
+  IntegrityStatus digests = IntegrityStatus::kAbsent;
+  IntegrityStatus signature = IntegrityStatus::kAbsent;
+  std::string signature_key_id;  // The key id `__SIGNATURE` names, when it parses.
+};
+IntegrityCheck check_integrity(const ZipReader& zip, const ZipEntry& model_entry,
+                               const VerifyOptions& options, const EntryHashes& hashes,
+                               const FindingSink& add);
 
 // What an edit writes before its new model (spec §12.4): `old_statement` (the archive's
 // `__DIGESTS`, read_digests of place.digests) with the model's digest replaced, and

@@ -6,11 +6,12 @@
 #include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <map>
 #include <utility>
 
-#include "cli_remote.h"
 #include "onnxzip/error.h"
 #include "onnxzip/internal/zip_reader.h"
+#include "onnxzip/legacy.h"
 
 namespace onnxzip::cli {
 namespace {
@@ -87,6 +88,8 @@ void add_inflate_limit_options(CLI::App& app, InflateLimits& limits) {
 ZipReaderOptions InflateLimits::zip_options() const {
   ZipReaderOptions options;
   options.max_compression_ratio = max_ratio;
+  options.max_compression_ratio_name = "--max-ratio N";
+  options.max_inflated_size_name = "--max-inflated-size SIZE";
   if (const std::optional<std::uint64_t> size = max_inflated_size.value()) {
     options.max_inflated_size = *size;
   }
@@ -180,19 +183,43 @@ std::string human_bytes(std::uint64_t bytes) {
   return text.data();
 }
 
-std::string in_tool_terms(std::string message) {
-  static constexpr std::pair<std::string_view, std::string_view> kFlags[] = {
-      {"ZipReaderOptions::max_compression_ratio", "--max-ratio N"},
-      {"ZipReaderOptions::max_inflated_size", "--max-inflated-size SIZE"},
-  };
-  message = in_remote_terms(std::move(message));
-  for (const auto& [option, flag] : kFlags) {
-    for (std::size_t at = message.find(option); at != std::string::npos;
-         at = message.find(option, at + flag.size())) {
-      message.replace(at, option.size(), flag);
-    }
+void note_kept_inline(const std::string& file, const std::vector<KeptInline>& kept,
+                      const KeptInlineFlags& flags, const GlobalOptions& global) {
+  if (global.quiet) return;
+  using Reason = KeptInline::Reason;
+  std::map<Reason, std::pair<std::size_t, std::uint64_t>> by_reason;  // Count and bytes.
+  std::size_t count = 0;
+  std::uint64_t bytes = 0;
+  for (const KeptInline& tensor : kept) {
+    if (tensor.reason == Reason::kSmall) continue;
+    auto& [reason_count, reason_bytes] = by_reason[tensor.reason];
+    ++reason_count;
+    reason_bytes += tensor.size;
+    ++count;
+    bytes += tensor.size;
   }
-  return message;
+  if (count == 0) return;
+  std::string groups;
+  for (const auto& [reason, totals] : by_reason) {
+    const std::string& flag = reason == Reason::kAttribute ? flags.attribute
+                              : reason == Reason::kSparse  ? flags.sparse
+                                                           : std::string();
+    groups += (groups.empty() ? "" : "; ") + std::to_string(totals.first) + " " +
+              std::string(to_string(reason)) + ", " + human_bytes(totals.second) +
+              (flag.empty() ? "" : ": " + flag + " moves them out");
+  }
+  std::fprintf(stderr, "onnxzip: note: %s: %zu tensor%s (%s) stay inline: %s\n",
+               printable(file).c_str(), count, count == 1 ? "" : "s", human_bytes(bytes).c_str(),
+               printable(groups).c_str());
+}
+
+void require_archive(const std::string& file) {
+  if (detect_format(file) == ModelFormat::kOnnxz) return;
+  std::filesystem::path archive = file;
+  archive.replace_extension(".onnxz");
+  throw Error(ErrorCode::kInvalidArgument, {.file = file},
+              "not an .onnxz archive but a legacy model ('onnxzip convert " + file + " " +
+                  archive.string() + "' turns it into one)");
 }
 
 std::string with_file(const std::filesystem::path& file, const Error& error) {

@@ -18,6 +18,7 @@
 #include "onnxzip/error.h"
 #include "onnxzip/internal/mapped_file.h"
 #include "onnxzip/internal/zip_reader.h"
+#include "onnxzip/tensor.h"
 
 namespace CLI {
 class App;
@@ -108,15 +109,26 @@ std::string printable(std::string_view text);
 // "12.3 MiB" (or "123 bytes").
 std::string human_bytes(std::uint64_t bytes);
 
-// A library message in the tool's terms: the ZipReaderOptions it names (zip_reader.h promises the
-// form "ZipReaderOptions::<field>") become the flags that set them, as --max-ratio N.
-std::string in_tool_terms(std::string message);
-
 // The error's message, naming `file` when the error names no file of its own (a thrower that
 // knew the file said so in the error's context). Never what(), which starts with the code.
 std::string with_file(const std::filesystem::path& file, const Error& error);
 // "FILE: message", for a message that names no file (an IR problem's).
 std::string with_file(const std::filesystem::path& file, std::string_view message);
+
+// One note on standard error (unless --quiet) naming the tensors holding data that a write kept
+// inline in `file` against the caller's wish for external data, grouped by reason, with the flag
+// that moves each group out (`flags`: for the reasons a flag exists for; "" for none). Tensors
+// under the threshold are expected there and not named.
+struct KeptInlineFlags {
+  std::string attribute;  // "--externalize-attributes"
+  std::string sparse;     // "--externalize-sparse"
+};
+void note_kept_inline(const std::string& file, const std::vector<KeptInline>& kept,
+                      const KeptInlineFlags& flags, const GlobalOptions& global);
+
+// Error(kInvalidArgument) naming `file` and the fix ('onnxzip convert') when it is a legacy
+// model, not an archive: for the commands that take an archive only.
+void require_archive(const std::string& file);
 
 // Registers each command under `app` (definitions in the cli_*.cpp files).
 Command add_convert_command(CLI::App& app, const GlobalOptions& global);

@@ -13,6 +13,7 @@
 #include "onnxzip/convert.h"
 #include "onnxzip/internal/http_source.h"
 #include "onnxzip/internal/zip_reader.h"
+#include "onnxzip/legacy.h"
 
 namespace onnxzip::cli {
 namespace {
@@ -24,82 +25,134 @@ struct ConvertArgs {
   SizeOption threshold;
   std::vector<std::string> external_data;  // Empty, or one value ("" for the default name).
   SizeOption max_file_size;
+  bool externalize_attributes = false;
+  bool externalize_sparse = false;
   bool dedupe = false;
   bool digests = false;
   InflateLimits limits;
 };
 
+// The flags' values, checked before the input is looked at (usage errors, whatever the input).
+struct ConvertValues {
+  std::optional<std::uint64_t> alignment;
+  std::optional<std::uint64_t> threshold;
+  std::optional<std::uint64_t> max_file_size;
+  bool external = false;  // --external-data given, with or without a name.
+  std::string data_file;
+};
+
+ConvertValues convert_values(const ConvertArgs& args, const CLI::Option& external_data_option) {
+  ConvertValues values;
+  values.alignment = args.alignment.value();
+  values.threshold = args.threshold.value();
+  values.max_file_size = args.max_file_size.value();
+  if (values.max_file_size == 0) throw UsageError("--max-file-size: must be more than 0 bytes");
+  values.external = external_data_option.count() > 0;
+  values.data_file = args.external_data.empty() ? "" : args.external_data.front();
+  if (!values.data_file.empty()) require_plain_file_name(values.data_file, "--external-data");
+  return values;
+}
+
+// Flags for the other direction are usage errors naming the direction IN converts in.
+void refuse_flag(bool given, const char* flag, const ConvertArgs& args, bool to_archive) {
+  if (!given) return;
+  throw UsageError(std::string(flag) +
+                   (to_archive ? " applies to conversions to a legacy .onnx; " + args.in +
+                                     " is a legacy model, so it converts to .onnxz"
+                               : " applies to conversions to .onnxz; " + args.in +
+                                     " is an .onnxz archive, so it converts to a legacy .onnx"));
+}
+
+void set_archive_options(const ConvertArgs& args, const ConvertValues& values,
+                         SaveOptions& archive) {
+  refuse_flag(values.external, "--external-data", args, true);
+  refuse_flag(values.max_file_size.has_value(), "--max-file-size", args, true);
+  refuse_flag(args.externalize_attributes, "--externalize-attributes", args, true);
+  if (values.alignment) {
+    require_power_of_two(*values.alignment, 64, 65536, "--alignment");
+    archive.alignment = static_cast<std::uint32_t>(*values.alignment);
+  }
+  if (values.threshold) archive.threshold = *values.threshold;
+  archive.dedupe = args.dedupe;
+  archive.digests = args.digests;
+  archive.externalize_sparse = args.externalize_sparse;
+}
+
+void set_legacy_options(const ConvertArgs& args, const ConvertValues& values,
+                        LegacyWriteOptions& legacy) {
+  refuse_flag(args.digests, "--digests", args, false);
+  refuse_flag(args.dedupe, "--dedupe", args, false);
+  if (values.alignment) {
+    require_power_of_two(*values.alignment, 1, std::uint64_t{1} << 30, "--alignment");
+    legacy.alignment = *values.alignment;
+  }
+  if (values.threshold) legacy.threshold = *values.threshold;
+  if (values.external || values.max_file_size || args.externalize_attributes ||
+      args.externalize_sparse) {
+    legacy.mode = LegacyWriteOptions::Mode::kExternal;
+  }
+  legacy.data_file_name = values.data_file;
+  if (values.max_file_size) legacy.max_file_size = *values.max_file_size;
+  legacy.externalize_attributes = args.externalize_attributes;
+  legacy.externalize_sparse = args.externalize_sparse;
+}
+
+// What the legacy writer did that the user may not expect: tensors it kept inline, data files
+// of an earlier write it removed.
+void note_legacy_write(const std::string& out, const LegacyWriteResult& result,
+                       const GlobalOptions& global) {
+  note_kept_inline(out, result.kept_inline,
+                   {.attribute = "--externalize-attributes", .sparse = "--externalize-sparse"},
+                   global);
+  if (global.quiet) return;
+  for (const std::string& name : result.removed_data_files) {
+    std::fprintf(stderr, "onnxzip: note: %s: removed %s, an earlier model's data file\n",
+                 printable(out).c_str(), printable(name).c_str());
+  }
+}
+
 int run_convert(const ConvertArgs& args, const CLI::Option& external_data_option,
                 const GlobalOptions& global) {
-  // Values first (usage errors, whatever the input), then the direction (which needs the input).
-  const std::optional<std::uint64_t> alignment = args.alignment.value();
-  const std::optional<std::uint64_t> threshold = args.threshold.value();
-  const std::optional<std::uint64_t> max_file_size = args.max_file_size.value();
-  if (max_file_size == 0) throw UsageError("--max-file-size: must be more than 0 bytes");
-  const bool external = external_data_option.count() > 0;
-  const std::string data_file = args.external_data.empty() ? "" : args.external_data.front();
-  if (!data_file.empty()) require_plain_file_name(data_file, "--external-data");
+  const ConvertValues values = convert_values(args, external_data_option);
+  // An archive at a URL is written while it downloads (convert_remote); a legacy model is
+  // downloaded first (cli_remote.h) and converted as a local file.
+  std::shared_ptr<const HttpSource> source;
+  if (is_remote(args.in)) source = open_remote(args.in, global);
+  const ModelFormat from = source ? detect_format(*source) : detect_format(args.in);
+  const bool to_archive = from == ModelFormat::kLegacy;
 
   ConvertOptions options;
   options.load.verify_crc = true;  // A damaged archive must not convert into a damaged model.
   options.load.limits = args.limits.zip_options();
   options.load.access = global.access();
   options.read.access = global.access();
-  // An archive at a URL is written while it downloads (convert_remote); a legacy model is
-  // downloaded first (cli_remote.h) and converted as a local file.
-  std::shared_ptr<const HttpSource> source;
-  std::optional<Download> fetched;
-  if (is_remote(args.in)) {
-    source = open_remote(args.in, global);
-    if (detect_format(*source) == ModelFormat::kLegacy) {
-      fetched = download(*source, global, "downloading");
-      source.reset();
-    }
-  }
-  const std::string in = fetched ? fetched->path : args.in;
-  const ModelFormat from = source ? ModelFormat::kOnnxz : detect_format(in);
-  if (from == ModelFormat::kLegacy) {
-    if (external || max_file_size) {
-      throw UsageError(std::string(external ? "--external-data" : "--max-file-size") +
-                       " applies to conversions to a legacy .onnx; " + args.in +
-                       " is a legacy model, so it converts to .onnxz");
-    }
-    if (alignment) {
-      require_power_of_two(*alignment, 64, 65536, "--alignment");
-      options.archive.alignment = static_cast<std::uint32_t>(*alignment);
-    }
-    if (threshold) options.archive.threshold = *threshold;
-    options.archive.dedupe = args.dedupe;
-    options.archive.digests = args.digests;
-  } else {
-    if (args.digests) {
-      throw UsageError("--digests applies to conversions to .onnxz; " + args.in +
-                       " is an .onnxz archive, so it converts to a legacy .onnx");
-    }
-    if (args.dedupe) {
-      throw UsageError("--dedupe applies to conversions to .onnxz; " + args.in +
-                       " is an .onnxz archive, so it converts to a legacy .onnx");
-    }
-    if (alignment) {
-      require_power_of_two(*alignment, 1, std::uint64_t{1} << 30, "--alignment");
-      options.legacy.alignment = *alignment;
-    }
-    if (threshold) options.legacy.threshold = *threshold;
-    if (external || max_file_size) options.legacy.mode = LegacyWriteOptions::Mode::kExternal;
-    options.legacy.data_file_name = data_file;
-    if (max_file_size) options.legacy.max_file_size = *max_file_size;
-  }
-
   options.archive.output.follow_symlinks = global.follow_symlinks;
   options.legacy.output.follow_symlinks = global.follow_symlinks;
-  ProgressBar bar("converting", global.quiet);
-  options.archive.progress = bar.callback();
-  options.legacy.progress = options.archive.progress;
-  if (source) {
-    convert_remote(source, args.out, options);
+  if (to_archive) {
+    set_archive_options(args, values, options.archive);
   } else {
-    convert(in, args.out, options);
+    set_legacy_options(args, values, options.legacy);
   }
+  // convert() applies the output name rule; a URL's input is checked here, before it downloads.
+  if (source) check_output_name(args.out, to_archive ? ModelFormat::kOnnxz : ModelFormat::kLegacy);
+  std::optional<Download> fetched;
+  if (source && to_archive) {
+    fetched = download(*source, global, "downloading");
+    options.read.source_name = fetched->shown;  // Messages name the URL, not the download.
+    source.reset();
+  }
+  LegacyWriteResult written;
+  {
+    ProgressBar bar("converting", global.quiet);
+    options.archive.progress = bar.callback();
+    options.legacy.progress = options.archive.progress;
+    if (source) {
+      written = convert_remote(source, args.out, options);
+    } else {
+      written = convert(fetched ? fetched->path : args.in, args.out, options).legacy;
+    }
+  }
+  note_legacy_write(args.out, written, global);
   return kExitOk;
 }
 
@@ -133,8 +186,10 @@ int run_repack(const RepackArgs& args, const GlobalOptions& global) {
   }
   if (!global.quiet) {
     for (const std::string& name : result.dropped_entries) {
-      std::fprintf(stderr, "onnxzip: note: %s: entry '%s' left out: no tensor refers to it\n",
-                   args.in.c_str(), printable(name).c_str());
+      // A folder entry (what `zip -r` records for each folder) holds no data to refer to.
+      const char* why = name.ends_with('/') ? "a folder" : "no tensor refers to it";
+      std::fprintf(stderr, "onnxzip: note: %s: entry '%s' left out: %s\n",
+                   printable(args.in).c_str(), printable(name).c_str(), why);
     }
   }
   return kExitOk;
@@ -165,6 +220,13 @@ Command add_convert_command(CLI::App& app, const GlobalOptions& global) {
   add_size_option(*sub, "--max-file-size", args->max_file_size,
                   "To .onnx: start a new data file (FILE.1, FILE.2...) before one would grow past "
                   "SIZE; implies --external-data. A tensor is never split");
+  sub->add_flag("--externalize-attributes", args->externalize_attributes,
+                "To .onnx: node attribute tensors (Constant values, weights inside If/Loop "
+                "branches) go to the data file too; implies --external-data. The reference "
+                "checker's shape inference and ONNX Runtime may refuse such a model");
+  sub->add_flag("--externalize-sparse", args->externalize_sparse,
+                "To .onnx: sparse tensors' values and indices go to the data file too (implies "
+                "--external-data); to .onnxz: they become entries");
   sub->add_flag("--dedupe", args->dedupe,
                 "To .onnxz: store identical tensors once, all referring to one entry");
   sub->add_flag("--digests", args->digests,
@@ -172,9 +234,13 @@ Command add_convert_command(CLI::App& app, const GlobalOptions& global) {
                 "written (sign it with 'onnxzip sign')");
   add_inflate_limit_options(*sub, args->limits);
   sub->footer(
-      "The direction comes from IN's content, not its name. A legacy model may keep its\n"
+      "The direction comes from IN's content; OUT's name must agree with it: .onnxz names an\n"
+      "archive, .onnx a legacy model (other names take either). A legacy model may keep its\n"
       "weights inline or in external data files; every form is read. A legacy output gets its\n"
-      "weights inline when it fits protobuf's 2 GiB, otherwise in external data next to it.\n" +
+      "weights inline when it fits protobuf's 2 GiB, otherwise in external data next to it;\n"
+      "with external data, tensors in node attributes and sparse tensors stay inline unless\n"
+      "asked (a note says so), and an earlier model's data file that the new one does not\n"
+      "use is removed with the old model.\n" +
       std::string(kSizeSyntax) +
       ".\n\n"
       "Examples:\n"

@@ -131,6 +131,7 @@ int run_edit(const EditArgs& args, const CLI::Option& producer_option,
              const CLI::Option& doc_option, const CLI::Option& model_option,
              const GlobalOptions& global) {
   const EditPlan plan = plan_edit(args, producer_option, doc_option, model_option);
+  require_archive(args.archive);
   // --model FILE: a legacy .onnx whose tensors refer to the archive's entries, parsed into owned
   // memory (the edit rewrites its bytes).
   std::optional<ModelProto> replacement;

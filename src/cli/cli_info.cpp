@@ -31,7 +31,7 @@ constexpr std::uint64_t kListedInlineBytes = 1024;
 constexpr std::size_t kDocStringWidth = 100;
 
 struct InfoArgs {
-  std::string file;
+  std::vector<std::string> files;
   bool json = false;
   InflateLimits limits;
 };
@@ -56,6 +56,49 @@ std::string first_line(std::string_view text) {
     return printable(line.substr(0, kDocStringWidth)) + "...";
   }
   return printable(line);
+}
+
+// A graph input's or output's type as info shows it: the element type of a tensor ("FLOAT"),
+// "sparse FLOAT", or the kind of a value that is no tensor ("sequence", "map", "optional",
+// "opaque"); "" when the type is not given.
+std::string value_type_name(const ValueInfoProto& value) {
+  if (!value.type) return "";
+  const TypeProto& type = *value.type;
+  if (type.tensor_type) return type_name(type.tensor_type->elem_type.value_or(0));
+  if (type.sparse_tensor_type) {
+    return "sparse " + type_name(type.sparse_tensor_type->elem_type.value_or(0));
+  }
+  if (type.sequence_type) return "sequence";
+  if (type.map_type) return "map";
+  if (type.optional_type) return "optional";
+  if (type.opaque_type) return "opaque";
+  return "";
+}
+
+// A tensor value's shape, nullptr when it has none (unknown rank, or no tensor).
+const TensorShapeProto* value_shape(const ValueInfoProto& value) {
+  if (!value.type) return nullptr;
+  if (value.type->tensor_type) return value.type->tensor_type->shape.get();
+  if (value.type->sparse_tensor_type) return value.type->sparse_tensor_type->shape.get();
+  return nullptr;
+}
+
+// "[1, 'batch', ?]": a number, a symbolic dimension's name quoted, ? for an unknown one.
+std::string value_shape_text(const ValueInfoProto& value) {
+  const TensorShapeProto* shape = value_shape(value);
+  if (shape == nullptr) return "?";
+  std::string text = "[";
+  for (const TensorShapeProto::Dimension& dim : shape->dim) {
+    if (text.size() > 1) text += ", ";
+    if (dim.dim_value) {
+      text += std::to_string(*dim.dim_value);
+    } else if (dim.dim_param) {
+      text += "'" + printable(*dim.dim_param) + "'";
+    } else {
+      text += "?";
+    }
+  }
+  return text + "]";
 }
 
 // The bytes an inline tensor's payload takes (raw_data, or its typed field as raw bytes).
@@ -95,11 +138,27 @@ struct EntryRow {
   bool located = true;
 };
 
+// A tensor of an archive, as the TensorInfo record of spec/names.md describes it.
+struct TensorRecord {
+  std::string name;
+  std::string site;
+  std::string entry;  // "" for an inline tensor.
+  TensorType type;
+  std::uint64_t size = 0;
+  std::optional<std::uint64_t> offset;  // None for an inline tensor, or one not located.
+  std::uint64_t alignment = 0;
+  bool zero_copy = false;
+};
+
 struct ArchiveContents {
   explicit ArchiveContents(Archive opened) : archive(std::move(opened)) {}
 
   Archive archive;  // Owns the model.
   std::vector<EntryRow> entries;
+  std::vector<TensorRecord> tensors;  // Every tensor that holds data, in the model's order.
+  // The ZipReader's findings (spec §9.3): a ZIP that breaks the .onnxz profile (deflated
+  // entries, no alignment...) that another tool made; `onnxzip repack` makes it conform.
+  std::size_t zip_findings = 0;
   std::size_t payload_count = 0;  // Entries other than __MODEL_PROTO, and their bytes.
   std::uint64_t payload_bytes = 0;
   std::uint64_t inline_count = 0;  // Tensors whose payload is in the model, and their bytes.
@@ -212,7 +271,37 @@ std::vector<EntryRow> entry_rows(const Archive& archive) {
   return rows;
 }
 
-InfoReport gather_archive(const InfoArgs& args, const GlobalOptions& global) {
+std::vector<TensorRecord> tensor_records(const ModelProto& model,
+                                         const std::vector<EntryRow>& entries) {
+  std::map<std::string_view, const EntryRow*> by_name;
+  for (const EntryRow& row : entries) by_name.emplace(row.name, &row);
+  std::vector<TensorRecord> records;
+  for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
+    TensorRecord& record = records.emplace_back();
+    record.name = tensor.name.value_or("");
+    record.site = std::string(site.path);
+    record.type = {tensor.data_type.value_or(0), tensor.dims};
+    if (tensor.data_location != TensorProto::kExternal) {
+      record.size = inline_bytes(tensor);
+      return;
+    }
+    // Archive::open checked every reference: its location names an entry.
+    for (const StringStringEntryProto& kv : tensor.external_data) {
+      if (kv.key == "location") record.entry = std::string(kv.value.value_or(""));
+    }
+    const auto found = by_name.find(record.entry);
+    if (found == by_name.end()) return;
+    const EntryRow& row = *found->second;
+    record.size = row.size;
+    if (row.located) record.offset = row.offset;
+    record.alignment = row.located ? row.alignment : 0;
+    record.zero_copy = row.stored;
+  });
+  return records;
+}
+
+InfoReport gather_archive(const std::string& file, const InfoArgs& args,
+                          const GlobalOptions& global) {
   // The table needs the entries' sizes, which the ZIP records hold: no payload is inflated (a
   // deflated __MODEL_PROTO is, within the limits).
   LoadOptions options;
@@ -220,10 +309,12 @@ InfoReport gather_archive(const InfoArgs& args, const GlobalOptions& global) {
   options.limits = args.limits.zip_options();
   options.access = global.access();
   // A URL costs the request(s) for its tail: the model and the ZIP records.
-  const bool remote = is_remote(args.file);
-  ArchiveContents contents(remote ? Archive::open_url(args.file, options, http_options(global))
-                                  : Archive::open(args.file, options));
+  const bool remote = is_remote(file);
+  ArchiveContents contents(remote ? Archive::open_url(file, options, http_options(global))
+                                  : Archive::open(file, options));
   contents.entries = entry_rows(contents.archive);
+  contents.tensors = tensor_records(contents.model(), contents.entries);
+  contents.zip_findings = contents.archive.zip().findings().size();
   contents.integrity = read_integrity_info(contents.archive.zip());
   for (const EntryRow& row : contents.entries) {
     if (row.is_model || row.name == kDigestsEntryName || row.name == kSignatureEntryName) continue;
@@ -236,7 +327,7 @@ InfoReport gather_archive(const InfoArgs& args, const GlobalOptions& global) {
     contents.inline_bytes += inline_bytes(tensor);
   });
   const std::uint64_t size = contents.archive.zip().size();
-  return {remote ? display_url(args.file) : args.file, size, std::move(contents)};
+  return {remote ? display_url(file) : file, size, std::move(contents)};
 }
 
 // --- Gathering: legacy .onnx ---
@@ -274,11 +365,11 @@ std::uint64_t file_size(const std::string& path) {
   return ec ? 0 : static_cast<std::uint64_t>(size);
 }
 
-InfoReport gather_legacy(const InfoArgs& args, FileAccess access) {
+InfoReport gather_legacy(const std::string& file, FileAccess access) {
   LegacyReadOptions options;
   options.load_external_data = false;  // Describe the references; verify follows them.
   options.access = access;
-  LegacyContents contents(read_legacy_model(args.file, options));
+  LegacyContents contents(read_legacy_model(file, options));
   for_each_tensor(contents.model(), [&](const TensorProto& tensor, const TensorSite& site) {
     contents.tensors.push_back(legacy_tensor(tensor, site));
   });
@@ -290,7 +381,7 @@ InfoReport gather_legacy(const InfoArgs& args, FileAccess access) {
       contents.inline_bytes += t.size;
     }
   }
-  return {args.file, file_size(args.file), std::move(contents)};
+  return {file, file_size(file), std::move(contents)};
 }
 
 // --- JSON ---
@@ -359,6 +450,46 @@ void write_metadata_json(JsonWriter& json, const ModelProto& model) {
   json.end_array();
 }
 
+// A graph input or output: {"name", "data_type", "shape"}; data_type null when the type is not
+// given, shape null when unknown, each dimension a number, a symbolic name or null.
+void write_value_json(JsonWriter& json, const ValueInfoProto& value) {
+  json.begin_object();
+  optional_string_json(json, "name", value.name);
+  json.key("data_type");
+  const std::string type = value_type_name(value);
+  if (type.empty()) {
+    json.null();
+  } else {
+    json.string(type);
+  }
+  json.key("shape");
+  const TensorShapeProto* shape = value_shape(value);
+  if (shape == nullptr) {
+    json.null();
+  } else {
+    json.begin_array();
+    for (const TensorShapeProto::Dimension& dim : shape->dim) {
+      if (dim.dim_value) {
+        json.number(*dim.dim_value);
+      } else if (dim.dim_param) {
+        json.string(*dim.dim_param);
+      } else {
+        json.null();
+      }
+    }
+    json.end_array();
+  }
+  json.end_object();
+}
+
+void write_values_json(JsonWriter& json, const char* key,
+                       const std::vector<ValueInfoProto>& values) {
+  json.key(key);
+  json.begin_array();
+  for (const ValueInfoProto& value : values) write_value_json(json, value);
+  json.end_array();
+}
+
 void write_graph_json(JsonWriter& json, const ModelProto& model) {
   json.key("graph");
   if (!model.graph) {
@@ -368,10 +499,8 @@ void write_graph_json(JsonWriter& json, const ModelProto& model) {
   const GraphProto& graph = *model.graph;
   json.begin_object();
   optional_string_json(json, "name", graph.name);
-  json.key("inputs");
-  json.number(std::uint64_t{graph.input.size()});
-  json.key("outputs");
-  json.number(std::uint64_t{graph.output.size()});
+  write_values_json(json, "inputs", graph.input);
+  write_values_json(json, "outputs", graph.output);
   json.key("nodes");
   json.number(std::uint64_t{graph.node.size()});
   json.key("initializers");
@@ -416,7 +545,34 @@ void write_entry_json(JsonWriter& json, const EntryRow& row) {
   json.end_object();
 }
 
+void write_tensor_record_json(JsonWriter& json, const TensorRecord& t) {
+  json.begin_object();
+  json.key("name");
+  json.string(t.name);
+  json.key("site");
+  json.string(t.site);
+  json.key("entry");
+  json.string(t.entry);
+  write_tensor_type_json(json, t.type);
+  json.key("size");
+  json.number(t.size);
+  optional_number_json(json, "offset", t.offset);
+  json.key("alignment");
+  json.number(t.alignment);
+  json.key("inline");
+  json.boolean(t.entry.empty());
+  json.key("zero_copy");
+  json.boolean(t.zero_copy);
+  json.end_object();
+}
+
 void write_contents_json(JsonWriter& json, const ArchiveContents& contents) {
+  json.key("zip_findings");
+  json.number(std::uint64_t{contents.zip_findings});
+  json.key("tensors");
+  json.begin_array();
+  for (const TensorRecord& t : contents.tensors) write_tensor_record_json(json, t);
+  json.end_array();
   json.key("entries");
   json.begin_array();
   for (const EntryRow& row : contents.entries) write_entry_json(json, row);
@@ -470,19 +626,24 @@ void write_contents_json(JsonWriter& json, const LegacyContents& contents) {
   json.end_array();
 }
 
-std::string render_json(const InfoReport& report) {
-  JsonWriter json;
+// "onnxz", "zip" (a ZIP of a model that breaks the .onnxz profile), or "onnx".
+std::string_view format_name(const InfoReport& report) {
+  const auto* archive = std::get_if<ArchiveContents>(&report.contents);
+  if (archive == nullptr) return "onnx";
+  return archive->zip_findings == 0 ? "onnxz" : "zip";
+}
+
+void write_report_json(JsonWriter& json, const InfoReport& report) {
   json.begin_object();
   json.key("file");
   json.string(report.file);
   json.key("format");
-  json.string(std::holds_alternative<ArchiveContents>(report.contents) ? "onnxz" : "onnx");
+  json.string(format_name(report));
   json.key("file_size");
   json.number(report.file_size);
   write_model_json(json, report.model());
   std::visit([&](const auto& contents) { write_contents_json(json, contents); }, report.contents);
   json.end_object();
-  return json.str();
 }
 
 // --- Text ---
@@ -491,6 +652,13 @@ std::string render_json(const InfoReport& report) {
 std::string domain_label(const std::optional<Text>& domain) {
   const std::string name(domain.value_or(""));
   return name.empty() ? "ai.onnx" : printable(name);
+}
+
+// "x: FLOAT [1, 'batch', 80]".
+std::string value_text(const ValueInfoProto& value) {
+  const std::string type = value_type_name(value);
+  return printable(value.name.value_or("")) + ": " + (type.empty() ? "?" : type) + " " +
+         value_shape_text(value);
 }
 
 std::string model_text(const ModelProto& model) {
@@ -533,6 +701,8 @@ std::string model_text(const ModelProto& model) {
                       count(graph.output.size(), "output") + ", " +
                       count(graph.node.size(), "node") + ", " +
                       count(graph.initializer.size(), "initializer"));
+    for (const ValueInfoProto& value : graph.input) line("input", value_text(value));
+    for (const ValueInfoProto& value : graph.output) line("output", value_text(value));
   } else {
     line("graph", "-");
   }
@@ -556,7 +726,12 @@ std::string integrity_text(const IntegrityInfo& integrity) {
 
 std::string format_text(const InfoReport& report, const ArchiveContents& contents) {
   const std::size_t payloads = contents.payload_count;
-  return "format          .onnxz, " + human_bytes(report.file_size) + ", " +
+  const std::string format =
+      contents.zip_findings == 0
+          ? ".onnxz"
+          : "ZIP archive, not a conforming .onnxz (" + std::to_string(contents.zip_findings) +
+                " ZIP findings: 'onnxzip verify' lists them, 'onnxzip repack' makes one)";
+  return "format          " + format + ", " + human_bytes(report.file_size) + ", " +
          std::to_string(payloads) + " payload entr" + (payloads == 1 ? "y" : "ies") + " (" +
          human_bytes(contents.payload_bytes) + ")\n" + "integrity       " +
          integrity_text(contents.integrity) + "\n";
@@ -640,12 +815,39 @@ std::string render_text(const InfoReport& report) {
   return out;
 }
 
+InfoReport gather(const std::string& file, const InfoArgs& args, const GlobalOptions& global) {
+  return is_remote(file) || detect_format(file) == ModelFormat::kOnnxz
+             ? gather_archive(file, args, global)
+             : gather_legacy(file, global.access());
+}
+
+// Each file described in turn; one that cannot be read is an error line (as verify's), and the
+// next is described all the same. JSON: one object for one file, an array of them for several.
 int run_info(const InfoArgs& args, const GlobalOptions& global) {
-  const InfoReport report = is_remote(args.file) || detect_format(args.file) == ModelFormat::kOnnxz
-                                ? gather_archive(args, global)
-                                : gather_legacy(args, global.access());
-  std::fputs((args.json ? render_json(report) : render_text(report)).c_str(), stdout);
-  return kExitOk;
+  int status = kExitOk;
+  const bool several = args.files.size() > 1;
+  JsonWriter json;
+  if (several) json.begin_array();
+  for (std::size_t i = 0; i < args.files.size(); ++i) {
+    const std::string& file = args.files[i];
+    try {
+      const InfoReport report = gather(file, args, global);
+      if (args.json) {
+        write_report_json(json, report);
+      } else {
+        std::fputs(((i == 0 ? "" : "\n") + render_text(report)).c_str(), stdout);
+      }
+    } catch (const Error& e) {
+      if (!several) throw;
+      status = kExitFailure;
+      const std::string shown = is_remote(file) ? display_url(file) : file;
+      std::fprintf(stderr, "onnxzip: error: %s\n", printable(with_file(shown, e)).c_str());
+    }
+    std::fflush(stdout);
+  }
+  if (several) json.end_array();
+  if (args.json) std::fputs(json.str().c_str(), stdout);
+  return status;
 }
 
 }  // namespace
@@ -654,16 +856,21 @@ Command add_info_command(CLI::App& app, const GlobalOptions& global) {
   CLI::App* sub = app.add_subcommand(
       "info", "Describe a model file: metadata, opsets, and a table of its weights");
   auto args = std::make_shared<InfoArgs>();
-  sub->add_option("FILE", args->file,
-                  "An .onnxz archive (a path or an http(s) URL) or a legacy .onnx model")
+  sub->add_option("FILE", args->files,
+                  "The .onnxz archives (paths or http(s) URLs) or legacy .onnx models")
       ->required();
-  sub->add_flag("--json", args->json, "Print one JSON object instead of text");
+  sub->add_flag("--json", args->json,
+                "Print JSON instead of text: one object, or for several files an array of them");
   add_inflate_limit_options(*sub, args->limits);
   sub->footer(
-      "Prints the model's metadata, opset imports and graph size, then for an .onnxz every\n"
-      "entry with its tensor(s), data type, shape, data offset, size and alignment (the\n"
-      "largest power of two dividing the offset, at most 64K); for a legacy .onnx its tensors\n"
-      "and where their data is (inline, or an external file and offset).\n\n"
+      "Prints the model's metadata, opset imports, graph size and its inputs and outputs\n"
+      "(name, element type, shape), then for an .onnxz every entry with its tensor(s), data\n"
+      "type, shape, data offset, size and alignment (the largest power of two dividing the\n"
+      "offset, at most 64K); for a legacy .onnx its tensors and where their data is (inline,\n"
+      "or an external file and offset). A ZIP that breaks the .onnxz profile (deflated or\n"
+      "unaligned entries: another tool made it) is shown as a ZIP archive ('onnxzip repack'\n"
+      "makes a conforming one). --json adds every tensor's record (name, site, entry, size,\n"
+      "offset...). Several files are described in turn.\n\n"
       "Examples:\n"
       "  onnxzip info model.onnxz\n"
       "  onnxzip info --json model.onnxz | python3 -m json.tool\n"

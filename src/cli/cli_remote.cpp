@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <utility>
 
 #include "cli_progress.h"
@@ -16,13 +15,6 @@
 
 namespace onnxzip::cli {
 namespace {
-
-// Download paths and the URLs they stand for, for in_remote_terms.
-std::mutex aliases_mutex;
-std::vector<std::pair<std::string, std::string>>& aliases() {
-  static std::vector<std::pair<std::string, std::string>> list;
-  return list;
-}
 
 std::string temporary_folder() {
   const char* dir = std::getenv("TMPDIR");
@@ -87,20 +79,7 @@ Download download(const HttpSource& source, const GlobalOptions& global, const s
   }
   result.path = "/proc/self/fd/" + std::to_string(fd);
   result.file = MappedFile::adopt(fd, result.shown);
-  const std::lock_guard lock(aliases_mutex);
-  aliases().emplace_back(result.path, result.shown);
   return result;
-}
-
-std::string in_remote_terms(std::string message) {
-  const std::lock_guard lock(aliases_mutex);
-  for (const auto& [path, url] : aliases()) {
-    for (std::size_t at = message.find(path); at != std::string::npos;
-         at = message.find(path, at + url.size())) {
-      message.replace(at, path.size(), url);
-    }
-  }
-  return message;
 }
 
 std::string url_file_name(const std::string& url) {

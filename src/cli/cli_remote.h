@@ -36,7 +36,7 @@ struct Download {
   std::string shown;  // display_url(url): what messages call it.
   std::shared_ptr<const MappedFile> file;
   // A path that opens the downloaded file ("/proc/self/fd/N"), for functions that take a path;
-  // in_tool_terms() turns it back into `shown` in messages.
+  // they are given `shown` as the name their messages use (VerifyOptions::source_name...).
   std::string path;
 };
 
@@ -45,9 +45,6 @@ struct Download {
 Download download(const std::string& url, const GlobalOptions& global, const std::string& label);
 // The same for a source already opened.
 Download download(const HttpSource& source, const GlobalOptions& global, const std::string& label);
-
-// `message` with the paths of downloads replaced by their URLs (called by in_tool_terms).
-std::string in_remote_terms(std::string message);
 
 // The file name a URL's path ends with ("model.onnxz" for https://host/m/model.onnxz?sig=...).
 std::string url_file_name(const std::string& url);

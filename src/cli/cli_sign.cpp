@@ -25,6 +25,7 @@ int run_sign(const SignArgs& args, const GlobalOptions& global) {
   if (args.key.empty() == !args.digests_only) {
     throw UsageError("give --key PRIVATE.pem to sign, or --digests-only (not both)");
   }
+  require_archive(args.archive);
   SignOptions options;
   if (!args.key.empty()) options.key = PrivateKey::load(args.key);
   options.output.durable = !args.no_sync;

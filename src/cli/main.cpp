@@ -111,7 +111,7 @@ int run_parsed_command(const std::vector<Command>& commands) {
     return usage_error(e.what());
   } catch (const onnxzip::Error& e) {
     // It names the file; the code is no word for users.
-    return runtime_error(onnxzip::cli::in_tool_terms(e.message()));
+    return runtime_error(e.message());
   } catch (const std::bad_alloc&) {
     return runtime_error("out of memory");
   } catch (const std::exception& e) {

@@ -169,7 +169,8 @@ class PayloadCrcCheck final {
 // instead of before it: the write's progress callback throws the check's error as soon as it is
 // known, and its last call, which comes before any output is renamed into place, waits for the
 // check to end (progress.h: a callback that throws cancels the write and leaves no output).
-void archive_to_legacy(const fs::path& in, const fs::path& out, const ConvertOptions& options) {
+LegacyWriteResult archive_to_legacy(const fs::path& in, const fs::path& out,
+                                    const ConvertOptions& options) {
   LoadOptions load_options = options.load;
   load_options.verify_crc = false;
   load_options.inflate_payloads = true;  // load()'s rule: every payload is resolved.
@@ -192,7 +193,7 @@ void archive_to_legacy(const fs::path& in, const fs::path& out, const ConvertOpt
       if (caller) caller(done, total);
     };
   }
-  write_legacy_model(model, out, write_options);
+  return write_legacy_model(model, out, write_options);
 }
 
 // --- repack ---
@@ -458,41 +459,47 @@ RepackResult Repacker::run() {
 
 namespace detail {
 
-void check_input_model(const fs::path& in, const ModelProto& model) {
+void check_input_model(const fs::path& in, const ModelProto& model, const std::string& shown) {
+  const std::string name = shown.empty() ? in.string() : shown;
   if (!model.ir_version && !model.graph) {
     std::error_code ec;
     const bool empty_file = fs::file_size(in, ec) == 0 && !ec;
     const std::string what =
         empty_file ? "the file is empty" : "the model has neither an ir_version nor a graph";
-    throw Error(ErrorCode::kCorrupt, {.file = in.string()},
+    throw Error(ErrorCode::kCorrupt, {.file = name},
                 std::string(what) + ", so it is not an ONNX model");
   }
   for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
-      throw Error(ErrorCode::kCorrupt,
-                  {.file = in.string(), .tensor = tensor_label(tensor, site.path)}, problem);
+      throw Error(ErrorCode::kCorrupt, {.file = name, .tensor = tensor_label(tensor, site.path)},
+                  problem);
     }
   });
 }
 
 }  // namespace detail
 
-ModelFormat convert(const fs::path& in, const fs::path& out, const ConvertOptions& options) {
-  const ModelFormat format = detect_format(in);
-  if (format == ModelFormat::kLegacy) {
+ConvertResult convert(const fs::path& in, const fs::path& out, const ConvertOptions& options) {
+  ConvertResult result;
+  result.from = detect_format(in);
+  // The input is never written to (the more precise refusal first), then the name rule.
+  if (result.from == ModelFormat::kLegacy) {
     check_archive_output(in, out, options.read);
+    check_output_name(out, ModelFormat::kOnnxz);
     const ModelProto model = read_legacy_model(in, options.read);
-    detail::check_input_model(in, model);
+    detail::check_input_model(in, model, options.read.source_name);
     save(model, out, options.archive);
   } else {
     check_legacy_output(in, out, options.legacy);
-    archive_to_legacy(in, out, options);
+    check_output_name(out, ModelFormat::kLegacy);
+    result.legacy = archive_to_legacy(in, out, options);
   }
-  return format;
+  return result;
 }
 
 RepackResult repack(const fs::path& in_zip, const fs::path& out, const RepackOptions& options) {
   if (same_file(in_zip, out)) refuse_overwrite(in_zip, out, "the input archive");
+  check_output_name(out, ModelFormat::kOnnxz);
   return Repacker(in_zip, out, options.save, zip_reader_options(options.limits), options.access)
       .run();
 }

@@ -8,10 +8,12 @@
 
 namespace onnxzip::detail {
 
-// What convert() refuses in its input before writing anything, naming the input `in`: a file
-// that parses as a ModelProto but is no model at all (a 0-byte file does), and an inline tensor
-// whose payload disagrees with its dims and type, which no writer can carry faithfully.
-void check_input_model(const std::filesystem::path& in, const ModelProto& model);
+// What convert() refuses in its input before writing anything, naming the input `in` as
+// `shown` ("" for its path): a file that parses as a ModelProto but is no model at all (a 0-byte
+// file does), and an inline tensor whose payload disagrees with its dims and type, which no
+// writer can carry faithfully.
+void check_input_model(const std::filesystem::path& in, const ModelProto& model,
+                       const std::string& shown = "");
 
 }  // namespace onnxzip::detail
 

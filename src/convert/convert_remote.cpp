@@ -346,121 +346,158 @@ ModelFormat detect_format(const HttpSource& source) {
   return ModelFormat::kLegacy;
 }
 
-void convert_remote(const std::shared_ptr<const HttpSource>& source, const fs::path& out,
-                    const ConvertOptions& options) {
-  if (source == nullptr) throw Error(ErrorCode::kInvalidArgument, "convert_remote: no source");
-  const std::string& name = source->name();
-  LoadOptions load = options.load;
-  load.verify_crc = false;  // Every payload's CRC-32 is checked as its bytes arrive.
-  load.inflate_payloads = false;
-  const Archive archive = Archive::open(source, load);
-  const ZipReader& zip = archive.zip();
-  ModelProto model = archive.model();
+namespace {
 
-  // The external tensors (in for_each_tensor order, as Archive::tensors) and their entries.
-  std::vector<TensorProto*> tensors;
-  for_each_tensor(model, [&](TensorProto& tensor, const TensorSite&) {
-    if (tensor.data_location == TensorProto::kExternal) tensors.push_back(&tensor);
-  });
-  const std::vector<Archive::TensorInfo>& infos = archive.tensors();
-  if (infos.size() != tensors.size()) {
-    throw Error(ErrorCode::kBadState, {.file = name}, "the model's external tensors changed");
-  }
-  std::vector<const ZipEntry*> entries;
-  std::uint64_t payload_bytes = 0;  // What an inline output holds, at least.
-  std::uint64_t largest = 0;
-  for (const Archive::TensorInfo& info : infos) {
-    const ZipEntry& entry = zip.at(info.entry);
-    entries.push_back(&entry);
-    payload_bytes = checked_add(payload_bytes, entry.size, name + ": payload bytes");
-    largest = std::max(largest, entry.size);
-  }
-  // An entry the stream cannot carry (deflated, or with a data descriptor: not in a conforming
-  // archive) is read apart first, with its CRC-32 checked: one request each.
-  std::unordered_map<std::size_t, std::shared_ptr<const TensorBytes>> apart;
-  for (const ZipEntry* entry : entries) {
-    if ((entry->is_stored() && !entry->has_data_descriptor) || apart.contains(entry->index)) {
-      continue;
-    }
-    apart.emplace(entry->index, std::make_shared<const TensorBytes>(zip.verified_data(*entry)));
-  }
-  const auto streamed = [&](std::size_t i) { return !apart.contains(entries[i]->index); };
-  const auto set_payload = [](TensorProto& tensor, ByteSpan bytes, OwnerToken owner) {
+// One convert_remote call, told as its stories: the plan (the model, its external tensors and
+// their entries, those read apart), then an inline output (every payload into memory) or an
+// external one (payloads placed in data files, the rest into memory).
+class RemoteConversion final {
+ public:
+  RemoteConversion(const std::shared_ptr<const HttpSource>& source, const fs::path& out,
+                   const ConvertOptions& options);
+  LegacyWriteResult run();
+
+ private:
+  void read_apart();
+  void buffer(std::size_t i);
+  LegacyWriteResult write_inline();
+  LegacyWriteResult write_external();
+  bool streamed(std::size_t i) const { return !apart_.contains(entries_[i]->index); }
+  static void set_payload(TensorProto& tensor, ByteSpan bytes, OwnerToken owner) {
     tensor.raw_data = TensorBytes::borrowed(bytes, std::move(owner));
     tensor.external_data.clear();
     tensor.data_location.reset();
-  };
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    if (!streamed(i)) {
-      const std::shared_ptr<const TensorBytes>& bytes = apart.at(entries[i]->index);
-      set_payload(*tensors[i], bytes->view(), bytes);
-    }
   }
 
-  LegacyWriteOptions legacy = options.legacy;
+  const HttpSource& source_;
+  const fs::path& out_;
+  const std::string& name_;
+  LegacyWriteOptions legacy_;
+  Archive archive_;
+  ModelProto model_;
+  // The external tensors (in for_each_tensor order, as Archive::tensors) and their entries.
+  std::vector<TensorProto*> tensors_;
+  std::vector<const ZipEntry*> entries_;
+  std::uint64_t payload_bytes_ = 0;  // What an inline output holds, at least.
+  std::uint64_t largest_ = 0;
+  // Entries the stream cannot carry, read whole first.
+  std::unordered_map<std::size_t, std::shared_ptr<const TensorBytes>> apart_;
+  RemoteWrite write_;
+  // Payloads held in memory until the model file is written: one buffer per entry.
+  std::unordered_map<std::size_t, std::shared_ptr<OwnedBytes>> buffers_;
+  std::uint64_t buffered_ = 0;
+};
+
+Archive open_remote(const std::shared_ptr<const HttpSource>& source, const LoadOptions& options) {
+  LoadOptions load = options;
+  load.verify_crc = false;  // Every payload's CRC-32 is checked as its bytes arrive.
+  load.inflate_payloads = false;
+  return Archive::open(source, load);
+}
+
+RemoteConversion::RemoteConversion(const std::shared_ptr<const HttpSource>& source,
+                                   const fs::path& out, const ConvertOptions& options)
+    : source_(*source),
+      out_(out),
+      name_(source->name()),
+      legacy_(options.legacy),
+      archive_(open_remote(source, options.load)),
+      model_(archive_.model()),
+      write_(*source, archive_.zip(), legacy_.progress) {
+  legacy_.progress = nullptr;  // The bar follows the download, which is most of the work.
+  for_each_tensor(model_, [&](TensorProto& tensor, const TensorSite&) {
+    if (tensor.data_location == TensorProto::kExternal) tensors_.push_back(&tensor);
+  });
+  const std::vector<Archive::TensorInfo>& infos = archive_.tensors();
+  if (infos.size() != tensors_.size()) {
+    throw Error(ErrorCode::kBadState, {.file = name_}, "the model's external tensors changed");
+  }
+  for (const Archive::TensorInfo& info : infos) {
+    const ZipEntry& entry = archive_.zip().at(info.entry);
+    entries_.push_back(&entry);
+    payload_bytes_ = checked_add(payload_bytes_, entry.size, name_ + ": payload bytes");
+    largest_ = std::max(largest_, entry.size);
+  }
+  read_apart();
+}
+
+// An entry the stream cannot carry (deflated, or with a data descriptor: not in a conforming
+// archive) is read apart first, with its CRC-32 checked: one request each.
+void RemoteConversion::read_apart() {
+  for (const ZipEntry* entry : entries_) {
+    if ((entry->is_stored() && !entry->has_data_descriptor) || apart_.contains(entry->index)) {
+      continue;
+    }
+    apart_.emplace(entry->index,
+                   std::make_shared<const TensorBytes>(archive_.zip().verified_data(*entry)));
+  }
+  for (std::size_t i = 0; i < tensors_.size(); ++i) {
+    if (streamed(i)) continue;
+    const std::shared_ptr<const TensorBytes>& bytes = apart_.at(entries_[i]->index);
+    set_payload(*tensors_[i], bytes->view(), bytes);
+  }
+}
+
+void RemoteConversion::buffer(std::size_t i) {
+  const ZipEntry& entry = *entries_[i];
+  auto& slot = buffers_[entry.index];
+  if (!slot) {
+    buffered_ = checked_add(buffered_, entry.size, name_ + ": payload bytes");
+    if (buffered_ > kMaxProtobufBytes) {
+      throw Error(ErrorCode::kLimitExceeded, {.file = out_.string()},
+                  "the payloads that stay inline take more than protobuf's limit of " +
+                      std::to_string(kMaxProtobufBytes) +
+                      " bytes; lower the threshold or externalize attributes and sparse tensors");
+    }
+    slot = std::make_shared<OwnedBytes>(static_cast<std::size_t>(entry.size));
+    write_.add(entry, Destination{.memory = slot->data()});
+  }
+  set_payload(*tensors_[i], ByteSpan(slot->data(), slot->size()), slot);
+}
+
+LegacyWriteResult RemoteConversion::run() {
   using Mode = LegacyWriteOptions::Mode;
-  const bool external = legacy.mode == Mode::kExternal ||
-                        (legacy.mode == Mode::kAuto && payload_bytes > kMaxProtobufBytes);
-  if (legacy.mode == Mode::kInline && payload_bytes > kMaxProtobufBytes) {
-    throw Error(ErrorCode::kLimitExceeded, {.file = out.string()},
-                "the model's payloads alone take " + std::to_string(payload_bytes) +
+  if (legacy_.mode == Mode::kInline && payload_bytes_ > kMaxProtobufBytes) {
+    throw Error(ErrorCode::kLimitExceeded, {.file = out_.string()},
+                "the model's payloads alone take " + std::to_string(payload_bytes_) +
                     " bytes, more than protobuf's limit of " + std::to_string(kMaxProtobufBytes) +
                     "; write it with external data");
   }
-  RemoteWrite write(*source, zip, legacy.progress);
-  legacy.progress = nullptr;  // The bar follows the download, which is most of the work.
+  const bool external = legacy_.mode == Mode::kExternal ||
+                        (legacy_.mode == Mode::kAuto && payload_bytes_ > kMaxProtobufBytes);
+  return external ? write_external() : write_inline();
+}
 
-  // Payloads held in memory until the model file is written: one buffer per entry.
-  std::unordered_map<std::size_t, std::shared_ptr<OwnedBytes>> buffers;
-  std::uint64_t buffered = 0;
-  const auto buffer_for = [&](std::size_t i) {
-    const ZipEntry& entry = *entries[i];
-    auto& slot = buffers[entry.index];
-    if (!slot) {
-      buffered = checked_add(buffered, entry.size, name + ": payload bytes");
-      if (buffered > kMaxProtobufBytes) {
-        throw Error(ErrorCode::kLimitExceeded, {.file = out.string()},
-                    "the payloads that stay inline take more than protobuf's limit of " +
-                        std::to_string(kMaxProtobufBytes) +
-                        " bytes; lower the threshold or externalize attributes and sparse "
-                        "tensors");
-      }
-      slot = std::make_shared<OwnedBytes>(static_cast<std::size_t>(entry.size));
-      write.add(entry, Destination{.memory = slot->data()});
-    }
-    set_payload(*tensors[i], ByteSpan(slot->data(), slot->size()), slot);
-  };
-
-  if (!external) {
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-      if (streamed(i)) buffer_for(i);
-    }
-    detail::check_input_model(name, model);
-    write.run();
-    write_legacy_model(model, out, legacy);
-    return;
+LegacyWriteResult RemoteConversion::write_inline() {
+  for (std::size_t i = 0; i < tensors_.size(); ++i) {
+    if (streamed(i)) buffer(i);
   }
+  detail::check_input_model(name_, model_);
+  write_.run();
+  return write_legacy_model(model_, out_, legacy_);
+}
 
-  // Sized but never read: the writer places these payloads, and `write` fills them in.
-  const auto placeholder = std::make_shared<const Placeholder>(largest);
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    if (streamed(i)) set_payload(*tensors[i], placeholder->first(entries[i]->size), placeholder);
+LegacyWriteResult RemoteConversion::write_external() {
+  // Sized but never read: the writer places these payloads, and `write_` fills them in.
+  const auto placeholder = std::make_shared<const Placeholder>(largest_);
+  for (std::size_t i = 0; i < tensors_.size(); ++i) {
+    if (streamed(i)) set_payload(*tensors_[i], placeholder->first(entries_[i]->size), placeholder);
   }
-  detail::check_input_model(name, model);
-  legacy.mode = Mode::kExternal;
+  detail::check_input_model(name_, model_);
+  legacy_.mode = LegacyWriteOptions::Mode::kExternal;
   std::unordered_map<const TensorProto*, std::size_t> index_of;
-  for (std::size_t i = 0; i < tensors.size(); ++i) index_of.emplace(tensors[i], i);
-  std::vector<bool> placed(tensors.size(), false);
-  for (const detail::LegacyPlacement& p : detail::plan_legacy_data_files(model, out, legacy)) {
+  for (std::size_t i = 0; i < tensors_.size(); ++i) index_of.emplace(tensors_[i], i);
+  std::vector<bool> placed(tensors_.size(), false);
+  for (const detail::LegacyPlacement& p : detail::plan_legacy_data_files(model_, out_, legacy_)) {
     if (const auto found = index_of.find(p.tensor); found != index_of.end()) {
       placed[found->second] = true;
     }
   }
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    if (streamed(i) && !placed[i]) buffer_for(i);
+  for (std::size_t i = 0; i < tensors_.size(); ++i) {
+    if (streamed(i) && !placed[i]) buffer(i);
   }
-  detail::write_legacy_model_filled(
-      model, out, legacy,
+  return detail::write_legacy_model_filled(
+      model_, out_, legacy_,
       [&](std::span<const detail::LegacyPlacement> placements,
           std::span<AtomicOutputFile* const> files) {
         std::vector<std::mutex> file_mutexes(files.size());
@@ -473,15 +510,24 @@ void convert_remote(const std::shared_ptr<const HttpSource>& source, const fs::p
           }
           const std::size_t i = found->second;
           if (streamed(i)) {
-            write.add(*entries[i], Destination{.file = files[p.file],
-                                               .file_mutex = &file_mutexes[p.file],
-                                               .offset = p.offset});
+            write_.add(*entries_[i], Destination{.file = files[p.file],
+                                                 .file_mutex = &file_mutexes[p.file],
+                                                 .offset = p.offset});
           } else {
-            files[p.file]->write_at(p.offset, apart.at(entries[i]->index)->view());
+            files[p.file]->write_at(p.offset, apart_.at(entries_[i]->index)->view());
           }
         }
-        write.run();
+        write_.run();
       });
+}
+
+}  // namespace
+
+LegacyWriteResult convert_remote(const std::shared_ptr<const HttpSource>& source,
+                                 const fs::path& out, const ConvertOptions& options) {
+  if (source == nullptr) throw Error(ErrorCode::kInvalidArgument, "convert_remote: no source");
+  check_output_name(out, ModelFormat::kLegacy);
+  return RemoteConversion(source, out, options).run();
 }
 
 }  // namespace onnxzip

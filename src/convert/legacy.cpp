@@ -22,6 +22,7 @@
 #include <system_error>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "check.h"
@@ -339,27 +340,34 @@ bool is_plain_file_name(std::string_view name) {
          name.find_first_of(std::string_view("/\0", 2)) == std::string_view::npos;
 }
 
-// Which tensors may go to a data file. Only those of the main graph and its subgraphs: the
-// reference loader resolves external data nowhere else (not in functions, not in training
-// graphs, never for sparse tensors, which therefore need the caller's explicit request).
-bool selected_site(const TensorSite& site, const LegacyWriteOptions& options) {
-  if (!site.path.starts_with("graph/")) return false;
+// Why a tensor at `site` may not go to a data file, nullopt when it may. Only those of the main
+// graph and its subgraphs may: the reference loader resolves external data nowhere else (not in
+// functions, not in training graphs, never for sparse tensors, which therefore need the caller's
+// explicit request).
+std::optional<KeptInline::Reason> unselected_site(const TensorSite& site,
+                                                  const LegacyWriteOptions& options) {
+  using Reason = KeptInline::Reason;
+  if (!site.path.starts_with("graph/")) return Reason::kOutside;
   switch (site.place) {
     case TensorPlace::kInitializer:
-      return true;
+      return std::nullopt;
     case TensorPlace::kAttributeTensor:
     case TensorPlace::kAttributeTensors:
-      return options.externalize_attributes;
+      if (options.externalize_attributes) return std::nullopt;
+      return Reason::kAttribute;
     case TensorPlace::kSparseInitializerValues:
     case TensorPlace::kSparseInitializerIndices:
-      return options.externalize_sparse;
+      if (options.externalize_sparse) return std::nullopt;
+      return Reason::kSparse;
     case TensorPlace::kAttributeSparseTensorValues:
     case TensorPlace::kAttributeSparseTensorIndices:
     case TensorPlace::kAttributeSparseTensorsValues:
     case TensorPlace::kAttributeSparseTensorsIndices:
-      return options.externalize_sparse && options.externalize_attributes;
+      if (!options.externalize_sparse) return Reason::kSparse;
+      if (!options.externalize_attributes) return Reason::kAttribute;
+      return std::nullopt;
   }
-  return false;
+  return Reason::kOutside;
 }
 
 // One payload placed in a data file.
@@ -392,6 +400,17 @@ TensorProto external_substitute(const TensorProto& tensor, const std::string& lo
 
 constexpr std::uint8_t kZeroByte[1] = {0};
 
+// The bytes a tensor that stays inline holds (raw_data, its typed field, or its strings).
+std::uint64_t inline_size(const TensorProto& tensor) {
+  if (tensor.raw_data) return tensor.raw_data->size();
+  if (tensor.data_type.value_or(TensorProto::kUndefined) == TensorProto::kString) {
+    std::uint64_t total = 0;
+    for (const Text& text : tensor.string_data) total += text.size();
+    return total;
+  }
+  return try_tensor_byte_size(tensor).value_or(0);
+}
+
 std::string data_file_name(const std::string& base, std::size_t index) {
   return index == 0 ? base : base + "." + std::to_string(index);
 }
@@ -405,17 +424,21 @@ class LegacyWriter final {
   LegacyWriter(const ModelProto& model, const std::filesystem::path& out,
                const LegacyWriteOptions& options,
                const detail::LegacyPayloadFiller* fill = nullptr);
-  void write() const;
-  std::vector<Placement> place_payloads() const;
+  LegacyWriteResult write() const;
+  // With `kept`, each tensor holding data that stays inline is added to it.
+  std::vector<Placement> place_payloads(std::vector<KeptInline>* kept = nullptr) const;
 
  private:
   // The model with its payloads inline, when the mode allows it and it fits protobuf's limit;
   // false when it must be written with external data.
-  bool write_inline() const;
-  // The bytes the tensor's payload takes in a data file; nullopt for one that stays inline.
-  std::optional<std::uint64_t> external_size(const TensorProto& tensor,
-                                             const TensorSite& site) const;
+  bool write_inline(LegacyWriteResult& result) const;
+  // The bytes the tensor's payload takes in a data file, or why it stays inline.
+  std::variant<std::uint64_t, KeptInline::Reason> external_size(const TensorProto& tensor,
+                                                                const TensorSite& site) const;
   void check_data_file_names(std::size_t file_count) const;
+  // The data files of an earlier write under this set's names from `file_count` on (regular
+  // files, up to the first name that is none): they go with the old set.
+  std::vector<std::filesystem::path> retired_data_files(std::size_t file_count) const;
   // Each data file written in full but unnamed: its payloads at their offsets.
   std::vector<std::unique_ptr<AtomicOutputFile>> write_data_files(
       const std::vector<Placement>& placements, std::size_t file_count,
@@ -471,9 +494,10 @@ LegacyWriter::LegacyWriter(const ModelProto& model, const std::filesystem::path&
   });
 }
 
-void LegacyWriter::write() const {
-  if (fill_ == nullptr && write_inline()) return;
-  const std::vector<Placement> placements = place_payloads();
+LegacyWriteResult LegacyWriter::write() const {
+  LegacyWriteResult result;
+  if (fill_ == nullptr && write_inline(result)) return result;
+  const std::vector<Placement> placements = place_payloads(&result.kept_inline);
   // The model as written: the placed tensors replaced by references.
   TensorSubstitutions substitute_of;
   substitute_of.reserve(placements.size());
@@ -513,10 +537,31 @@ void LegacyWriter::write() const {
   meter.finish();  // Before the renames: a callback that throws still cancels the write.
   std::vector<AtomicOutputFile*> others;
   for (const auto& file : data_files) others.push_back(file.get());
-  commit_together(others, model_file);
+  const std::vector<std::filesystem::path> retired = retired_data_files(file_count);
+  commit_together(others, model_file, retired);
+  for (std::size_t i = 0; i < file_count; ++i) {
+    result.data_files.push_back(data_file_name(base_name_, i));
+  }
+  for (const std::filesystem::path& file : retired) {
+    result.removed_data_files.push_back(file.filename().string());
+  }
+  return result;
 }
 
-bool LegacyWriter::write_inline() const {
+std::vector<std::filesystem::path> LegacyWriter::retired_data_files(std::size_t file_count) const {
+  std::vector<std::filesystem::path> retired;
+  for (std::size_t i = file_count;; ++i) {
+    const std::string name = data_file_name(base_name_, i);
+    if (name == model_name_) break;
+    const std::filesystem::path file = out_.parent_path() / name;
+    struct stat status {};
+    if (::lstat(file.c_str(), &status) != 0 || !S_ISREG(status.st_mode)) break;
+    retired.push_back(file);
+  }
+  return retired;
+}
+
+bool LegacyWriter::write_inline(LegacyWriteResult& result) const {
   using Mode = LegacyWriteOptions::Mode;
   if (options_.mode == Mode::kExternal) return false;
   const MessageSerializer<ModelProto> inline_model(model_);
@@ -526,7 +571,12 @@ bool LegacyWriter::write_inline() const {
     FileSink sink(file, &meter);
     inline_model.write(sink);
     meter.finish();  // Before the rename: a callback that throws still cancels the write.
-    file.commit();
+    // A data file an earlier external write left under this set's names goes with it.
+    const std::vector<std::filesystem::path> retired = retired_data_files(0);
+    commit_together({}, file, retired);
+    for (const std::filesystem::path& retired_file : retired) {
+      result.removed_data_files.push_back(retired_file.filename().string());
+    }
     return true;
   }
   if (options_.mode == Mode::kInline) {
@@ -539,14 +589,21 @@ bool LegacyWriter::write_inline() const {
 }
 
 // In for_each_tensor order, files filled one after the other; each payload at an aligned offset.
-std::vector<Placement> LegacyWriter::place_payloads() const {
+std::vector<Placement> LegacyWriter::place_payloads(std::vector<KeptInline>* kept) const {
   std::vector<Placement> placements;
   std::size_t file_index = 0;
   std::uint64_t file_end = 0;
   bool file_used = false;
   for_each_tensor(model_, [&](const TensorProto& tensor, const TensorSite& site) {
-    const std::optional<std::uint64_t> size = external_size(tensor, site);
-    if (!size) return;
+    const auto placed = external_size(tensor, site);
+    if (const auto* reason = std::get_if<KeptInline::Reason>(&placed)) {
+      const std::uint64_t bytes = inline_size(tensor);
+      if (kept != nullptr && bytes > 0) {
+        kept->push_back({tensor_label(tensor, site.path), bytes, *reason});
+      }
+      return;
+    }
+    const std::uint64_t* size = std::get_if<std::uint64_t>(&placed);
     std::uint64_t offset =
         options_.alignment > 1 ? align_up(file_end, options_.alignment) : file_end;
     if (offset < file_end) {
@@ -563,25 +620,26 @@ std::vector<Placement> LegacyWriter::place_payloads() const {
   return placements;
 }
 
-std::optional<std::uint64_t> LegacyWriter::external_size(const TensorProto& tensor,
-                                                         const TensorSite& site) const {
-  if (!selected_site(site, options_)) return std::nullopt;
+std::variant<std::uint64_t, KeptInline::Reason> LegacyWriter::external_size(
+    const TensorProto& tensor, const TensorSite& site) const {
+  using Reason = KeptInline::Reason;
+  if (const std::optional<Reason> reason = unselected_site(site, options_)) return *reason;
   if (tensor.data_type.value_or(TensorProto::kUndefined) == TensorProto::kString) {
-    return std::nullopt;
+    return Reason::kString;
   }
   std::uint64_t size = 0;
   if (tensor.raw_data) {
     size = tensor.raw_data->size();
   } else {
     const TypedField field = typed_field_for(tensor.data_type.value_or(TensorProto::kUndefined));
-    if (field == TypedField::kNone || field == TypedField::kStringData) return std::nullopt;
+    if (field == TypedField::kNone || field == TypedField::kStringData) return Reason::kSmall;
     try {
       size = typed_data_to_raw(tensor).size();  // Converted again, one at a time, when written.
     } catch (const Error& e) {
       throw e.with_context({.file = target_});  // The converter names the tensor.
     }
   }
-  if (size < options_.threshold) return std::nullopt;
+  if (size < options_.threshold) return Reason::kSmall;
   return size;
 }
 
@@ -671,11 +729,34 @@ ModelFormat detect_format(const std::filesystem::path& path) {
   return ModelFormat::kLegacy;
 }
 
+std::optional<ModelFormat> format_named_by(const std::filesystem::path& path) {
+  const std::string extension = detail::ascii_lower(path.extension().string());
+  if (extension == ".onnxz") return ModelFormat::kOnnxz;
+  if (extension == ".onnx") return ModelFormat::kLegacy;
+  return std::nullopt;
+}
+
+void check_output_name(const std::filesystem::path& path, ModelFormat format) {
+  const std::optional<ModelFormat> named = format_named_by(path);
+  if (!named || *named == format) return;
+  const bool archive = format == ModelFormat::kOnnxz;
+  std::filesystem::path fixed = path;
+  fixed.replace_extension(archive ? ".onnxz" : ".onnx");
+  throw Error(ErrorCode::kInvalidArgument, {.file = path.string()},
+              std::string("the output would be ") +
+                  (archive ? "an .onnxz archive" : "a legacy .onnx model") +
+                  ", but its name says " + (archive ? "legacy .onnx" : ".onnxz archive") +
+                  " (.onnxz names an archive, .onnx a legacy model): name it " +
+                  detail::quote(fixed.string()) + " or use another extension");
+}
+
 ModelProto read_legacy_model(const std::filesystem::path& onnx_path,
                              const LegacyReadOptions& options) {
-  ModelProto model = parse_model_file(onnx_path, options.parse, options.access);
+  const std::string source = options.source_name.empty() ? onnx_path.string() : options.source_name;
+  std::shared_ptr<const MappedFile> mapping = MappedFile::open(onnx_path, options.access);
+  const ByteSpan bytes = mapping->bytes();
+  ModelProto model = parse_message<ModelProto>(bytes, std::move(mapping), options.parse, source);
   if (!options.load_external_data) return model;
-  const std::string source = onnx_path.string();
   DataFiles files(onnx_path, options);
   for_each_tensor(model, [&](TensorProto& tensor, const TensorSite& site) {
     if (is_external(tensor)) resolve_external(tensor, site, source, files);
@@ -683,9 +764,9 @@ ModelProto read_legacy_model(const std::filesystem::path& onnx_path,
   return model;
 }
 
-void write_legacy_model(const ModelProto& model, const std::filesystem::path& out,
-                        const LegacyWriteOptions& options) {
-  LegacyWriter(model, out, options).write();
+LegacyWriteResult write_legacy_model(const ModelProto& model, const std::filesystem::path& out,
+                                     const LegacyWriteOptions& options) {
+  return LegacyWriter(model, out, options).write();
 }
 
 namespace detail {
@@ -700,9 +781,11 @@ std::vector<LegacyPlacement> plan_legacy_data_files(const ModelProto& model,
   return placed;
 }
 
-void write_legacy_model_filled(const ModelProto& model, const std::filesystem::path& out,
-                               const LegacyWriteOptions& options, const LegacyPayloadFiller& fill) {
-  LegacyWriter(model, out, options, &fill).write();
+LegacyWriteResult write_legacy_model_filled(const ModelProto& model,
+                                            const std::filesystem::path& out,
+                                            const LegacyWriteOptions& options,
+                                            const LegacyPayloadFiller& fill) {
+  return LegacyWriter(model, out, options, &fill).write();
 }
 
 }  // namespace detail

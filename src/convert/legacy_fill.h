@@ -43,8 +43,10 @@ using LegacyPayloadFiller = std::function<void(std::span<const LegacyPlacement> 
 // raw_data only say their size and are never read: `fill` writes their bytes (tensors that stay
 // inline must hold theirs by the time `fill` returns: the model file is written after it).
 // options.progress is not called; the filler reports what it does.
-void write_legacy_model_filled(const ModelProto& model, const std::filesystem::path& out,
-                               const LegacyWriteOptions& options, const LegacyPayloadFiller& fill);
+LegacyWriteResult write_legacy_model_filled(const ModelProto& model,
+                                            const std::filesystem::path& out,
+                                            const LegacyWriteOptions& options,
+                                            const LegacyPayloadFiller& fill);
 
 }  // namespace onnxzip::detail
 

@@ -20,18 +20,26 @@ namespace onnxzip {
 namespace {
 
 using Severity = VerifyFinding::Severity;
+using Kind = VerifyFinding::Kind;
 
-void add(VerifyReport& report, const Severity severity, ErrorContext place, std::string problem) {
+void add(VerifyReport& report, const Severity severity, Kind kind, ErrorContext place,
+         std::string problem) {
   VerifyFinding finding;
   finding.severity = severity;
+  finding.kind = kind;
   finding.place = std::move(place);
   finding.message = std::move(problem);
   report.findings.push_back(std::move(finding));
 }
 
-void add_ir_problems(VerifyReport& report, const std::string& source, const ModelProto& model) {
+// What findings call the file: options.source_name, else its path.
+std::string shown_name(const std::filesystem::path& path, const VerifyOptions& options) {
+  return options.source_name.empty() ? path.string() : options.source_name;
+}
+
+void add_ir_problems(VerifyReport& report, const std::string& shown, const ModelProto& model) {
   for (const IrProblem& problem : check_ir(model)) {
-    add(report, Severity::kWarning, {.file = source}, to_string(problem));
+    add(report, Severity::kWarning, Kind::kIr, {.file = shown}, to_string(problem));
   }
 }
 
@@ -57,6 +65,7 @@ VerifyReport verify_archive(const ByteSpan bytes, const VerifyOptions& options,
     load_options.limits = options.limits;
     const Archive archive = Archive::from_bytes(bytes, kNoOwner, load_options, source);
     add_ir_problems(report, source, archive.model());
+    report.checked += "; ONNX IR rules";
   } catch (const Error&) {
     if (report.loadable()) throw;  // verify and open disagree: a bug, not a finding.
   }
@@ -72,53 +81,63 @@ VerifyReport verify_legacy_bytes(const ByteSpan bytes, const VerifyOptions& opti
     model = parse_model(bytes, options.parse, source);
   } catch (const Error& e) {
     const Error named = e.context().file.empty() ? e.with_context({.file = source}) : e;
-    add(report, Severity::kError, named.context(), named.problem());
+    add(report, Severity::kError, Kind::kModel, named.context(), named.problem());
+    report.checked = "legacy model, which does not parse";
     return report;
   }
   for_each_tensor(*model, [&](const TensorProto& tensor, const TensorSite& site) {
     const ErrorContext place{.file = source, .tensor = tensor_label(tensor, site.path)};
     if (tensor.data_location.value_or(0) == TensorProto::kExternal) {
-      add(report, Severity::kError, place,
+      add(report, Severity::kError, Kind::kReference, place,
           "refers to external data, which a model given as bytes has no folder to hold: verify "
           "the model's file");
     } else if (const std::string problem = payload_problem(tensor); !problem.empty()) {
-      add(report, Severity::kWarning, place, problem);
+      add(report, Severity::kWarning, Kind::kModel, place, problem);
     }
   });
   add_ir_problems(report, source, *model);
+  report.checked =
+      "legacy model, payloads, ONNX IR rules; a legacy model holds no digests or signature";
   return report;
 }
 
 VerifyReport verify_legacy(const std::filesystem::path& path, const VerifyOptions& options) {
   VerifyReport report;
+  const std::string shown = shown_name(path, options);
   std::optional<ModelProto> model;
+  LegacyReadOptions read;
+  read.access = options.access;
+  read.source_name = options.source_name;
   try {
-    LegacyReadOptions read;
-    read.access = options.access;
     model = read_legacy_model(path, read);
   } catch (const Error& e) {
     // The reader names what it knows of the place; the file is the caller's name for it.
-    const Error named = e.context().file.empty() ? e.with_context({.file = path.string()}) : e;
-    add(report, Severity::kError, named.context(), named.problem());
+    const Error named = e.context().file.empty() ? e.with_context({.file = shown}) : e;
+    // A reader error naming a data file is one of the references to it.
+    add(report, Severity::kError, named.context().entry.empty() ? Kind::kModel : Kind::kReference,
+        named.context(), named.problem());
     // The external data is broken; the graph may still be checked.
-    LegacyReadOptions references_only;
+    LegacyReadOptions references_only = read;
     references_only.load_external_data = false;
-    references_only.access = options.access;
     try {
       model = read_legacy_model(path, references_only);
     } catch (const Error&) {
-      return report;  // It does not even parse: the finding above says so.
+      report.checked = "legacy model, which does not parse";
+      return report;  // The finding above says why.
     }
   }
   // The payload rule verify() applies to an archive's inline tensors (spec §9.4 item 5); the
   // reader has checked the sizes of the external ones it loaded.
   for_each_tensor(*model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
-      add(report, Severity::kWarning,
-          {.file = path.string(), .tensor = tensor_label(tensor, site.path)}, problem);
+      add(report, Severity::kWarning, Kind::kModel,
+          {.file = shown, .tensor = tensor_label(tensor, site.path)}, problem);
     }
   });
-  add_ir_problems(report, path.string(), *model);
+  add_ir_problems(report, shown, *model);
+  report.checked =
+      "legacy model, external data, payloads, ONNX IR rules; a legacy model holds no digests or "
+      "signature";
   return report;
 }
 
@@ -132,7 +151,9 @@ VerifyReport verify_model_file(const std::filesystem::path& path, const VerifyOp
   }
   // An archive is opened once: verify and the IR rules read the same mapping.
   const std::shared_ptr<const MappedFile> file = MappedFile::open(path, options.access);
-  if (is_archive(file->bytes())) return verify_archive(file->bytes(), options, path.string());
+  if (is_archive(file->bytes())) {
+    return verify_archive(file->bytes(), options, shown_name(path, options));
+  }
   return verify_legacy(path, options);
 }
 

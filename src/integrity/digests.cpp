@@ -502,24 +502,11 @@ DigestStatement DigestsReader::finish(const JsonSource& source) && {
 
 }  // namespace
 
-std::string encode_digests(std::string_view model_name, std::vector<EntryDigest> entries) {
-  std::sort(entries.begin(), entries.end(),
-            [](const EntryDigest& a, const EntryDigest& b) { return a.name < b.name; });
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].name.empty()) {
-      throw Error(ErrorCode::kInvalidArgument, "__DIGESTS: an entry without a name");
-    }
-    if (i > 0 && entries[i].name == entries[i - 1].name) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "__DIGESTS: entry " + detail::quote(entries[i].name) + " given twice");
-    }
-  }
-  const Sha256Digest root = root_digest(entries);
-  // About 250 bytes an entry: its resource and its facts.
-  integrity_detail::JsonText json(1024 + 256 * entries.size());
-  json.begin_object();
-  json.key("_type");
-  json.string(kStatementType);
+namespace {
+
+// The statement's parts, in document order (spec §12.2).
+void write_subject(integrity_detail::JsonText& json, std::string_view model_name,
+                   const Sha256Digest& root) {
   json.key("subject");
   json.begin_array();
   json.begin_object();
@@ -532,10 +519,9 @@ std::string encode_digests(std::string_view model_name, std::vector<EntryDigest>
   json.end_object();
   json.end_object();
   json.end_array();
-  json.key("predicateType");
-  json.string(kPredicateType);
-  json.key("predicate");
-  json.begin_object();
+}
+
+void write_serialization(integrity_detail::JsonText& json) {
   json.key("serialization");
   json.begin_object();
   json.key("method");
@@ -550,6 +536,9 @@ std::string encode_digests(std::string_view model_name, std::vector<EntryDigest>
   json.string(kSignatureEntryName);
   json.end_array();
   json.end_object();
+}
+
+void write_resources(integrity_detail::JsonText& json, const std::vector<EntryDigest>& entries) {
   json.key("resources");
   json.begin_array();
   for (const EntryDigest& entry : entries) {
@@ -563,6 +552,11 @@ std::string encode_digests(std::string_view model_name, std::vector<EntryDigest>
     json.end_object();
   }
   json.end_array();
+}
+
+// What the model signing format does not say: each entry's size and CRC-32.
+void write_onnxzip_facts(integrity_detail::JsonText& json,
+                         const std::vector<EntryDigest>& entries) {
   json.key("onnxzip");
   json.begin_object();
   json.key("format_version");
@@ -581,6 +575,35 @@ std::string encode_digests(std::string_view model_name, std::vector<EntryDigest>
   }
   json.end_array();
   json.end_object();
+}
+
+}  // namespace
+
+std::string encode_digests(std::string_view model_name, std::vector<EntryDigest> entries) {
+  std::sort(entries.begin(), entries.end(),
+            [](const EntryDigest& a, const EntryDigest& b) { return a.name < b.name; });
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].name.empty()) {
+      throw Error(ErrorCode::kInvalidArgument, "__DIGESTS: an entry without a name");
+    }
+    if (i > 0 && entries[i].name == entries[i - 1].name) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "__DIGESTS: entry " + detail::quote(entries[i].name) + " given twice");
+    }
+  }
+  // About 250 bytes an entry: its resource and its facts.
+  integrity_detail::JsonText json(1024 + 256 * entries.size());
+  json.begin_object();
+  json.key("_type");
+  json.string(kStatementType);
+  write_subject(json, model_name, root_digest(entries));
+  json.key("predicateType");
+  json.string(kPredicateType);
+  json.key("predicate");
+  json.begin_object();
+  write_serialization(json);
+  write_resources(json, entries);
+  write_onnxzip_facts(json, entries);
   json.end_object();
   json.end_object();
   return std::move(json).finish();

@@ -53,6 +53,14 @@ BioPtr memory_bio(ByteSpan bytes) {
   return bio;
 }
 
+// "an RSA", "an EC", "a DSA": the article English gives a key type's name as it is read aloud
+// (each letter of an acronym), so by its first letter's spoken sound.
+std::string with_article(std::string_view type) {
+  constexpr std::string_view kVowelSounds = "AEFHILMNORSXaeiou";
+  const bool an = !type.empty() && kVowelSounds.find(type.front()) != std::string_view::npos;
+  return (an ? "an " : "a ") + std::string(type);
+}
+
 // Refuses what is not an EC key on P-256, the one curve spec §12.3 allows.
 void check_p256(EVP_PKEY* pkey, std::string_view source, std::string_view kind) {
   char group[64] = {};
@@ -63,8 +71,8 @@ void check_p256(EVP_PKEY* pkey, std::string_view source, std::string_view kind) 
       std::string_view(group, length) != "prime256v1") {
     openssl_reason();
     throw Error(ErrorCode::kInvalidArgument, {.file = std::string(source)},
-                "not an ECDSA P-256 (prime256v1) " + std::string(kind) + " (a " +
-                    EVP_PKEY_get0_type_name(pkey) +
+                "not an ECDSA P-256 (prime256v1) " + std::string(kind) + " (" +
+                    with_article(EVP_PKEY_get0_type_name(pkey)) +
                     (length > 0 ? " key on " + std::string(group, length) : std::string(" key")) +
                     "); make one with: openssl ecparam -name prime256v1 -genkey -noout");
   }

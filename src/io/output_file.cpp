@@ -552,7 +552,8 @@ void AtomicOutputFile::commit() {
   publish();
 }
 
-void commit_together(std::span<AtomicOutputFile* const> others, AtomicOutputFile& primary) {
+void commit_together(std::span<AtomicOutputFile* const> others, AtomicOutputFile& primary,
+                     std::span<const fs::path> retired) {
   // 1. Every file complete under a temporary name; a failure here leaves every destination as it
   // was (the files' destructors drop the temporaries).
   for (AtomicOutputFile* file : others) file->seal();
@@ -570,7 +571,9 @@ void commit_together(std::span<AtomicOutputFile* const> others, AtomicOutputFile
       swap.move_aside(file->destination_);
       swap.place(file->temporary_, file->destination_);
     }
-    // 4. The new primary: the new set is complete.
+    // 4. The old set's files the new one does not have, then the new primary: the new set is
+    // complete.
+    for (const fs::path& file : retired) swap.move_aside(file);
     swap.place(primary.temporary_, primary.destination_);
   } catch (...) {
     swap.undo();

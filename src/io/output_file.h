@@ -86,7 +86,8 @@ class AtomicOutputFile final {
   const std::filesystem::path& temporary_path() const noexcept { return temporary_; }
 
  private:
-  friend void commit_together(std::span<AtomicOutputFile* const> others, AtomicOutputFile& primary);
+  friend void commit_together(std::span<AtomicOutputFile* const> others, AtomicOutputFile& primary,
+                              std::span<const std::filesystem::path> retired);
 
   void flush_buffer();
   void copy_from_file(const detail::FileExtent& extent, ByteSpan bytes);
@@ -132,8 +133,11 @@ class AtomicOutputFile final {
 // aside first), the primary is renamed into place, and what was moved aside is removed. A crash
 // at any instant therefore leaves the old set, the new set, or no primary at its name (with
 // hidden leftovers only if the crash falls within the renames); a failure restores the old set
-// and throws, leaving nothing new. Afterwards none of the files accepts writes.
-void commit_together(std::span<AtomicOutputFile* const> others, AtomicOutputFile& primary);
+// and throws, leaving nothing new. Afterwards none of the files accepts writes. `retired` names
+// files of the old set that the new one no longer has (a data file an earlier write needed):
+// moved aside with the old set and removed with it, restored when the commit fails.
+void commit_together(std::span<AtomicOutputFile* const> others, AtomicOutputFile& primary,
+                     std::span<const std::filesystem::path> retired = {});
 
 }  // namespace onnxzip
 

@@ -397,6 +397,24 @@ std::string tensor_label(const TensorProto& tensor, std::string_view site) {
   return label;
 }
 
+std::string_view to_string(KeptInline::Reason reason) noexcept {
+  switch (reason) {
+    case KeptInline::Reason::kSmall:
+      return "under the size threshold";
+    case KeptInline::Reason::kAttribute:
+      return "in node attributes (Constant values)";
+    case KeptInline::Reason::kSparse:
+      return "sparse tensors' values or indices";
+    case KeptInline::Reason::kOutside:
+      return "in functions or training graphs";
+    case KeptInline::Reason::kString:
+      return "STRING tensors";
+    case KeptInline::Reason::kDeflated:
+      return "in deflated entries";
+  }
+  return "";
+}
+
 TensorProto tensor_without_data(const TensorProto& tensor) {
   TensorProto copy;
   copy.dims = tensor.dims;

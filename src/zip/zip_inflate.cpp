@@ -152,15 +152,15 @@ std::uint32_t inflate_in_pieces(ByteSpan raw, const ZipEntry& e, const ErrorCont
   return crc;
 }
 
-// The messages name the option that sets each limit: a caller that sets it otherwise (the onnxzip
-// tool, by its flags) says so in its own words.
+// The messages name the option that sets each limit as the caller's users set it
+// (ReadLimits::max_inflated_size_name...).
 void check_inflate_limits(const ZipEntry& e, const ZipReaderOptions& options,
                           const ErrorContext& place) {
   if (e.size > options.max_inflated_size || e.size > std::numeric_limits<std::size_t>::max()) {
     throw Error(ErrorCode::kLimitExceeded, place,
                 "inflates to " + std::to_string(e.size) + " bytes, above the limit of " +
-                    std::to_string(options.max_inflated_size) +
-                    " (ZipReaderOptions::max_inflated_size: raise it for an archive you trust)");
+                    std::to_string(options.max_inflated_size) + " (" +
+                    options.max_inflated_size_name + ": raise it for an archive you trust)");
   }
   const std::uint64_t ratio = options.max_compression_ratio;
   std::uint64_t allowed = 0;  // ratio x compressed size; past 2^64 it allows any size.
@@ -172,8 +172,8 @@ void check_inflate_limits(const ZipEntry& e, const ZipReaderOptions& options,
                 "deflated from " + std::to_string(e.compressed_size) + " to " +
                     std::to_string(e.size) + " bytes, a compression ratio of " +
                     std::to_string(actual) + ":1, above the limit of " + std::to_string(ratio) +
-                    ":1 that refuses zip bombs (ZipReaderOptions::max_compression_ratio: raise "
-                    "it for an archive you trust, 0 for no limit)");
+                    ":1 that refuses zip bombs (" + options.max_compression_ratio_name +
+                    ": raise it for an archive you trust, 0 for no limit)");
   }
 }
 
