@@ -67,16 +67,7 @@ def _collect(message: Any, kind: str, prefix: str, rows: _Rows, out: List[Tensor
                 continue
             if child == _TENSOR:
                 for index, item in enumerate(items):
-                    out.append(TensorAtSite(item, f"{prefix}{spelled}[{index}]", in_sparse))
-            elif child == _ATTRIBUTE and kind == "NodeProto":
-                # A node's attribute is not spelled itself; an unnamed one stands for itself.
-                for index, item in enumerate(items):
-                    _collect(item, child, prefix, rows, out,
-                             item.name or f"attribute[{index}]")
-            elif child == _ATTRIBUTE:
-                # A function's attribute default keeps its index: attribute_proto[1]/alpha.
-                for index, item in enumerate(items):
-                    _collect(item, child, f"{prefix}{spelled}[{index}]/", rows, out, item.name)
+                    out.append(TensorAtSite(item, f"{prefix}{name}[{index}]", in_sparse))
             else:
                 for index, item in enumerate(items):
                     _collect(item, child, f"{prefix}{name}[{index}]/", rows, out)
