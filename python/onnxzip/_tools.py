@@ -180,42 +180,10 @@ def verify(path: Source, *, check_crc: bool = True, public_key: Optional[KeyLike
 
     if kind != "url" and headers is not None:
         raise InvalidArgumentError("verify: headers apply to http(s) URLs only")
-    raw, integrity, key_id = _onnxzip.verify(
+    raw, digests, signature, signature_key_id, checked = _onnxzip.verify(
         _path(path) if kind == "path" else path, kind, check_crc,
         _key("verify", "public_key", public_key), _header_lines("verify", headers))
-    # TODO(cli merge): the C++ VerifyReport computes kinds and statuses; until then, the
-    # integrity findings are told apart here as before.
-    has_digests, has_signature, signature_key_id, _ = integrity
-    signature_errors = [f for f in raw if f[5] and f[0] == "error" and f[1] in ("__SIGNATURE", "")]
-    digest_errors = [f for f in raw
-                     if f[5] and f[0] == "error" and f[1] not in ("__SIGNATURE", "")]
-    findings = tuple(
-        VerifyFinding(f[0], ("signature" if f in signature_errors else "digest") if f[5] else "",
-                      *f[1:5]) for f in raw)
-    if not has_digests:
-        digests = "absent"
-    elif digest_errors:
-        digests = "failed"
-    else:
-        digests = "verified" if check_crc else "unchecked"
-    if not has_signature:
-        signature = "absent"
-    elif public_key is None:
-        signature = "unchecked" if not signature_errors else "failed"
-    elif not signature_errors:
-        signature = "verified"
-    elif signature_key_id and signature_key_id != key_id:
-        signature = "other_key"
-    else:
-        signature = "failed"
-    parts = ["structure", "CRC-32s" if check_crc else "CRC-32s not checked"]
-    if digests != "absent":
-        parts.append(f"digests {digests}")
-    checked = ", ".join(parts)
-    if signature == "unchecked":
-        checked += "; signature not checked: give public_key="
-    elif signature != "absent":
-        checked += f"; signature {signature}"
+    findings = tuple(VerifyFinding(*f) for f in raw)
     return VerifyReport(findings, digests, signature, signature_key_id, checked)
 
 
