@@ -16,12 +16,11 @@ from . import _onnxzip
 from ._errors import (BadStateError, ChangedError, CorruptError, InvalidArgumentError, IOFailure,
                       NotFoundError, UnsupportedError)
 from ._model_walk import model_tensors
-from ._common import PathLike, Source, _is_archive_file, _path, _source_kind
+from ._common import (Headers, KeyLike, PathLike, Source, _header_lines, _is_archive_file, _key, _path,
+                      _source_kind)
 from ._dtypes import _location
-from ._tools import KeyLike, _key
 
 # Extra request headers for a remote archive (Authorization for a private hub).
-Headers = Optional[Mapping[str, str]]
 
 def _parse_stored_model(model_bytes: bytes, path: str) -> onnx.ModelProto:
     """The onnx.ModelProto of `__MODEL_PROTO`, which the C++ reader has already validated; onnx's
@@ -32,25 +31,6 @@ def _parse_stored_model(model_bytes: bytes, path: str) -> onnx.ModelProto:
     except DecodeError as e:
         raise CorruptError(f"{path}: __MODEL_PROTO: the onnx package cannot parse it: {e}") from None
     return model
-
-
-def _header_lines(function: str, headers: Headers) -> List[str]:
-    """`headers` as "Name: value" lines, refused (without showing a value) when malformed."""
-    if headers is None:
-        return []
-    if not isinstance(headers, Mapping):
-        raise TypeError(f"{function}: headers must be a mapping of str to str, not "
-                        f"{type(headers).__name__}")
-    lines = []
-    for name, value in headers.items():
-        if not isinstance(name, str) or not isinstance(value, str):
-            raise TypeError(f"{function}: headers must map str to str")
-        if not name or any(c in name for c in ": \t\r\n") or any(c in value for c in "\r\n"):
-            # The value is never shown: it is a credential more often than not.
-            raise InvalidArgumentError(f"{function}: header {name[:64]!r}: not a valid header "
-                                       "name, or a value with a line break")
-        lines.append(f"{name}: {value}")
-    return lines
 
 
 def _open_archive(source: Source, access: str, *, headers: Headers = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 import os
-from typing import Any, Optional, Union
+from typing import Any, List, Mapping, Optional, Union
 
 import numpy as np
 import onnx
@@ -93,3 +93,38 @@ def _check_output_name(function: str, path: str, writes_archive: bool, why: str 
     else:
         return
     raise InvalidArgumentError(f"{path}: {problem}", source=path, problem=problem)
+
+
+# A PEM key: the path of a PEM file, or its bytes.
+KeyLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
+Headers = Optional[Mapping[str, str]]
+
+
+def _key(function: str, option: str,
+         key: object) -> Union[bytes, bytearray, memoryview, str, None]:
+    """`key` as the extension takes it: PEM bytes, a path as str, or None."""
+    if key is None or isinstance(key, (bytes, bytearray, memoryview)):
+        return key
+    if isinstance(key, (str, os.PathLike)):
+        return _path(key)
+    raise TypeError(f"{function}: {option} must be a PEM file's path or its bytes, not "
+                    f"{type(key).__name__}")
+
+
+def _header_lines(function: str, headers: Headers) -> List[str]:
+    """`headers` as "Name: value" lines, refused (without showing a value) when malformed."""
+    if headers is None:
+        return []
+    if not isinstance(headers, Mapping):
+        raise TypeError(f"{function}: headers must be a mapping of str to str, not "
+                        f"{type(headers).__name__}")
+    lines = []
+    for name, value in headers.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise TypeError(f"{function}: headers must map str to str")
+        if not name or any(c in name for c in ": \t\r\n") or any(c in value for c in "\r\n"):
+            # The value is never shown: it is a credential more often than not.
+            raise InvalidArgumentError(f"{function}: header {name[:64]!r}: not a valid header "
+                                       "name, or a value with a line break")
+        lines.append(f"{name}: {value}")
+    return lines

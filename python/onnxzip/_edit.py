@@ -15,7 +15,7 @@ from ._model_walk import model_tensors
 from ._archive import Archive, _parse_stored_model
 from ._common import ModelLike, PathLike, _is_buffer, _path
 from ._dtypes import _make_reference
-from ._tools import KeyLike, _key
+from ._common import KeyLike, _key
 
 @dataclass(frozen=True)
 class EditResult:

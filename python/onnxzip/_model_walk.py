@@ -2,10 +2,11 @@
 
 The walk follows the C++ library's table of tensor sites (``_onnxzip.tensor_sites()``, from
 src/onnx/tensor_sites.h) by its field names, so it visits what the C++ ``for_each_tensor`` visits,
-in the same order, and names each tensor by the same site path: "graph/initializer[3]",
-"graph/node[2]/else_branch/node[0]/value", "functions[0]/attribute_proto[2]/alpha[0]",
-"graph/sparse_initializer[0]/values" -- the fields taken from the model, joined by "/", with the
-index of each repeated one, an attribute spelled by its name (spec/names.md). A field the installed onnx does not know (FunctionProto.attribute_proto
+in the same order, and names each tensor by the same site path (spec/names.md):
+"graph/initializer[3]", "graph/node[0]/value", "graph/node[2]/else_branch/node[0]/value",
+"functions[0]/attribute_proto[2]/alpha[0]", "graph/sparse_initializer[0]/values" -- the fields
+taken from the model, joined by "/", with the index of each repeated one, and an attribute spelled
+by its name (a node's attribute without one as "attribute[i]"). A field the installed onnx does not know (FunctionProto.attribute_proto
 before onnx 1.13) is not walked: protobuf keeps it among the message's unknown fields, where only
 the C++ library sees its tensors.
 """
@@ -19,6 +20,7 @@ import onnx
 from . import _onnxzip
 
 _TENSOR = "TensorProto"
+_ATTRIBUTE = "AttributeProto"
 _SPARSE_TENSOR = "SparseTensorProto"
 
 
@@ -43,43 +45,37 @@ def _rows() -> _Rows:
     return _ROWS
 
 
-_ATTRIBUTE = "AttributeProto"
-
-
 def _collect(message: Any, kind: str, prefix: str, rows: _Rows, out: List[TensorAtSite],
-             label: str = "") -> None:
+             label: Any = None) -> None:
     # Fields are read whatever an attribute's `type` says: a model that mislabels an attribute
     # still carries the tensors, and the C++ reader checks them all. A list, not a generator per
     # message: a graph's nodes hold few tensors, and generators cost more than the walk itself.
-    # An attribute is spelled by its name (spec/names.md, "Sites"): `label` replaces the name of
-    # the field of AttributeProto taken ("t", "g", "tensors"...).
+    # `label`: for an attribute, its name, which spells whichever of its fields is taken.
     in_sparse = kind == _SPARSE_TENSOR
-    for name, child, repeated in rows.get(kind, ()):
-        spelled = label if kind == _ATTRIBUTE else name
+    for field_name, child, repeated in rows.get(kind, ()):
+        name = field_name if label is None else label
+        if child == _ATTRIBUTE:
+            for index, item in enumerate(getattr(message, field_name)):
+                if kind == "NodeProto":  # A node's attribute is not spelled, only its name.
+                    _collect(item, child, prefix, rows, out, item.name or f"attribute[{index}]")
+                else:  # A function's attribute default keeps its index.
+                    _collect(item, child, f"{prefix}{field_name}[{index}]/", rows, out, item.name)
+            continue
         if repeated:
-            items = getattr(message, name)
+            items = getattr(message, field_name)
             if not items:
                 continue
             if child == _TENSOR:
                 for index, item in enumerate(items):
-                    out.append(TensorAtSite(item, f"{prefix}{spelled}[{index}]", in_sparse))
-            elif child == _ATTRIBUTE and kind == "NodeProto":
-                # A node's attribute is not spelled itself; an unnamed one stands for itself.
-                for index, item in enumerate(items):
-                    _collect(item, child, prefix, rows, out,
-                             item.name or f"attribute[{index}]")
-            elif child == _ATTRIBUTE:
-                # A function's attribute default keeps its index: attribute_proto[1]/alpha.
-                for index, item in enumerate(items):
-                    _collect(item, child, f"{prefix}{spelled}[{index}]/", rows, out, item.name)
+                    out.append(TensorAtSite(item, f"{prefix}{name}[{index}]", in_sparse))
             else:
                 for index, item in enumerate(items):
-                    _collect(item, child, f"{prefix}{spelled}[{index}]/", rows, out)
-        elif message.HasField(name):
+                    _collect(item, child, f"{prefix}{name}[{index}]/", rows, out)
+        elif message.HasField(field_name):
             if child == _TENSOR:
-                out.append(TensorAtSite(getattr(message, name), prefix + spelled, in_sparse))
+                out.append(TensorAtSite(getattr(message, field_name), prefix + name, in_sparse))
             else:
-                _collect(getattr(message, name), child, prefix + spelled + "/", rows, out)
+                _collect(getattr(message, field_name), child, prefix + name + "/", rows, out)
 
 
 def model_tensors(model: onnx.ModelProto) -> Iterator[TensorAtSite]:

@@ -9,11 +9,8 @@ from typing import Mapping, Optional, Tuple, Union
 
 from . import _onnxzip
 from ._errors import InvalidArgumentError
-from ._common import (PathLike, Source, _check_int, _check_options, _check_output_name, _path,
-                      _source_kind)
-
-# A PEM key: the path of a PEM file, or its bytes.
-KeyLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
+from ._common import (KeyLike, PathLike, Source, _check_int, _check_options, _check_output_name,
+                      _header_lines, _key, _path, _source_kind)
 
 
 def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int = 1024,
@@ -53,8 +50,7 @@ def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int
         raise TypeError("convert: src is a path or an http(s) URL, not a buffer")
     if kind != "url" and headers is not None:
         raise InvalidArgumentError("convert: headers apply to http(s) URLs only")
-    from ._archive import _header_lines
-
+    
     source = _path(src) if kind == "path" else src
     shown = _path(src) if kind == "path" else _onnxzip.display_url(src)
     target = _path(dst)
@@ -83,17 +79,6 @@ def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int
 def _check_bool(function: str, option: str, value: object) -> None:
     if not isinstance(value, bool):
         raise TypeError(f"{function}: {option} must be a bool, not {type(value).__name__}")
-
-
-def _key(function: str, option: str,
-         key: object) -> Union[bytes, bytearray, memoryview, str, None]:
-    """`key` as the extension takes it: PEM bytes, a path as str, or None."""
-    if key is None or isinstance(key, (bytes, bytearray, memoryview)):
-        return key
-    if isinstance(key, (str, os.PathLike)):
-        return _path(key)
-    raise TypeError(f"{function}: {option} must be a PEM file's path or its bytes, not "
-                    f"{type(key).__name__}")
 
 
 @dataclass(frozen=True)
@@ -176,46 +161,13 @@ def verify(path: Source, *, check_crc: bool = True, public_key: Optional[KeyLike
     InvalidArgumentError for a public_key that is not a PEM P-256 public key."""
     _check_bool("verify", "check_crc", check_crc)
     kind = _source_kind(path)
-    from ._archive import _header_lines
-
+    
     if kind != "url" and headers is not None:
         raise InvalidArgumentError("verify: headers apply to http(s) URLs only")
-    raw, integrity, key_id = _onnxzip.verify(
+    raw, digests, signature, signature_key_id, checked = _onnxzip.verify(
         _path(path) if kind == "path" else path, kind, check_crc,
         _key("verify", "public_key", public_key), _header_lines("verify", headers))
-    # TODO(cli merge): the C++ VerifyReport computes kinds and statuses; until then, the
-    # integrity findings are told apart here as before.
-    has_digests, has_signature, signature_key_id, _ = integrity
-    signature_errors = [f for f in raw if f[5] and f[0] == "error" and f[1] in ("__SIGNATURE", "")]
-    digest_errors = [f for f in raw
-                     if f[5] and f[0] == "error" and f[1] not in ("__SIGNATURE", "")]
-    findings = tuple(
-        VerifyFinding(f[0], ("signature" if f in signature_errors else "digest") if f[5] else "",
-                      *f[1:5]) for f in raw)
-    if not has_digests:
-        digests = "absent"
-    elif digest_errors:
-        digests = "failed"
-    else:
-        digests = "verified" if check_crc else "unchecked"
-    if not has_signature:
-        signature = "absent"
-    elif public_key is None:
-        signature = "unchecked" if not signature_errors else "failed"
-    elif not signature_errors:
-        signature = "verified"
-    elif signature_key_id and signature_key_id != key_id:
-        signature = "other_key"
-    else:
-        signature = "failed"
-    parts = ["structure", "CRC-32s" if check_crc else "CRC-32s not checked"]
-    if digests != "absent":
-        parts.append(f"digests {digests}")
-    checked = ", ".join(parts)
-    if signature == "unchecked":
-        checked += "; signature not checked: give public_key="
-    elif signature != "absent":
-        checked += f"; signature {signature}"
+    findings = tuple(VerifyFinding(*f) for f in raw)
     return VerifyReport(findings, digests, signature, signature_key_id, checked)
 
 
@@ -285,8 +237,7 @@ def repack(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int 
         raise TypeError("repack: src is a path or an http(s) URL, not a buffer")
     if kind != "url" and headers is not None:
         raise InvalidArgumentError("repack: headers apply to http(s) URLs only")
-    from ._archive import _header_lines
-
+    
     kept, unpacked, dropped = _onnxzip.repack(_path(src) if kind == "path" else src, kind,
                                               _path(dst), alignment, threshold, digests,
                                               _header_lines("repack", headers))

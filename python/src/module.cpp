@@ -854,17 +854,17 @@ struct VerifySource {
   std::string name;  // What findings call it.
 };
 
-// ((severity, entry, tensor, offset, message, integrity) per finding, (has_digests,
-// has_signature, key_id, problem)); the message is the whole line, its place included
-// (onnxzip::to_string(VerifyFinding)); `integrity` marks the findings of spec §12.5's checks. The
-// second part is what the archive's integrity entries say they are (read_integrity_info): all
-// false and "" for a legacy model or a file that is no readable ZIP. `kind`: "path", "url"
-// (`headers` go with its requests) or "buffer" (`source` is the model's bytes).
+// ((severity, kind, entry, tensor, offset, message) per finding, digests, signature,
+// signature_key_id, checked): the C++ VerifyReport, statuses and kinds as spec/names.md spells
+// them; the message is the whole line, its place included (onnxzip::to_string(VerifyFinding)).
+// `kind`: "path", "url" (`headers` go with its requests) or "buffer" (`source` is the model's
+// bytes).
 py::tuple verify(const py::handle source, const std::string& kind, const bool check_crc,
                  const py::handle public_key, const std::vector<std::string>& headers) {
   onnxzip::VerifyOptions options;
   options.check_crc = check_crc;
   options.public_key = pem_key<onnxzip::PublicKey>(public_key);
+  options.public_key_term = "public_key=";
   VerifySource from;
   if (kind == "buffer") {
     from.buffer.emplace(source);
@@ -875,7 +875,6 @@ py::tuple verify(const py::handle source, const std::string& kind, const bool ch
   }
   const std::string url = kind == "url" ? py::cast<std::string>(source) : std::string();
   onnxzip::VerifyReport report;
-  onnxzip::IntegrityInfo integrity;
   {
     const py::gil_scoped_release unlocked;
     if (kind == "url") {
@@ -895,26 +894,17 @@ py::tuple verify(const py::handle source, const std::string& kind, const bool ch
     // What `onnxzip verify` reports.
     report = from.path && !archive ? onnxzip::verify_model_file(*from.path, options)
                                    : onnxzip::verify_model_bytes(bytes, options, from.name);
-    try {
-      if (archive) {
-        integrity = onnxzip::read_integrity_info(
-            onnxzip::ZipReader::from_bytes(bytes, onnxzip::kNoOwner), options.integrity);
-      }
-    } catch (const onnxzip::Error&) {
-      // The findings say why the file does not read; it has no integrity entries to speak of.
-    }
   }
   py::list findings;
   for (const onnxzip::VerifyFinding& f : report.findings) {
-    findings.append(py::make_tuple(
-        std::string(onnxzip::to_string(f.severity)), file_text(f.entry), file_text(f.tensor),
-        f.offset, file_text(onnxzip::to_string(f), "backslashreplace"), f.integrity));
+    findings.append(py::make_tuple(std::string(onnxzip::to_string(f.severity)),
+                                   std::string(onnxzip::to_string(f.kind)), file_text(f.entry),
+                                   file_text(f.tensor), f.offset,
+                                   file_text(onnxzip::to_string(f), "backslashreplace")));
   }
-  return py::make_tuple(
-      findings,
-      py::make_tuple(integrity.has_digests, integrity.has_signature, integrity.key_id,
-                     file_text(integrity.problem, "backslashreplace")),
-      options.public_key ? py::str(options.public_key->key_id()) : py::str(""));
+  return py::make_tuple(findings, std::string(onnxzip::to_string(report.digests)),
+                        std::string(onnxzip::to_string(report.signature)),
+                        file_text(report.signature_key_id), file_text(report.checked));
 }
 
 // sign_archive() with a key (PEM bytes or a path) or None for `__DIGESTS` alone:

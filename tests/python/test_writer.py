@@ -341,8 +341,6 @@ def test_verify_takes_a_legacy_model_as_the_cli_does(tmp_path):
         assert cli == [f.message for f in report.findings]
 
 
-@pytest.mark.xfail(strict=True, reason="the C++ ArchiveWriter::finish check comes with the cli "
-                   "branch; remove this mark when it is merged")
 def test_finish_refuses_a_tensor_named_as_an_initializer_of_the_model(tmp_path):
     # finish() accepted it, and the archive then failed its own verify (ONNX IR: each name is
     # assigned once); the README says a name added twice is refused. The check is the C++
