@@ -3,6 +3,7 @@
 // the tensors and their data.
 
 import { ByteWindow } from './bytes.js';
+import { crc32 } from './crc32.js';
 import { OnnxzipError, quote, type ErrorPlace } from './errors.js';
 import { warning, type Finding } from './findings.js';
 import { checkInflateLimits, inflateRaw, type InflateLimits } from './inflate.js';
@@ -89,13 +90,35 @@ const kDefaultMaxModelBytes = 2 ** 31 - 1;
  * and offset of the first problem.
  */
 export async function openArchive(source: ArchiveSource, options: OpenOptions = {}): Promise<Archive> {
-  const bytes = await openSource(source, options);
-  try {
-    return await Archive.read(bytes, options);
-  } catch (e) {
-    await bytes.close().catch(() => undefined);
-    throw e;
+  // A file edited in place while it is read (spec §9.6) can give a mix of two archives' bytes:
+  // read again when the file changed meanwhile, or once more after a short pause when it looked
+  // corrupt (an edit within the file system's timestamp granularity leaves no trace in stat).
+  for (let attempt = 1; ; ++attempt) {
+    const bytes = await openSource(source, options);
+    let failure: unknown;
+    try {
+      const archive = await Archive.read(bytes, options);
+      if (!(await changedSinceOpen(bytes))) return archive;
+      await archive.close();
+    } catch (e) {
+      failure = e;
+      const changed = await changedSinceOpen(bytes).catch(() => false);
+      await bytes.close().catch(() => undefined);
+      const suspect = bytes.changedSinceOpen !== undefined && attempt === 1 && e instanceof OnnxzipError && e.code === 'corrupt';
+      if (!changed && !suspect) throw e;
+      if (!changed) await new Promise((resolve) => setTimeout(resolve, kPauseBeforeRereading));
+    }
+    if (attempt === kOpenAttempts) {
+      throw new OnnxzipError('changed', { source: bytes.name }, `the file changed while it was read, at each of ${kOpenAttempts} attempts (an edit in progress?); retrying may succeed`, { cause: failure });
+    }
   }
+}
+
+const kOpenAttempts = 4;
+const kPauseBeforeRereading = 20;
+
+async function changedSinceOpen(source: ByteSource): Promise<boolean> {
+  return source.changedSinceOpen === undefined ? false : source.changedSinceOpen();
 }
 
 export class Archive {
@@ -203,6 +226,10 @@ export class Archive {
       dir.tail.trim(Math.min(keptFrom, modelStart), model.local!.end);
     }
     const modelBytes = await readEntryData(source, dir, model, limits);
+    const modelCrc = model.isStored ? crc32(modelBytes) : model.crc32; // inflateRaw checked a deflated one.
+    if (modelCrc !== model.crc32) {
+      throw new OnnxzipError('corrupt', modelPlace, `CRC-32 mismatch: the data has 0x${modelCrc.toString(16).padStart(8, '0')}, the archive records 0x${model.crc32.toString(16).padStart(8, '0')}`, { offset: model.local?.dataOffset });
+    }
     const records = walkModel(modelBytes, { maxDepth: options.maxModelDepth ?? 100 }, (problem, at) => {
       throw new OnnxzipError('corrupt', modelPlace, `the model does not parse as a ModelProto: ${problem} (byte ${at} of the model)`, {
         offset: model.local === undefined ? undefined : model.local.dataOffset + at,

@@ -14,7 +14,8 @@ export type ErrorCode =
   | 'io' // A read failed: the file system, the network, an HTTP status.
   | 'invalid_argument' // The caller passed something the API does not accept.
   | 'limit_exceeded' // A configured safety limit (count, size, depth) was exceeded.
-  | 'bad_state'; // The call is not allowed in the object's current state.
+  | 'bad_state' // The call is not allowed in the object's current state.
+  | 'changed'; // The file changed while it was read (an edit in place); retrying may succeed.
 
 /** Where a problem lies, outermost first; each part a finished phrase. */
 export interface ErrorPlace {

@@ -22,7 +22,7 @@ export async function tensors(url: string): Promise<number> {
   return data.length + report.findings.length;
 }
 
-export function code(e: OnnxzipError): 'corrupt' | 'unsupported' | 'not_found' | 'io' | 'invalid_argument' | 'limit_exceeded' | 'bad_state' {
+export function code(e: OnnxzipError): 'corrupt' | 'unsupported' | 'not_found' | 'io' | 'invalid_argument' | 'limit_exceeded' | 'bad_state' | 'changed' {
   return e.code;
 }
 
