@@ -5,6 +5,7 @@
 #include "onnxzip/edit.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 
 #include <fcntl.h>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -24,11 +26,13 @@
 
 #include "crc32.h"
 #include "interrupted_edit.h"
+#include "locked_archive.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/byte_source.h"
 #include "onnxzip/convert.h"
 #include "onnxzip/error.h"
 #include "onnxzip/onnx_codec.h"
+#include "onnxzip/signing.h"
 #include "support/byte_sources.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
@@ -88,7 +92,10 @@ std::vector<std::pair<std::string, Bytes>> payloads(const fs::path& path) {
 
 class ArchiveEdit : public ::testing::Test {
  protected:
-  void TearDown() override { archive_detail::set_tail_step_hook(nullptr); }
+  void TearDown() override {
+    archive_detail::set_tail_step_hook(nullptr);
+    archive_detail::set_archive_opened_hook(nullptr);
+  }
 };
 
 TEST_F(ArchiveEdit, OnlyTheModelChangesAtEveryAlignment) {
@@ -524,11 +531,15 @@ TEST_F(ArchiveEdit, ErrorsForFilesThatCannotBeEdited) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::flock(fd, LOCK_EX), 0);
   try {
-    replace_model(path, model);
+    EditOptions no_wait;
+    no_wait.wait = std::chrono::milliseconds(0);
+    replace_model(path, model, no_wait);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kIo);
-    EXPECT_CONTAINS(e.what(), path.string() + ": cannot edit: another edit of it is in progress");
+    EXPECT_CONTAINS(e.what(), path.string() +
+                                  ": cannot edit: locked by another process (another edit of it "
+                                  "is in progress)");
   }
   ::close(fd);
   // A ZIP without a model.
@@ -581,14 +592,16 @@ TEST_F(ArchiveEdit, SymbolicLinksAreFollowedUnlessRefused) {
   EXPECT_EQ(producer_of(path), "refused");
 }
 
-// The edit reads the archive through the descriptor it opened and locked, and writes through the
-// same one: an archive renamed over the path meanwhile is neither read nor changed, and the
-// file the edit opened (still reachable by a second link here) gets the new model.
-TEST_F(ArchiveEdit, ReadsAndWritesTheFileItOpenedWhateverItsPathNamesMeanwhile) {
+// The edit reads the archive through the descriptor it opened and locked, and checks just before
+// its first write that the path still names that file: an archive renamed over the path during
+// the edit is neither read nor changed, nor is the file the edit opened (still reachable by a
+// second link here); the edit fails with kChanged, to be run again.
+TEST_F(ArchiveEdit, AFileRenamedOverThePathDuringTheEditFailsItUnwritten) {
   ScratchDir dir("edit_replaced");
   const fs::path path = dir / "m.onnxz";
   save(sample_model(), path);
   fs::create_hard_link(path, dir / "opened.onnxz");
+  const Bytes opened_bytes = read_file_bytes(path);
   ModelProto other = sample_model();
   other.producer_name = "other";
   save(other, dir / "other.onnxz");
@@ -603,11 +616,156 @@ TEST_F(ArchiveEdit, ReadsAndWritesTheFileItOpenedWhateverItsPathNamesMeanwhile) 
     fs::rename(dir / "other.onnxz", path);
     replaced = true;
   };
-  replace_model(path, model, options);
+  try {
+    replace_model(path, model, options);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kChanged);
+    EXPECT_CONTAINS(e.what(), path.string() + ": cannot edit: the path names another file now");
+  }
   ASSERT_TRUE(replaced);
   EXPECT_EQ(read_file_bytes(path), other_bytes);
-  EXPECT_EQ(producer_of(dir / "opened.onnxz"), "new");
-  EXPECT_EQ(payloads(dir / "opened.onnxz"), payloads(path));
+  EXPECT_EQ(read_file_bytes(dir / "opened.onnxz"), opened_bytes);
+  // Run again, the edit lands in the file at the path.
+  options.progress = nullptr;
+  replace_model(path, model, options);
+  EXPECT_EQ(producer_of(path), "new");
+}
+
+// Issue 32, defect 5: a file renamed over the path between the edit's open and its lock (as
+// `edit --compact`, `convert` or a deploy script do) is the one edited; the file the edit opened
+// first, which no path may name any more, is left alone.
+TEST_F(ArchiveEdit, AFileRenamedOverThePathBeforeTheLockIsTheOneEdited) {
+  ScratchDir dir("edit_replaced_before_lock");
+  const fs::path path = dir / "m.onnxz";
+  save(sample_model(), path);
+  fs::create_hard_link(path, dir / "first.onnxz");
+  const Bytes first_bytes = read_file_bytes(path);
+  ModelProto other = sample_model();
+  other.producer_name = "other";
+  save(other, dir / "other.onnxz");
+
+  ModelProto model = archive_model(path);
+  model.producer_name = "new";
+  int opens = 0;
+  archive_detail::set_archive_opened_hook([&] {
+    if (opens++ == 0) fs::rename(dir / "other.onnxz", path);
+  });
+  replace_model(path, model);
+  archive_detail::set_archive_opened_hook(nullptr);
+  EXPECT_EQ(opens, 2);
+  EXPECT_EQ(producer_of(path), "new");
+  EXPECT_EQ(read_file_bytes(dir / "first.onnxz"), first_bytes);
+  EXPECT_TRUE(verify(path).ok());
+
+  // A signing too.
+  save(other, dir / "other.onnxz");
+  opens = 0;
+  archive_detail::set_archive_opened_hook([&] {
+    if (opens++ == 0) fs::rename(dir / "other.onnxz", path);
+  });
+  sign_archive(path, {});
+  archive_detail::set_archive_opened_hook(nullptr);
+  EXPECT_EQ(opens, 2);
+  EXPECT_EQ(producer_of(path), "other");
+  EXPECT_TRUE(ZipReader::open(path).find(kDigestsEntryName) != nullptr);
+
+  // A path that names another file at every attempt: refused, nothing written anywhere.
+  const Bytes path_bytes = read_file_bytes(path);
+  archive_detail::set_archive_opened_hook([&] {
+    save(other, dir / "other.onnxz");
+    fs::rename(dir / "other.onnxz", path);
+  });
+  try {
+    replace_model(path, model);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kChanged);
+    EXPECT_CONTAINS(e.what(), path.string() +
+                                  ": cannot edit: another file was renamed over the path at each "
+                                  "of 8 attempts to open and lock it");
+  }
+  archive_detail::set_archive_opened_hook(nullptr);
+  EXPECT_EQ(producer_of(path), "other");
+}
+
+// Readers hold the lock shared while they read the tail: an edit waits for them (EditOptions::
+// wait), and a second edit is refused once the wait is over.
+TEST_F(ArchiveEdit, AnEditWaitsForReadersAndRefusesASecondEditAfterItsWait) {
+  ScratchDir dir("edit_wait");
+  const fs::path path = dir / "m.onnxz";
+  save(sample_model(), path);
+  ModelProto model = archive_model(path);
+  model.producer_name = "new";
+  {
+    const int reader = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(reader, 0);
+    ASSERT_EQ(::flock(reader, LOCK_SH), 0);
+    // Let go after a while; the edit's default wait is far longer, even on a loaded machine.
+    std::thread release([reader] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      ::close(reader);
+    });
+    replace_model(path, model);
+    release.join();
+    EXPECT_EQ(producer_of(path), "new");
+  }
+  const Bytes before = read_file_bytes(path);
+  const int editor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(editor, 0);
+  ASSERT_EQ(::flock(editor, LOCK_EX), 0);
+  model.producer_name = "refused";
+  EditOptions options;
+  options.wait = std::chrono::milliseconds(150);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    replace_model(path, model, options);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_CONTAINS(e.what(), path.string() +
+                                  ": cannot edit: locked by another process (another edit of it "
+                                  "is in progress) for the 150 ms this edit waits");
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - start, options.wait);
+  try {
+    sign_archive(path, {.wait = std::chrono::milliseconds(0)});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), "locked by another process");
+  }
+  ::close(editor);
+  EXPECT_EQ(read_file_bytes(path), before);
+}
+
+// Editors that overlap take turns (each waits for the lock), and each reads the model under the
+// lock it writes under: none loses another's update.
+TEST_F(ArchiveEdit, EditorsAtOnceTakeTurnsAndLoseNoUpdate) {
+  ScratchDir dir("edit_turns");
+  const fs::path path = dir / "m.onnxz";
+  save(sample_model(), path);
+  constexpr int kEditors = 4;
+  constexpr int kEditsEach = 10;
+  std::vector<std::thread> editors;
+  std::atomic<int> failures{0};
+  for (int e = 0; e < kEditors; ++e) {
+    editors.emplace_back([&] {
+      for (int i = 0; i < kEditsEach; ++i) {
+        try {
+          edit_model_properties(path, [](ModelProto& model) {
+            const int count = std::stoi(std::string(model.doc_string.value_or("0")));
+            model.doc_string = std::to_string(count + 1);
+          });
+        } catch (const Error&) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (std::thread& editor : editors) editor.join();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(std::string(load(path).doc_string.value_or("")), std::to_string(kEditors * kEditsEach));
+  EXPECT_TRUE(verify(path).ok());
 }
 
 // More than 65,534 entries: the end records need zip64 (spec §5.2) in every tail the edit

@@ -13,11 +13,16 @@
 // Other processes that have the archive mapped keep valid payloads (none of their bytes change)
 // but see the bytes of `__MODEL_PROTO` change under them, and pages past the new end of a file
 // that shrank go away (SIGBUS on access): a model that another process loaded with no_copy (its
-// strings borrow from those bytes) must be loaded again. Two edits of one archive at a time are
-// refused (an advisory lock). Any module above the archive layer may use this header.
+// strings borrow from those bytes) must be loaded again. An edit holds an exclusive advisory
+// lock (flock) on the file; readers hold a shared one while they read the tail, and the edit waits
+// for them (EditOptions::wait). A second edit of the archive waits as long, then is refused. Once
+// locked, the edit checks that the path still names the file it opened (opening it again when a
+// file was renamed over it), so that it never edits a file no path names. Any module above the
+// archive layer may use this header.
 #ifndef ONNXZIP_EDIT_H_
 #define ONNXZIP_EDIT_H_
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -62,6 +67,10 @@ struct EditOptions {
   // signs an archive that had digests but no signature. A compaction removes both entries.
   std::optional<PrivateKey> signing_key{};
   IntegrityLimits integrity{};
+  // How long the edit waits for the file's lock while other processes hold it (readers briefly,
+  // another edit for as long as it takes) before it gives up (Error(kIo) "locked by another
+  // process"). The default outlasts any reader's hold.
+  std::chrono::milliseconds wait{kDefaultEditWait};
 };
 
 struct EditResult {
@@ -99,8 +108,9 @@ struct EditResult {
 // `__MODEL_PROTO` is missing or not last (spec §9.4 item 1); Error(kInvalidArgument) naming the
 // tensor and the entry for a reference breaking the rule above, and naming the entries no tensor
 // refers to (without compact); Error(kIo) when the file cannot be opened for writing, another
-// edit holds it, or a write fails -- the message then says whether the file holds the old model
-// or the new one.
+// edit holds it (after EditOptions::wait), the space the edit may take cannot be reserved, or a
+// write fails -- the message then says whether the file holds the old model or the new one;
+// Error(kChanged) when files renamed over the path kept it from naming the file the edit locked.
 EditResult replace_model(const std::filesystem::path& archive, const ModelProto& model,
                          const EditOptions& options = {});
 

@@ -27,6 +27,7 @@ enum class ErrorCode {
   kInvalidArgument,  // The caller passed something the API does not accept.
   kLimitExceeded,    // A configured safety limit (depth, count, size) was exceeded.
   kBadState,         // The call is not allowed in the object's current state.
+  kChanged,          // The file changed while it was being read: retrying may succeed.
 };
 
 // Stable lower-case name of a code ("corrupt", "not_found", ...), for messages and JSON.

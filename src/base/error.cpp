@@ -33,6 +33,8 @@ std::string_view to_string(ErrorCode code) noexcept {
       return "limit_exceeded";
     case ErrorCode::kBadState:
       return "bad_state";
+    case ErrorCode::kChanged:
+      return "changed";
   }
   return "unknown";
 }
