@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -766,6 +767,97 @@ TEST_F(ArchiveEdit, EditorsAtOnceTakeTurnsAndLoseNoUpdate) {
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(std::string(load(path).doc_string.value_or("")), std::to_string(kEditors * kEditsEach));
   EXPECT_TRUE(verify(path).ok());
+}
+
+// Issue 32, defect 6: the space an edit may take is reserved before its first write, so that a
+// full disk fails it with the file unchanged -- not at §9.6 step 3, where the new tail fits past
+// the end of the file but not back in its place (the bytes between hold a hole). Run on a tmpfs
+// of a chosen size, mounted in a child process's own mount namespace; skipped where the system
+// does not allow one.
+std::string edit_on_small_tmpfs(const fs::path& folder, const fs::path& archive,
+                                std::uint64_t free_bytes, const ModelProto& model) {
+  const std::uint64_t archive_pages = (fs::file_size(archive) + 4095) / 4096;
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) return "pipe failed";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pipe_fds[0]);
+    const auto report = [&](const std::string& text, int code) {
+      static_cast<void>(::write(pipe_fds[1], text.data(), text.size()));
+      ::_exit(code);
+    };
+    if (::unshare(CLONE_NEWNS) != 0) {
+      // Not privileged: a user namespace of our own, where we are.
+      const uid_t uid = ::getuid();
+      const gid_t gid = ::getgid();
+      if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) report("skip: no mount namespace", 0);
+      const auto put = [](const char* file, const std::string& text) {
+        const int fd = ::open(file, O_WRONLY);
+        if (fd < 0) return;
+        static_cast<void>(::write(fd, text.data(), text.size()));
+        ::close(fd);
+      };
+      put("/proc/self/setgroups", "deny");
+      put("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1");
+      put("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1");
+    }
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+      report("skip: cannot make mounts private", 0);
+    }
+    const std::string size = "size=" + std::to_string(archive_pages * 4096 + free_bytes);
+    if (::mount("tmpfs", folder.c_str(), "tmpfs", 0, size.c_str()) != 0) {
+      report("skip: cannot mount a tmpfs", 0);
+    }
+    const fs::path path = folder / "m.onnxz";
+    try {
+      fs::copy_file(archive, path);
+      const Bytes before = read_file_bytes(path);
+      std::string outcome;
+      try {
+        replace_model(path, model);
+        outcome = "edited";
+      } catch (const Error& e) {
+        outcome = std::string("error: ") + e.what();
+      }
+      const bool unchanged = read_file_bytes(path) == before;
+      const bool ok = verify(path).ok();
+      report(outcome + (unchanged ? " | unchanged" : " | changed") + (ok ? " | ok" : " | bad") +
+                 " | producer " + producer_of(path),
+             0);
+    } catch (const std::exception& e) {
+      report(std::string("failed: ") + e.what(), 1);
+    }
+  }
+  ::close(pipe_fds[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) text.append(buffer, n);
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return text;
+}
+
+TEST_F(ArchiveEdit, AFullDiskFailsTheEditBeforeItWritesAnything) {
+  ScratchDir dir("edit_enospc");
+  const fs::path archive = dir / "m.onnxz";
+  save(sample_model(), archive);
+  fs::create_directory(dir / "mount");
+  ModelProto model = archive_model(archive);
+  model.producer_name = "new";
+  constexpr std::uint64_t kMiB = 1 << 20;
+  model.doc_string = std::string(kMiB, 'd');  // The old tail is a few KiB.
+  // Room for steps 1 and 2 (the new tail and the record past the archive) but not for step 3's
+  // bytes past the old end as well.
+  const std::string full = edit_on_small_tmpfs(dir / "mount", archive, 3 * kMiB / 2, model);
+  if (full.starts_with("skip: ")) GTEST_SKIP() << full;
+  EXPECT_CONTAINS(full, "error: ");
+  EXPECT_CONTAINS(full, "m.onnxz: editing in place: no room for the edit");
+  EXPECT_CONTAINS(full, "No space left on device; the archive is unchanged");
+  EXPECT_CONTAINS(full, "| unchanged | ok | producer old");
+  // With room for the reservation, the same edit completes.
+  EXPECT_EQ(edit_on_small_tmpfs(dir / "mount", archive, 3 * kMiB, model),
+            "edited | changed | ok | producer new");
 }
 
 // More than 65,534 entries: the end records need zip64 (spec §5.2) in every tail the edit
