@@ -1,11 +1,13 @@
 # Fails when an #include goes up or across the library's layers (src/CMakeLists.txt explains
 # them). Run by the build: cmake -DSOURCE_DIR=<repo> -DSTAMP=<file> -P check_layers.cmake
 #
-# Every public header in include/onnxzip/ belongs to one layer (the table below); a private
-# header belongs to the layer whose folder holds it.
+# Every header in include/onnxzip/ (the installed tier) and include/onnxzip/internal/ (the tool's,
+# the bindings' and the tests') belongs to one layer (the table below); a private header belongs
+# to the layer whose folder holds it.
 cmake_minimum_required(VERSION 3.25)
 
-set(public_base byte_source bytes error http_source mapped_file output_options progress text)
+set(public_base bytes error text)
+set(public_io byte_source http_source mapped_file output_options progress)
 set(public_zip entry_sink zip_reader)
 set(public_onnx ir_check onnx_codec onnx_model protobuf_wire tensor)
 set(public_integrity integrity)
@@ -14,16 +16,17 @@ set(public_convert convert legacy)
 
 # What each layer may include: itself and the layers below it.
 set(allowed_base base)
-set(allowed_zip base zip)
-set(allowed_onnx base onnx)
+set(allowed_io base io)
+set(allowed_zip base io zip)
+set(allowed_onnx base io onnx)
 set(allowed_integrity base integrity)
-set(allowed_archive base zip onnx integrity archive)
-set(allowed_convert base zip onnx integrity archive convert)
-set(allowed_cli base zip onnx integrity archive convert cli)
-set(layers base zip onnx integrity archive convert cli)
+set(allowed_archive base io zip onnx integrity archive)
+set(allowed_convert base io zip onnx integrity archive convert)
+set(allowed_cli base io zip onnx integrity archive convert cli)
+set(layers base io zip onnx integrity archive convert cli)
 
 function(public_header_layer header out)
-  foreach(layer IN ITEMS base zip onnx integrity archive convert)
+  foreach(layer IN ITEMS base io zip onnx integrity archive convert)
     if(header IN_LIST public_${layer})
       set(${out} ${layer} PARENT_SCOPE)
       return()
@@ -34,7 +37,8 @@ endfunction()
 
 get_filename_component(SOURCE_DIR "${SOURCE_DIR}" ABSOLUTE)
 set(problems "")
-file(GLOB public_headers "${SOURCE_DIR}/include/onnxzip/*.h")
+file(GLOB public_headers "${SOURCE_DIR}/include/onnxzip/*.h"
+     "${SOURCE_DIR}/include/onnxzip/internal/*.h")
 set(files ${public_headers})
 foreach(layer IN LISTS layers)
   file(GLOB layer_files "${SOURCE_DIR}/src/${layer}/*.cpp" "${SOURCE_DIR}/src/${layer}/*.h")

@@ -1,5 +1,5 @@
-// Fuzzes the archive layer's two entry points for untrusted bytes: load(ByteSpan) and
-// verify(ByteSpan). Any onnxzip::Error from load is an acceptable answer to hostile bytes;
+// Fuzzes the archive layer's two entry points for untrusted bytes: load_bytes and
+// verify_bytes. Any onnxzip::Error from load is an acceptable answer to hostile bytes;
 // verify must never throw for the archive's content. Anything else (a crash, a sanitizer report,
 // another exception type escaping, a verdict that contradicts load) is a bug.
 //
@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   load_options.verify_crc = (size % 2) == 0;  // Both paths, decided by the input.
   bool loaded = false;
   try {
-    const onnxzip::ModelProto model = onnxzip::load(bytes, onnxzip::kNoOwner, load_options);
+    const onnxzip::ModelProto model = onnxzip::load_bytes(bytes, onnxzip::kNoOwner, load_options);
     loaded = true;
     // The promise of load: an ordinary inline model, no external reference left. (external_data
     // on a tensor whose data_location is not EXTERNAL means nothing, as in the reference onnx
@@ -51,10 +51,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (const onnxzip::Archive::TensorInfo& info : archive.tensors()) {
         check(info.data.size() == onnxzip::tensor_byte_size(info.dims, info.data_type));
         if (info.zero_copy) {
-          check(info.file_offset <= size && info.data.size() <= size - info.file_offset);
-          check(info.data.empty() || info.data.data() == data + info.file_offset);
+          check(info.offset.has_value());
+          const std::uint64_t offset = info.offset.value_or(0);
+          check(offset <= size && info.data.size() <= size - offset);
+          check(info.data.empty() || info.data.data() == data + offset);
         }
-        check(archive.find_location(info.location) != nullptr);
+        check(archive.find_entry(info.entry) != nullptr);
       }
     } catch (const onnxzip::Error&) {
       std::abort();
@@ -64,12 +66,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   onnxzip::VerifyOptions verify_options;
   verify_options.zip = load_options.zip;
   try {
-    const onnxzip::VerifyReport report = onnxzip::verify(bytes, verify_options);
+    const onnxzip::VerifyReport report = onnxzip::verify_bytes(bytes, verify_options);
     // verify reports as an error everything that makes load refuse an archive, so an archive
     // it calls loadable (let alone conforming) must have loaded.
     if (report.ok() || report.loadable()) check(loaded);
   } catch (const onnxzip::Error&) {
-    std::abort();  // verify(ByteSpan) reports findings; it never throws for content.
+    std::abort();  // verify_bytes reports findings; it never throws for content.
   }
   return 0;
 }

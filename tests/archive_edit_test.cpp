@@ -1157,7 +1157,7 @@ TEST_F(ArchiveEdit, ACrashInTheMiddleOfAWriteLeavesTheOldOrTheNewModel) {
       std::copy(write.after->begin() + static_cast<std::ptrdiff_t>(from),
                 write.after->begin() + static_cast<std::ptrdiff_t>(from + n),
                 state.begin() + static_cast<std::ptrdiff_t>(from));
-      const ModelProto loaded = load(ByteSpan(state), kNoOwner, {}, "state");
+      const ModelProto loaded = load_bytes(ByteSpan(state), kNoOwner, {}, "state");
       ASSERT_EQ(loaded.producer_name.value_or(""), n == to - from ? "new" : write.partial)
           << "prefix " << n;
     }
@@ -1239,7 +1239,7 @@ TEST_F(ArchiveEdit, ARecordOfAnInterruptedEditMustPointAtAnArchive) {
                 std::to_string(size + 5000) +
                 "); the archive is the one the edit began from; editing the archive again or "
                 "repacking it removes them (spec §9.6)");
-  EXPECT_EQ(load(ByteSpan(old_live), kNoOwner).producer_name.value_or(""), "old");
+  EXPECT_EQ(load_bytes(ByteSpan(old_live), kNoOwner).producer_name.value_or(""), "old");
   // Good, the new tail whole: here the whole archive is the "new tail", after an empty old one.
   const Bytes new_live = with_record(record(0, 0, size, crc32(archive)), 100);
   const ZipReader switched = open_zip(new_live);

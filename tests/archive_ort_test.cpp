@@ -141,7 +141,7 @@ TEST(ArchiveOrt, ViewModelRunsInOnnxRuntimeAsTheOriginalDoes) {
       EXPECT_EQ(offset % alignment, 0u);
       const Archive::TensorInfo* info = opened.find_tensor(*t.name);
       ASSERT_NE(info, nullptr);
-      EXPECT_EQ(offset, info->file_offset);
+      EXPECT_EQ(offset, info->offset);
       EXPECT_EQ(std::stoull(*t.external_data[2].value), info->data.size());
       ++in_archive;
     });
@@ -178,10 +178,10 @@ TEST(ArchiveOrt, ViewModelRunsInOnnxRuntimeAsTheOriginalDoes) {
       std::printf("[ ORT A=%u ] maps %s at file offset %llu, %llu bytes\n", alignment,
                   archive.filename().c_str(), static_cast<unsigned long long>(offset),
                   static_cast<unsigned long long>(size));
-      embed_mapped |= offset == embed->file_offset / 4096 * 4096 &&
-                      offset + size >= embed->file_offset + embed->data.size();
+      embed_mapped |= offset == *embed->offset / 4096 * 4096 &&
+                      offset + size >= *embed->offset + embed->data.size();
     }
-    EXPECT_TRUE(embed_mapped) << "embed.weight at " << embed->file_offset << "\n" << got.report;
+    EXPECT_TRUE(embed_mapped) << "embed.weight at " << *embed->offset << "\n" << got.report;
 
     // The reference package sees the same tensors through the view as in the original.
     const auto compared =

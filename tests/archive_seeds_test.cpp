@@ -256,8 +256,8 @@ TEST(ArchiveFuzzSeeds, InterruptedEditsOfASavedArchive) {
     }
     ASSERT_TRUE(fs::exists(committed)) << "run with ONNXZIP_UPDATE_FUZZ_SEEDS=1 to write it";
     EXPECT_EQ(read_file_bytes(committed), seed.bytes);
-    EXPECT_EQ(load(seed.bytes, kNoOwner), load(archive, kNoOwner));
-    const VerifyReport report = verify(seed.bytes);
+    EXPECT_EQ(load_bytes(seed.bytes, kNoOwner), load_bytes(archive, kNoOwner));
+    const VerifyReport report = verify_bytes(seed.bytes);
     EXPECT_TRUE(report.loadable());
     ASSERT_FALSE(report.findings.empty());
     EXPECT_NE(report.findings[0].message.find("interrupted_edit: an interrupted edit left"),

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -216,6 +217,8 @@ struct Vector {
   // "" or a public key (PEM) to verify with too (spec §12.5 item 4), and what that gives.
   std::string key;
   std::string verify_key;
+  // The sites of the tensors that hold data, in walk order (spec/names.md); checked when given.
+  std::optional<std::vector<std::string>> sites;
 };
 
 // gtest prints parameters in test listings and failures: the file names the vector.
@@ -237,9 +240,14 @@ std::vector<Vector> load_manifest() {
         names.push_back(it->second.text);
       }
     }
+    std::optional<std::vector<std::string>> sites;
+    if (const auto it = v.members.find("sites"); it != v.members.end()) {
+      sites.emplace();
+      for (const Json& site : it->second.items) sites->push_back(site.text);
+    }
     out.push_back({v.at("file").text, v.at("rule").text, v.at("description").text,
                    v.at("open").text, v.at("verify").text, std::move(names), v.string_or("key", ""),
-                   v.string_or("verify_key", "")});
+                   v.string_or("verify_key", ""), std::move(sites)});
   }
   return out;
 }
@@ -283,7 +291,15 @@ TEST_P(ConformanceTest, VerdictsMatchTheManifest) {
   ASSERT_TRUE(fs::exists(path));
 
   std::string open_message;
-  const std::string open = verdict_of([&] { (void)Archive::open(path); }, open_message);
+  const std::string open = verdict_of(
+      [&] {
+        const Archive archive = Archive::open(path);
+        if (!v.sites) return;
+        std::vector<std::string> sites;
+        for (const Archive::TensorInfo& info : archive.tensors()) sites.push_back(info.site);
+        EXPECT_EQ(sites, *v.sites);
+      },
+      open_message);
   EXPECT_EQ(open, v.open) << open_message;
   std::string load_message;
   const std::string loaded = verdict_of([&] { (void)load(path); }, load_message);

@@ -156,7 +156,7 @@ void serve_damaged(const NginxServer& server, const std::string& name, std::uint
 TEST_F(ConvertRemoteTest, DamageIsAnErrorNamingTheUrlAndTheEntryAndLeavesNothing) {
   const Archive local = Archive::open(server_->root() / "m.onnxz");
   const Archive::TensorInfo& info = *local.find_tensor("extra110");
-  const ZipEntry& entry = local.zip().at(info.location);
+  const ZipEntry& entry = local.zip().at(info.entry);
   serve_damaged(*server_, "payload.onnxz", entry.data_offset + entry.size / 2);
   // The local header's CRC-32 field (offset 14).
   serve_damaged(*server_, "header.onnxz", entry.local_header_offset + 14);

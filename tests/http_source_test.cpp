@@ -275,9 +275,9 @@ TEST_F(HttpSourceTest, ArchiveOpenIsOneRequestAndEachTensorOne) {
   for (std::size_t i = 0; i < local.tensors().size(); ++i) {
     const Archive::TensorInfo& r = remote.tensors()[i];
     const Archive::TensorInfo& l = local.tensors()[i];
-    EXPECT_EQ(r.tensor_name, l.tensor_name);
+    EXPECT_EQ(r.name, l.name);
     EXPECT_EQ(r.dims, l.dims);
-    EXPECT_EQ(r.file_offset, l.file_offset);
+    EXPECT_EQ(r.offset, l.offset);
     EXPECT_TRUE(r.data.empty());
     EXPECT_EQ(to_vector(remote.payload(r).view()), to_vector(l.data));
   }
@@ -302,8 +302,8 @@ TEST_F(HttpSourceTest, TensorsBeyondTheTailAreOneRequestEachAndAdjacentOnesMerge
     asked.push_back(remote.find_tensor(name));
   const std::vector<TensorBytes> got = remote.payloads(asked);
   for (std::size_t i = 0; i < asked.size(); ++i) {
-    EXPECT_EQ(to_vector(got[i].view()), to_vector(local.find_tensor(asked[i]->tensor_name)->data))
-        << asked[i]->tensor_name;
+    EXPECT_EQ(to_vector(got[i].view()), to_vector(local.find_tensor(asked[i]->name)->data))
+        << asked[i]->name;
   }
   EXPECT_EQ(server_->requests(2).size(), 2U);
 }

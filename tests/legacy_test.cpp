@@ -226,12 +226,11 @@ TEST_F(LegacyModels, ExternalizesAttributesAndSparseTensorsOnlyWhenAsked) {
   options.externalize_attributes = true;
   write_legacy_model(model, out / "attributes.onnx", options);
   auto refs = references_in(out / "attributes.onnx");
-  EXPECT_EQ(refs.count("graph/node[1]/attribute[0]/t"), 1u);
-  // The else branch's Constant (make_node sorts attributes: else_branch comes first).
-  EXPECT_EQ(
-      refs.count("graph/node[3]/attribute[0]/g/node[0]/attribute[0]/g/node[0]/attribute[0]/t"), 1u);
+  EXPECT_EQ(refs.count("graph/node[1]/value"), 1u);
+  // The else branch's Constant, in the Loop's body.
+  EXPECT_EQ(refs.count("graph/node[3]/body/node[0]/else_branch/node[0]/value"), 1u);
   EXPECT_EQ(refs.count("graph/sparse_initializer[0]/values"), 0u);
-  EXPECT_EQ(refs.count("functions[0]/node[0]/attribute[0]/t"), 0u);
+  EXPECT_EQ(refs.count("functions[0]/node[0]/value"), 0u);
   const auto view = python_dump({out / "attributes.onnx"}).at((out / "attributes.onnx").string());
   EXPECT_EQ(view.checker, "ok");
   EXPECT_EQ(view.digests, expected("inline_raw"));

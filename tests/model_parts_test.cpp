@@ -280,7 +280,7 @@ TEST(ModelParts, TheWalkNamesInterleavedFieldsByTheirIndex) {
   ASSERT_TRUE(walked.has_value());
   std::vector<std::string> paths;
   for (const SiteAndTensor& site : *walked) paths.push_back(site.path);
-  EXPECT_EQ(paths, (std::vector<std::string>{"graph/initializer[0]", "graph/node[0]/attribute[0]/t",
+  EXPECT_EQ(paths, (std::vector<std::string>{"graph/initializer[0]", "graph/node[0]/value",
                                              "graph/initializer[1]"}));
   // The parsed model has the same tensors at the same sites, in field order.
   std::vector<std::string> visited;

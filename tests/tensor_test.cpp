@@ -610,8 +610,7 @@ TEST(TensorLabel, NamesTheTensorQuotedAndItsSite) {
   EXPECT_EQ(tensor_label(t), "tensor ''");  // Present but empty is not unnamed.
   t.name.reset();
   EXPECT_EQ(tensor_label(t), "unnamed tensor");
-  EXPECT_EQ(tensor_label(t, "graph/node[0]/attribute[0]/t"),
-            "unnamed tensor at graph/node[0]/attribute[0]/t");
+  EXPECT_EQ(tensor_label(t, "graph/node[0]/value"), "unnamed tensor at graph/node[0]/value");
 }
 
 // --- The visitor ---
@@ -639,13 +638,16 @@ ModelProto tensor_in_every_place() {
   GraphProto inner;  // Two levels down: model graph -> node attribute g -> node attribute t.
   inner.initializer = {named("g_init")};
   NodeProto inner_node;
-  inner_node.attribute.emplace_back().t = named("g_node_t");
+  AttributeProto& inner_value = inner_node.attribute.emplace_back();
+  inner_value.name = "value";
+  inner_value.t = named("g_node_t");
   inner.node = {inner_node};
 
   GraphProto listed;
   listed.initializer = {named("graphs_init")};
 
   AttributeProto attribute;
+  attribute.name = "body";
   attribute.t = named("attr_t");
   attribute.g = inner;
   attribute.tensors = {named("attr_tensors")};
@@ -667,9 +669,13 @@ ModelProto tensor_in_every_place() {
 
   FunctionProto& function = model.functions.emplace_back();
   NodeProto function_node;
-  function_node.attribute.emplace_back().t = named("fn_node_t");
+  AttributeProto& function_value = function_node.attribute.emplace_back();
+  function_value.name = "value";
+  function_value.t = named("fn_node_t");
   function.node = {function_node};
-  function.attribute_proto.emplace_back().tensors = {named("fn_attr_default")};
+  AttributeProto& alpha = function.attribute_proto.emplace_back();
+  alpha.name = "alpha";
+  alpha.tensors = {named("fn_attr_default")};
   return model;
 }
 
@@ -685,23 +691,20 @@ TEST(ForEachTensor, ReachesATensorInEveryPlace) {
       {"sparse_init_values", {P::kSparseInitializerValues, "graph/sparse_initializer[0]/values"}},
       {"sparse_init_indices",
        {P::kSparseInitializerIndices, "graph/sparse_initializer[0]/indices"}},
-      {"attr_t", {P::kAttributeTensor, "graph/node[0]/attribute[0]/t"}},
-      {"g_init", {P::kInitializer, "graph/node[0]/attribute[0]/g/initializer[0]"}},
-      {"g_node_t", {P::kAttributeTensor, "graph/node[0]/attribute[0]/g/node[0]/attribute[0]/t"}},
-      {"attr_tensors", {P::kAttributeTensors, "graph/node[0]/attribute[0]/tensors[0]"}},
-      {"graphs_init", {P::kInitializer, "graph/node[0]/attribute[0]/graphs[0]/initializer[0]"}},
-      {"attr_sparse_values",
-       {P::kAttributeSparseTensorValues, "graph/node[0]/attribute[0]/sparse_tensor/values"}},
-      {"attr_sparse_indices",
-       {P::kAttributeSparseTensorIndices, "graph/node[0]/attribute[0]/sparse_tensor/indices"}},
-      {"attr_sparses_values",
-       {P::kAttributeSparseTensorsValues, "graph/node[0]/attribute[0]/sparse_tensors[0]/values"}},
+      {"attr_t", {P::kAttributeTensor, "graph/node[0]/body"}},
+      {"g_init", {P::kInitializer, "graph/node[0]/body/initializer[0]"}},
+      {"g_node_t", {P::kAttributeTensor, "graph/node[0]/body/node[0]/value"}},
+      {"attr_tensors", {P::kAttributeTensors, "graph/node[0]/body[0]"}},
+      {"graphs_init", {P::kInitializer, "graph/node[0]/body[0]/initializer[0]"}},
+      {"attr_sparse_values", {P::kAttributeSparseTensorValues, "graph/node[0]/body/values"}},
+      {"attr_sparse_indices", {P::kAttributeSparseTensorIndices, "graph/node[0]/body/indices"}},
+      {"attr_sparses_values", {P::kAttributeSparseTensorsValues, "graph/node[0]/body[0]/values"}},
       {"attr_sparses_indices",
-       {P::kAttributeSparseTensorsIndices, "graph/node[0]/attribute[0]/sparse_tensors[0]/indices"}},
+       {P::kAttributeSparseTensorsIndices, "graph/node[0]/body[0]/indices"}},
       {"ti_init", {P::kInitializer, "training_info[0]/initialization/initializer[0]"}},
       {"ti_algo", {P::kInitializer, "training_info[0]/algorithm/initializer[0]"}},
-      {"fn_node_t", {P::kAttributeTensor, "functions[0]/node[0]/attribute[0]/t"}},
-      {"fn_attr_default", {P::kAttributeTensors, "functions[0]/attribute_proto[0]/tensors[0]"}},
+      {"fn_node_t", {P::kAttributeTensor, "functions[0]/node[0]/value"}},
+      {"fn_attr_default", {P::kAttributeTensors, "functions[0]/attribute_proto[0]/alpha[0]"}},
   };
   EXPECT_EQ(seen, expected);
 
@@ -716,13 +719,37 @@ TEST(ForEachTensor, ReachesATensorInEveryPlace) {
   for_each_tensor(*model.graph, [&](TensorProto&, const TensorSite& site) {
     graph_paths.emplace_back(site.path);
   });
-  EXPECT_EQ(graph_paths.front(), "node[0]/attribute[0]/t");
+  EXPECT_EQ(graph_paths.front(), "node[0]/body");
   std::vector<std::string> function_paths;
   for_each_tensor(
       static_cast<const FunctionProto&>(model.functions[0]),
       [&](const TensorProto&, const TensorSite& site) { function_paths.emplace_back(site.path); });
   EXPECT_EQ(function_paths,
-            (std::vector<std::string>{"node[0]/attribute[0]/t", "attribute_proto[0]/tensors[0]"}));
+            (std::vector<std::string>{"node[0]/value", "attribute_proto[0]/alpha[0]"}));
+}
+
+// spec/names.md: an attribute is spelled by its name. One without a name (not valid ONNX, but
+// parsed) stands for itself as "attribute[i]", and a function's unnamed default leaves its
+// segment empty, as the JavaScript package spells them.
+TEST(ForEachTensor, SpellsAnAttributeByItsName) {
+  ModelProto model;
+  NodeProto& node = model.graph.emplace().node.emplace_back();
+  node.attribute.emplace_back().i = 3;  // Holds no tensor: no site, but it counts.
+  AttributeProto& unnamed = node.attribute.emplace_back();
+  unnamed.t = named("t");
+  unnamed.tensors = {named("t0"), named("t1")};
+  AttributeProto& branch = node.attribute.emplace_back();
+  branch.name = "then_branch";
+  branch.g.emplace().node.emplace_back().attribute.emplace_back().name = "value";
+  branch.g->node[0].attribute[0].t = named("k");
+  model.functions.emplace_back().attribute_proto.emplace_back().t = named("f");
+  std::vector<std::string> paths;
+  for_each_tensor(model,
+                  [&](TensorProto&, const TensorSite& site) { paths.emplace_back(site.path); });
+  EXPECT_EQ(paths, (std::vector<std::string>{
+                       "graph/node[0]/attribute[1]", "graph/node[0]/attribute[1][0]",
+                       "graph/node[0]/attribute[1][1]", "graph/node[0]/then_branch/node[0]/value",
+                       "functions[0]/attribute_proto[0]/"}));
 }
 
 TEST(ForEachTensor, TheVisitorMayChangeTensors) {
@@ -734,8 +761,8 @@ TEST(ForEachTensor, TheVisitorMayChangeTensors) {
 }
 
 // Every site path for_each_tensor gives is a way through the table of tensor sites: from
-// ModelProto, one row per segment ("name[i]" exactly for repeated rows), ending at a TensorProto,
-// and the site's place is the one the rows on the way give.
+// ModelProto, one row per segment ("name[i]" exactly for repeated rows; an attribute spelled by
+// its name), ending at a TensorProto, and the site's place is the one the rows on the way give.
 TEST(TensorSiteTable, EverySitePathIsAWayThroughTheTable) {
   const std::span<const TensorSiteField> table = tensor_site_fields();
   const auto row = [&](SiteMessage parent, std::string_view name) -> const TensorSiteField* {
@@ -756,7 +783,21 @@ TEST(TensorSiteTable, EverySitePathIsAWayThroughTheTable) {
       const std::string_view segment = rest.substr(0, rest.find('/'));
       rest.remove_prefix(std::min(rest.size(), segment.size() + 1));
       const bool indexed = segment.back() == ']';
-      const TensorSiteField* const field = row(at, segment.substr(0, segment.find('[')));
+      std::string_view name = segment.substr(0, segment.find('['));
+      // A node's attribute is not spelled; an attribute's name stands for the field taken, which
+      // the rest of the path tells: a tensor ends it, a sparse tensor's part or a graph follows.
+      if (at == SiteMessage::kNode) at = row(at, "attribute")->child;
+      if (at == SiteMessage::kAttribute) {
+        const std::string_view next = rest.substr(0, rest.find('/'));
+        if (rest.empty()) {
+          name = indexed ? "tensors" : "t";
+        } else if (next == "values" || next == "indices") {
+          name = indexed ? "sparse_tensors" : "sparse_tensor";
+        } else {
+          name = indexed ? "graphs" : "g";
+        }
+      }
+      const TensorSiteField* const field = row(at, name);
       ASSERT_NE(field, nullptr) << segment << " is no field of " << site_message_name(at);
       EXPECT_EQ(field->repeated, indexed) << segment;
       if (field->child == SiteMessage::kSparseTensor) sparse_values = field->place;

@@ -273,8 +273,8 @@ ModelProto load(const std::filesystem::path& path, const LoadOptions& options = 
 // The same from an archive in memory. Borrowed payloads carry `owner` as owner token; with
 // kNoOwner the caller must keep `archive_bytes` alive as long as the model, whose payloads and
 // (with parse.no_copy) strings then borrow from them. `source_name` names the input in errors.
-ModelProto load(ByteSpan archive_bytes, OwnerToken owner, const LoadOptions& options = {},
-                std::string_view source_name = "<memory>");
+ModelProto load_bytes(ByteSpan archive_bytes, OwnerToken owner, const LoadOptions& options = {},
+                      std::string_view source_name = "<memory>");
 
 namespace detail {
 struct ArchiveState;  // What an Archive holds: private to the library (archive_reader.cpp).
@@ -286,19 +286,24 @@ struct ArchiveState;  // What an Archive holds: private to the library (archive_
 // run concurrently. Movable.
 class Archive final {
  public:
+  // One tensor that holds data (spec/names.md, "The tensor record").
   struct TensorInfo {
-    std::string tensor_name;  // TensorProto.name ("" when absent).
-    std::string site;         // Where it sits, e.g. "graph/initializer[3]" (see TensorSite).
-    std::string location;     // The payload entry's name.
+    std::string name;   // TensorProto.name ("" when absent).
+    std::string site;   // Where it sits, e.g. "graph/initializer[3]" (see TensorSite).
+    std::string entry;  // The payload entry's name.
     std::int32_t data_type = 0;
     std::vector<std::int64_t> dims;
+    std::uint64_t size = 0;  // Payload bytes (dims x element size, spec §7.3).
+    // The file offset of the entry's (compressed) data; none while a remote entry's local
+    // header is unread.
+    std::optional<std::uint64_t> offset;
+    std::uint64_t alignment = 0;  // Largest power of two dividing offset (<= 65536); 0 if none.
+    bool is_inline = false;
+    bool zero_copy = true;  // False for a deflated entry.
     // The payload: a slice of the archive bytes for a stored entry (valid while this Archive or
     // a copy of owner() lives), or inflated bytes the Archive owns for a deflated one (valid
     // while this Archive lives; empty when LoadOptions::inflate_payloads is false).
     ByteSpan data;
-    std::uint64_t file_offset = 0;  // Offset of the entry's (compressed) data in the archive.
-    std::uint64_t alignment = 0;    // Largest power of two dividing file_offset (<= 65536).
-    bool zero_copy = true;          // False for a deflated entry.
   };
 
   // Maps `path`. LoadOptions::parse.no_copy selects whether model()'s inline payloads borrow; with
@@ -332,9 +337,9 @@ class Archive final {
   // weights).
   const std::vector<TensorInfo>& tensors() const noexcept;
   // The first external tensor with this TensorProto.name, or nullptr. O(1).
-  const TensorInfo* find_tensor(std::string_view tensor_name) const noexcept;
-  // The first external tensor referring to this entry, or nullptr. O(1).
-  const TensorInfo* find_location(std::string_view location) const noexcept;
+  const TensorInfo* find_tensor(std::string_view name) const noexcept;
+  // The first external tensor whose payload is this entry, or nullptr. O(1).
+  const TensorInfo* find_entry(std::string_view entry) const noexcept;
 
   // The payload of `info` (one of tensors()): TensorInfo::data when the archive holds it, else
   // read from the source (one read; a deflated entry inflated, its CRC-32 checked), owned by the
@@ -427,8 +432,9 @@ struct VerifyOptions {
 // cannot be mapped or read (or is not a regular file). The ONNX IR rules are check_ir's
 // (ir_check.h), not verify's.
 VerifyReport verify(const std::filesystem::path& path, const VerifyOptions& options = {});
-VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options = {},
-                    std::string_view source_name = "<memory>");
+// The same for an archive in memory; `source_name` names it in findings.
+VerifyReport verify_bytes(ByteSpan archive_bytes, const VerifyOptions& options = {},
+                          std::string_view source_name = "<memory>");
 
 // --- Interoperability ---
 

@@ -57,7 +57,7 @@
 
 namespace onnxzip {
 
-class AtomicOutputFile;  // Internal to the library (src/base/output_file.h).
+class AtomicOutputFile;  // Internal to the library (src/io/output_file.h).
 
 struct ParseOptions {
   // Borrow large raw_data payloads instead of copying them (see the header comment).

@@ -154,8 +154,9 @@ enum class TensorPlace : std::uint8_t {
 };
 
 // Where a visited tensor sits. `path` spells the way down from the visited root, fields and
-// indices separated by '/', e.g. "graph/node[3]/attribute[0]/g/initializer[1]" or
-// "functions[0]/attribute_proto[2]/t". It is valid only during the callback.
+// indices separated by '/', an attribute by its name (spec/names.md, "Sites"), e.g.
+// "graph/node[3]/then_branch/initializer[1]" or "functions[0]/attribute_proto[2]/alpha". It is
+// valid only during the callback.
 struct TensorSite {
   TensorPlace place;
   std::string_view path;
@@ -176,7 +177,8 @@ enum class SiteMessage : std::uint8_t {
 std::string_view site_message_name(SiteMessage message) noexcept;
 
 // One field of the table of tensor sites: a field of `parent` that leads to a `child` on the way
-// to tensors. A TensorSite path is the names of the fields taken, "name[i]" for a repeated one.
+// to tensors. A TensorSite path is the names of the fields taken, "name[i]" for a repeated one,
+// the field of an attribute spelled as the attribute's name.
 struct TensorSiteField {
   SiteMessage parent;
   std::uint32_t number;   // onnx.proto's field number.

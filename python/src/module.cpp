@@ -262,13 +262,13 @@ class PyArchive final {
     }
     const onnxzip::Archive::TensorInfo& t = info(row.external);
     // A remote entry's data offset is not known before its local header is read.
-    return {t.tensor_name,
-            t.tensor_name.empty() ? t.location : t.tensor_name,
-            t.location,
+    return {t.name,
+            t.name.empty() ? t.entry : t.name,
+            t.entry,
             t.data_type,
             t.dims,
             entry_size(t),
-            ranged_ ? 0 : t.file_offset,
+            ranged_ ? 0 : t.offset.value_or(0),
             ranged_ ? 0 : t.alignment,
             t.zero_copy,
             t.site};
@@ -301,7 +301,7 @@ class PyArchive final {
         key = row.inline_tensor->name.empty() ? row.inline_tensor->site : row.inline_tensor->name;
       } else {
         const onnxzip::Archive::TensorInfo& t = archive().tensors()[row.external];
-        key = t.tensor_name.empty() ? t.location : t.tensor_name;
+        key = t.name.empty() ? t.entry : t.name;
       }
       const py::str name = file_text(key);
       const py::int_ value(i);
@@ -451,7 +451,7 @@ class PyArchive final {
   }
   static std::uint64_t entry_size(const onnxzip::Archive& a,
                                   const onnxzip::Archive::TensorInfo& t) {
-    const onnxzip::ZipEntry* const entry = a.zip().find(t.location);
+    const onnxzip::ZipEntry* const entry = a.zip().find(t.entry);
     return entry == nullptr ? t.data.size() : entry->size;
   }
 
@@ -494,7 +494,7 @@ class PyArchive final {
     // File order: a remote entry's data offset is known once its local header is read, the
     // header's own offset from the central directory.
     const auto header_offset = [&](std::size_t i) {
-      const onnxzip::ZipEntry* const entry = a.zip().find(infos[i]->location);
+      const onnxzip::ZipEntry* const entry = a.zip().find(infos[i]->entry);
       return entry == nullptr ? 0 : entry->local_header_offset;
     };
     std::sort(order.begin(), order.end(),

@@ -403,10 +403,11 @@ def digests_text(statement):
 def build(cli, out=HERE):
     vectors = []
 
-    def add(name, data, rule, description, open_verdict, verify_verdict, names=None, verify_key=None):
+    def add(name, data, rule, description, open_verdict, verify_verdict, names=None, verify_key=None, sites=None):
         vectors.append({"name": name, "data": bytes(data), "rule": rule, "description": description,
                         "open": open_verdict, "verify": verify_verdict, **({"names": names} if names else {}),
-                        **({"key": PUBLIC_KEY, "verify_key": verify_key} if verify_key else {})})
+                        **({"key": PUBLIC_KEY, "verify_key": verify_key} if verify_key else {}),
+                        **({"sites": sites} if sites else {})})
 
     base = convert(cli, base_model(), "--threshold", "64")
     z = Zip(base)
@@ -418,7 +419,9 @@ def build(cli, out=HERE):
     add("valid_alignment_4096", convert(cli, base_model(), "--threshold", "64", "--alignment", "4096"), "§4.1",
         "A = 4096", "ok", "ok")
     add("valid_sites", convert(cli, base_model(subgraph=True, function=True), "--threshold", "64"), "§7.5",
-        "external tensors in an If subgraph's Constants and in a function's Constant", "ok", "ok")
+        "external tensors in an If subgraph's Constants and in a function's Constant", "ok", "ok",
+        sites=["graph/node[2]/else_branch/node[0]/value", "graph/node[2]/then_branch/node[0]/value",
+               "graph/initializer[0]", "graph/initializer[1]", "functions[0]/node[0]/value"])
     add("valid_zero_length_entry", convert(cli, base_model(empty=True), "--threshold", "0"), "§4.1, §7.4",
         "a zero-length payload entry (FLOAT[0]), aligned like any other", "ok", "ok")
     add("valid_tied_weights", convert(cli, base_model(tied=True), "--threshold", "64", "--dedupe"), "§7.2",
@@ -899,7 +902,9 @@ def main():
                               "accepted), 'error' (the archive is refused, or a CRC-32 is wrong)",
                     "names": "a word the error message (or one finding) contains: the entry or tensor",
                     "key": "a public key (PEM) to verify the signature with (spec §12.5 item 4)",
-                    "verify_key": "what verification with that key reports"},
+                    "verify_key": "what verification with that key reports",
+                    "sites": "the site of every tensor that holds data, in the model's walk order "
+                             "(spec/names.md)"},
                 "vectors": []}
     differ = []
     for v in vectors:

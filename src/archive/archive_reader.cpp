@@ -41,7 +41,7 @@ struct detail::ArchiveState {
   bool verify_crc = false;
   std::vector<const ZipEntry*> entries;  // The payload entry of tensors[i].
   NameIndex by_name;
-  NameIndex by_location;
+  NameIndex by_entry;
   // LoadOptions::check_digests: what `__DIGESTS` lists for each ZIP entry (by its index; null
   // for entries no tensor refers to), and whether the entry's bytes were found to match. Two
   // threads may both hash an entry not yet marked: the same outcome, and no lock.
@@ -170,26 +170,29 @@ std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOption
       state->payloads.push_back(state->payloads[first]);
     }
     Archive::TensorInfo& info = state->tensors.emplace_back();
-    info.tensor_name = tensor.name.value_or("");
+    info.name = tensor.name.value_or("");
     info.site = std::string(site.path);
-    info.location = entry->name;
+    info.entry = entry->name;
     info.data_type = tensor.data_type.value_or(TensorProto::kUndefined);
     info.dims = tensor.dims;
+    info.size = entry->size;
     // With check_digests no unchecked byte is handed out: payload() is the way to them.
     if (!state->check_digests) info.data = state->payloads.back().view();
-    info.file_offset = entry->data_offset;
-    info.alignment = entry->alignment();
+    if (entry->local_header_read) {
+      info.offset = entry->data_offset;
+      info.alignment = entry->alignment();
+    }
     info.zero_copy = entry->zero_copy();
     named.push_back(tensor.name.has_value());
   });
   if (state->check_digests) open_digests(*state, *model_entry, options);
   // Indexed once every TensorInfo is in place, since the keys are views of their strings.
   state->by_name.reserve(state->tensors.size());
-  state->by_location.reserve(state->tensors.size());
+  state->by_entry.reserve(state->tensors.size());
   for (std::size_t i = 0; i < state->tensors.size(); ++i) {
     const Archive::TensorInfo& info = state->tensors[i];
-    if (named[i]) state->by_name.try_emplace(info.tensor_name, i);
-    state->by_location.try_emplace(info.location, i);
+    if (named[i]) state->by_name.try_emplace(info.name, i);
+    state->by_entry.try_emplace(info.entry, i);
   }
   return state;
 }
@@ -227,14 +230,14 @@ const std::vector<Archive::TensorInfo>& Archive::tensors() const noexcept {
   return state_->tensors;
 }
 
-const Archive::TensorInfo* Archive::find_tensor(std::string_view tensor_name) const noexcept {
-  const auto found = state_->by_name.find(tensor_name);
+const Archive::TensorInfo* Archive::find_tensor(std::string_view name) const noexcept {
+  const auto found = state_->by_name.find(name);
   return found == state_->by_name.end() ? nullptr : &state_->tensors[found->second];
 }
 
-const Archive::TensorInfo* Archive::find_location(std::string_view location) const noexcept {
-  const auto found = state_->by_location.find(location);
-  return found == state_->by_location.end() ? nullptr : &state_->tensors[found->second];
+const Archive::TensorInfo* Archive::find_entry(std::string_view entry) const noexcept {
+  const auto found = state_->by_entry.find(entry);
+  return found == state_->by_entry.end() ? nullptr : &state_->tensors[found->second];
 }
 
 Archive Archive::open(std::shared_ptr<const ByteSource> source, const LoadOptions& options) {
@@ -335,8 +338,8 @@ ModelProto load(const std::filesystem::path& path, const LoadOptions& options) {
   return resolve(*state, resolving);
 }
 
-ModelProto load(ByteSpan archive_bytes, OwnerToken owner, const LoadOptions& options,
-                std::string_view source_name) {
+ModelProto load_bytes(ByteSpan archive_bytes, OwnerToken owner, const LoadOptions& options,
+                      std::string_view source_name) {
   const LoadOptions resolving = inflating(options);
   const std::unique_ptr<detail::ArchiveState> state = open_state(
       open_zip(archive_bytes, std::move(owner), resolving, std::string(source_name)), resolving);

@@ -428,8 +428,8 @@ bool VerifyReport::loadable() const noexcept {
   return true;
 }
 
-VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options,
-                    std::string_view source_name) {
+VerifyReport verify_bytes(ByteSpan archive_bytes, const VerifyOptions& options,
+                          std::string_view source_name) {
   VerifyReport report;
   std::optional<ZipReader> zip;
   try {
@@ -446,7 +446,7 @@ VerifyReport verify(ByteSpan archive_bytes, const VerifyOptions& options,
 
 VerifyReport verify(const std::filesystem::path& path, const VerifyOptions& options) {
   const std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, options.access);
-  return verify(mapping->bytes(), options, path.string());
+  return verify_bytes(mapping->bytes(), options, path.string());
 }
 
 }  // namespace onnxzip

@@ -76,7 +76,7 @@ void write_view_model(const std::filesystem::path& archive_path,
     if (tensor.data_location != TensorProto::kExternal) return;
     // Archive::open validated every reference, so the location resolves.
     const std::string_view entry = *detail::read_external_data(tensor).location;
-    const Archive::TensorInfo& info = *archive.find_location(entry);
+    const Archive::TensorInfo& info = *archive.find_entry(entry);
     // A zero length would make onnx read to the end of the file; deflated data is no byte range.
     // A small tensor may be one that ONNX Runtime's shape inference reads (a Reshape's shape),
     // and it reads no external data while it builds the graph: below the threshold the onnx
@@ -86,7 +86,7 @@ void write_view_model(const std::filesystem::path& archive_path,
       tensor.external_data.clear();
       for (const auto& [key, value] :
            {std::pair<std::string_view, std::string>{"location", location},
-            {"offset", std::to_string(info.file_offset)},
+            {"offset", std::to_string(*info.offset)},
             {"length", std::to_string(info.data.size())}}) {
         StringStringEntryProto& kv = tensor.external_data.emplace_back();
         kv.key = std::string(key);

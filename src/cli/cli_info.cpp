@@ -148,7 +148,7 @@ std::map<std::string, std::vector<const Archive::TensorInfo*>> tensors_by_locati
     const Archive& archive) {
   std::map<std::string, std::vector<const Archive::TensorInfo*>> by_location;
   for (const Archive::TensorInfo& info : archive.tensors()) {
-    by_location[info.location].push_back(&info);
+    by_location[info.entry].push_back(&info);
   }
   return by_location;
 }
@@ -187,7 +187,7 @@ std::vector<EntryRow> entry_rows(const Archive& archive) {
     const auto found = by_location.find(entry.name);
     if (found != by_location.end()) {
       for (const Archive::TensorInfo* info : found->second) {
-        row.tensor_names.push_back(info->tensor_name);
+        row.tensor_names.push_back(info->name);
       }
       row.type = {found->second.front()->data_type, found->second.front()->dims};
     }

@@ -142,7 +142,7 @@ class PayloadCrcCheck final {
       OwnedBytes buffer;
       for (const Archive::TensorInfo& info : archive_.tensors()) {
         if (stop.stop_requested()) return;
-        const ZipEntry* entry = zip.find(info.location);
+        const ZipEntry* entry = zip.find(info.entry);
         if (entry == nullptr || !entry->is_stored() || checked[entry->index]) continue;
         checked[entry->index] = true;
         const std::uint32_t crc = with_error_context(

@@ -370,7 +370,7 @@ void convert_remote(const std::shared_ptr<const HttpSource>& source, const fs::p
   std::uint64_t payload_bytes = 0;  // What an inline output holds, at least.
   std::uint64_t largest = 0;
   for (const Archive::TensorInfo& info : infos) {
-    const ZipEntry& entry = zip.at(info.location);
+    const ZipEntry& entry = zip.at(info.entry);
     entries.push_back(&entry);
     payload_bytes = checked_add(payload_bytes, entry.size, name + ": payload bytes");
     largest = std::max(largest, entry.size);

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "onnxzip/error.h"
 #include "onnxzip/protobuf_wire.h"
@@ -37,6 +39,25 @@ bool is_kept(std::uint32_t number) noexcept {
 // parser).
 bool whole_field(const ScannedField& field) noexcept {
   return field.value.status == ScanStatus::kOk;
+}
+
+// The name of the AttributeProto in `bytes` (its last field 1, as a parser keeps it; "" when
+// absent), or nullopt when the message is not whole.
+std::optional<std::string_view> attribute_name(ByteSpan bytes) {
+  constexpr std::uint32_t kNameField = 1;  // AttributeProto.name (onnx_model.h).
+  std::string_view name;
+  const std::uint8_t* p = bytes.data();
+  const std::uint8_t* const end = p + bytes.size();
+  while (p < end) {
+    const ScannedField field = wire::scan_field(p, end);
+    if (!whole_field(field)) return std::nullopt;
+    p = field.value.next;
+    if (field.tag.number != kNameField) continue;
+    if (field.tag.type != WireType::kLengthDelimited) return std::nullopt;
+    const ByteSpan text = field.value.payload();
+    name = {reinterpret_cast<const char*>(text.data()), text.size()};
+  }
+  return name;
 }
 
 // The most fields any message of the table has on the way to tensors.
@@ -107,7 +128,11 @@ class TensorFinder final {
     // A singular message given twice: protobuf merges the two.
     if (!site.repeated && seen != 0) return false;
     const std::size_t index = seen++;
-    if (site.repeated) {
+    if (site.child == SiteMessage::kAttribute) {
+      const std::optional<std::string_view> name = attribute_name(payload);
+      if (!name) return false;
+      path_.push_attribute(site.name, index, *name, site.parent == SiteMessage::kNode);
+    } else if (site.repeated) {
       path_.push(site.name, index);
     } else {
       path_.push(site.name);

@@ -295,7 +295,15 @@ class TensorWalker final {
   void field(M& m, TensorPlace sparse_values) {
     constexpr TensorSiteField kField = detail::kTensorSiteFields[kRow];
     auto& member = field_member<kField.number>(m);
-    if constexpr (kField.repeated) {
+    if constexpr (kField.child == SiteMessage::kAttribute) {
+      static_assert(kField.repeated);
+      for (std::size_t i = 0; i < member.size(); ++i) {
+        const std::string_view name = member[i].name ? member[i].name->view() : "";
+        path_.push_attribute(kField.name, i, name, kField.parent == SiteMessage::kNode);
+        child<kRow>(member[i], sparse_values);
+        path_.pop();
+      }
+    } else if constexpr (kField.repeated) {
       for (std::size_t i = 0; i < member.size(); ++i) {
         enter_indexed(kField.name, i, [&] { child<kRow>(member[i], sparse_values); });
       }

@@ -81,36 +81,85 @@ constexpr SiteFieldRange site_fields_of(SiteMessage parent) noexcept {
 }
 
 // A TensorSite path on the way down: the fields taken so far, spelled only when a tensor is
-// reached (most messages on the way, a graph's nodes, hold none). The one spelling of site paths:
-// the names joined by '/', "name[i]" for a repeated field.
+// reached (most messages on the way, a graph's nodes, hold none). The one spelling of site paths
+// (spec/names.md, "Sites"): the names joined by '/', "name[i]" for a repeated field, and an
+// attribute spelled by its name: the field of the attribute taken ("t", "g", "tensors"...) is
+// spelled as the attribute's name, and a node's attribute itself is not spelled at all:
+//   graph/node[2]/else_branch/node[0]/value      (node 2's attribute "else_branch", field g)
+//   functions[1]/attribute_proto[0]/alpha        (a function's attribute default keeps its index)
+// A node's attribute without a name stands for itself, "attribute[i]", as the JavaScript
+// package spells it.
 class SitePath final {
  public:
-  void push(std::string_view name) { segments_.push_back({name, kSingular}); }
-  void push(std::string_view name, std::size_t index) { segments_.push_back({name, index}); }
-  void pop() noexcept { segments_.pop_back(); }
+  void push(std::string_view name) { segments_.push_back({name, kSingular, Kind::kField}); }
+  void push(std::string_view name, std::size_t index) {
+    segments_.push_back({name, index, Kind::kField});
+  }
+  // An AttributeProto named `attribute_name`: of a node (not spelled), or of a function
+  // (`field`[`index`] spelled, "attribute_proto[1]"). The next field pushed is spelled as its
+  // name. `attribute_name` must stay valid until pop().
+  void push_attribute(std::string_view field, std::size_t index, std::string_view attribute_name,
+                      bool of_node) {
+    segments_.push_back({field, index, of_node ? Kind::kNodeAttribute : Kind::kAttribute});
+    attribute_names_.push_back(attribute_name);
+  }
+  void pop() noexcept {
+    if (segments_.back().kind != Kind::kField) attribute_names_.pop_back();
+    segments_.pop_back();
+  }
 
   // The path of the fields taken; valid until the next call of any member.
   std::string_view spell() {
     text_.clear();
+    bool separate = false;               // Whether a segment was spelled already.
+    const Segment* attribute = nullptr;  // The attribute whose field comes next, if any.
+    std::size_t attributes = 0;          // Attribute segments met so far.
     for (const Segment& segment : segments_) {
-      if (!text_.empty()) text_ += '/';
-      text_ += segment.name;
-      if (segment.index == kSingular) continue;
-      char digits[24];  // Enough for any 64-bit index.
-      const auto digits_end =
-          std::to_chars(std::begin(digits), std::end(digits), segment.index).ptr;
-      text_.append("[").append(digits, static_cast<std::size_t>(digits_end - digits)).append("]");
+      if (segment.kind != Kind::kField) ++attributes;
+      if (segment.kind == Kind::kNodeAttribute) {
+        attribute = &segment;
+        continue;
+      }
+      if (separate) text_ += '/';
+      separate = true;
+      if (attribute == nullptr) {
+        append_indexed(segment.name, segment.index);
+      } else {
+        const std::string_view name = attribute_names_[attributes - 1];
+        if (!name.empty() || attribute->kind == Kind::kAttribute) {
+          text_ += name;
+        } else {
+          append_indexed(attribute->name, attribute->index);
+        }
+        append_index(segment.index);
+      }
+      attribute = segment.kind == Kind::kAttribute ? &segment : nullptr;
     }
     return text_;
   }
 
  private:
   static constexpr std::size_t kSingular = static_cast<std::size_t>(-1);
+  enum class Kind : std::uint8_t { kField, kNodeAttribute, kAttribute };
   struct Segment {
     std::string_view name;
     std::size_t index;
+    Kind kind;
   };
+
+  void append_indexed(std::string_view name, std::size_t index) {
+    text_ += name;
+    append_index(index);
+  }
+  void append_index(std::size_t index) {
+    if (index == kSingular) return;
+    char digits[24];  // Enough for any 64-bit index.
+    const auto digits_end = std::to_chars(std::begin(digits), std::end(digits), index).ptr;
+    text_.append("[").append(digits, static_cast<std::size_t>(digits_end - digits)).append("]");
+  }
+
   std::vector<Segment> segments_;
+  std::vector<std::string_view> attribute_names_;  // Of the attribute segments, in order.
   std::string text_;
 };
 

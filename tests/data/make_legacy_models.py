@@ -13,8 +13,8 @@ tests/legacy_test.cpp runs this with /usr/bin/python3 (python3-onnx) in a scratc
       "checker\tok" or "checker\t<error>", then the tensor lines.
 
 <place> spells where a tensor sits exactly as onnxzip's tensor visitor does (tensor.h):
-"graph/initializer[0]", "graph/node[3]/attribute[0]/g/node[0]/attribute[0]/t",
-"functions[0]/node[0]/attribute[0]/t", "graph/sparse_initializer[0]/values"...
+"graph/initializer[0]", "graph/node[3]/body/node[0]/else_branch/node[0]/value",
+"functions[0]/node[0]/value", "graph/sparse_initializer[0]/values"...
 <sha256> is of the tensor's elements as raw little-endian bytes (BOOL one byte each), which is
 what raw_data holds, whichever field the file used.
 
@@ -129,7 +129,7 @@ def build_model(typed):
 def walk_graph(graph, path, out):
     for n, node in enumerate(graph.node):
         for a, attribute in enumerate(node.attribute):
-            walk_attribute(attribute, f"{path}/node[{n}]/attribute[{a}]", out)
+            walk_attribute(attribute, f"{path}/node[{n}]/{attribute.name or f'attribute[{a}]'}", out)
     for i, t in enumerate(graph.initializer):
         out.append((f"{path}/initializer[{i}]", t))
     for i, s in enumerate(graph.sparse_initializer):
@@ -143,19 +143,20 @@ def walk_sparse(sparse, path, out):
         out.append((f"{path}/indices", sparse.indices))
 
 
+# An attribute is spelled by its name (spec/names.md), whichever of its fields holds the tensor.
 def walk_attribute(attribute, path, out):
     if attribute.HasField("t"):
-        out.append((f"{path}/t", attribute.t))
+        out.append((path, attribute.t))
     if attribute.HasField("g"):
-        walk_graph(attribute.g, f"{path}/g", out)
+        walk_graph(attribute.g, path, out)
     for i, t in enumerate(attribute.tensors):
-        out.append((f"{path}/tensors[{i}]", t))
+        out.append((f"{path}[{i}]", t))
     for i, g in enumerate(attribute.graphs):
-        walk_graph(g, f"{path}/graphs[{i}]", out)
+        walk_graph(g, f"{path}[{i}]", out)
     if attribute.HasField("sparse_tensor"):
-        walk_sparse(attribute.sparse_tensor, f"{path}/sparse_tensor", out)
+        walk_sparse(attribute.sparse_tensor, path, out)
     for i, s in enumerate(attribute.sparse_tensors):
-        walk_sparse(s, f"{path}/sparse_tensors[{i}]", out)
+        walk_sparse(s, f"{path}[{i}]", out)
 
 
 def walk_model(model):
@@ -170,9 +171,9 @@ def walk_model(model):
     for i, function in enumerate(model.functions):
         for n, node in enumerate(function.node):
             for a, attribute in enumerate(node.attribute):
-                walk_attribute(attribute, f"functions[{i}]/node[{n}]/attribute[{a}]", out)
+                walk_attribute(attribute, f"functions[{i}]/node[{n}]/{attribute.name or f'attribute[{a}]'}", out)
         for a, attribute in enumerate(getattr(function, "attribute_proto", [])):
-            walk_attribute(attribute, f"functions[{i}]/attribute_proto[{a}]", out)
+            walk_attribute(attribute, f"functions[{i}]/attribute_proto[{a}]/{attribute.name}", out)
     return out
 
 

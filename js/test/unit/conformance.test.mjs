@@ -65,6 +65,15 @@ describe('conformance vectors', () => {
         const path = join(dir, v.file);
         const opened = await openVerdict(make(path));
         assert.equal(opened.verdict, v.open, opened.message);
+        if (v.sites !== undefined) {
+          // The C++ test checks the same list: one site notation (spec/names.md).
+          const archive = await openArchive(make(path));
+          try {
+            assert.deepEqual(archive.tensors.map((t) => t.site), v.sites);
+          } finally {
+            await archive.close();
+          }
+        }
         const report = await verify(make(path));
         assert.equal(verifyVerdict(report), v.verify, describeFindings(report));
         const findings = [...report.findings];
