@@ -7,7 +7,7 @@
 cmake_minimum_required(VERSION 3.25)
 
 set(public_base bytes error text)
-set(public_io byte_source http_source mapped_file output_options progress)
+set(public_io byte_source http_source mapped_file output_options progress s3)
 set(public_zip entry_sink zip_reader)
 set(public_onnx ir_check onnx_codec onnx_model protobuf_wire tensor)
 set(public_integrity integrity)

@@ -10,6 +10,8 @@ find_dependency(Boost 1.74 COMPONENTS iostreams)
 find_dependency(ZLIB)
 # SHA-256 and ECDSA P-256 for the integrity entries (__DIGESTS, __SIGNATURE): libcrypto 3.
 find_dependency(OpenSSL 3 COMPONENTS Crypto)
+# The XML answers of object stores (S3): expat.
+find_dependency(EXPAT)
 
 if(NOT TARGET onnxzip::isal)
   find_path(ONNXZIP_ISAL_INCLUDE_DIR isa-l/crc.h)

@@ -5,6 +5,8 @@
 # payloads in place from python3-protobuf's C++ messages, README "Python"). libssl-dev (libcrypto
 # 3: SHA-256, ECDSA) and nlohmann-json3-dev (the JSON of __DIGESTS and __SIGNATURE) are the
 # integrity layer's; python3-cryptography is its interop test's independent verifier.
+# libexpat1-dev parses object stores' XML answers (s3://, src/io/xml_answer.cpp); python3-botocore
+# is the SigV4 signer's oracle (tests/s3_sigv4_golden.py).
 # python3-pybind11 builds the Python package
 # (python/), python3-pytest tests it, python3-torch is its torch export path's test.
 set -euo pipefail
@@ -17,6 +19,7 @@ packages=(
   python3-venv python3-pip python3-setuptools python3-pybind11 python3-pytest python3-torch strace
   unzip zip p7zip-full zipalign ziptool
   libcurl4-openssl-dev nginx-light curl
+  libexpat1-dev python3-botocore
   chromium
 )
 # The main job (scripts/main-job.sh) fetches its model from the npm registry.

@@ -213,6 +213,48 @@ TEST_F(HttpSourceTest, HeadersReachTheServerAndAreNeverShown) {
   EXPECT_EQ(std::string(bad_header.what()).find("no-colon-tok"), std::string::npos);
 }
 
+// The hooks object storage reads through (s3.h): headers made for each attempt, the caller's
+// name for the source, and a refused request's body made into the error.
+TEST_F(HttpSourceTest, SignRequestDisplayNameAndDescribeRefusal) {
+  const std::vector<std::uint8_t> bytes = serve("a.bin", 1000);
+  int signatures = 0;
+  HttpOptions options = quick();
+  options.sign_request = [&] {
+    ++signatures;
+    return std::vector<std::string>{"Authorization: Bearer secret"};
+  };
+  options.display_name = "store://bucket/a.bin";
+  const auto source = HttpSource::open(server_->url("/private/a.bin"), options);
+  EXPECT_EQ(to_vector(source->tail()), bytes);
+  EXPECT_EQ(source->name(), "store://bucket/a.bin");
+  EXPECT_EQ(signatures, 1);
+
+  long seen_status = 0;
+  std::string seen_body;
+  options.sign_request = [] { return std::vector<std::string>{"Authorization: Bearer wrong"}; };
+  options.describe_refusal = [&](long status, std::string_view body) -> std::optional<Error> {
+    seen_status = status;
+    seen_body = std::string(body);
+    return Error(ErrorCode::kNotFound, "refused, as the store says");
+  };
+  const Error refused =
+      error_of([&] { (void)HttpSource::open(server_->url("/private/a.bin"), options); });
+  EXPECT_EQ(refused.code(), ErrorCode::kNotFound);
+  EXPECT_EQ(refused.message(), "store://bucket/a.bin: refused, as the store says");
+  EXPECT_EQ(seen_status, 401);
+  EXPECT_NE(seen_body.find("401"), std::string::npos) << seen_body;  // nginx's error page.
+
+  // A new signature for every attempt: a retried request is signed again.
+  signatures = 0;
+  HttpOptions failing = quick({.retries = 2});
+  failing.sign_request = [&] {
+    ++signatures;
+    return std::vector<std::string>{};
+  };
+  (void)error_of([&] { (void)HttpSource::open(server_->url("/fail/a.bin"), failing); });
+  EXPECT_EQ(signatures, 3);
+}
+
 TEST_F(HttpSourceTest, AFileChangedBetweenRequestsIsAnError) {
   const fs::path path = server_->root() / "a.bin";
   serve("a.bin", 2 * kMiB);

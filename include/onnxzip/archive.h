@@ -316,7 +316,9 @@ class Archive final {
   // is empty: payload() and payloads() read them. Error(kInvalidArgument) for a null source.
   static Archive open(std::shared_ptr<const ByteSource> source, const LoadOptions& options = {});
   // open() of HttpSource::open(url, http), whose first request brings the tail: one request
-  // when the end records, central directory and model fit in http.tail_size, else two.
+  // when the end records, central directory and model fit in http.tail_size, else two. An
+  // s3://bucket/key URL is read the same way, each request signed (credentials, region and
+  // endpoint from the environment and ~/.aws as the AWS tools take them; README "Object storage").
   static Archive open_url(const std::string& url, const LoadOptions& options = {},
                           const HttpOptions& http = {});
   // Borrows `bytes` (they must outlive the Archive, and with kNoOwner the spans it gives too).

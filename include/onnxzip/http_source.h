@@ -26,12 +26,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "onnxzip/byte_source.h"
 #include "onnxzip/bytes.h"
+#include "onnxzip/error.h"
 #include "onnxzip/progress.h"
 
 namespace onnxzip {
@@ -57,6 +59,15 @@ struct HttpOptions {
   // read() refuses to buffer more than this at once (Error(kLimitExceeded)): the sizes it is
   // asked for come from the archive, which a hostile server writes. fetch() is not bounded.
   std::uint64_t max_read_size = std::uint64_t{4} << 30;
+  // Called before every attempt of every request (all are GETs); the "Name: value" headers it
+  // returns go with that attempt only: a signature over the time, such as S3's. Never shown.
+  std::function<std::vector<std::string>()> sign_request{};
+  // What messages call the source ("s3://bucket/key"); "" for display_url(url).
+  std::string display_name{};
+  // The problem to report for a refused request (a status other than 2xx, 412 and 416), given
+  // its status and the first 64 KiB of its body (a store's XML error); nullopt keeps "HTTP
+  // <status>". Whether the request is retried does not change.
+  std::function<std::optional<Error>(long status, std::string_view body)> describe_refusal{};
 };
 
 // What a source has asked for so far.

@@ -5,16 +5,22 @@
 import { ByteWindow } from './bytes.js';
 import { crc32 } from './crc32.js';
 import { OnnxzipError, quote, type ErrorPlace } from './errors.js';
-import { warning, type Finding } from './findings.js';
+import { errorFinding, markKind, kindOf, withKind, type Finding } from './findings.js';
+import { inlinePayload } from './inline_payload.js';
 import { checkInflateLimits, inflateRaw, type InflateLimits } from './inflate.js';
-import { isReservedName, kModelEntryName, payloadNameProblem } from './names.js';
-import { DataType, dataTypeName, elementBits, payloadSize, typedFieldNames, walkModel, type TensorRecord } from './onnx.js';
+import { kModelEntryName } from './names.js';
+import { walkModel, type TensorRecord } from './onnx.js';
 import { openSource, type ArchiveSource, type SourceOptions } from './open_source.js';
-import { allocateFor, type ByteRange, type ByteSource, type SourceKind } from './source.js';
+import { entryFindings, resolveReferences, tensorLabel, type ListedTensor, type ResolvedTensor } from './references.js';
+import { allocateFor, withRoom, type ByteRange, type ByteSource, type SourceKind } from './source.js';
+import type { TensorInfo } from './tensor_info.js';
 import { tensorView, type TensorData } from './typed.js';
-import { isIntegrityEntry } from './integrity.js';
 import { verifyArchive, type VerifyOptions, type VerifyReport } from './verify.js';
 import { checkDescriptor, checkLocalHeader, layoutFindings, localHeaderGuess, readDirectory, type ZipDirectory, type ZipEntry } from './zip.js';
+
+export type { TensorInfo } from './tensor_info.js';
+export type { ResolvedTensor } from './references.js';
+export { tensorLabel } from './references.js';
 
 export interface OpenOptions extends SourceOptions {
   /**
@@ -54,30 +60,6 @@ export interface EntryInfo {
   readonly dataOffset: number | undefined;
 }
 
-/** One external tensor: a TensorProto of the model whose data is an entry (spec §7.2). */
-export interface TensorInfo {
-  /** TensorProto.name ("" when absent). */
-  readonly name: string;
-  /** Where it sits in the model: "graph/initializer[3]", "graph/node[5]/then_branch/node[0]/value"... */
-  readonly site: string;
-  /** TensorProto.data_type (onnx.proto's DataType). */
-  readonly dataType: number;
-  /** Its name: "FLOAT", "FLOAT16"... */
-  readonly dataTypeName: string;
-  readonly dims: readonly number[];
-  /** The payload entry's name (the tensor's external_data location). */
-  readonly entry: string;
-  /** Payload size in bytes. */
-  readonly size: number;
-}
-
-/** An external tensor and the record the walk gave (internal). */
-export interface ResolvedTensor {
-  readonly info: TensorInfo;
-  readonly record: TensorRecord;
-  readonly entry: ZipEntry;
-}
-
 const kDefaultTailSize = 1 << 20;
 /** Payload bytes before the model that the tail read keeps after open. */
 const kTailPayloadKept = 64 << 10;
@@ -90,6 +72,14 @@ const kDefaultMaxModelBytes = 2 ** 31 - 1;
  * and offset of the first problem.
  */
 export async function openArchive(source: ArchiveSource, options: OpenOptions = {}): Promise<Archive> {
+  return openWith(source, options, false);
+}
+
+/** @internal openArchive; with `keepTail`, the whole tail read stays for the entries read next (createSession). */
+export async function openWith(source: ArchiveSource, options: OpenOptions, keepTail: boolean): Promise<Archive> {
+  if (source === undefined || source === null) {
+    throw new OnnxzipError('invalid_argument', {}, `no archive given (${String(source)}): pass a path, a URL, a Blob or File, an ArrayBuffer or a typed array`);
+  }
   // A file edited in place while it is read (spec §9.6) can give a mix of two archives' bytes:
   // read again when the file changed meanwhile, or once more after a short pause when it looked
   // corrupt (an edit within the file system's timestamp granularity leaves no trace in stat).
@@ -97,7 +87,7 @@ export async function openArchive(source: ArchiveSource, options: OpenOptions = 
     const bytes = await openSource(source, options);
     let failure: unknown;
     try {
-      const archive = await Archive.read(bytes, options);
+      const archive = await Archive.read(bytes, options, keepTail);
       if (!(await changedSinceOpen(bytes))) return archive;
       await archive.close();
     } catch (e) {
@@ -121,10 +111,22 @@ async function changedSinceOpen(source: ByteSource): Promise<boolean> {
   return source.changedSinceOpen === undefined ? false : source.changedSinceOpen();
 }
 
+/** What opening read and checked, for the Archive it makes. */
+interface Opened {
+  readonly dir: ZipDirectory;
+  readonly modelBytes: Uint8Array;
+  readonly records: readonly TensorRecord[];
+  readonly listed: readonly ListedTensor[];
+  readonly resolved: readonly ResolvedTensor[];
+  readonly findings: readonly Finding[];
+  readonly limits: InflateLimits;
+  readonly keepsTail: boolean;
+}
+
 export class Archive {
   /** The serialized ModelProto (__MODEL_PROTO), as ONNX Runtime takes it. */
   readonly modelBytes: Uint8Array;
-  /** Every external tensor, in the order the model holds them. Several may share an entry. */
+  /** Every tensor that holds data, external and inline, in the order the model holds them (spec §7.5). */
   readonly tensors: readonly TensorInfo[];
   /** What the reader accepted but reports (spec §9.3, §9.4 items 4-5, §11). */
   readonly findings: readonly Finding[];
@@ -132,7 +134,7 @@ export class Archive {
   readonly sourceName: string;
   readonly sourceKind: SourceKind;
 
-  /** @internal */
+  /** @internal The external tensors, with their entries. */
   readonly resolved: readonly ResolvedTensor[];
   /** @internal */
   readonly dir: ZipDirectory;
@@ -142,30 +144,29 @@ export class Archive {
   readonly records: readonly TensorRecord[];
   /** @internal */
   readonly limits: InflateLimits;
+  private readonly listed: readonly ListedTensor[];
+  private readonly byInfo: Map<TensorInfo, ListedTensor>;
+  /** The whole tail read is kept (createSession): entries read from it are copies, and releaseTail() frees it. */
+  private readonly keepsTail: boolean;
   // Built on first use: createSession needs neither.
   private entryInfos: readonly EntryInfo[] | undefined;
-  private byTensorName: Map<string, ResolvedTensor> | undefined;
+  private byTensorName: Map<string, ListedTensor[]> | undefined;
   private closed = false;
 
-  private constructor(
-    source: ByteSource,
-    dir: ZipDirectory,
-    modelBytes: Uint8Array,
-    records: readonly TensorRecord[],
-    resolved: readonly ResolvedTensor[],
-    findings: readonly Finding[],
-    limits: InflateLimits,
-  ) {
+  private constructor(source: ByteSource, opened: Opened) {
     this.source = source;
-    this.dir = dir;
-    this.modelBytes = modelBytes;
-    this.records = records;
-    this.resolved = resolved;
-    this.findings = findings;
-    this.limits = limits;
+    this.dir = opened.dir;
+    this.modelBytes = opened.modelBytes;
+    this.records = opened.records;
+    this.listed = opened.listed;
+    this.resolved = opened.resolved;
+    this.findings = opened.findings;
+    this.limits = opened.limits;
+    this.keepsTail = opened.keepsTail;
     this.sourceName = source.name;
     this.sourceKind = source.kind;
-    this.tensors = resolved.map((t) => t.info);
+    this.tensors = opened.listed.map((t) => t.info);
+    this.byInfo = new Map(opened.listed.map((t) => [t.info, t]));
   }
 
   /** Every entry, in file order. */
@@ -175,72 +176,36 @@ export class Archive {
   }
 
   /** @internal */
-  static async read(source: ByteSource, options: OpenOptions): Promise<Archive> {
+  static async read(source: ByteSource, options: OpenOptions, keepTail = false): Promise<Archive> {
     const src: ErrorPlace = { source: source.name };
     const maxModelBytes = options.maxModelBytes ?? kDefaultMaxModelBytes;
     const limits: InflateLimits = {
       maxInflatedSize: options.maxInflatedSize ?? 4 * 2 ** 30,
       maxCompressionRatio: options.maxCompressionRatio ?? 100,
     };
-    const dir = await readDirectory(source, options.tailSize ?? kDefaultTailSize, {
-      maxEntries: options.maxEntries ?? 10_000_000,
-      maxDirectoryBytes: options.maxDirectoryBytes ?? 2 ** 30,
-      maxModelBytes,
-    });
+    const dir = await markKind('zip', () =>
+      readDirectory(source, options.tailSize ?? kDefaultTailSize, {
+        maxEntries: options.maxEntries ?? 10_000_000,
+        maxDirectoryBytes: options.maxDirectoryBytes ?? 2 ** 30,
+        maxModelBytes,
+        notZip: (head) => legacyModelError(head, src),
+      }),
+    );
     const findings: Finding[] = dir.findings;
-
-    // Spec §9.4 item 1: __MODEL_PROTO exists and is last, in file order and in the central directory.
-    const model = dir.byName.get(kModelEntryName);
-    if (model === undefined) {
-      throw new OnnxzipError('corrupt', src, `no entry named ${kModelEntryName}: a ZIP archive, but not an .onnxz`);
-    }
-    const modelPlace: ErrorPlace = { ...src, entry: `entry ${quote(kModelEntryName)}` };
-    const lastInFile = dir.entries[dir.entries.length - 1]!;
-    if (lastInFile !== model) {
-      throw new OnnxzipError('corrupt', modelPlace, `is not the last entry: entry ${quote(lastInFile.name)} has its local header at offset ${lastInFile.localHeaderOffset}, after ${kModelEntryName}'s at ${model.localHeaderOffset} (spec §2.4)`, { offset: lastInFile.localHeaderOffset });
-    }
-    if (model.centralIndex !== dir.entries.length - 1) {
-      throw new OnnxzipError('corrupt', modelPlace, `its central directory record (offset ${model.centralOffset}) is not the last one (spec §2.4)`, { offset: model.centralOffset });
-    }
-    if (Math.max(model.size, model.compressedSize) > maxModelBytes) {
-      throw new OnnxzipError('limit_exceeded', modelPlace, `the model is ${Math.max(model.size, model.compressedSize)} bytes, more than the limit of ${maxModelBytes} (option maxModelBytes)`);
-    }
-
-    // Local headers: all of them now for sources that are cheap to read; the model's (from the
-    // tail) and, for a URL, each entry's when its data is first fetched.
-    if (source.kind === 'url') {
-      const w = await dir.tail.ensure(model.localHeaderOffset);
-      await checkEntryFrom(w, model, source, findings);
-    } else {
-      await readLocalHeaders(source, dir, findings);
-      findings.push(...layoutFindings(dir));
-    }
-
-    // What the tail holds besides the model is the directory, parsed now, and payload bytes,
-    // mostly of the last entries: the entries wholly within kTailPayloadKept of the model are
-    // kept (small tensors there cost no read), not the rest, so that a large entry read later
-    // is not held twice, nor a part of one that is read again anyway.
-    if (source.kind !== 'memory') {
-      const modelStart = Math.min(model.localHeaderOffset, dir.centralOffset);
-      const keptFrom = dir.entries.find((e) => e.localHeaderOffset >= modelStart - kTailPayloadKept)?.localHeaderOffset ?? modelStart;
-      dir.tail.trim(Math.min(keptFrom, modelStart), model.local!.end);
-    }
-    const modelBytes = await readEntryData(source, dir, model, limits);
-    const modelCrc = model.isStored ? crc32(modelBytes) : model.crc32; // inflateRaw checked a deflated one.
-    if (modelCrc !== model.crc32) {
-      throw new OnnxzipError('corrupt', modelPlace, `CRC-32 mismatch: the data has 0x${modelCrc.toString(16).padStart(8, '0')}, the archive records 0x${model.crc32.toString(16).padStart(8, '0')}`, { offset: model.local?.dataOffset });
-    }
-    const records = walkModel(modelBytes, { maxDepth: options.maxModelDepth ?? 100 }, (problem, at) => {
-      throw new OnnxzipError('corrupt', modelPlace, `the model does not parse as a ModelProto: ${problem} (byte ${at} of the model)`, {
-        offset: model.local === undefined ? undefined : model.local.dataOffset + at,
-      });
-    }).tensors;
-    const resolved = resolveReferences(records, dir, src, findings);
-    findings.push(...entryFindings(dir, resolved));
-    return new Archive(source, dir, modelBytes, records, resolved, findings, limits);
+    const model = await markKind('layout', () => modelEntry(dir, src, maxModelBytes));
+    await markKind('zip', () => readLocalLayout(source, dir, model, findings));
+    const keepsTail = keepTail && source.kind !== 'memory';
+    if (source.kind !== 'memory' && !keepTail) trimTail(dir, model);
+    let modelBytes = await markKind('zip', () => readEntryData(source, dir, model, limits));
+    // A view of a kept tail would keep it whole while the model lives: the model gets its own bytes.
+    if (keepsTail && modelBytes.buffer === dir.tail.window.bytes.buffer) modelBytes = modelBytes.slice();
+    const records = await markKind('model', () => walkModelOf(modelBytes, model, src, options.maxModelDepth ?? 100));
+    const { listed, external } = await markKind('reference', () => resolveReferences(records, dir, src, source.kind, findings));
+    findings.push(...entryFindings(dir, external));
+    return new Archive(source, { dir, modelBytes, records, listed, resolved: external, findings, limits, keepsTail });
   }
 
-  /** The external tensor with this TensorProto.name (the first, when several have it). */
+  /** The tensor named `name`: undefined when none is; invalid_argument when several are (pass a TensorInfo). */
   tensor(name: string): TensorInfo | undefined {
     return this.tensorNamed(name)?.info;
   }
@@ -252,9 +217,10 @@ export class Archive {
   }
 
   /**
-   * The data of the external tensor `name` as a typed array of its data type (see TensorData):
-   * a view of the source's bytes when the source is in memory and the offset allows it, else a new
-   * buffer. One read (for a URL, one request).
+   * The data of tensor `tensor` (a name, or one of `tensors`) as a typed array of its data type
+   * (see TensorData): a view of the source's bytes when `zeroCopy`, else a new buffer. An
+   * external tensor costs one read (for a URL, one request; none when the tail read at open
+   * holds it); an inline one is read from the model bytes.
    */
   async getTensor(tensor: string | TensorInfo): Promise<TensorData> {
     const [data] = await this.getTensors([tensor]);
@@ -267,17 +233,15 @@ export class Archive {
    */
   async getTensors(tensors: readonly (string | TensorInfo)[]): Promise<TensorData[]> {
     this.checkOpen();
-    const found = tensors.map((wanted) => {
-      const t = typeof wanted === 'string' ? this.tensorNamed(wanted) : this.resolved.find((r) => r.info === wanted);
-      if (t === undefined) {
-        const what = typeof wanted === 'string' ? quote(wanted) : `${quote(wanted.name)} at ${wanted.site} (not one of this archive's tensors)`;
-        throw new OnnxzipError('not_found', { source: this.sourceName }, `no external tensor ${what}`);
-      }
-      return t;
+    const found = tensors.map((wanted) => this.listedTensor(wanted));
+    const external = found.filter((t): t is ResolvedTensor => t.entry !== undefined);
+    const bytes = await this.readEntries(external.map((t) => t.entry));
+    const byEntry = new Map(external.map((t, i) => [t.entry, bytes[i]!]));
+    return found.map((t) => {
+      const place: ErrorPlace = { source: this.sourceName, tensor: tensorLabel(t.info) };
+      const payload = t.entry === undefined ? this.inlineBytes(t, place) : byEntry.get(t.entry)!;
+      return tensorView(payload, t.info, place);
     });
-    const tensorsFound = found;
-    const bytes = await this.readEntries(tensorsFound.map((t) => t.entry));
-    return tensorsFound.map((t, i) => tensorView(bytes[i]!, t.info, { source: this.sourceName, tensor: tensorLabel(t.info) }));
   }
 
   /** The uncompressed bytes of the entry `name` (deflated entries are inflated). */
@@ -305,10 +269,15 @@ export class Archive {
     await this.source.close();
   }
 
+  /** @internal Frees a kept tail read now (createSession, once it read every entry it needs). */
+  releaseTail(): void {
+    if (this.keepsTail) this.dir.tail.release();
+  }
+
   /**
    * @internal Reads the entries' uncompressed bytes, adjacent ones together. Bytes the tail read
-   * at open holds are copied, unless `tailViews` (for callers that only read them, such as ORT,
-   * which copies them itself).
+   * at open holds are not read again: they are copied, unless `tailViews` (for callers that only
+   * read them, such as ORT, which copies them itself) and the tail is not to be released.
    */
   async readEntries(entries: readonly ZipEntry[], tailViews = false): Promise<Uint8Array[]> {
     this.checkOpen();
@@ -318,19 +287,7 @@ export class Archive {
         ? { offset: e.localHeaderOffset, length: e.limit - e.localHeaderOffset, phase: true }
         : { offset: e.local.dataOffset, length: e.compressedSize, phase: true },
     );
-    // What the tail read at open already holds is not read again.
-    const tail = this.dir.tail.window;
-    const fromTail = ranges.map((r) => this.source.kind !== 'memory' && tail.contains(r.offset, r.length));
-    const read = await this.source.readRanges(ranges.filter((_, i) => !fromTail[i]));
-    let next = 0;
-    const buffers = ranges.map((r, i) => {
-      if (!fromTail[i]) return read[next++]!;
-      if (tailViews) return tail.slice(r.offset, r.length);
-      // A buffer of its own, as every read from a source other than memory gives.
-      const copy = allocateFor(r, this.sourceName);
-      copy.set(tail.slice(r.offset, r.length));
-      return copy;
-    });
+    const buffers = await this.readSpans(ranges, tailViews && !this.keepsTail);
     const out = new Map<ZipEntry, Uint8Array>();
     for (const [i, e] of unique.entries()) {
       const range = ranges[i]!;
@@ -345,18 +302,78 @@ export class Archive {
     return entries.map((e) => out.get(e)!);
   }
 
+  /**
+   * The bytes of each range (ascending, disjoint), one buffer each. What the tail read holds is
+   * not read again: a range within it is taken from it, and of a range that begins before it and
+   * ends in it only the part before is read, into a buffer with room for the rest.
+   */
+  private async readSpans(ranges: readonly ByteRange[], tailViews: boolean): Promise<Uint8Array[]> {
+    const tail = this.dir.tail.window;
+    // A memory source's reads are views of the caller's bytes, never to be written into.
+    const usesTail = this.source.kind !== 'memory';
+    const reads = ranges.map((r): ByteRange | undefined => {
+      const end = r.offset + r.length;
+      if (!usesTail || end <= tail.base || end > tail.end) return r;
+      if (r.offset >= tail.base) return undefined;
+      return { ...r, length: tail.base - r.offset, room: end - tail.base };
+    });
+    const read = await this.source.readRanges(reads.filter((r): r is ByteRange => r !== undefined));
+    let next = 0;
+    return ranges.map((r, i) => {
+      const asked = reads[i];
+      if (asked === undefined) {
+        if (tailViews) return tail.slice(r.offset, r.length);
+        // A buffer of its own, as every read from a source other than memory gives.
+        const copy = allocateFor(r, this.sourceName);
+        copy.set(tail.slice(r.offset, r.length));
+        return copy;
+      }
+      const got = read[next++]!;
+      if (asked.room === undefined) return got;
+      const whole = withRoom(got, asked);
+      whole.set(tail.slice(tail.base, asked.room), asked.length);
+      return whole;
+    });
+  }
+
   private async inflate(e: ZipEntry, compressed: Uint8Array): Promise<Uint8Array> {
     const place: ErrorPlace = { source: this.sourceName, entry: `entry ${quote(e.name)}` };
     checkInflateLimits(e.compressedSize, e.size, this.limits, place);
     return inflateRaw(compressed, e.size, e.crc32, place);
   }
 
-  private tensorNamed(name: string): ResolvedTensor | undefined {
+  private inlineBytes(t: ListedTensor, place: ErrorPlace): Uint8Array {
+    if (t.problem !== undefined) throw new OnnxzipError('corrupt', place, `its inline payload disagrees with its dims and data type: ${t.problem} (spec §9.4 item 5)`);
+    return inlinePayload(this.modelBytes, t.record, t.info.size, (problem) => {
+      throw new OnnxzipError('corrupt', place, problem);
+    });
+  }
+
+  private listedTensor(wanted: string | TensorInfo): ListedTensor {
+    if (typeof wanted !== 'string') {
+      const t = this.byInfo.get(wanted);
+      if (t === undefined) throw new OnnxzipError('not_found', { source: this.sourceName }, `no tensor ${tensorLabel(wanted)} in this archive (a TensorInfo of another archive?)`);
+      return t;
+    }
+    const t = this.tensorNamed(wanted);
+    if (t === undefined) throw new OnnxzipError('not_found', { source: this.sourceName }, `no tensor named ${quote(wanted)}`);
+    return t;
+  }
+
+  private tensorNamed(name: string): ListedTensor | undefined {
     if (this.byTensorName === undefined) {
       this.byTensorName = new Map();
-      for (const t of this.resolved) if (!this.byTensorName.has(t.info.name)) this.byTensorName.set(t.info.name, t);
+      for (const t of this.listed) {
+        const same = this.byTensorName.get(t.info.name);
+        if (same === undefined) this.byTensorName.set(t.info.name, [t]);
+        else same.push(t);
+      }
     }
-    return this.byTensorName.get(name);
+    const found = this.byTensorName.get(name);
+    if (found !== undefined && found.length > 1) {
+      throw new OnnxzipError('invalid_argument', { source: this.sourceName }, `${found.length} tensors are named ${quote(name)} (at ${found.map((t) => t.info.site).join(', ')}): pass one of archive.tensors`);
+    }
+    return found?.[0];
   }
 
   private checkOpen(): void {
@@ -379,8 +396,61 @@ function entryInfo(e: ZipEntry): EntryInfo {
   };
 }
 
-export function tensorLabel(t: { name: string; site: string }): string {
-  return `tensor ${quote(t.name)} at ${t.site}`;
+// A file that is no ZIP but begins as a serialized ModelProto does (field 1, ir_version, which
+// every writer puts first): a legacy .onnx model, which the CLI's extract and view name alike.
+function legacyModelError(head: Uint8Array, src: ErrorPlace): OnnxzipError | undefined {
+  if (head.byteLength < 2 || head[0] !== 0x08) return undefined;
+  return new OnnxzipError('invalid_argument', src, "not an .onnxz archive but a legacy .onnx model: convert it ('onnxzip convert model.onnx model.onnxz', or onnxzip.convert in Python)");
+}
+
+// Spec §9.4 item 1: __MODEL_PROTO exists and is last, in file order and in the central directory.
+function modelEntry(dir: ZipDirectory, src: ErrorPlace, maxModelBytes: number): ZipEntry {
+  const model = dir.byName.get(kModelEntryName);
+  if (model === undefined) {
+    throw new OnnxzipError('corrupt', src, `no entry named ${kModelEntryName}: a ZIP archive, but not an .onnxz`);
+  }
+  const modelPlace: ErrorPlace = { ...src, entry: `entry ${quote(kModelEntryName)}` };
+  const lastInFile = dir.entries[dir.entries.length - 1]!;
+  if (lastInFile !== model) {
+    throw new OnnxzipError('corrupt', modelPlace, `is not the last entry: entry ${quote(lastInFile.name)} has its local header at offset ${lastInFile.localHeaderOffset}, after ${kModelEntryName}'s at ${model.localHeaderOffset} (spec §2.4)`, { offset: lastInFile.localHeaderOffset });
+  }
+  if (model.centralIndex !== dir.entries.length - 1) {
+    throw new OnnxzipError('corrupt', modelPlace, `its central directory record (offset ${model.centralOffset}) is not the last one (spec §2.4)`, { offset: model.centralOffset });
+  }
+  if (Math.max(model.size, model.compressedSize) > maxModelBytes) {
+    throw new OnnxzipError('limit_exceeded', modelPlace, `the model is ${Math.max(model.size, model.compressedSize)} bytes, more than the limit of ${maxModelBytes} (option maxModelBytes)`);
+  }
+  return model;
+}
+
+// Local headers: all of them now for sources that are cheap to read; the model's (from the tail)
+// and, for a URL, each entry's when its data is first fetched.
+async function readLocalLayout(source: ByteSource, dir: ZipDirectory, model: ZipEntry, findings: Finding[]): Promise<void> {
+  if (source.kind === 'url') {
+    const w = await dir.tail.ensure(model.localHeaderOffset);
+    await checkEntryFrom(w, model, source, findings);
+  } else {
+    await readLocalHeaders(source, dir, findings);
+    findings.push(...layoutFindings(dir));
+  }
+}
+
+// What the tail holds besides the model is the directory, parsed now, and payload bytes, mostly
+// of the last entries: the entries wholly within kTailPayloadKept of the model are kept (small
+// tensors there cost no read), not the rest, so that a large entry read later is not held twice.
+function trimTail(dir: ZipDirectory, model: ZipEntry): void {
+  const modelStart = Math.min(model.localHeaderOffset, dir.centralOffset);
+  const keptFrom = dir.entries.find((e) => e.localHeaderOffset >= modelStart - kTailPayloadKept)?.localHeaderOffset ?? modelStart;
+  dir.tail.trim(Math.min(keptFrom, modelStart), model.local!.end);
+}
+
+function walkModelOf(modelBytes: Uint8Array, model: ZipEntry, src: ErrorPlace, maxDepth: number): readonly TensorRecord[] {
+  const modelPlace: ErrorPlace = { ...src, entry: `entry ${quote(kModelEntryName)}` };
+  return walkModel(modelBytes, { maxDepth }, (problem, at) => {
+    throw new OnnxzipError('corrupt', modelPlace, `the model does not parse as a ModelProto: ${problem} (byte ${at} of the model)`, {
+      offset: model.local === undefined ? undefined : model.local.dataOffset + at,
+    });
+  }).tensors;
 }
 
 /** Checks the local header (and data descriptor) of `e` from `w`, reading more when `w` does not hold them. */
@@ -417,174 +487,25 @@ async function readEntryData(source: ByteSource, dir: ZipDirectory, e: ZipEntry,
   const local = e.local!;
   const w = await dir.tail.ensure(local.dataOffset);
   const raw = w.contains(local.dataOffset, e.compressedSize) ? w.slice(local.dataOffset, e.compressedSize) : await source.read(local.dataOffset, e.compressedSize);
-  if (e.isStored) return raw;
   const place: ErrorPlace = { source: source.name, entry: `entry ${quote(e.name)}` };
+  if (e.isStored) {
+    // The model read while the file was edited may be another archive's bytes: its CRC-32 tells.
+    const crc = crc32(raw);
+    if (crc !== e.crc32) {
+      throw withKind('crc', new OnnxzipError('corrupt', place, `CRC-32 mismatch: the data has 0x${crc.toString(16).padStart(8, '0')}, the archive records 0x${e.crc32.toString(16).padStart(8, '0')}`, { offset: local.dataOffset }));
+    }
+    return raw;
+  }
   checkInflateLimits(e.compressedSize, e.size, limits, place);
   return inflateRaw(raw, e.size, e.crc32, place);
 }
 
-const kDecimal = /^[0-9]+$/;
-const kTwoTo64 = 1n << 64n;
-
-// Spec §9.4 item 3 (rejects) and item 4 (findings), for every EXTERNAL tensor; item 5 for the
-// others.
-function resolveReferences(records: readonly TensorRecord[], dir: ZipDirectory, src: ErrorPlace, findings: Finding[]): ResolvedTensor[] {
-  const out: ResolvedTensor[] = [];
-  for (const r of records) {
-    // Labels and places are built when a finding or an error needs them.
-    const label = (): string => tensorLabel({ name: r.name ?? '', site: r.site });
-    const place = (): ErrorPlace => ({ ...src, tensor: label() });
-    if (r.dataLocation !== 1n) {
-      if (r.externalData.length > 0) {
-        findings.push(warning('external_data_ignored', 'external_data on a tensor whose data_location is not EXTERNAL: ignored', { tensor: label() }));
-      }
-      const problem = inlinePayloadProblem(r);
-      if (problem !== undefined) findings.push(warning('inline_payload', `an inline tensor whose payload disagrees with its dims and data type: ${problem} (spec §9.4 item 5)`, { tensor: label() }));
-      continue;
-    }
-    const reject = (problem: string): never => {
-      throw new OnnxzipError('corrupt', place(), problem);
-    };
-    const seen = new Map<string, string>();
-    for (const { key, value } of r.externalData) {
-      if ((key === 'location' || key === 'offset' || key === 'length') && seen.has(key)) {
-        reject(`external_data has the key '${key}' more than once`);
-      }
-      if (!seen.has(key)) seen.set(key, value);
-    }
-    const location = seen.get('location');
-    if (location === undefined) reject('external data without a location');
-    for (const key of ['offset', 'length']) {
-      const v = seen.get(key);
-      if (v !== undefined && (!kDecimal.test(v) || BigInt(v) >= kTwoTo64)) {
-        reject(`external_data ${key} ${quote(v)} is not a decimal number below 2^64`);
-      }
-    }
-    const nameProblem = payloadNameProblem(location!);
-    if (nameProblem !== undefined) reject(`its location ${quote(location!)} is not a payload entry name: it ${nameProblem} (spec §6.1)`);
-    const entry = dir.byName.get(location!);
-    if (entry === undefined) reject(`its location ${quote(location!)} names no entry of the archive`);
-    const entryPlace = (): ErrorPlace => ({ ...place(), entry: `entry ${quote(location!)}` });
-    if (r.rawDataLength !== undefined) reject('an EXTERNAL tensor that also carries raw_data');
-    for (const field of r.typedCounts.keys()) reject(`an EXTERNAL tensor that also carries ${typedFieldNames.get(field) ?? field}`);
-    if (r.dataType === DataType.STRING || r.dataType === DataType.UNDEFINED) {
-      reject(`an EXTERNAL tensor of type ${dataTypeName(r.dataType)} (spec §7.2 item 5)`);
-    }
-    const bits = elementBits(r.dataType);
-    if (bits === undefined) throw new OnnxzipError('unsupported', place(), `data type ${r.dataType} is not one this reader knows`);
-    const size = payloadSize(r.dims, bits);
-    if (typeof size === 'string') reject(size);
-    const e = entry!;
-    if (BigInt(e.size) !== size) {
-      throw new OnnxzipError('corrupt', entryPlace(), `the entry has ${e.size} bytes, the tensor's dims ${dimsText(r.dims)} of ${dataTypeName(r.dataType)} need ${size} (spec §7.3)`);
-    }
-    const length = seen.get('length');
-    if (length !== undefined && BigInt(length) !== BigInt(e.size)) {
-      throw new OnnxzipError('corrupt', entryPlace(), `external_data length ${length} differs from the entry's size ${e.size}`);
-    }
-    const offset = seen.get('offset');
-    if (offset !== undefined && BigInt(offset) !== 0n) {
-      throw new OnnxzipError('corrupt', entryPlace(), `external_data offset ${offset} is not 0: a payload starts at its entry's first byte (spec §7.2 item 4)`);
-    }
-    const keys = r.externalData.map((kv) => kv.key);
-    const canonical = keys.length === 2 && keys[0] === 'location' && keys[1] === 'length' && length !== undefined && (length === '0' || !length.startsWith('0'));
-    if (!canonical) {
-      findings.push(warning('external_data_keys', `external_data keys are [${keys.join(', ')}]${length !== undefined && length.length > 1 && length.startsWith('0') ? ` (length ${quote(length)} has leading zeros)` : ''}, not exactly [location, length] (spec §7.2 items 3-4, §9.4 item 4)`, { tensor: label(), entry: location! }));
-    }
-    const dims = r.dims.map((d) => {
-      if (d > BigInt(Number.MAX_SAFE_INTEGER)) throw new OnnxzipError('unsupported', place(), `dim ${d} is past 2^53 - 1, which JavaScript numbers cannot hold`);
-      return Number(d);
-    });
-    out.push({
-      info: { name: r.name ?? '', site: r.site, dataType: r.dataType, dataTypeName: dataTypeName(r.dataType), dims, entry: e.name, size: e.size },
-      record: r,
-      entry: e,
-    });
-  }
-  return out;
-}
-
-function dimsText(dims: readonly bigint[]): string {
-  return `[${dims.join(', ')}]`;
-}
-
-/** Spec §9.4 item 5; the same rule, in the same order, as the C++ library's payload_problem. */
-function inlinePayloadProblem(r: TensorRecord): string | undefined {
-  const typed = [...r.typedCounts.keys()];
-  const present = (r.rawDataLength !== undefined ? 1 : 0) + typed.length;
-  if (present > 1) return `it carries ${[...(r.rawDataLength !== undefined ? ['raw_data'] : []), ...typed.map((f) => typedFieldNames.get(f) ?? String(f))].join(' and ')}`;
-  let count = 1n;
-  for (const [i, d] of r.dims.entries()) {
-    if (d < 0n) return `dims[${i}] is negative (${d})`;
-    count *= d;
-    if (count >= kTwoTo64) return 'its element count overflows 64 bits';
-  }
-  if (r.dataType === DataType.STRING) {
-    if (r.rawDataLength !== undefined) return 'a STRING tensor with raw_data';
-    const strings = BigInt(r.typedCounts.get(6) ?? 0);
-    if (typed.length > 0 && typed[0] !== 6) return `a STRING tensor with ${typedFieldNames.get(typed[0]!)}`;
-    if (strings !== count && !(strings === 0n && count === 0n)) return `string_data holds ${strings} strings, dims say ${count}`;
-    return undefined;
-  }
-  const bits = elementBits(r.dataType);
-  if (bits === undefined) return undefined;
-  const size = payloadSize(r.dims, bits);
-  if (typeof size === 'string') return size;
-  if (r.rawDataLength !== undefined) {
-    return BigInt(r.rawDataLength) === size ? undefined : `raw_data holds ${r.rawDataLength} bytes, dims and data type need ${size}`;
-  }
-  if (typed.length === 0) return count === 0n ? undefined : `no data for ${count} elements`;
-  const field = typed[0]!;
-  const expected = typedFieldFor(r.dataType);
-  if (field !== expected) return `values in ${typedFieldNames.get(field)}, which is not the field of ${dataTypeName(r.dataType)}`;
-  const want = r.dataType === DataType.COMPLEX64 || r.dataType === DataType.COMPLEX128 ? 2n * count : bits < 8 ? size : count;
-  const have = BigInt(r.typedCounts.get(field) ?? 0);
-  return have === want ? undefined : `${typedFieldNames.get(field)} holds ${have} values, dims and data type need ${want}`;
-}
-
-/** The typed field onnx.proto assigns to a fixed-size data type. */
-function typedFieldFor(dataType: number): number {
-  switch (dataType) {
-    case DataType.FLOAT:
-    case DataType.COMPLEX64:
-      return 4;
-    case DataType.INT64:
-      return 7;
-    case DataType.DOUBLE:
-    case DataType.COMPLEX128:
-      return 10;
-    case DataType.UINT32:
-    case DataType.UINT64:
-      return 11;
-    default:
-      return 5;
-  }
-}
-
-// Entries the model does not explain: unknown reserved names (spec §6.2, §11), payload entries
-// no tensor refers to (spec §7.2), names that are no payload entry names (spec §6.1).
-function entryFindings(dir: ZipDirectory, resolved: readonly ResolvedTensor[]): Finding[] {
-  const out: Finding[] = [];
-  const referenced = new Set(resolved.map((t) => t.entry));
-  for (const e of dir.entries) {
-    if (e.name === kModelEntryName) continue;
-    if (isIntegrityEntry(e.name)) continue; // Spec §12: known to a version 1.1 reader, checked by verify().
-    if (isReservedName(e.name)) {
-      out.push(warning('reserved_entry', `an entry with a reserved name this reader does not know (spec §6.2, §11); ignored`, { entry: e.name, offset: e.localHeaderOffset }));
-      continue;
-    }
-    const problem = payloadNameProblem(e.name);
-    if (problem !== undefined) out.push(warning('entry_name', `the entry name ${problem} (spec §6.1)`, { entry: e.name, offset: e.localHeaderOffset }));
-    if (!referenced.has(e)) out.push(warning('unreferenced_entry', 'no tensor refers to this entry (spec §7.2)', { entry: e.name, offset: e.localHeaderOffset }));
-  }
-  return out;
-}
-
-
 /**
- * Opens and verifies the archive at `source` (spec §9.5), then closes it. Never throws for the
- * archive's content: an archive openArchive refuses is a report with that one error finding.
- * OnnxzipError(not_found, io) when the source cannot be read.
+ * Opens and verifies the archive at `source` (spec §9.5), then closes it. An archive openArchive
+ * refuses is a report with that one error finding. Throws what makes a report impossible: a
+ * source that cannot be read (not_found for a missing file, io, changed), a wrong argument or
+ * option (invalid_argument, e.g. a public key that is no key) and a legacy .onnx model
+ * (invalid_argument: convert it first).
  */
 export async function verify(source: ArchiveSource, options: OpenOptions & VerifyOptions = {}): Promise<VerifyReport> {
   let archive: Archive;
@@ -593,9 +514,12 @@ export async function verify(source: ArchiveSource, options: OpenOptions & Verif
   } catch (e) {
     // As the C++ verify: what cannot be read at all (no such file, a folder, a failed request) is
     // an error; what was read and is wrong is a finding.
-    if (!(e instanceof OnnxzipError) || e.code === 'not_found' || e.code === 'io' || e.code === 'invalid_argument') throw e;
-    const finding: Finding = { severity: 'error', kind: e.code, entry: e.entry ?? '', tensor: e.tensor ?? '', offset: e.offset ?? 0, message: e.message };
-    return { findings: [finding], ok: false, loadable: false, integrity: { digests: 'failed', signature: 'failed', keyId: '' } };
+    if (!(e instanceof OnnxzipError) || e.code === 'not_found' || e.code === 'io' || e.code === 'changed' || e.code === 'invalid_argument') throw e;
+    const kind = kindOf(e) ?? 'zip';
+    const finding = errorFinding(kind, e.message, { entry: e.entry ?? '', tensor: e.tensor ?? '', offset: e.offset ?? 0 });
+    // Nothing vouches for digests or a signature of an archive that does not open.
+    const checked = kind === 'zip' ? 'the ZIP structure, which does not read' : `the archive until opening refused it (a ${kind} finding)`;
+    return { findings: [finding], ok: false, loadable: false, digests: 'failed', signature: 'failed', signatureKeyId: '', checked };
   }
   try {
     return await archive.verify(options);

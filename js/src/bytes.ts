@@ -135,8 +135,8 @@ export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
 /**
  * Frees the memory of a buffer this package allocated and will not read again, now rather than
  * when the collector next runs (views of it then read as empty): ArrayBuffer.prototype.transfer
- * where the platform has it (Chromium 114, Node 22), else nothing. A dead 1 MiB tail read left to
- * the collector was still counted when ONNX Runtime held all the weights.
+ * where the platform has it (Chromium 114, Node 22), else nothing. A dead tail read left to the
+ * collector was still counted at the heap's peak, when ONNX Runtime holds all the weights.
  */
 export function releaseBuffer(buffer: ArrayBufferLike): void {
   const transfer = (buffer as { transfer?: (length: number) => ArrayBuffer }).transfer;

@@ -1,12 +1,12 @@
 // The one error type of the package.
 //
 // Every problem the package detects is thrown as an OnnxzipError: a machine-readable `code` (the
-// names of the C++ library's onnxzip::ErrorCode, `to_string(ErrorCode)`), and a message that names
+// error codes of spec/names.md, as the C++ library's `to_string(ErrorCode)` names them), and a message that names
 // the place -- the source (file, URL or "<memory>"), the tensor, the entry -- and says what is wrong,
 // with the byte offset where there is one. The place and the problem are kept apart as fields, so
 // no caller ever takes the message apart again.
 
-/** The C++ library's error code names (include/onnxzip/error.h). */
+/** The error codes of spec/names.md, as the C++ library names them (include/onnxzip/error.h). */
 export type ErrorCode =
   | 'corrupt' // The input breaks its format: truncated, contradictory, out of bounds.
   | 'unsupported' // Valid for its format, but a feature this package does not implement.
@@ -15,7 +15,7 @@ export type ErrorCode =
   | 'invalid_argument' // The caller passed something the API does not accept.
   | 'limit_exceeded' // A configured safety limit (count, size, depth) was exceeded.
   | 'bad_state' // The call is not allowed in the object's current state.
-  | 'changed'; // The file changed while it was read (an edit in place); retrying may succeed.
+  | 'changed'; // The file changed while it was read (another writer): retrying may succeed.
 
 /** Where a problem lies, outermost first; each part a finished phrase. */
 export interface ErrorPlace {

@@ -104,7 +104,7 @@ export class FileSource implements ByteSource {
         throw new OnnxzipError('io', this.place, `reading ${into.byteLength} bytes at offset ${offset}: ${e instanceof Error ? e.message : String(e)}`, { offset, cause: e });
       }
       if (n === 0) {
-        throw new OnnxzipError('io', this.place, `the file changed (it shrank below ${offset + done + 1} bytes) while it was read`, { offset: offset + done });
+        throw new OnnxzipError('changed', this.place, `the file changed (it shrank below ${offset + done + 1} bytes) while it was read`, { offset: offset + done });
       }
       done += n;
     }

@@ -62,9 +62,9 @@ const kInPlaceMax = 64 << 20;
  * one (now detached). Bytes without a target (the gaps of a merged run, a consumer of pieces) come
  * to `put` in pieces of a reused scratch buffer.
  *
- * A body is read in some hundred pieces per 100 MiB, and whatever each read allocates is garbage
- * at the moment ONNX Runtime holds all the weights (the JS heap's peak): one view per read, no
- * other object (the byte counts are plain numbers, the stall timer one per attempt).
+ * A body is read in many pieces, and whatever each read allocates is garbage at the moment ONNX
+ * Runtime holds all the weights (the JS heap's peak): one view per read, no other object (the
+ * byte counts are plain numbers, the stall timer one per attempt).
  */
 interface BodySink {
   target?(at: number, max: number): Uint8Array | undefined;
@@ -76,6 +76,175 @@ interface BodySink {
    * allocates that one again and has its bytes read again.
    */
   resume?(at: number): number;
+}
+
+/** Buffers of the ranges a readRanges call fills, shared by the requests of its runs. */
+interface RangeBuffers {
+  readonly ranges: readonly ByteRange[];
+  /** Where each range starts in its buffer. */
+  readonly placed: readonly number[];
+  /** Each range's buffer (replaced by the one a read in place gives back). */
+  readonly owners: ArrayBuffer[];
+}
+
+/** Runs of ranges (indices) close enough to fetch with one request. */
+function runsOf(ranges: readonly ByteRange[], mergeGap: number): number[][] {
+  const runs: number[][] = [];
+  ranges.forEach((r, i) => {
+    const run = runs[runs.length - 1];
+    const last = run === undefined ? undefined : ranges[run[run.length - 1]!]!;
+    if (last !== undefined && r.offset >= last.offset + last.length && r.offset - (last.offset + last.length) <= mergeGap) run!.push(i);
+    else runs.push([i]);
+  });
+  return runs;
+}
+
+/** Where the body of one run goes: each range's own buffer; the gaps between them are skipped. */
+class RunSink implements BodySink {
+  /** The first range of the run not yet complete. */
+  private k = 0;
+
+  constructor(
+    private readonly into: RangeBuffers,
+    private readonly run: readonly number[],
+    private readonly sourceName: string,
+  ) {}
+
+  target(at: number, max: number): Uint8Array | undefined {
+    const i = this.holding(at);
+    const r = i === undefined ? undefined : this.into.ranges[i]!;
+    if (i === undefined || r === undefined || r.length > kInPlaceMax) return undefined;
+    return new Uint8Array(this.into.owners[i]!, this.into.placed[i]! + (at - r.offset), Math.min(max, r.offset + r.length - at));
+  }
+
+  filled(buffer: ArrayBuffer, at: number): void {
+    this.into.owners[this.holding(at)!] = buffer;
+  }
+
+  put(piece: Uint8Array, at: number): void {
+    // Hand each byte of the piece to the range that holds it; skip the gaps between them.
+    const { ranges, owners, placed } = this.into;
+    let p = 0;
+    while (p < piece.byteLength) {
+      const pos = at + p;
+      const i = this.holding(pos);
+      if (i === undefined) {
+        if (this.k >= this.run.length) break;
+        p += Math.min(piece.byteLength - p, ranges[this.run[this.k]!]!.offset - pos);
+        continue;
+      }
+      const r = ranges[i]!;
+      const n = Math.min(piece.byteLength - p, r.offset + r.length - pos);
+      new Uint8Array(owners[i]!, placed[i]! + (pos - r.offset), n).set(piece.subarray(p, p + n));
+      p += n;
+    }
+  }
+
+  resume(at: number): number {
+    const { ranges, owners } = this.into;
+    for (const [j, i] of this.run.entries()) {
+      if (owners[i]!.byteLength === 0 && ranges[i]!.length > 0) {
+        owners[i] = allocateFor(ranges[i]!, this.sourceName).buffer as ArrayBuffer;
+        this.k = j;
+        return Math.min(at, ranges[i]!.offset);
+      }
+    }
+    return at;
+  }
+
+  // The range that holds `at`, or undefined in a gap.
+  private holding(at: number): number | undefined {
+    const { ranges } = this.into;
+    const run = this.run;
+    while (this.k < run.length && at >= ranges[run[this.k]!]!.offset + ranges[run[this.k]!]!.length) ++this.k;
+    return this.k < run.length && at >= ranges[run[this.k]!]!.offset ? run[this.k]! : undefined;
+  }
+}
+
+/**
+ * One timer for an attempt: when it fires, it aborts the request if no byte came for the
+ * timeout, else waits for the rest of that time (not a timer per read).
+ */
+class StallTimer {
+  private readonly controller = new AbortController();
+  // A typed array: a number field would box a double each time it is set.
+  private readonly lastByte = new Float64Array([performance.now()]);
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(private readonly timeoutMs: number) {
+    this.timer = setTimeout(() => this.check(), timeoutMs);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  touch(): void {
+    this.lastByte[0] = performance.now();
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+  }
+
+  private check(): void {
+    const idle = performance.now() - this.lastByte[0]!;
+    if (idle >= this.timeoutMs) this.controller.abort();
+    else this.timer = setTimeout(() => this.check(), this.timeoutMs - idle);
+  }
+}
+
+/**
+ * Reads a response body. A byte-stream reader fills the bytes' own buffer (a sink's target), or
+ * one reused scratch buffer: no chunk is allocated per read, since every one would be garbage at
+ * the JS heap's peak, when ONNX Runtime holds the weights. Platforms without one give chunks.
+ * The last read's outcome is in `done`, `value` and `inPlace` (fields, not a new object per read).
+ */
+class BodyReader {
+  done = false;
+  value: Uint8Array | undefined;
+  /** The last read filled a sink's target. */
+  inPlace = false;
+  private readonly byob: ReadableStreamBYOBReader | undefined;
+  private readonly chunks: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  // Allocated when a byte has no buffer of its own to go to.
+  private scratch: ArrayBuffer | undefined;
+
+  constructor(body: ReadableStream<Uint8Array>) {
+    let byob: ReadableStreamBYOBReader | undefined;
+    try {
+      byob = body.getReader({ mode: 'byob' });
+    } catch {
+      byob = undefined;
+    }
+    this.byob = byob;
+    this.chunks = byob === undefined ? body.getReader() : undefined;
+  }
+
+  /** Reads the bytes from `at` (the range ends at `end`) into the sink's target, or elsewhere. */
+  async next(at: number, end: number, sink: BodySink): Promise<void> {
+    this.inPlace = false;
+    if (this.byob === undefined) {
+      ({ done: this.done, value: this.value } = await this.chunks!.read());
+      return;
+    }
+    // Past the end of the range, a few bytes tell a body that is too long.
+    const target = at < end ? sink.target?.(at, end - at) : undefined;
+    if (target !== undefined && target.byteLength > 0) {
+      this.inPlace = true;
+      ({ done: this.done, value: this.value } = await this.byob.read(target));
+      return;
+    }
+    const room = at < end ? Math.min(end - at, kReadPiece) : 16;
+    if (this.scratch === undefined || this.scratch.byteLength < room) this.scratch = new ArrayBuffer(room);
+    ({ done: this.done, value: this.value } = await this.byob.read(new Uint8Array(this.scratch, 0, room)));
+    // The read detached the buffer it filled and gives it back with the bytes.
+    if (this.value !== undefined) this.scratch = this.value.buffer as ArrayBuffer;
+  }
+
+  async cancel(): Promise<void> {
+    await (this.byob ?? this.chunks)!.cancel().catch(() => undefined);
+  }
 }
 
 export class HttpSource implements ByteSource {
@@ -160,76 +329,24 @@ export class HttpSource implements ByteSource {
     // place transfers the buffer: the one it gives back replaces it; a failed one leaves it
     // detached (its length reads 0).
     const buffers = ranges.map((r) => allocateFor(r, this.name));
-    const placed = buffers.map((b) => b.byteOffset);
-    const owners = buffers.map((b) => b.buffer as ArrayBuffer);
-    // Runs of ranges close enough to fetch together.
-    const runs: number[][] = [];
-    ranges.forEach((r, i) => {
-      const run = runs[runs.length - 1];
-      const last = run === undefined ? undefined : ranges[run[run.length - 1]!]!;
-      if (last !== undefined && r.offset >= last.offset + last.length && r.offset - (last.offset + last.length) <= this.mergeGap) run!.push(i);
-      else runs.push([i]);
-    });
-    const fetchRun = async (run: number[]): Promise<void> => {
-      const first = ranges[run[0]!]!;
-      const last = ranges[run[run.length - 1]!]!;
-      const start = first.offset;
-      const end = last.offset + last.length;
-      if (end === start) return;
-      let k = 0;
-      // The range that holds `at`, or undefined in a gap (k: the first range not yet complete).
-      const holding = (at: number): number | undefined => {
-        while (k < run.length && at >= ranges[run[k]!]!.offset + ranges[run[k]!]!.length) ++k;
-        return k < run.length && at >= ranges[run[k]!]!.offset ? run[k]! : undefined;
-      };
-      await this.request(
-        { start, end },
-        {
-          target: (at, max) => {
-            const i = holding(at);
-            if (i === undefined || ranges[i]!.length > kInPlaceMax) return undefined;
-            const r = ranges[i]!;
-            return new Uint8Array(owners[i]!, placed[i]! + (at - r.offset), Math.min(max, r.offset + r.length - at));
-          },
-          filled: (buffer, at) => {
-            owners[holding(at)!] = buffer;
-          },
-          put: (piece, at) => {
-            // Hand each byte of the piece to the range that holds it; skip the gaps between them.
-            let p = 0;
-            while (p < piece.byteLength) {
-              const pos = at + p;
-              const i = holding(pos);
-              if (i === undefined) {
-                if (k >= run.length) break;
-                p += Math.min(piece.byteLength - p, ranges[run[k]!]!.offset - pos);
-                continue;
-              }
-              const r = ranges[i]!;
-              const n = Math.min(piece.byteLength - p, r.offset + r.length - pos);
-              new Uint8Array(owners[i]!, placed[i]! + (pos - r.offset), n).set(piece.subarray(p, p + n));
-              p += n;
-            }
-          },
-          resume: (at) => {
-            for (const [j, i] of run.entries()) {
-              if (owners[i]!.byteLength === 0 && ranges[i]!.length > 0) {
-                owners[i] = allocateFor(ranges[i]!, this.name).buffer as ArrayBuffer;
-                k = j;
-                return Math.min(at, ranges[i]!.offset);
-              }
-            }
-            return at;
-          },
-        },
-      );
-    };
+    const into: RangeBuffers = { ranges, placed: buffers.map((b) => b.byteOffset), owners: buffers.map((b) => b.buffer as ArrayBuffer) };
+    const runs = runsOf(ranges, this.mergeGap);
     let next = 0;
     const workers = Array.from({ length: Math.min(this.concurrency, runs.length) }, async () => {
-      while (next < runs.length) await fetchRun(runs[next++]!);
+      while (next < runs.length) await this.fetchRun(into, runs[next++]!);
     });
     await Promise.all(workers);
-    return ranges.map((r, i) => new Uint8Array(owners[i]!, placed[i]!, r.length));
+    return ranges.map((r, i) => new Uint8Array(into.owners[i]!, into.placed[i]!, r.length));
+  }
+
+  /** One request for the run of ranges `run` (indices into `into.ranges`). */
+  private async fetchRun(into: RangeBuffers, run: readonly number[]): Promise<void> {
+    const first = into.ranges[run[0]!]!;
+    const last = into.ranges[run[run.length - 1]!]!;
+    const start = first.offset;
+    const end = last.offset + last.length;
+    if (end === start) return;
+    await this.request({ start, end }, new RunSink(into, run, this.name));
   }
 
   async stream(offset: number, length: number, consume: StreamConsumer): Promise<void> {
@@ -269,120 +386,61 @@ export class HttpSource implements ByteSource {
     headers.set('Range', asked);
     const validator = this.etag ?? this.lastModified;
     if (validator !== undefined) headers.set('If-Range', validator);
-    const controller = new AbortController();
-    // One timer for the attempt: when it fires, it aborts if no byte came for timeoutMs, else
-    // waits for the rest of that time (not a timer per read).
-    const lastByte = new Float64Array([performance.now()]);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const check = (): void => {
-      const idle = performance.now() - lastByte[0]!;
-      if (idle >= this.timeoutMs) controller.abort();
-      else timer = setTimeout(check, this.timeoutMs - idle);
-    };
-    timer = setTimeout(check, this.timeoutMs);
+    const stall = new StallTimer(this.timeoutMs);
     ++this.requests;
     try {
       let response: Response;
       try {
-        response = await this.fetchImpl(this.url.href, { headers, signal: controller.signal, cache: 'no-store' });
+        response = await this.fetchImpl(this.url.href, { headers, signal: stall.signal, cache: 'no-store' });
       } catch (e) {
-        throw new Retryable(controller.signal.aborted ? `no response within ${this.timeoutMs} ms (${asked})` : `request failed (${asked}): ${e instanceof Error ? e.message : String(e)}`);
+        throw new Retryable(stall.signal.aborted ? `no response within ${this.timeoutMs} ms (${asked})` : `request failed (${asked}): ${e instanceof Error ? e.message : String(e)}`);
       }
       const { start, end } = this.checkResponse(response, what, asked, validator !== undefined);
       reached.start = start;
       reached.end = end;
-      let at = start;
-      const body = response.body;
-      if (body !== null) {
-        // A byte-stream reader fills the bytes' own buffer, or one reused scratch buffer: no chunk
-        // is allocated per read (a 128 MiB body read in chunks leaves ~100 MiB of them to the
-        // collector; read through a scratch buffer, some 0.5 MiB of objects). Platforms without
-        // one give chunks.
-        let byob: ReadableStreamBYOBReader | undefined;
-        let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
-        try {
-          byob = body.getReader({ mode: 'byob' });
-        } catch {
-          reader = body.getReader();
-        }
-        // Allocated when a byte has no buffer of its own to go to.
-        let scratch: ArrayBuffer | undefined;
-        const fail = (e: unknown): never => {
-          throw new Retryable(controller.signal.aborted ? `the body stalled for ${this.timeoutMs} ms at offset ${at} (${asked})` : `the body was cut at offset ${at} (${asked}): ${e instanceof Error ? e.message : String(e)}`);
-        };
-        try {
-          for (;;) {
-            let value: Uint8Array | undefined;
-            let done: boolean | undefined;
-            let inPlace = false;
-            try {
-              if (byob === undefined) {
-                ({ done, value } = await reader!.read());
-              } else {
-                // Past the end of the range, a few bytes tell a body that is too long.
-                const target = at < end ? sink.target?.(at, end - at) : undefined;
-                if (target !== undefined && target.byteLength > 0) {
-                  ({ done, value } = await byob.read(target));
-                  inPlace = true;
-                } else {
-                  const room = at < end ? Math.min(end - at, kReadPiece) : 16;
-                  if (scratch === undefined || scratch.byteLength < room) scratch = new ArrayBuffer(room);
-                  ({ done, value } = await byob.read(new Uint8Array(scratch, 0, room)));
-                  // The read detached the buffer it filled and gives it back with the bytes.
-                  if (value !== undefined) scratch = value.buffer as ArrayBuffer;
-                }
-              }
-            } catch (e) {
-              fail(e);
-            }
-            // A done read gives the buffer back empty: an in-place target takes it back all the same.
-            if (inPlace && value !== undefined) sink.filled?.(value.buffer as ArrayBuffer, at);
-            if (done === true || value === undefined) break;
-            if (value.byteLength === 0) continue;
-            lastByte[0] = performance.now();
-            if (value.byteLength > end - at) {
-              throw new OnnxzipError('io', this.place, `the server sent more than the ${end - start} bytes of its Content-Range (${asked})`, { offset: at });
-            }
-            if (!inPlace) await sink.put(value, at);
-            at += value.byteLength;
-            this.bytesRead += value.byteLength;
-            reached.start = at;
-          }
-        } finally {
-          await (byob ?? reader)!.cancel().catch(() => undefined);
-        }
-      }
+      const at = response.body === null ? start : await this.readBody(response.body, { start, end, asked }, sink, reached, stall);
       if (at < end) throw new Retryable(`the body ended at offset ${at}, before the end of its range at ${end} (${asked})`);
     } finally {
-      if (timer !== undefined) clearTimeout(timer);
+      stall.stop();
     }
+  }
+
+  /** Reads `body` (of the range [start, end)) into `sink`, keeping `reached` up to date; returns the offset reached. */
+  private async readBody(body: ReadableStream<Uint8Array>, range: { start: number; end: number; asked: string }, sink: BodySink, reached: Progress, stall: StallTimer): Promise<number> {
+    const { start, end, asked } = range;
+    const reader = new BodyReader(body);
+    let at = start;
+    try {
+      for (;;) {
+        try {
+          await reader.next(at, end, sink);
+        } catch (e) {
+          throw new Retryable(stall.signal.aborted ? `the body stalled for ${this.timeoutMs} ms at offset ${at} (${asked})` : `the body was cut at offset ${at} (${asked}): ${e instanceof Error ? e.message : String(e)}`);
+        }
+        const value = reader.value;
+        // A done read gives the buffer back empty: an in-place target takes it back all the same.
+        if (reader.inPlace && value !== undefined) sink.filled?.(value.buffer as ArrayBuffer, at);
+        if (reader.done || value === undefined) break;
+        if (value.byteLength === 0) continue;
+        stall.touch();
+        if (value.byteLength > end - at) {
+          throw new OnnxzipError('io', this.place, `the server sent more than the ${end - start} bytes of its Content-Range (${asked})`, { offset: at });
+        }
+        if (!reader.inPlace) await sink.put(value, at);
+        at += value.byteLength;
+        this.bytesRead += value.byteLength;
+        reached.start = at;
+      }
+    } finally {
+      await reader.cancel();
+    }
+    return at;
   }
 
   /** The [start, end) the response carries, after checking it is what was asked for. */
   private checkResponse(response: Response, what: { suffix: number } | { start: number; end: number }, asked: string, conditional: boolean): { start: number; end: number } {
-    const status = response.status;
-    if (status >= 500) {
-      void response.body?.cancel().catch(() => undefined);
-      throw new Retryable(`HTTP ${status} ${response.statusText} (${asked})`);
-    }
-    if (status === 200) {
-      void response.body?.cancel().catch(() => undefined);
-      if (conditional) this.changed('If-Range was not met (HTTP 200 instead of 206)');
-      throw new OnnxzipError('io', this.place, `the server ignored the Range header (HTTP 200 with the whole file for ${asked}): a server that serves byte ranges is needed`);
-    }
-    if (status === 416 && 'suffix' in what) {
-      // A suffix range of an empty file cannot be satisfied.
-      const total = /^bytes \*\/(\d+)$/.exec(response.headers.get('Content-Range') ?? '');
-      if (total !== null && Number(total[1]) === 0) {
-        void response.body?.cancel().catch(() => undefined);
-        this.size = 0;
-        return { start: 0, end: 0 };
-      }
-    }
-    if (status !== 206) {
-      void response.body?.cancel().catch(() => undefined);
-      throw new OnnxzipError('io', this.place, `HTTP ${status} ${response.statusText} (${asked})`);
-    }
+    const empty = this.checkStatus(response, what, asked, conditional);
+    if (empty) return { start: 0, end: 0 };
     const header = response.headers.get('Content-Range');
     const m = header === null ? null : /^bytes (\d+)-(\d+)\/(\d+)$/.exec(header.trim());
     if (m === null) this.badRange(response, `Content-Range ${header === null ? 'is missing' : `'${header}' is not 'bytes first-last/size'`}`, asked);
@@ -392,17 +450,7 @@ export class HttpSource implements ByteSource {
     if (![first, last, total].every(Number.isSafeInteger) || last < first || last >= total) {
       this.badRange(response, `Content-Range '${header}' is not a range of the file`, asked);
     }
-    const etag = response.headers.get('ETag') ?? undefined;
-    const lastModified = response.headers.get('Last-Modified') ?? undefined;
-    if (this.size === undefined) {
-      this.size = total;
-      // If-Range needs a strong validator: a strong ETag, else the date.
-      if (etag !== undefined && !etag.startsWith('W/')) this.etag = etag;
-      else this.lastModified = lastModified;
-    } else {
-      if (total !== this.size) this.changed(`its size was ${this.size} bytes, it is now ${total}`);
-      if (this.etag !== undefined && etag !== undefined && etag !== this.etag) this.changed(`its ETag was ${this.etag}, it is now ${etag}`);
-    }
+    this.checkSameFile(response, total);
     const wantStart = 'suffix' in what ? Math.max(0, total - what.suffix) : what.start;
     const wantEnd = 'suffix' in what ? total : what.end;
     if (first !== wantStart || last + 1 !== wantEnd) {
@@ -415,12 +463,50 @@ export class HttpSource implements ByteSource {
     return { start: first, end: last + 1 };
   }
 
+  /**
+   * Refuses a status other than 206 (5xx: retryable; 200: a Range ignored, or If-Range not met);
+   * true for the 416 of a suffix range of an empty file, which has no bytes to send.
+   */
+  private checkStatus(response: Response, what: { suffix: number } | { start: number; end: number }, asked: string, conditional: boolean): boolean {
+    const status = response.status;
+    if (status === 206) return false;
+    void response.body?.cancel().catch(() => undefined);
+    if (status >= 500) throw new Retryable(`HTTP ${status} ${response.statusText} (${asked})`);
+    if (status === 200) {
+      if (conditional) this.changed('If-Range was not met (HTTP 200 instead of 206)');
+      throw new OnnxzipError('io', this.place, `the server ignored the Range header (HTTP 200 with the whole file for ${asked}): a server that serves byte ranges is needed`);
+    }
+    if (status === 416 && 'suffix' in what) {
+      const total = /^bytes \*\/(\d+)$/.exec(response.headers.get('Content-Range') ?? '');
+      if (total !== null && Number(total[1]) === 0) {
+        this.size = 0;
+        return true;
+      }
+    }
+    throw new OnnxzipError('io', this.place, `HTTP ${status} ${response.statusText} (${asked})`);
+  }
+
+  /** The first response gives the file's size and validator; every later one must agree with them. */
+  private checkSameFile(response: Response, total: number): void {
+    const etag = response.headers.get('ETag') ?? undefined;
+    const lastModified = response.headers.get('Last-Modified') ?? undefined;
+    if (this.size === undefined) {
+      this.size = total;
+      // If-Range needs a strong validator: a strong ETag, else the date.
+      if (etag !== undefined && !etag.startsWith('W/')) this.etag = etag;
+      else this.lastModified = lastModified;
+      return;
+    }
+    if (total !== this.size) this.changed(`its size was ${this.size} bytes, it is now ${total}`);
+    if (this.etag !== undefined && etag !== undefined && etag !== this.etag) this.changed(`its ETag was ${this.etag}, it is now ${etag}`);
+  }
+
   private badRange(response: Response, problem: string, asked: string): never {
     void response.body?.cancel().catch(() => undefined);
     throw new OnnxzipError('io', this.place, `${problem} (${asked})`);
   }
 
   private changed(how: string): never {
-    throw new OnnxzipError('io', this.place, `the remote file changed while it was read: ${how}`);
+    throw new OnnxzipError('changed', this.place, `the remote file changed while it was read: ${how}`);
   }
 }

@@ -4,7 +4,7 @@
 
 export { Archive, openArchive, verify, type EntryInfo, type OpenOptions, type TensorInfo } from './archive.js';
 export { OnnxzipError, type ErrorCode, type ErrorPlace } from './errors.js';
-export type { Finding, Severity } from './findings.js';
+export type { Finding, FindingKind, Severity } from './findings.js';
 export type { FetchFunction, HttpOptions } from './http.js';
 export { DataType, dataTypeName } from './onnx.js';
 export type { ArchiveSource } from './open_source.js';
@@ -13,4 +13,5 @@ export { createSession, ortFlavor, ortModelFor, type CreateSessionOptions, type 
 export type { ReadStats, SourceKind } from './source.js';
 export type { TensorData } from './typed.js';
 export { importPublicKey, type IntegrityLimits, type PublicKeyInfo } from './integrity.js';
-export type { IntegrityReport, VerifyOptions, VerifyReport } from './verify.js';
+export type { DigestsStatus, SignatureStatus, VerifyOptions, VerifyReport } from './verify.js';
+export { version } from './version.js';

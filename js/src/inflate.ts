@@ -7,6 +7,7 @@
 
 import { crc32 } from './crc32.js';
 import { OnnxzipError, type ErrorPlace } from './errors.js';
+import { withKind } from './findings.js';
 
 export interface InflateLimits {
   readonly maxInflatedSize: number;
@@ -58,7 +59,7 @@ export async function inflateRaw(compressed: Uint8Array, size: number, crc: numb
   if (at !== size) throw new OnnxzipError('corrupt', place, `the deflate stream inflates to ${at} bytes, the recorded size is ${size}`);
   const actual = crc32(out);
   if (actual !== crc) {
-    throw new OnnxzipError('corrupt', place, `CRC-32 mismatch: the data has 0x${actual.toString(16).padStart(8, '0')}, the archive records 0x${crc.toString(16).padStart(8, '0')}`);
+    throw withKind('crc', new OnnxzipError('corrupt', place, `CRC-32 mismatch: the data has 0x${actual.toString(16).padStart(8, '0')}, the archive records 0x${crc.toString(16).padStart(8, '0')}`));
   }
   return out;
 }

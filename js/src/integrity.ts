@@ -61,8 +61,20 @@ export async function decodeDigests(bytes: Uint8Array, source: string, limit = k
   const modelName = j.stringMember(subjects[0], 'name', 'subject[0]');
   const subjectDigest = j.objectMember(subjects[0], 'digest', 'subject[0]');
   const subjectSha256 = hexMember(j, subjectDigest, 'sha256', 'subject[0].digest', 64);
-
   const predicate = j.objectMember(root, 'predicate', '');
+  checkSerialization(j, predicate);
+  const listed = readResources(j, predicate);
+  const entries = readEntryFacts(j, predicate, listed);
+  // model_signing's subject digest: SHA-256 over the resources' digests in the order listed.
+  const concatenated = new Uint8Array(32 * entries.length);
+  entries.forEach((e, i) => concatenated.set(fromHex(e.sha256), 32 * i));
+  const rootDigest = toHex(await sha256Of(concatenated, place));
+  if (rootDigest !== subjectSha256) j.fail(`subject[0].digest.sha256 is ${subjectSha256}, but the resources' digests hash to ${rootDigest}`);
+  return { modelName, entries };
+}
+
+// predicate.serialization: files hashed with SHA-256, no symbolic links, the integrity entries ignored.
+function checkSerialization(j: JsonReader, predicate: JsonValue | undefined): void {
   const serialization = j.objectMember(predicate, 'serialization', 'predicate');
   const at = 'predicate.serialization';
   j.expectString(serialization, 'method', 'files', at);
@@ -73,27 +85,32 @@ export async function decodeDigests(bytes: Uint8Array, source: string, limit = k
   if (ignored.length !== 2 || ignored[0] !== kDigestsEntryName || ignored[1] !== kSignatureEntryName) {
     j.fail(`${at}.ignore_paths is ${JSON.stringify(ignored)}, expected ["__DIGESTS","__SIGNATURE"]`);
   }
+}
 
+// predicate.resources: each entry once, by name, with its SHA-256.
+function readResources(j: JsonReader, predicate: JsonValue | undefined): { name: string; sha256: string }[] {
   const resources = j.arrayMember(predicate, 'resources', 'predicate');
   const names = new Set<string>();
-  const listed: { name: string; sha256: string }[] = [];
-  resources.forEach((resource, i) => {
+  return resources.map((resource, i) => {
     const where = `predicate.resources[${i}]`;
     const name = j.stringMember(resource, 'name', where);
     if (name === '') j.fail(`${where}.name is empty`);
     if (names.has(name)) j.fail(`entry ${quote(name)} is listed twice (${where})`);
     names.add(name);
     j.expectString(resource, 'algorithm', 'sha256', where);
-    listed.push({ name, sha256: hexMember(j, resource as JsonValue, 'digest', where, 64) });
+    return { name, sha256: hexMember(j, resource as JsonValue, 'digest', where, 64) };
   });
+}
 
+// predicate.onnxzip: the format version, and each resource's size and CRC-32 in the same order.
+function readEntryFacts(j: JsonReader, predicate: JsonValue | undefined, listed: readonly { name: string; sha256: string }[]): EntryDigest[] {
   const record = j.objectMember(predicate, 'onnxzip', 'predicate');
   j.expectString(record, 'format_version', kFormatVersion, 'predicate.onnxzip');
   const facts = j.arrayMember(record, 'entries', 'predicate.onnxzip');
-  if (facts.length !== resources.length) {
-    j.fail(`predicate.onnxzip.entries has ${facts.length} items, predicate.resources ${resources.length}`);
+  if (facts.length !== listed.length) {
+    j.fail(`predicate.onnxzip.entries has ${facts.length} items, predicate.resources ${listed.length}`);
   }
-  const entries: EntryDigest[] = facts.map((fact, i) => {
+  return facts.map((fact, i) => {
     const where = `predicate.onnxzip.entries[${i}]`;
     const name = j.stringMember(fact, 'name', where);
     const expected = listed[i]!;
@@ -103,13 +120,6 @@ export async function decodeDigests(bytes: Uint8Array, source: string, limit = k
     if (crcText.length !== 8 || !kLowerHex.test(crcText)) j.fail(`${where}.crc32 is ${quote(crcText)}, not 8 lower-case hex digits`);
     return { name, sha256: expected.sha256, size, crc32: Number.parseInt(crcText, 16) };
   });
-
-  // model_signing's subject digest: SHA-256 over the resources' digests in the order listed.
-  const concatenated = new Uint8Array(32 * entries.length);
-  entries.forEach((e, i) => concatenated.set(fromHex(e.sha256), 32 * i));
-  const rootDigest = toHex(await sha256Of(concatenated, place));
-  if (rootDigest !== subjectSha256) j.fail(`subject[0].digest.sha256 is ${subjectSha256}, but the resources' digests hash to ${rootDigest}`);
-  return { modelName, entries };
 }
 
 function hexMember(j: JsonReader, object: JsonValue | undefined, key: string, path: string, digits: number): string {
@@ -219,6 +229,25 @@ export interface PublicKeyInfo {
   readonly keyId: string;
 }
 
+// Algorithm and curve identifiers (DER-encoded OIDs) a SubjectPublicKeyInfo may name.
+const kKeyKinds: ReadonlyArray<readonly [string, readonly number[]]> = [
+  ['an RSA key', [0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01]],
+  ['an EC key on curve P-384', [0x2b, 0x81, 0x04, 0x00, 0x22]],
+  ['an EC key on curve P-521', [0x2b, 0x81, 0x04, 0x00, 0x23]],
+  ['an EC key on curve secp256k1', [0x2b, 0x81, 0x04, 0x00, 0x0a]],
+  ['an Ed25519 key', [0x2b, 0x65, 0x70]],
+  ['an Ed448 key', [0x2b, 0x65, 0x71]],
+  ['a DSA key', [0x2a, 0x86, 0x48, 0xce, 0x38, 0x04, 0x01]],
+];
+
+/** What kind of key the SubjectPublicKeyInfo `der` names ("an RSA key"), when it is a known other one. */
+function keyKind(der: Uint8Array): string | undefined {
+  // The algorithm identifier comes first, within the first few dozen bytes.
+  const head = der.subarray(0, 40);
+  const holds = (oid: readonly number[]): boolean => head.some((_, i) => oid.every((b, k) => head[i + k] === b));
+  return kKeyKinds.find(([, oid]) => holds(oid))?.[0];
+}
+
 /** Reads a PEM SubjectPublicKeyInfo of an ECDSA P-256 key: invalid_argument for anything else. */
 export async function importPublicKey(pem: string | Uint8Array, source = '<key>'): Promise<PublicKeyInfo> {
   const place: ErrorPlace = { source };
@@ -231,7 +260,8 @@ export async function importPublicKey(pem: string | Uint8Array, source = '<key>'
   try {
     key = await subtle.importKey('spki', bufferSource(der), { name: 'ECDSA', namedCurve: 'P-256' }, true, ['verify']);
   } catch (e) {
-    throw new OnnxzipError('invalid_argument', place, `not an ECDSA P-256 public key: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    const what = keyKind(der) ?? (e instanceof Error ? e.message : String(e));
+    throw new OnnxzipError('invalid_argument', place, `not an ECDSA P-256 public key: ${what}`, { cause: e });
   }
   // The id hashes the key as OpenSSL writes it (uncompressed point, 64 columns, LF), whatever
   // spelling was given.

@@ -173,6 +173,17 @@ export interface TensorRecord {
   readonly typedCounts: ReadonlyMap<number, number>;
 }
 
+/** What the walk reads of one TensorProto, as it reads it. */
+interface TensorFields {
+  name: string | undefined;
+  dataType: number;
+  dataLocation: bigint;
+  readonly dims: bigint[];
+  readonly externalData: KeyValue[];
+  rawDataLength: number | undefined;
+  typedCounts: Map<number, number> | undefined;
+}
+
 export interface ModelWalk {
   readonly tensors: readonly TensorRecord[];
 }
@@ -394,30 +405,30 @@ class Walker {
     }
     if (found === undefined) return;
     const label = name !== '' || !c.hidden ? name : `attribute[${c.index}]`;
-    const owner = c;
     const counts = new Map<number, number>();
     for (const { field, span } of found) {
       const n = counts.get(field) ?? 0;
       counts.set(field, n + 1);
-      switch (field) {
-        case A.t:
-          this.tensor(this.enter(owner, span, label, -1, c.inMainGraph), false, ofConstant && name === 'value', false);
-          break;
-        case A.tensors:
-          this.tensor(this.enter(owner, span, label, n, c.inMainGraph), false, false, false);
-          break;
-        case A.g:
-          this.graph(this.enter(owner, span, label, -1, false));
-          break;
-        case A.graphs:
-          this.graph(this.enter(owner, span, label, n, false));
-          break;
-        case A.sparseTensor:
-          this.sparseTensor(this.enter(owner, span, label, -1, c.inMainGraph));
-          break;
-        default:
-          this.sparseTensor(this.enter(owner, span, label, n, c.inMainGraph));
-      }
+      this.attributeValue(c, field, span, label, n, ofConstant && name === 'value');
+    }
+  }
+
+  // The n-th value of an attribute's field: a tensor (`t`, `tensors`), a subgraph (`g`,
+  // `graphs`) or a sparse tensor; single fields take no index in the site.
+  private attributeValue(c: Context, field: number, span: FieldSpan, label: string, n: number, isConstantValue: boolean): void {
+    switch (field) {
+      case A.t:
+        return this.tensor(this.enter(c, span, label, -1, c.inMainGraph), false, isConstantValue, false);
+      case A.tensors:
+        return this.tensor(this.enter(c, span, label, n, c.inMainGraph), false, false, false);
+      case A.g:
+        return this.graph(this.enter(c, span, label, -1, false));
+      case A.graphs:
+        return this.graph(this.enter(c, span, label, n, false));
+      case A.sparseTensor:
+        return this.sparseTensor(this.enter(c, span, label, -1, c.inMainGraph));
+      default:
+        return this.sparseTensor(this.enter(c, span, label, n, c.inMainGraph));
     }
   }
 
@@ -437,78 +448,16 @@ class Walker {
 
   private tensor(c: Context, isInitializer: boolean, isConstantValue: boolean, inSparseTensor: boolean): void {
     const r = this.reader(c);
-    let name: string | undefined;
-    let dataType = 0;
-    let dataLocation = 0n;
-    const dims: bigint[] = [];
-    const externalData: KeyValue[] = [];
-    let rawDataLength: number | undefined;
-    let typedCounts: Map<number, number> | undefined;
+    const t: TensorFields = { name: undefined, dataType: 0, dataLocation: 0n, dims: [], externalData: [], rawDataLength: undefined, typedCounts: undefined };
     while (!r.atEnd()) {
       const keyStart = r.pos;
       const { field, wire } = r.tag();
-      let count = 0;
-      switch (field) {
-        case T.dims:
-          if (wire === kWireVarint) dims.push(r.int64());
-          else if (wire === kWireLen) this.packedVarints(r.lengthDelimited(keyStart), (v) => dims.push(BigInt.asIntN(64, v)));
-          else this.wrongWire(c, 'dims', keyStart);
-          break;
-        case T.dataType:
-          if (wire !== kWireVarint) this.wrongWire(c, 'data_type', keyStart);
-          dataType = r.int32();
-          break;
-        case T.dataLocation:
-          if (wire !== kWireVarint) this.wrongWire(c, 'data_location', keyStart);
-          dataLocation = BigInt(r.int32());
-          break;
-        case T.name: {
-          if (wire !== kWireLen) this.wrongWire(c, 'name', keyStart);
-          const start = r.skipLengthDelimited();
-          name = decodeText(this.bytes.subarray(start, r.pos));
-          break;
-        }
-        case T.rawData: {
-          if (wire !== kWireLen) this.wrongWire(c, 'raw_data', keyStart);
-          const start = r.skipLengthDelimited();
-          rawDataLength = r.pos - start;
-          break;
-        }
-        case T.externalData: {
-          if (wire !== kWireLen) this.wrongWire(c, 'external_data', keyStart);
-          externalData.push(this.keyValue(r.lengthDelimited(keyStart)));
-          break;
-        }
-        case T.floatData:
-          count = this.fixedCount(r, wire, kWireI32, 4, c, 'float_data', keyStart);
-          break;
-        case T.doubleData:
-          count = this.fixedCount(r, wire, kWireI64, 8, c, 'double_data', keyStart);
-          break;
-        case T.int32Data:
-        case T.int64Data:
-        case T.uint64Data:
-          if (wire === kWireVarint) {
-            r.skipVarint();
-            count = 1;
-          } else if (wire === kWireLen) {
-            this.packedVarints(r.lengthDelimited(keyStart), () => ++count);
-          } else {
-            this.wrongWire(c, typedFieldNames.get(field) ?? String(field), keyStart);
-          }
-          break;
-        case T.stringData:
-          if (wire !== kWireLen) this.wrongWire(c, 'string_data', keyStart);
-          r.skipLengthDelimited();
-          count = 1;
-          break;
-        default:
-          r.skip(wire, field);
-          continue;
-      }
       if (typedFieldNames.has(field)) {
-        typedCounts ??= new Map();
-        typedCounts.set(field, (typedCounts.get(field) ?? 0) + count);
+        const count = this.typedField(r, field, wire, keyStart, c);
+        t.typedCounts ??= new Map();
+        t.typedCounts.set(field, (t.typedCounts.get(field) ?? 0) + count);
+      } else {
+        this.tensorField(r, field, wire, keyStart, c, t);
       }
     }
     this.tensors.push({
@@ -518,14 +467,76 @@ class Walker {
       isInitializer,
       isConstantValue,
       inSparseTensor,
-      name,
-      dataType,
-      dims,
-      dataLocation,
-      externalData,
-      rawDataLength,
-      typedCounts: typedCounts ?? kNoTypedCounts,
+      name: t.name,
+      dataType: t.dataType,
+      dims: t.dims,
+      dataLocation: t.dataLocation,
+      externalData: t.externalData,
+      rawDataLength: t.rawDataLength,
+      typedCounts: t.typedCounts ?? kNoTypedCounts,
     });
+  }
+
+  /** A TensorProto field other than the typed data fields: read into `t`, or skipped. */
+  private tensorField(r: WireReader, field: number, wire: number, keyStart: number, c: Context, t: TensorFields): void {
+    switch (field) {
+      case T.dims:
+        if (wire === kWireVarint) t.dims.push(r.int64());
+        else if (wire === kWireLen) this.packedVarints(r.lengthDelimited(keyStart), (v) => t.dims.push(BigInt.asIntN(64, v)));
+        else this.wrongWire(c, 'dims', keyStart);
+        return;
+      case T.dataType:
+        if (wire !== kWireVarint) this.wrongWire(c, 'data_type', keyStart);
+        t.dataType = r.int32();
+        return;
+      case T.dataLocation:
+        if (wire !== kWireVarint) this.wrongWire(c, 'data_location', keyStart);
+        t.dataLocation = BigInt(r.int32());
+        return;
+      case T.name: {
+        if (wire !== kWireLen) this.wrongWire(c, 'name', keyStart);
+        const start = r.skipLengthDelimited();
+        t.name = decodeText(this.bytes.subarray(start, r.pos));
+        return;
+      }
+      case T.rawData: {
+        if (wire !== kWireLen) this.wrongWire(c, 'raw_data', keyStart);
+        const start = r.skipLengthDelimited();
+        t.rawDataLength = r.pos - start;
+        return;
+      }
+      case T.externalData:
+        if (wire !== kWireLen) this.wrongWire(c, 'external_data', keyStart);
+        t.externalData.push(this.keyValue(r.lengthDelimited(keyStart)));
+        return;
+      default:
+        r.skip(wire, field);
+    }
+  }
+
+  /** Skips a typed data field (float_data...), returning how many values it holds. */
+  private typedField(r: WireReader, field: number, wire: number, keyStart: number, c: Context): number {
+    switch (field) {
+      case T.floatData:
+        return this.fixedCount(r, wire, kWireI32, 4, c, 'float_data', keyStart);
+      case T.doubleData:
+        return this.fixedCount(r, wire, kWireI64, 8, c, 'double_data', keyStart);
+      case T.stringData:
+        if (wire !== kWireLen) this.wrongWire(c, 'string_data', keyStart);
+        r.skipLengthDelimited();
+        return 1;
+      default: {
+        // int32_data, int64_data, uint64_data: varints, one or packed.
+        if (wire === kWireVarint) {
+          r.skipVarint();
+          return 1;
+        }
+        if (wire !== kWireLen) this.wrongWire(c, typedFieldNames.get(field) ?? String(field), keyStart);
+        let count = 0;
+        this.packedVarints(r.lengthDelimited(keyStart), () => ++count);
+        return count;
+      }
+    }
   }
 
   private keyValue(span: FieldSpan): KeyValue {

@@ -74,21 +74,20 @@ export async function ortExternalData(archive: Archive, flavor: OrtFlavor, inlin
   }
   const entries = [...new Set(external.map((t) => t.entry))];
   const blobs = archive.source.blobSlice !== undefined && flavor === 'web';
-  let data: Array<Uint8Array | Blob>;
-  if (blobs) {
-    // Lazy slices: ORT-web reads each when it needs it. The local headers were checked at open.
-    data = entries.map((e) => archive.source.blobSlice!(e.local!.dataOffset, e.compressedSize));
-  } else {
-    data = await archive.readEntries(entries, true);
-  }
+  // One read for every entry ORT gets, external or inlined (for a URL, one request).
+  const read = await archive.readEntries([...(blobs ? [] : entries), ...inline.map((t) => t.entry)], true);
+  // Lazy slices: ORT-web reads each when it needs it. The local headers were checked at open.
+  const data: Array<Uint8Array | Blob> = blobs ? entries.map((e) => archive.source.blobSlice!(e.local!.dataOffset, e.compressedSize)) : read.slice(0, entries.length);
   const externalData = entries.map((e, i) => ({ path: e.name, data: data[i]! }));
-  const model = inline.length === 0 ? archive.modelBytes : await inlineTensors(archive, inline);
+  const model = inline.length === 0 ? archive.modelBytes : inlineTensors(archive, inline, read.slice(read.length - inline.length));
   return { model, externalData, inlined: inline.map((t) => tensorLabel(t.info)) };
 }
 
-/** The model bytes with these tensors written inline (raw_data) instead of referring to their entries. */
-export async function inlineTensors(archive: Archive, tensors: readonly ResolvedTensor[]): Promise<Uint8Array> {
-  const payloads = await archive.readEntries(tensors.map((t) => t.entry), true);
+/**
+ * The model bytes with these tensors written inline (raw_data) instead of referring to their
+ * entries; `payloads` are their entries' bytes (readEntries), in their order.
+ */
+export function inlineTensors(archive: Archive, tensors: readonly ResolvedTensor[], payloads: readonly Uint8Array[]): Uint8Array {
   const edits: SubmessageEdit[] = tensors.map((t, i) => ({
     path: t.record.path,
     payload: rewriteTensor(archive.modelBytes, t.record, (out) => {

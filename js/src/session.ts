@@ -1,6 +1,6 @@
 // createSession: an ONNX Runtime session from an archive in one call.
 
-import { Archive, openArchive, type OpenOptions } from './archive.js';
+import { Archive, openWith, type OpenOptions } from './archive.js';
 import { OnnxzipError } from './errors.js';
 import type { ArchiveSource } from './open_source.js';
 import { kInlineBelow, ortExternalData, ortFileModel, type OrtFlavor, type OrtModel } from './ort.js';
@@ -61,6 +61,9 @@ export async function createSession<Session, SessionOptions extends object>(
   sessionOptions?: SessionOptions,
   options: CreateSessionOptions = {},
 ): Promise<Session> {
+  if (typeof (ort as Partial<OrtModule<Session, SessionOptions>> | undefined)?.InferenceSession?.create !== 'function') {
+    throw new OnnxzipError('invalid_argument', {}, `createSession takes the ONNX Runtime module first (import * as ort from 'onnxruntime-web' or 'onnxruntime-node'), not ${describe(ort)}`);
+  }
   // The archive this opened is closed, and unreachable, before ORT runs: while ORT holds every
   // weight (the peak of memory), nothing of the reader's (entries, tensor records, requests)
   // is kept alive with them.
@@ -74,9 +77,13 @@ async function prepareSession<Session, SessionOptions extends object>(
   sessionOptions: SessionOptions | undefined,
   options: CreateSessionOptions,
 ): Promise<{ model: Uint8Array; merged: SessionOptions }> {
-  const archive = source instanceof Archive ? source : await openArchive(source, options);
+  // An archive opened here keeps its whole tail read: the entries ORT needs are read once, the
+  // bytes the tail holds taken from it (copied) and the rest with one request; then it is freed.
+  const opened = source instanceof Archive ? undefined : await openWith(source, options, true);
+  const archive = opened ?? (source as Archive);
   try {
     const prepared = await ortModelFor(archive, ortFlavor(ort), options.route ?? 'auto', options.inlineBelow ?? kInlineBelow);
+    opened?.releaseTail();
     const base = (sessionOptions ?? {}) as Record<string, unknown>;
     const merged: Record<string, unknown> = { ...base };
     if (prepared.extraSessionConfig !== undefined) {
@@ -89,6 +96,12 @@ async function prepareSession<Session, SessionOptions extends object>(
     }
     return { model: prepared.model, merged: merged as SessionOptions };
   } finally {
-    if (!(source instanceof Archive)) await archive.close();
+    await opened?.close();
   }
+}
+
+/** What was passed, for a message: its type, never its content. */
+function describe(value: unknown): string {
+  if (value === null || value === undefined) return String(value);
+  return typeof value === 'object' ? `an object without InferenceSession.create` : `a ${typeof value}`;
 }

@@ -12,17 +12,37 @@ export interface ByteRange {
    * payload aligned in the file is then aligned in memory, and a typed array can view it.
    */
   readonly phase?: boolean;
+  /**
+   * Bytes the buffer holds after the range, unread, for the caller to fill (with bytes it has
+   * already): the view returned is the range's, its buffer reaches `room` bytes further.
+   */
+  readonly room?: number;
 }
 
-/** A new buffer for `range`, placed as ByteRange.phase asks; limit_exceeded when there is no memory for it. */
+/**
+ * A new buffer for `range`, placed as ByteRange.phase asks, with its room after it; limit_exceeded
+ * when there is no memory for it.
+ */
 export function allocateFor(range: ByteRange, source = ''): Uint8Array {
   const pad = range.phase === true ? range.offset % 64 : 0;
   try {
-    return new Uint8Array(new ArrayBuffer(range.length + pad), pad, range.length);
+    return new Uint8Array(new ArrayBuffer(range.length + (range.room ?? 0) + pad), pad, range.length);
   } catch (e) {
     if (!(e instanceof RangeError)) throw e;
     throw new OnnxzipError('limit_exceeded', { source }, `cannot allocate ${range.length} bytes for offset ${range.offset}: ${e.message}`, { offset: range.offset, cause: e });
   }
+}
+
+/**
+ * `view` (a read of `range`) widened by the range's room: in the same buffer when a source kept
+ * the room, else copied into a new one that has it.
+ */
+export function withRoom(view: Uint8Array, range: ByteRange): Uint8Array {
+  const length = range.length + (range.room ?? 0);
+  if (view.byteOffset + length <= view.buffer.byteLength) return new Uint8Array(view.buffer, view.byteOffset, length);
+  const widened = allocateFor({ ...range, length, room: 0 });
+  widened.set(view);
+  return widened;
 }
 
 /** What a source has read so far. */

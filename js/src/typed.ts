@@ -82,6 +82,11 @@ function arrayKind(dataType: number): ArrayKind | undefined {
   }
 }
 
+/** The bytes per element of the typed array getTensor gives for `dataType` (undefined: none). */
+export function arrayElementBytes(dataType: number): number | undefined {
+  return arrayKind(dataType)?.bytes;
+}
+
 const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /** `bytes` as the typed array of `dataType`: a view when its offset allows, else a copy. */

@@ -9,7 +9,7 @@
 import { ByteWindow } from './bytes.js';
 import { crc32 } from './crc32.js';
 import { OnnxzipError, quote } from './errors.js';
-import type { Finding } from './findings.js';
+import { errorFinding, kindOf, type Finding, type FindingKind } from './findings.js';
 import {
   decodeDigests,
   decodeSignature,
@@ -20,6 +20,7 @@ import {
   kDigestsEntryName,
   kSignatureEntryName,
   signatureProblem,
+  type EntryDigest,
   type IntegrityLimits,
   type PublicKeyInfo,
 } from './integrity.js';
@@ -42,22 +43,10 @@ export interface VerifyOptions extends IntegrityLimits {
   readonly publicKey?: string | Uint8Array;
 }
 
-/** What the integrity entries of spec §12 gave. */
-export interface IntegrityReport {
-  /**
-   * `absent`: no `__DIGESTS`; `verified`: every entry listed, its size and its SHA-256 as
-   * `__DIGESTS` says; `listed`: listing and sizes right, the bytes not read (checkCrc false);
-   * `failed`: `__DIGESTS` refused, or an entry differs (the findings say which).
-   */
-  readonly digests: 'absent' | 'verified' | 'listed' | 'failed';
-  /**
-   * `absent`: no `__SIGNATURE`; `unverified`: one that parses, no key given; `verified`: a valid
-   * signature by the key given; `failed`: refused (the findings say why).
-   */
-  readonly signature: 'absent' | 'unverified' | 'verified' | 'failed';
-  /** The key id `__SIGNATURE` names ("" without one). */
-  readonly keyId: string;
-}
+/** `__DIGESTS` (spec/names.md "Integrity status"). */
+export type DigestsStatus = 'absent' | 'verified' | 'unchecked' | 'failed';
+/** `__SIGNATURE` (spec/names.md "Integrity status"). */
+export type SignatureStatus = 'absent' | 'verified' | 'unchecked' | 'other_key' | 'failed';
 
 export interface VerifyReport {
   readonly findings: readonly Finding[];
@@ -65,7 +54,22 @@ export interface VerifyReport {
   readonly ok: boolean;
   /** openArchive accepts it, every CRC-32 is right and so is every digest: no finding of severity error. */
   readonly loadable: boolean;
-  readonly integrity: IntegrityReport;
+  /**
+   * `absent`: no `__DIGESTS`; `verified`: every entry listed, with its size and SHA-256;
+   * `unchecked`: listing and sizes right, the bytes not hashed (checkCrc false); `failed`: a
+   * digest, a size or the list is wrong, or it does not parse (the findings say which).
+   */
+  readonly digests: DigestsStatus;
+  /**
+   * `absent`: no `__SIGNATURE`; `verified`: valid, by the key given; `unchecked`: one that
+   * parses, no key given; `other_key`: signed by another key than the one given; `failed`: it
+   * does not verify or parse, or signs other bytes (the findings say why).
+   */
+  readonly signature: SignatureStatus;
+  /** The key id `__SIGNATURE` names ("" without one). */
+  readonly signatureKeyId: string;
+  /** What was checked, in words: "ZIP structure, layout, references, CRC-32s; digests verified; signature not checked: give publicKey". */
+  readonly checked: string;
 }
 
 /** A check fed with one entry's uncompressed data, in order. */
@@ -89,7 +93,7 @@ function digestCheck(e: ZipEntry, expected: string, source: string): EntryCheck 
 }
 
 function digestMismatch(e: ZipEntry, actual: string, expected: string): Finding {
-  return errorFinding('digest', e, `its SHA-256 is ${actual}, __DIGESTS says ${expected}: its bytes are not those that were digested (spec §12.5)`, e.local?.dataOffset ?? e.localHeaderOffset);
+  return entryFinding('digest', e, `its SHA-256 is ${actual}, __DIGESTS says ${expected}: its bytes are not those that were digested (spec §12.5)`, e.local?.dataOffset ?? e.localHeaderOffset);
 }
 
 function crcCheck(e: ZipEntry): EntryCheck {
@@ -100,7 +104,7 @@ function crcCheck(e: ZipEntry): EntryCheck {
     },
     finish() {
       if (crc === e.crc32) return undefined;
-      return errorFinding('crc32', e, `CRC-32 mismatch: the data has 0x${hex(crc)}, the archive records 0x${hex(e.crc32)}`, e.local?.dataOffset ?? e.localHeaderOffset);
+      return entryFinding('crc', e, `CRC-32 mismatch: the data has 0x${hex(crc)}, the archive records 0x${hex(e.crc32)}`, e.local?.dataOffset ?? e.localHeaderOffset);
     },
   };
 }
@@ -109,14 +113,16 @@ function hex(v: number): string {
   return v.toString(16).padStart(8, '0');
 }
 
-function errorFinding(kind: string, e: ZipEntry, message: string, offset: number): Finding {
-  return { severity: 'error', kind, entry: e.name, tensor: '', offset, message };
+function entryFinding(kind: FindingKind, e: ZipEntry, message: string, offset: number): Finding {
+  return errorFinding(kind, message, { entry: e.name, offset });
 }
 
-function fromError(e: ZipEntry, error: unknown): Finding {
+/** An error met while reading entry `e` as a finding: of the kind its thrower marked, else `kind` (a local header's: zip). */
+function fromError(e: ZipEntry, error: unknown, fallback: FindingKind = 'zip'): Finding {
+  const kind = kindOf(error) ?? fallback;
   const message = error instanceof OnnxzipError ? error.problem : String(error);
   const offset = error instanceof OnnxzipError ? error.offset ?? e.localHeaderOffset : e.localHeaderOffset;
-  return errorFinding(error instanceof OnnxzipError ? error.code : 'error', e, message, offset);
+  return entryFinding(kind, e, message, offset);
 }
 
 type Phase = 'header' | 'data' | 'descriptor' | 'skip';
@@ -231,7 +237,7 @@ class EntryStreamer {
         try {
           this.checks.push(digestCheck(e, digest, this.src.source));
         } catch (error) {
-          this.findings.push(fromError(e, error));
+          this.findings.push(fromError(e, error, 'digest'));
         }
       }
     }
@@ -252,7 +258,7 @@ class EntryStreamer {
               if (f !== undefined) this.findings.push(f);
             },
             (error: unknown) => {
-              this.findings.push(fromError(e, error));
+              this.findings.push(fromError(e, error, 'digest'));
             },
           ),
         );
@@ -297,158 +303,210 @@ function join(parts: readonly Uint8Array[]): Uint8Array {
 }
 
 export async function verifyArchive(archive: VerifyTarget, options: VerifyOptions): Promise<VerifyReport> {
-  const dir = archive.dir;
-  const source = archive.source;
-  const entries = dir.entries;
   const checkCrc = options.checkCrc ?? true;
-  const findings: Finding[] = [];
-  const headerFindings: Finding[] = [];
   // The key first: a key that is no key is the caller's error, thrown before any reading.
   const key = options.publicKey === undefined ? undefined : await importPublicKey(options.publicKey);
-  const integrity = await checkIntegrity(archive, options, key, checkCrc, findings);
-  if (entries.length > 0 && (checkCrc || entries.some((e) => e.local === undefined))) {
-    const first = entries[0]!.localHeaderOffset;
-    const streamer = new EntryStreamer(entries, { source: source.name }, headerFindings, checkCrc, integrity.expected);
-    let position = first;
-    await source.stream(first, dir.centralOffset - first, async (piece) => {
-      streamer.feed(piece, position);
-      position += piece.byteLength;
-      await streamer.settle();
-    });
-    await streamer.settle();
-    findings.push(...streamer.findings);
-    for (const e of streamer.deflated) {
-      try {
-        const [bytes] = await archive.readEntries([e]);
-        const expected = integrity.expected.get(e);
-        if (expected !== undefined) {
-          const check = digestCheck(e, expected, source.name);
-          check.update(bytes!);
-          const f = await check.finish();
-          if (f !== undefined) findings.push(f);
-        }
-      } catch (error) {
-        findings.push(fromError(e, error));
-      }
-    }
-  }
+  const integrityFindings: Finding[] = [];
+  const integrity = await checkIntegrity(archive, options, key, checkCrc, integrityFindings);
+  const { headerFindings, dataFindings } = await checkEntries(archive, checkCrc, integrity.expected);
   const all: Finding[] = [...archive.findings, ...headerFindings];
   // For a URL the layout shows only now that every local header has been read.
-  if (archive.sourceKind === 'url' && entries.every((e) => e.local !== undefined)) all.push(...layoutFindings(dir));
-  all.push(...findings);
-  const digestKinds = new Set(['digest', 'digests']);
-  const digestsFailed = all.some((f) => digestKinds.has(f.kind));
-  const report: IntegrityReport = {
-    digests: integrity.digests === 'absent' ? 'absent' : digestsFailed ? 'failed' : integrity.digests,
+  const dir = archive.dir;
+  if (archive.sourceKind === 'url' && dir.entries.every((e) => e.local !== undefined)) all.push(...layoutFindings(dir));
+  all.push(...integrityFindings, ...dataFindings);
+  const digestFailed = all.some((f) => f.kind === 'digest' && f.severity === 'error');
+  const digests: DigestsStatus = integrity.digests === 'absent' || !digestFailed ? integrity.digests : 'failed';
+  return {
+    findings: all,
+    ok: all.length === 0,
+    loadable: all.every((f) => f.severity !== 'error'),
+    digests,
     signature: integrity.signature,
-    keyId: integrity.keyId,
+    signatureKeyId: integrity.keyId,
+    checked: checkedText(checkCrc, digests, integrity.signature, integrity.keyId),
   };
-  return { findings: all, ok: all.length === 0, loadable: all.every((f) => f.severity !== 'error'), integrity: report };
+}
+
+/** The report's `checked`: what this verify looked at, and how to check what it did not (the C++ verify's words). */
+function checkedText(checkCrc: boolean, digests: DigestsStatus, signature: SignatureStatus, keyId: string): string {
+  const read = checkCrc ? 'ZIP structure, layout, references, CRC-32s' : 'ZIP structure, layout, references (no CRC-32s)';
+  const digestsText = { absent: 'no digests', verified: 'digests verified', unchecked: 'digests listed, not hashed', failed: 'digests failed' }[digests];
+  const signatureText = {
+    absent: 'no signature',
+    verified: `signature verified (key ${keyId})`,
+    unchecked: 'signature not checked: give publicKey',
+    other_key: `signed by another key (${keyId})`,
+    failed: 'signature failed',
+  }[signature];
+  return `${read}; ${digestsText}; ${signatureText}`;
+}
+
+/**
+ * The pass over the entries' bytes (one request for a URL): local headers not read yet, each
+ * entry's CRC-32 and its SHA-256 where `expected` has one; deflated entries inflated after it.
+ */
+async function checkEntries(archive: VerifyTarget, checkCrc: boolean, expected: ReadonlyMap<ZipEntry, string>): Promise<{ headerFindings: Finding[]; dataFindings: Finding[] }> {
+  const { dir, source } = archive;
+  const entries = dir.entries;
+  const headerFindings: Finding[] = [];
+  if (entries.length === 0 || (!checkCrc && entries.every((e) => e.local !== undefined))) return { headerFindings, dataFindings: [] };
+  const first = entries[0]!.localHeaderOffset;
+  const streamer = new EntryStreamer(entries, { source: source.name }, headerFindings, checkCrc, expected);
+  let position = first;
+  await source.stream(first, dir.centralOffset - first, async (piece) => {
+    streamer.feed(piece, position);
+    position += piece.byteLength;
+    await streamer.settle();
+  });
+  await streamer.settle();
+  const dataFindings = [...streamer.findings];
+  for (const e of streamer.deflated) {
+    try {
+      const [bytes] = await archive.readEntries([e]);
+      const digest = expected.get(e);
+      if (digest === undefined) continue;
+      const check = digestCheck(e, digest, source.name);
+      check.update(bytes!);
+      const f = await check.finish();
+      if (f !== undefined) dataFindings.push(f);
+    } catch (error) {
+      dataFindings.push(fromError(e, error));
+    }
+  }
+  return { headerFindings, dataFindings };
 }
 
 interface IntegrityState {
   /** The SHA-256 each entry must have (stored and deflated entries alike). */
   readonly expected: Map<ZipEntry, string>;
-  readonly digests: 'absent' | 'verified' | 'listed' | 'failed';
-  readonly signature: 'absent' | 'unverified' | 'verified' | 'failed';
+  readonly digests: DigestsStatus;
+  readonly signature: SignatureStatus;
   readonly keyId: string;
+}
+
+/** The entries and what verify() was asked, for the checks of spec §12.5. */
+interface IntegrityContext {
+  readonly archive: VerifyTarget;
+  readonly options: VerifyOptions;
+  readonly key: PublicKeyInfo | undefined;
+  readonly findings: Finding[];
+}
+
+function addFinding(c: IntegrityContext, kind: FindingKind, entry: string, offset: number, message: string, severity: 'error' | 'warning' = 'error'): void {
+  c.findings.push({ severity, kind, entry, tensor: '', offset, message });
+}
+
+function dataOffsetOf(e: ZipEntry): number {
+  return e.local?.dataOffset ?? e.localHeaderOffset;
 }
 
 /**
  * Spec §12.5 items 1, 2 and 4, and the sizes of item 3, as the C++ check_integrity orders them:
- * findings of kind `digests` (the entry `__DIGESTS` and the listing), `digest` (an entry's bytes)
- * and `signature`. The SHA-256 of each entry is left to the pass over the entries.
+ * findings of kind `digest` (the entry `__DIGESTS`, the listing, an entry's size or bytes) and
+ * `signature`. The SHA-256 of each entry is left to the pass over the entries.
  */
 async function checkIntegrity(archive: VerifyTarget, options: VerifyOptions, key: PublicKeyInfo | undefined, checkCrc: boolean, findings: Finding[]): Promise<IntegrityState> {
+  const c: IntegrityContext = { archive, options, key, findings };
   const dir = archive.dir;
-  const sourceName = archive.source.name;
   const expected = new Map<ZipEntry, string>();
   const digestsEntry = dir.byName.get(kDigestsEntryName);
   const signatureEntry = dir.byName.get(kSignatureEntryName);
-  const model = dir.byName.get(kModelEntryName);
-  const add = (kind: string, entry: string, offset: number, message: string, severity: 'error' | 'warning' = 'error'): void => {
-    findings.push({ severity, kind, entry, tensor: '', offset, message });
-  };
-  const required = key === undefined ? '' : ` (a signature by key ${key.keyId} was asked for)`;
   if (digestsEntry === undefined) {
     if (signatureEntry !== undefined) {
-      add('signature', kSignatureEntryName, signatureEntry.localHeaderOffset, 'a signature, but no __DIGESTS entry (spec §12.1 item 1)');
+      addFinding(c, 'signature', kSignatureEntryName, signatureEntry.localHeaderOffset, 'a signature, but no __DIGESTS entry (spec §12.1 item 1)');
       return { expected, digests: 'absent', signature: 'failed', keyId: '' };
     }
-    if (key !== undefined) add('signature', '', 0, `no __DIGESTS and no __SIGNATURE entry${required}`);
+    // A signature asked for and missing is an error finding; the status says what is there.
+    if (key !== undefined) addFinding(c, 'signature', '', 0, `no __DIGESTS and no __SIGNATURE entry${keyAskedFor(key)}`);
     return { expected, digests: 'absent', signature: 'absent', keyId: '' };
   }
-  // Spec §12.1 item 2: directly before the model, __DIGESTS then __SIGNATURE.
-  if (model !== undefined) {
-    let next = model.index;
-    for (const e of [signatureEntry, digestsEntry]) {
-      if (e === undefined) continue;
-      if (e.index !== next - 1) {
-        const before = e === digestsEntry && signatureEntry !== undefined ? kSignatureEntryName : kModelEntryName;
-        add('integrity_place', e.name, e.localHeaderOffset, `entry ${quote(e.name)} is not where spec §12.1 puts it (directly before ${quote(before)})`, 'warning');
-        break;
-      }
-      next = e.index;
-    }
-  }
-
-  const readBounded = async (e: ZipEntry, limit: number, option: string): Promise<Uint8Array> => {
-    const size = Math.max(e.size, e.compressedSize);
-    if (size > limit) {
-      throw new OnnxzipError('limit_exceeded', { source: sourceName, entry: `entry ${quote(e.name)}` }, `${size} bytes, more than the limit of ${limit} (option ${option})`);
-    }
-    return (await archive.readEntries([e]))[0]!;
-  };
-  const entryError = (kind: string, e: ZipEntry, error: unknown): void => {
-    if (!(error instanceof OnnxzipError)) throw error;
-    add(kind, e.name, e.local?.dataOffset ?? e.localHeaderOffset, error.problem);
-  };
-
+  checkIntegrityPlace(c, digestsEntry, signatureEntry);
   let digestsBytes: Uint8Array;
-  let listed: Map<string, { size: bigint; sha256: string }>;
   try {
-    digestsBytes = await readBounded(digestsEntry, options.maxDigestsBytes ?? kDefaultMaxDigestsBytes, 'maxDigestsBytes');
-    const statement = await decodeDigests(digestsBytes, sourceName, options.maxDigestsBytes ?? kDefaultMaxDigestsBytes);
-    listed = new Map(statement.entries.map((e) => [e.name, e]));
+    digestsBytes = await readBounded(archive, digestsEntry, options.maxDigestsBytes ?? kDefaultMaxDigestsBytes, 'maxDigestsBytes');
+    const statement = await decodeDigests(digestsBytes, archive.source.name, options.maxDigestsBytes ?? kDefaultMaxDigestsBytes);
+    checkListing(c, digestsEntry, new Map(statement.entries.map((e) => [e.name, e])), checkCrc ? expected : undefined);
   } catch (error) {
-    entryError('digests', digestsEntry, error);
-    return { expected, digests: 'failed', signature: signatureEntry === undefined ? 'absent' : 'failed', keyId: '' };
+    entryError(c, 'digest', digestsEntry, error);
+    // A signature over digests that do not parse signs nothing checkable.
+    const signature = signatureEntry === undefined ? 'absent' : key === undefined ? 'unchecked' : 'failed';
+    return { expected, digests: 'failed', signature, keyId: '' };
   }
-  for (const e of dir.entries) {
+  const digests = checkCrc ? 'verified' : 'unchecked';
+  return { expected, digests, ...(await checkSignature(c, signatureEntry, digestsBytes)) };
+}
+
+function keyAskedFor(key: PublicKeyInfo | undefined): string {
+  return key === undefined ? '' : ` (a signature by key ${key.keyId} was asked for)`;
+}
+
+// Spec §12.1 item 2: directly before the model, __DIGESTS then __SIGNATURE.
+function checkIntegrityPlace(c: IntegrityContext, digestsEntry: ZipEntry, signatureEntry: ZipEntry | undefined): void {
+  const model = c.archive.dir.byName.get(kModelEntryName);
+  if (model === undefined) return;
+  let next = model.index;
+  for (const e of [signatureEntry, digestsEntry]) {
+    if (e === undefined) continue;
+    if (e.index !== next - 1) {
+      const before = e === digestsEntry && signatureEntry !== undefined ? kSignatureEntryName : kModelEntryName;
+      addFinding(c, 'layout', e.name, e.localHeaderOffset, `entry ${quote(e.name)} is not where spec §12.1 puts it (directly before ${quote(before)})`, 'warning');
+      return;
+    }
+    next = e.index;
+  }
+}
+
+async function readBounded(archive: VerifyTarget, e: ZipEntry, limit: number, option: string): Promise<Uint8Array> {
+  const size = Math.max(e.size, e.compressedSize);
+  if (size > limit) {
+    throw new OnnxzipError('limit_exceeded', { source: archive.source.name, entry: `entry ${quote(e.name)}` }, `${size} bytes, more than the limit of ${limit} (option ${option})`);
+  }
+  return (await archive.readEntries([e]))[0]!;
+}
+
+function entryError(c: IntegrityContext, kind: FindingKind, e: ZipEntry, error: unknown): void {
+  if (!(error instanceof OnnxzipError)) throw error;
+  addFinding(c, kind, e.name, dataOffsetOf(e), error.problem);
+}
+
+/** Spec §12.2 and the sizes of §12.5 item 3: every entry listed with its size, nothing more; `expected` gets each SHA-256. */
+function checkListing(c: IntegrityContext, digestsEntry: ZipEntry, listed: Map<string, EntryDigest>, expected: Map<ZipEntry, string> | undefined): void {
+  for (const e of c.archive.dir.entries) {
     if (isIntegrityEntry(e.name)) continue;
     const digest = listed.get(e.name);
     if (digest === undefined) {
-      add('digests', e.name, e.localHeaderOffset, 'not listed in __DIGESTS (spec §12.2)');
+      addFinding(c, 'digest', e.name, e.localHeaderOffset, 'not listed in __DIGESTS (spec §12.2)');
       continue;
     }
     listed.delete(e.name);
     if (BigInt(e.size) !== digest.size) {
-      add('digest', e.name, e.local?.dataOffset ?? e.localHeaderOffset, `${e.size} bytes, __DIGESTS says ${digest.size} (spec §12.5)`);
+      addFinding(c, 'digest', e.name, dataOffsetOf(e), `${e.size} bytes, __DIGESTS says ${digest.size} (spec §12.5)`);
       continue;
     }
-    if (checkCrc) expected.set(e, digest.sha256);
+    expected?.set(e, digest.sha256);
   }
   for (const name of listed.keys()) {
-    add('digests', kDigestsEntryName, digestsEntry.local?.dataOffset ?? digestsEntry.localHeaderOffset, `lists entry ${quote(name)}, which the archive does not hold (spec §12.2)`);
+    addFinding(c, 'digest', kDigestsEntryName, dataOffsetOf(digestsEntry), `lists entry ${quote(name)}, which the archive does not hold (spec §12.2)`);
   }
-  const digests = checkCrc ? 'verified' : 'listed';
+}
 
+/** Spec §12.5 item 4: the signature's status and key id, and a finding when one is required and missing or wrong. */
+async function checkSignature(c: IntegrityContext, signatureEntry: ZipEntry | undefined, digestsBytes: Uint8Array): Promise<{ signature: SignatureStatus; keyId: string }> {
+  const { archive, options, key } = c;
   if (signatureEntry === undefined) {
-    if (key !== undefined) add('signature', '', 0, `no __SIGNATURE entry${required}`);
-    return { expected, digests, signature: key === undefined ? 'absent' : 'failed', keyId: '' };
+    if (key !== undefined) addFinding(c, 'signature', '', 0, `no __SIGNATURE entry${keyAskedFor(key)}`);
+    return { signature: 'absent', keyId: '' };
   }
   try {
-    const bundle = decodeSignature(
-      await readBounded(signatureEntry, options.maxSignatureBytes ?? kDefaultMaxSignatureBytes, 'maxSignatureBytes'),
-      sourceName,
-      options.maxSignatureBytes ?? kDefaultMaxSignatureBytes,
-    );
-    if (key === undefined) return { expected, digests, signature: 'unverified', keyId: bundle.keyHint };
-    const problem = await signatureProblem(bundle, digestsBytes, key, sourceName);
-    if (problem !== undefined) add('signature', signatureEntry.name, signatureEntry.local?.dataOffset ?? signatureEntry.localHeaderOffset, `${problem} (spec §12.5)`);
-    return { expected, digests, signature: problem === undefined ? 'verified' : 'failed', keyId: bundle.keyHint };
+    const limit = options.maxSignatureBytes ?? kDefaultMaxSignatureBytes;
+    const bundle = decodeSignature(await readBounded(archive, signatureEntry, limit, 'maxSignatureBytes'), archive.source.name, limit);
+    if (key === undefined) return { signature: 'unchecked', keyId: bundle.keyHint };
+    const problem = await signatureProblem(bundle, digestsBytes, key, archive.source.name);
+    if (problem === undefined) return { signature: 'verified', keyId: bundle.keyHint };
+    addFinding(c, 'signature', signatureEntry.name, dataOffsetOf(signatureEntry), `${problem} (spec §12.5)`);
+    return { signature: bundle.keyHint !== key.keyId ? 'other_key' : 'failed', keyId: bundle.keyHint };
   } catch (error) {
-    entryError('signature', signatureEntry, error);
-    return { expected, digests, signature: 'failed', keyId: '' };
+    entryError(c, 'signature', signatureEntry, error);
+    return { signature: 'failed', keyId: '' };
   }
 }

@@ -40,6 +40,11 @@ export interface ZipOptions {
   readonly maxDirectoryBytes: number;
   /** Entries before the last one whose data is larger than this are not taken into the tail read. */
   readonly maxModelBytes: number;
+  /**
+   * For a file with no end record: what else its first bytes show it to be (a layer above ZIP
+   * knows a legacy ONNX model), as an error to throw instead of "not a ZIP archive".
+   */
+  readonly notZip?: (head: Uint8Array) => OnnxzipError | undefined;
 }
 
 /** What the local header says, once it has been read and checked against the central record. */
@@ -140,6 +145,13 @@ export class TailWindow {
     this.replace(new ByteWindow(this.current.slice(start, Math.max(0, end - start)).slice(), start));
   }
 
+  /** Frees the window's buffer now (when it is this package's); no read of it may follow. */
+  release(): void {
+    if (this.owned) releaseBuffer(this.current.bytes.buffer);
+    this.current = new ByteWindow(new Uint8Array(0), this.current.end);
+    this.owned = false;
+  }
+
   /** Makes the window start at or before `from`. */
   async ensure(from: number): Promise<ByteWindow> {
     const start = Math.max(0, from);
@@ -164,6 +176,15 @@ function fail(code: ErrorCode, place: ErrorPlace | LazyPlace, problem: string, o
   throw new OnnxzipError(code, typeof place === 'function' ? place() : place, problem, { offset });
 }
 
+/** Throws what ZipOptions.notZip makes of the file's first bytes, if anything. */
+async function failIfSomethingElse(source: ByteSource, tail: TailWindow, options: ZipOptions): Promise<void> {
+  if (options.notZip === undefined) return;
+  const w = tail.window;
+  const head = w.base === 0 ? w.slice(0, Math.min(16, w.bytes.byteLength)) : await source.read(0, 16);
+  const error = options.notZip(head);
+  if (error !== undefined) throw error;
+}
+
 /** Reads and checks the end records and the central directory; local headers are read by checkLocalHeader. */
 export async function readDirectory(source: ByteSource, tailLength: number, options: ZipOptions): Promise<ZipDirectory> {
   const src: ErrorPlace = { source: source.name };
@@ -174,111 +195,169 @@ export async function readDirectory(source: ByteSource, tailLength: number, opti
   if (fileSize < kEndSize) {
     fail('corrupt', src, `the file has ${fileSize} bytes, fewer than a ZIP end record (22): not a ZIP archive`);
   }
-
-  let archiveSize = fileSize;
-  let end = await findEndRecord(tail, archiveSize);
-  if (end.offset === undefined) {
-    const edit = await readInterruptedEdit(source, tail, fileSize);
-    if (edit === undefined) {
-      if (end.trailing !== undefined) {
-        fail('corrupt', src, `end of central directory record at offset ${end.trailing}: its comment of ${end.trailingComment} bytes does not reach the end of the file (${fileSize - end.trailing - kEndSize} bytes follow the record): bytes after the archive, or a truncated comment`, end.trailing);
-      }
-      fail('corrupt', src, `no end of central directory record in the last ${Math.min(fileSize, kEndSize + kMaxComment)} bytes: not a ZIP archive, or a truncated one`, Math.max(0, fileSize - kEndSize));
-    }
-    archiveSize = edit.archiveSize;
-    findings.push(warning('interrupted_edit', `the file ends with what an interrupted edit left (spec §9.6): the archive is its first ${archiveSize} bytes; ${fileSize - archiveSize} bytes after it are ignored`, { offset: archiveSize }));
-    end = await findEndRecord(tail, archiveSize);
-    if (end.offset === undefined) {
-      fail('corrupt', src, `interrupted edit record at offset ${fileSize - kEditRecordSize}: no end of central directory record ends at offset ${archiveSize}, where it says the archive ends`, fileSize - kEditRecordSize);
-    }
-  }
-  const endOffset = end.offset;
-  let w = tail.window;
-  const endPlace = (what: string): string => `end of central directory record at offset ${endOffset}: ${what}`;
-  const disk = w.u16(endOffset + 4);
-  const centralDisk = w.u16(endOffset + 6);
-  const entriesHere = w.u16(endOffset + 8);
-  const entriesTotal = w.u16(endOffset + 10);
-  const size32 = w.u32(endOffset + 12);
-  const offset32 = w.u32(endOffset + 16);
-  const commentLength = w.u16(endOffset + 20);
-  if (commentLength > 0) {
-    findings.push(warning('archive_comment', `the archive has a comment of ${commentLength} bytes`, { offset: endOffset + kEndSize }));
-  }
-
-  let entryCount = entriesTotal;
-  let centralSize = size32;
-  let centralOffset = offset32;
-  let recordsStart = endOffset; // Where the central directory must end.
-  let zip64 = false;
+  const { endOffset, archiveSize } = await locateEndRecord(source, tail, fileSize, options, findings);
+  const end = readEndRecord(tail.window, endOffset, findings);
   const locatorOffset = endOffset - kZip64LocatorSize;
-  if (locatorOffset >= 0) w = await tail.ensure(locatorOffset);
-  if (locatorOffset >= 0 && w.u32(locatorOffset) === kZip64LocatorSignature) {
-    zip64 = true;
-    const lp = (what: string): string => `zip64 end of central directory locator at offset ${locatorOffset}: ${what}`;
-    const recordDisk = w.u32(locatorOffset + 4);
-    const diskCount = w.u32(locatorOffset + 16);
-    if (recordDisk !== 0 || diskCount !== 1) {
-      fail('unsupported', src, lp(`a multi-disk archive (zip64 end record on disk ${recordDisk}, ${diskCount} disks)`), locatorOffset);
-    }
-    const recordOffset = toSafeOffset(w.u64(locatorOffset + 8), lp('the zip64 end record offset'), () => src, locatorOffset);
-    if (recordOffset > locatorOffset - kZip64EndSize || locatorOffset < kZip64EndSize) {
-      fail('corrupt', src, lp(`the zip64 end record it points to (offset ${recordOffset}, 56 bytes) does not end before the locator`), locatorOffset);
-    }
-    w = await tail.ensure(recordOffset);
-    const rp = (what: string): string => `zip64 end of central directory record at offset ${recordOffset}: ${what}`;
-    if (w.u32(recordOffset) !== kZip64EndSignature) fail('corrupt', src, rp('wrong signature'), recordOffset);
-    const restSize = w.u64(recordOffset + 4);
-    if (restSize < 44n) fail('corrupt', src, rp(`its size field is ${restSize}, less than 44`), recordOffset);
-    if (BigInt(recordOffset) + 12n + restSize !== BigInt(locatorOffset)) {
-      fail('corrupt', src, rp(`it ends at offset ${BigInt(recordOffset) + 12n + restSize}, not at the locator (offset ${locatorOffset})`), recordOffset);
-    }
-    if (restSize > 44n) {
-      findings.push(warning('zip64_extensible_data', rp(`${restSize - 44n} bytes of extensible data`), { offset: recordOffset }));
-    }
-    const d1 = w.u32(recordOffset + 16);
-    const d2 = w.u32(recordOffset + 20);
-    if (d1 !== 0 || d2 !== 0) fail('unsupported', src, rp(`a multi-disk archive (disk ${d1}, central directory on disk ${d2})`), recordOffset);
-    const here64 = w.u64(recordOffset + 24);
-    const total64 = w.u64(recordOffset + 32);
-    const size64 = w.u64(recordOffset + 40);
-    const offset64 = w.u64(recordOffset + 48);
-    if (here64 !== total64) fail('corrupt', src, rp(`it counts ${here64} entries on this disk and ${total64} in all, on a single disk`), recordOffset);
-    const contradicts = (field: string, value32: number, sentinel: number, value64: bigint): void => {
-      if (value32 !== sentinel && BigInt(value32) !== value64) {
-        fail('corrupt', src, rp(`its ${field} (${value64}) contradicts the end record's (${value32})`), recordOffset);
-      }
-    };
-    contradicts('entry count', entriesTotal, kSentinel16, total64);
-    contradicts('entry count on this disk', entriesHere, kSentinel16, here64);
-    contradicts('central directory size', size32, kSentinel32, size64);
-    contradicts('central directory offset', offset32, kSentinel32, offset64);
-    // Spec §5.2: zip64 end records exactly when a value overflows, and sentinels exactly there.
-    const countNeeds = total64 >= BigInt(kSentinel16);
-    const sizeNeeds = size64 >= BigInt(kSentinel32);
-    const offsetNeeds = offset64 >= BigInt(kSentinel32);
-    if (!countNeeds && !sizeNeeds && !offsetNeeds) {
-      findings.push(warning('zip64_not_needed', rp('zip64 end records in an archive whose entry count, central directory size and offset all fit the end record (spec §5.2)'), { offset: recordOffset }));
-    } else if ((entriesTotal === kSentinel16) !== countNeeds || (size32 === kSentinel32) !== sizeNeeds || (offset32 === kSentinel32) !== offsetNeeds) {
-      findings.push(warning('zip64_not_needed', endPlace('sentinels in other fields than those whose value overflows (spec §5.2)'), { offset: endOffset }));
-    }
-    entryCount = toSafeOffset(total64, rp('the entry count'), () => src, recordOffset);
-    centralSize = toSafeOffset(size64, rp('the central directory size'), () => src, recordOffset);
-    centralOffset = toSafeOffset(offset64, rp('the central directory offset'), () => src, recordOffset);
-    recordsStart = recordOffset;
-  } else {
-    if (disk !== 0 || centralDisk !== 0) {
-      fail('unsupported', src, endPlace(`a multi-disk archive (disk ${disk}, central directory on disk ${centralDisk})`), endOffset);
-    }
-    // Both disk numbers say one disk, so two different counts contradict each other.
-    if (entriesHere !== entriesTotal) {
-      fail('corrupt', src, endPlace(`it counts ${entriesHere} entries on this disk and ${entriesTotal} in all, on a single disk`), endOffset);
-    }
+  const w = locatorOffset >= 0 ? await tail.ensure(locatorOffset) : tail.window;
+  const zip64 = locatorOffset >= 0 && w.u32(locatorOffset) === kZip64LocatorSignature;
+  const bounds = zip64 ? await readZip64Records(tail, end, locatorOffset, src, findings) : endRecordBounds(end, src);
+  checkDirectoryBounds(bounds, end, zip64, archiveSize, options, src);
+  const { centralOffset, centralSize } = bounds;
+  const centralEnd = centralOffset + centralSize;
+  // One read for the central directory and the last entry: the last central header ends the
+  // directory, and names the last entry's local header (spec §2.4).
+  if (centralOffset < tail.window.base) {
+    const hint = lastEntryHint(tail.window, centralEnd);
+    const wanted = hint !== undefined && hint < centralOffset && centralOffset - hint <= options.maxModelBytes ? hint : centralOffset;
+    await tail.ensure(wanted);
   }
-  if (zip64 && ((disk !== 0 && disk !== kSentinel16) || (centralDisk !== 0 && centralDisk !== kSentinel16))) {
-    fail('unsupported', src, endPlace(`a multi-disk archive (disk ${disk}, central directory on disk ${centralDisk})`), endOffset);
-  }
+  const entries = parseCentralDirectory(tail.window, centralOffset, centralEnd, bounds.entryCount, src, findings);
+  orderEntries(entries, centralOffset, src);
+  const byName = indexNames(entries, src, findings);
+  return { entries, byName, centralOffset, centralSize, archiveSize, fileSize, zip64, tail, findings };
+}
 
+/** The end of central directory record's fields (spec Appendix B). */
+interface EndRecord {
+  readonly offset: number;
+  readonly disk: number;
+  readonly centralDisk: number;
+  readonly entriesHere: number;
+  readonly entriesTotal: number;
+  readonly size32: number;
+  readonly offset32: number;
+}
+
+/** Where the central directory is, how many records it holds, and where the end records start. */
+interface DirectoryBounds {
+  readonly entryCount: number;
+  readonly centralSize: number;
+  readonly centralOffset: number;
+  /** Where the central directory must end: the zip64 end record, else the end record. */
+  readonly recordsStart: number;
+}
+
+function endPlace(end: { readonly offset: number }, what: string): string {
+  return `end of central directory record at offset ${end.offset}: ${what}`;
+}
+
+// Spec §9.1 and §9.6: the end record whose comment reaches the end of the archive, which is the
+// file, or its first bytes when the file ends with an interrupted edit record.
+async function locateEndRecord(source: ByteSource, tail: TailWindow, fileSize: number, options: ZipOptions, findings: Finding[]): Promise<{ endOffset: number; archiveSize: number }> {
+  const src: ErrorPlace = { source: source.name };
+  const end = await findEndRecord(tail, fileSize);
+  if (end.offset !== undefined) return { endOffset: end.offset, archiveSize: fileSize };
+  const edit = await readInterruptedEdit(source, tail, fileSize);
+  if (edit === undefined) {
+    if (end.trailing !== undefined) {
+      fail('corrupt', src, `end of central directory record at offset ${end.trailing}: its comment of ${end.trailingComment} bytes does not reach the end of the file (${fileSize - end.trailing - kEndSize} bytes follow the record): bytes after the archive, or a truncated comment`, end.trailing);
+    }
+    await failIfSomethingElse(source, tail, options);
+    fail('corrupt', src, `no end of central directory record in the last ${Math.min(fileSize, kEndSize + kMaxComment)} bytes: not a ZIP archive, or a truncated one`, Math.max(0, fileSize - kEndSize));
+  }
+  const archiveSize = edit.archiveSize;
+  findings.push(warning('zip', `the file ends with what an interrupted edit left (spec §9.6): the archive is its first ${archiveSize} bytes; ${fileSize - archiveSize} bytes after it are ignored`, { offset: archiveSize }));
+  const inner = await findEndRecord(tail, archiveSize);
+  if (inner.offset === undefined) {
+    fail('corrupt', src, `interrupted edit record at offset ${fileSize - kEditRecordSize}: no end of central directory record ends at offset ${archiveSize}, where it says the archive ends`, fileSize - kEditRecordSize);
+  }
+  return { endOffset: inner.offset, archiveSize };
+}
+
+function readEndRecord(w: ByteWindow, offset: number, findings: Finding[]): EndRecord {
+  const commentLength = w.u16(offset + 20);
+  if (commentLength > 0) {
+    findings.push(warning('layout', `the archive has a comment of ${commentLength} bytes`, { offset: offset + kEndSize }));
+  }
+  return {
+    offset,
+    disk: w.u16(offset + 4),
+    centralDisk: w.u16(offset + 6),
+    entriesHere: w.u16(offset + 8),
+    entriesTotal: w.u16(offset + 10),
+    size32: w.u32(offset + 12),
+    offset32: w.u32(offset + 16),
+  };
+}
+
+// Without zip64 records: one disk, whose two entry counts must then agree.
+function endRecordBounds(end: EndRecord, src: ErrorPlace): DirectoryBounds {
+  if (end.disk !== 0 || end.centralDisk !== 0) {
+    fail('unsupported', src, endPlace(end, `a multi-disk archive (disk ${end.disk}, central directory on disk ${end.centralDisk})`), end.offset);
+  }
+  if (end.entriesHere !== end.entriesTotal) {
+    fail('corrupt', src, endPlace(end, `it counts ${end.entriesHere} entries on this disk and ${end.entriesTotal} in all, on a single disk`), end.offset);
+  }
+  return { entryCount: end.entriesTotal, centralSize: end.size32, centralOffset: end.offset32, recordsStart: end.offset };
+}
+
+/** The zip64 locator before the end record at `locatorOffset`, and the zip64 end record it points to (spec §5.2). */
+async function readZip64Records(tail: TailWindow, end: EndRecord, locatorOffset: number, src: ErrorPlace, findings: Finding[]): Promise<DirectoryBounds> {
+  let w = tail.window;
+  const lp = (what: string): string => `zip64 end of central directory locator at offset ${locatorOffset}: ${what}`;
+  const recordDisk = w.u32(locatorOffset + 4);
+  const diskCount = w.u32(locatorOffset + 16);
+  if (recordDisk !== 0 || diskCount !== 1) {
+    fail('unsupported', src, lp(`a multi-disk archive (zip64 end record on disk ${recordDisk}, ${diskCount} disks)`), locatorOffset);
+  }
+  const recordOffset = toSafeOffset(w.u64(locatorOffset + 8), lp('the zip64 end record offset'), () => src, locatorOffset);
+  if (recordOffset > locatorOffset - kZip64EndSize || locatorOffset < kZip64EndSize) {
+    fail('corrupt', src, lp(`the zip64 end record it points to (offset ${recordOffset}, 56 bytes) does not end before the locator`), locatorOffset);
+  }
+  w = await tail.ensure(recordOffset);
+  const rp = (what: string): string => `zip64 end of central directory record at offset ${recordOffset}: ${what}`;
+  if (w.u32(recordOffset) !== kZip64EndSignature) fail('corrupt', src, rp('wrong signature'), recordOffset);
+  const restSize = w.u64(recordOffset + 4);
+  if (restSize < 44n) fail('corrupt', src, rp(`its size field is ${restSize}, less than 44`), recordOffset);
+  if (BigInt(recordOffset) + 12n + restSize !== BigInt(locatorOffset)) {
+    fail('corrupt', src, rp(`it ends at offset ${BigInt(recordOffset) + 12n + restSize}, not at the locator (offset ${locatorOffset})`), recordOffset);
+  }
+  if (restSize > 44n) {
+    findings.push(warning('layout', rp(`${restSize - 44n} bytes of extensible data`), { offset: recordOffset }));
+  }
+  const d1 = w.u32(recordOffset + 16);
+  const d2 = w.u32(recordOffset + 20);
+  if (d1 !== 0 || d2 !== 0) fail('unsupported', src, rp(`a multi-disk archive (disk ${d1}, central directory on disk ${d2})`), recordOffset);
+  const record = { here: w.u64(recordOffset + 24), total: w.u64(recordOffset + 32), size: w.u64(recordOffset + 40), offset: w.u64(recordOffset + 48) };
+  if (record.here !== record.total) fail('corrupt', src, rp(`it counts ${record.here} entries on this disk and ${record.total} in all, on a single disk`), recordOffset);
+  checkZip64Agrees(end, record, rp, recordOffset, src, findings);
+  return {
+    entryCount: toSafeOffset(record.total, rp('the entry count'), () => src, recordOffset),
+    centralSize: toSafeOffset(record.size, rp('the central directory size'), () => src, recordOffset),
+    centralOffset: toSafeOffset(record.offset, rp('the central directory offset'), () => src, recordOffset),
+    recordsStart: recordOffset,
+  };
+}
+
+/** The end record's values against the zip64 end record's: equal, or the sentinel where (and only where) the value overflows. */
+function checkZip64Agrees(end: EndRecord, record: { here: bigint; total: bigint; size: bigint; offset: bigint }, rp: (what: string) => string, recordOffset: number, src: ErrorPlace, findings: Finding[]): void {
+  const contradicts = (field: string, value32: number, sentinel: number, value64: bigint): void => {
+    if (value32 !== sentinel && BigInt(value32) !== value64) {
+      fail('corrupt', src, rp(`its ${field} (${value64}) contradicts the end record's (${value32})`), recordOffset);
+    }
+  };
+  contradicts('entry count', end.entriesTotal, kSentinel16, record.total);
+  contradicts('entry count on this disk', end.entriesHere, kSentinel16, record.here);
+  contradicts('central directory size', end.size32, kSentinel32, record.size);
+  contradicts('central directory offset', end.offset32, kSentinel32, record.offset);
+  // Spec §5.2: zip64 end records exactly when a value overflows, and sentinels exactly there.
+  const countNeeds = record.total >= BigInt(kSentinel16);
+  const sizeNeeds = record.size >= BigInt(kSentinel32);
+  const offsetNeeds = record.offset >= BigInt(kSentinel32);
+  if (!countNeeds && !sizeNeeds && !offsetNeeds) {
+    findings.push(warning('layout', rp('zip64 end records in an archive whose entry count, central directory size and offset all fit the end record (spec §5.2)'), { offset: recordOffset }));
+  } else if ((end.entriesTotal === kSentinel16) !== countNeeds || (end.size32 === kSentinel32) !== sizeNeeds || (end.offset32 === kSentinel32) !== offsetNeeds) {
+    findings.push(warning('layout', endPlace(end, 'sentinels in other fields than those whose value overflows (spec §5.2)'), { offset: end.offset }));
+  }
+}
+
+// The central directory lies within the archive and ends where the end records begin; its
+// records fit it; the options' limits hold.
+function checkDirectoryBounds(bounds: DirectoryBounds, end: EndRecord, zip64: boolean, archiveSize: number, options: ZipOptions, src: ErrorPlace): void {
+  const { entryCount, centralSize, centralOffset, recordsStart } = bounds;
+  if (zip64 && ((end.disk !== 0 && end.disk !== kSentinel16) || (end.centralDisk !== 0 && end.centralDisk !== kSentinel16))) {
+    fail('unsupported', src, endPlace(end, `a multi-disk archive (disk ${end.disk}, central directory on disk ${end.centralDisk})`), end.offset);
+  }
   const centralEnd = checkedRange(centralOffset, centralSize, archiveSize, `the central directory`, 'the end of the file', () => src);
   if (centralEnd > recordsStart) {
     fail('corrupt', src, `the central directory (offset ${centralOffset}, ${centralSize} bytes) overlaps the end records at offset ${recordsStart}`, centralOffset);
@@ -295,24 +374,18 @@ export async function readDirectory(source: ByteSource, tailLength: number, opti
   if (entryCount > options.maxEntries) {
     fail('limit_exceeded', src, `the archive has ${entryCount} entries, more than the limit of ${options.maxEntries} (option maxEntries)`, centralOffset);
   }
+}
 
-  // One read for the central directory and the last entry: the last central header ends the
-  // directory, and names the last entry's local header (spec §2.4).
-  if (centralOffset < tail.window.base) {
-    const hint = lastEntryHint(tail.window, centralEnd);
-    const wanted = hint !== undefined && hint < centralOffset && centralOffset - hint <= options.maxModelBytes ? hint : centralOffset;
-    await tail.ensure(wanted);
-  }
-  const entries = parseCentralDirectory(tail.window, centralOffset, centralEnd, entryCount, src, findings);
-  orderEntries(entries, centralOffset, src);
+// Names are compared as bytes (spec §9.2): the same bytes twice are refused; names that decode
+// to the same text, or differ only in case, are findings.
+function indexNames(entries: readonly ZipEntry[], src: ErrorPlace, findings: Finding[]): Map<string, ZipEntry> {
   const byName = new Map<string, ZipEntry>();
   const lowerNames = new Map<string, string>();
   const byBytes = new Map<string, ZipEntry>();
   for (const e of [...entries].sort((a, b) => a.centralIndex - b.centralIndex)) {
-    // Names are compared as bytes (spec §9.2). A text without U+FFFD came from valid UTF-8,
-    // which decodes one way only (but for a leading byte order mark, which the decoder drops):
-    // it stands for its bytes. Only other names need a key made of their bytes, which starts
-    // with U+FFFD where no such text does.
+    // A text without U+FFFD came from valid UTF-8, which decodes one way only (but for a leading
+    // byte order mark, which the decoder drops): it stands for its bytes. Only other names need a
+    // key made of their bytes, which starts with U+FFFD where no such text does.
     const key = e.name.includes('\uFFFD') || e.nameBytes[0] === 0xef ? `\uFFFD${binaryKey(e.nameBytes)}` : e.name;
     const twin = byBytes.get(key);
     if (twin !== undefined) {
@@ -320,18 +393,18 @@ export async function readDirectory(source: ByteSource, tailLength: number, opti
     }
     byBytes.set(key, e);
     if (byName.has(e.name)) {
-      findings.push(warning('name_encoding', `two entries have names that decode to the same text; the first is used`, { entry: e.name, offset: e.centralOffset }));
+      findings.push(warning('zip', `two entries have names that decode to the same text; the first is used`, { entry: e.name, offset: e.centralOffset }));
     } else {
       byName.set(e.name, e);
     }
     const lower = e.name.toLowerCase();
     const other = lowerNames.get(lower);
     if (other !== undefined) {
-      findings.push(warning('case_only_duplicate', `entries ${quote(other)} and ${quote(e.name)} differ only in case`, { entry: e.name, offset: e.centralOffset }));
+      findings.push(warning('zip', `entries ${quote(other)} and ${quote(e.name)} differ only in case`, { entry: e.name, offset: e.centralOffset }));
     }
     lowerNames.set(lower, e.name);
   }
-  return { entries, byName, centralOffset, centralSize, archiveSize, fileSize, zip64, tail, findings };
+  return byName;
 }
 
 function binaryKey(bytes: Uint8Array): string {
@@ -413,83 +486,103 @@ function parseCentralDirectory(w: ByteWindow, start: number, end: number, count:
   const entries: ZipEntry[] = [];
   let at = start;
   for (let i = 0; i < count; ++i) {
-    const here = at;
-    const rp = (what: string): string => `central directory record ${i} at offset ${here}: ${what}`;
     if (end - at < kCentralSize) {
       fail('corrupt', src, `the central directory holds ${i} records where the end record says ${count} (record ${i} at offset ${at} would run past its end at ${end})`, at);
     }
-    if (w.u32(at) !== kCentralSignature) fail('corrupt', src, rp('wrong signature'), at);
-    const nameLength = w.u16(at + 28);
-    const extraLength = w.u16(at + 30);
-    const commentLength = w.u16(at + 32);
-    const recordEnd = checkedRange(at, kCentralSize + nameLength + extraLength + commentLength, end, rp('its name, extra field and comment'), 'the end of the central directory', () => src);
-    // A copy: a view would keep the whole read that holds the directory (the 1 MiB tail of a
-    // URL or file) alive as long as the archive.
-    const nameBytes = w.slice(at + kCentralSize, nameLength).slice();
-    const flags = w.u16(at + 8);
-    const name = decodeText(nameBytes);
-    const place = (): ErrorPlace => ({ ...src, entry: `entry ${quote(name)}` });
-    const ep = (what: string): string => `central directory record at offset ${here}: ${what}`;
-    const method = w.u16(at + 10);
-    let compressedSize = w.u32(at + 20);
-    let size = w.u32(at + 24);
-    const diskStart = w.u16(at + 34);
-    let localHeaderOffset = w.u32(at + 42);
-    // Extra field: records must tile it exactly (spec §3.4 item 3, §9.2 item 12).
-    const extraStart = at + kCentralSize + nameLength;
-    let zip64 = false;
-    forEachExtraRecord(w, extraStart, extraLength, place, ep, (id, dataStart, dataSize) => {
-      if (id === kZip64ExtraId) {
-        if (zip64) fail('corrupt', place, ep('two zip64 extra fields'), dataStart - 4);
-        zip64 = true;
-        let p = dataStart;
-        const take = (what: string): number => {
-          if (p + 8 > dataStart + dataSize) fail('corrupt', place, ep(`the zip64 extra field (${dataSize} bytes) is too short for the ${what}`), dataStart - 4);
-          const v = toSafeOffset(w.u64(p), ep(`the zip64 ${what}`), place, p);
-          p += 8;
-          return v;
-        };
-        if (size === kSentinel32) size = take('uncompressed size');
-        if (compressedSize === kSentinel32) compressedSize = take('compressed size');
-        if (localHeaderOffset === kSentinel32) localHeaderOffset = take('local header offset');
-        if (diskStart === kSentinel16) {
-          if (p + 4 > dataStart + dataSize) fail('corrupt', place, ep(`the zip64 extra field (${dataSize} bytes) is too short for the disk number`), dataStart - 4);
-          if (w.u32(p) !== 0) fail('unsupported', place, ep(`a multi-disk archive (entry on disk ${w.u32(p)})`), at);
-        }
-      } else if (id === kAlignmentExtraId) {
-        findings.push(warning('central_alignment_record', ep('an alignment record (0xD935) in the central header (spec §3.4 item 2)'), { entry: name, offset: dataStart - 4 }));
-      } else {
-        findings.push(warning('unknown_extra_field', ep(`an extra field record with id 0x${id.toString(16).padStart(4, '0')}`), { entry: name, offset: dataStart - 4 }));
-      }
-    });
-    const hostile = hostileNameProblem(name);
-    if (hostile !== undefined || nameBytes.includes(0)) fail('corrupt', place, ep(hostile ?? 'the entry name contains a NUL byte'), at);
-    if (diskStart !== 0 && diskStart !== kSentinel16) fail('unsupported', place, ep(`a multi-disk archive (entry on disk ${diskStart})`), at);
-    if ((flags & 0x41) !== 0 || method === 99) fail('unsupported', place, ep(`an encrypted entry (flags 0x${flags.toString(16).padStart(4, '0')}, method ${method})`), at);
-    if (method !== 0 && method !== 8) fail('unsupported', place, ep(`compression method ${method} (only 0, stored, and 8, deflate, are read)`), at);
-    if (size === kSentinel32 || compressedSize === kSentinel32 || localHeaderOffset === kSentinel32) {
-      if (!zip64) fail('corrupt', place, ep('a size or offset field holds 0xFFFFFFFF, and there is no zip64 extra field with its value'), at);
-    }
-    if (method === 0 && compressedSize !== size) {
-      fail('corrupt', place, ep(`a stored entry whose compressed size (${compressedSize}) differs from its size (${size})`), at);
-    }
-    if (commentLength > 0) findings.push(warning('entry_comment', ep(`a comment of ${commentLength} bytes`), { entry: name, offset: at }));
-    if ((flags & 0x800) === 0) {
-      findings.push(warning('name_encoding', ep('the UTF-8 flag (bit 11) is not set'), { entry: name, offset: at }));
-    } else if (!isValidUtf8(nameBytes)) {
-      findings.push(warning('name_encoding', ep('the name is not valid UTF-8 though the UTF-8 flag is set'), { entry: name, offset: at }));
-    }
-    if (name.endsWith('/')) findings.push(warning('directory', ep('a directory entry'), { entry: name, offset: at }));
-    entries.push(
-      new ZipEntry(name, nameBytes, i, here, localHeaderOffset, compressedSize, size, w.u32(at + 16), method, flags,
-        w.u16(at + 4), w.u16(at + 6), w.u16(at + 12), w.u16(at + 14), w.u16(at + 36), w.u32(at + 38), zip64),
-    );
+    const { entry, recordEnd } = parseCentralRecord(w, at, i, end, src, findings);
+    entries.push(entry);
     at = recordEnd;
   }
   if (at !== end) {
     fail('corrupt', src, `the central directory holds more than the ${count} records the end record says (${end - at} bytes left at offset ${at})`, at);
   }
   return entries;
+}
+
+/** What a central header's fixed fields and zip64 extra field give (spec §3.2, §5.1). */
+interface CentralValues {
+  compressedSize: number;
+  size: number;
+  localHeaderOffset: number;
+  readonly diskStart: number;
+  zip64: boolean;
+}
+
+/** Central directory record `index` at `at`, checked (spec §9.2 items 3-5, 11, 12), and where it ends. */
+function parseCentralRecord(w: ByteWindow, at: number, index: number, end: number, src: ErrorPlace, findings: Finding[]): { entry: ZipEntry; recordEnd: number } {
+  const rp = (what: string): string => `central directory record ${index} at offset ${at}: ${what}`;
+  if (w.u32(at) !== kCentralSignature) fail('corrupt', src, rp('wrong signature'), at);
+  const nameLength = w.u16(at + 28);
+  const extraLength = w.u16(at + 30);
+  const commentLength = w.u16(at + 32);
+  const recordEnd = checkedRange(at, kCentralSize + nameLength + extraLength + commentLength, end, rp('its name, extra field and comment'), 'the end of the central directory', () => src);
+  // A copy: a view would keep the whole read that holds the directory (the 1 MiB tail of a
+  // URL or file) alive as long as the archive.
+  const nameBytes = w.slice(at + kCentralSize, nameLength).slice();
+  const flags = w.u16(at + 8);
+  const method = w.u16(at + 10);
+  const name = decodeText(nameBytes);
+  const place = (): ErrorPlace => ({ ...src, entry: `entry ${quote(name)}` });
+  const ep = (what: string): string => `central directory record at offset ${at}: ${what}`;
+  const values: CentralValues = { compressedSize: w.u32(at + 20), size: w.u32(at + 24), localHeaderOffset: w.u32(at + 42), diskStart: w.u16(at + 34), zip64: false };
+  // Extra field: records must tile it exactly (spec §3.4 item 3, §9.2 item 12).
+  forEachExtraRecord(w, at + kCentralSize + nameLength, extraLength, place, ep, (id, dataStart, dataSize) => {
+    if (id === kZip64ExtraId) {
+      readCentralZip64(w, dataStart, dataSize, values, at, place, ep);
+    } else if (id === kAlignmentExtraId) {
+      findings.push(warning('layout', ep('an alignment record (0xD935) in the central header (spec §3.4 item 2)'), { entry: name, offset: dataStart - 4 }));
+    } else {
+      findings.push(warning('layout', ep(`an extra field record with id 0x${id.toString(16).padStart(4, '0')}`), { entry: name, offset: dataStart - 4 }));
+    }
+  });
+  checkCentralRecord(name, nameBytes, flags, method, values, at, place, ep);
+  if (commentLength > 0) findings.push(warning('layout', ep(`a comment of ${commentLength} bytes`), { entry: name, offset: at }));
+  if ((flags & 0x800) === 0) {
+    findings.push(warning('zip', ep('the UTF-8 flag (bit 11) is not set'), { entry: name, offset: at }));
+  } else if (!isValidUtf8(nameBytes)) {
+    findings.push(warning('zip', ep('the name is not valid UTF-8 though the UTF-8 flag is set'), { entry: name, offset: at }));
+  }
+  if (name.endsWith('/')) findings.push(warning('layout', ep('a directory entry'), { entry: name, offset: at }));
+  const entry = new ZipEntry(name, nameBytes, index, at, values.localHeaderOffset, values.compressedSize, values.size, w.u32(at + 16), method, flags,
+    w.u16(at + 4), w.u16(at + 6), w.u16(at + 12), w.u16(at + 14), w.u16(at + 36), w.u32(at + 38), values.zip64);
+  return { entry, recordEnd };
+}
+
+// Spec §5.1: the zip64 extra field holds, in this order, the values whose fixed field is the sentinel.
+function readCentralZip64(w: ByteWindow, dataStart: number, dataSize: number, values: CentralValues, at: number, place: LazyPlace, ep: (what: string) => string): void {
+  if (values.zip64) fail('corrupt', place, ep('two zip64 extra fields'), dataStart - 4);
+  values.zip64 = true;
+  let p = dataStart;
+  const take = (what: string): number => {
+    if (p + 8 > dataStart + dataSize) fail('corrupt', place, ep(`the zip64 extra field (${dataSize} bytes) is too short for the ${what}`), dataStart - 4);
+    const v = toSafeOffset(w.u64(p), ep(`the zip64 ${what}`), place, p);
+    p += 8;
+    return v;
+  };
+  if (values.size === kSentinel32) values.size = take('uncompressed size');
+  if (values.compressedSize === kSentinel32) values.compressedSize = take('compressed size');
+  if (values.localHeaderOffset === kSentinel32) values.localHeaderOffset = take('local header offset');
+  if (values.diskStart === kSentinel16) {
+    if (p + 4 > dataStart + dataSize) fail('corrupt', place, ep(`the zip64 extra field (${dataSize} bytes) is too short for the disk number`), dataStart - 4);
+    if (w.u32(p) !== 0) fail('unsupported', place, ep(`a multi-disk archive (entry on disk ${w.u32(p)})`), at);
+  }
+}
+
+// What a reader refuses in a central header: hostile names, other disks, encryption, methods
+// other than stored and deflate, sentinels without their zip64 value, a stored entry that shrank.
+function checkCentralRecord(name: string, nameBytes: Uint8Array, flags: number, method: number, values: CentralValues, at: number, place: LazyPlace, ep: (what: string) => string): void {
+  const { compressedSize, size, localHeaderOffset, diskStart } = values;
+  const hostile = hostileNameProblem(name);
+  if (hostile !== undefined || nameBytes.includes(0)) fail('corrupt', place, ep(hostile ?? 'the entry name contains a NUL byte'), at);
+  if (diskStart !== 0 && diskStart !== kSentinel16) fail('unsupported', place, ep(`a multi-disk archive (entry on disk ${diskStart})`), at);
+  if ((flags & 0x41) !== 0 || method === 99) fail('unsupported', place, ep(`an encrypted entry (flags 0x${flags.toString(16).padStart(4, '0')}, method ${method})`), at);
+  if (method !== 0 && method !== 8) fail('unsupported', place, ep(`compression method ${method} (only 0, stored, and 8, deflate, are read)`), at);
+  if (size === kSentinel32 || compressedSize === kSentinel32 || localHeaderOffset === kSentinel32) {
+    if (!values.zip64) fail('corrupt', place, ep('a size or offset field holds 0xFFFFFFFF, and there is no zip64 extra field with its value'), at);
+  }
+  if (method === 0 && compressedSize !== size) {
+    fail('corrupt', place, ep(`a stored entry whose compressed size (${compressedSize}) differs from its size (${size})`), at);
+  }
 }
 
 function forEachExtraRecord(
@@ -557,20 +650,38 @@ export function checkLocalHeader(w: ByteWindow, e: ZipEntry, src: ErrorPlace, fi
   if (!bytesEqual(w.slice(lho + kLocalSize, nameLength), e.nameBytes)) {
     fail('corrupt', place, lp(`its name ${quote(decodeText(w.slice(lho + kLocalSize, nameLength)))} differs from the central directory's`), lho);
   }
-  const flags = w.u16(lho + 6);
   const method = w.u16(lho + 8);
   if (method !== e.method) fail('corrupt', place, lp(`compression method ${method}, the central directory says ${e.method}`), lho);
-  if ((flags & 8) !== (e.flags & 8)) fail('corrupt', place, lp('flag bit 3 (data descriptor) differs from the central directory'), lho);
-  let compressedSize = w.u32(lho + 18);
-  let size = w.u32(lho + 22);
-  let zip64 = false;
-  let declaredAlignment: number | undefined;
+  if ((w.u16(lho + 6) & 8) !== (e.flags & 8)) fail('corrupt', place, lp('flag bit 3 (data descriptor) differs from the central directory'), lho);
+  const extra = readLocalExtra(w, e, lho + kLocalSize + nameLength, extraLength, place, lp, findings);
+  compareWithCentral(w, e, extra, place, lp, findings);
+  const dataOffset = headerEnd;
+  const end = checkedAdd(dataOffset, e.compressedSize, 'the entry data', place);
+  if (end > e.limit) fail('corrupt', place, `its data (offset ${dataOffset}, ${e.compressedSize} bytes) overlaps ${limitText(e)}`, dataOffset);
+  e.local = { dataOffset, dataEnd: end, end, declaredAlignment: extra.declaredAlignment, descriptorPending: e.hasDataDescriptor, zip64: extra.zip64 };
+  if (e.hasDataDescriptor) findings.push(warning('layout', 'a data descriptor follows its data (flag bit 3)', { entry: e.name, offset: end }));
+  return undefined;
+}
+
+/** What a local header's extra field gives: the sizes (zip64), the declared alignment (0xD935). */
+interface LocalExtra {
+  compressedSize: number;
+  size: number;
+  zip64: boolean;
+  declaredAlignment: number | undefined;
+}
+
+// The extra field of a local header (spec §3.4): a zip64 record, an alignment record, in that
+// order, and nothing else (findings).
+function readLocalExtra(w: ByteWindow, e: ZipEntry, start: number, length: number, place: LazyPlace, lp: (what: string) => string, findings: Finding[]): LocalExtra {
+  const lho = e.localHeaderOffset;
+  const extra: LocalExtra = { compressedSize: w.u32(lho + 18), size: w.u32(lho + 22), zip64: false, declaredAlignment: undefined };
   const records: number[] = [];
-  forEachExtraRecord(w, lho + kLocalSize + nameLength, extraLength, place, lp, (id, dataStart, dataSize) => {
+  forEachExtraRecord(w, start, length, place, lp, (id, dataStart, dataSize) => {
     records.push(id);
     if (id === kZip64ExtraId) {
-      if (zip64) fail('corrupt', place, lp('two zip64 extra fields'), dataStart - 4);
-      zip64 = true;
+      if (extra.zip64) fail('corrupt', place, lp('two zip64 extra fields'), dataStart - 4);
+      extra.zip64 = true;
       let p = dataStart;
       const take = (what: string): number => {
         if (p + 8 > dataStart + dataSize) fail('corrupt', place, lp(`the zip64 extra field (${dataSize} bytes) is too short for the ${what}`), dataStart - 4);
@@ -578,44 +689,46 @@ export function checkLocalHeader(w: ByteWindow, e: ZipEntry, src: ErrorPlace, fi
         p += 8;
         return v;
       };
-      if (size === kSentinel32) size = take('uncompressed size');
-      if (compressedSize === kSentinel32) compressedSize = take('compressed size');
+      if (extra.size === kSentinel32) extra.size = take('uncompressed size');
+      if (extra.compressedSize === kSentinel32) extra.compressedSize = take('compressed size');
     } else if (id === kAlignmentExtraId) {
       const problem = alignmentRecordProblem(w, dataStart, dataSize);
       if (problem !== undefined) {
-        findings.push(warning('alignment_record', lp(`its alignment record (0xD935) ${problem}`), { entry: e.name, offset: dataStart - 4 }));
+        findings.push(warning('layout', lp(`its alignment record (0xD935) ${problem}`), { entry: e.name, offset: dataStart - 4 }));
       } else {
-        declaredAlignment = w.u16(dataStart) === 0 ? 65536 : w.u16(dataStart);
+        extra.declaredAlignment = w.u16(dataStart) === 0 ? 65536 : w.u16(dataStart);
       }
     } else {
-      findings.push(warning('unknown_extra_field', lp(`an extra field record with id 0x${id.toString(16).padStart(4, '0')}`), { entry: e.name, offset: dataStart - 4 }));
+      findings.push(warning('layout', lp(`an extra field record with id 0x${id.toString(16).padStart(4, '0')}`), { entry: e.name, offset: dataStart - 4 }));
     }
   });
-  if (zip64 && e.size < kSentinel32 && e.compressedSize < kSentinel32) {
-    findings.push(warning('zip64_not_needed', lp('a zip64 extra field, though its sizes fit the header (spec §5.1 item 3)'), { entry: e.name, offset: lho }));
+  if (extra.zip64 && e.size < kSentinel32 && e.compressedSize < kSentinel32) {
+    findings.push(warning('layout', lp('a zip64 extra field, though its sizes fit the header (spec §5.1 item 3)'), { entry: e.name, offset: lho }));
   }
-  if ((records.length > 1 && !(records.length === 2 && records[0] === kZip64ExtraId && records[1] === kAlignmentExtraId))) {
-    findings.push(warning('extra_field_order', lp('its extra field holds other records than a zip64 record followed by an alignment record (spec §3.4 item 1)'), { entry: e.name, offset: lho }));
+  if (records.length > 1 && !(records.length === 2 && records[0] === kZip64ExtraId && records[1] === kAlignmentExtraId)) {
+    findings.push(warning('layout', lp('its extra field holds other records than a zip64 record followed by an alignment record (spec §3.4 item 1)'), { entry: e.name, offset: lho }));
   }
+  return extra;
+}
+
+// Spec §9.2 item 6: the CRC-32 and sizes must agree with the central header (unless a data
+// descriptor carries them); other fields that differ are a finding.
+function compareWithCentral(w: ByteWindow, e: ZipEntry, extra: LocalExtra, place: LazyPlace, lp: (what: string) => string, findings: Finding[]): void {
+  const lho = e.localHeaderOffset;
   if (!e.hasDataDescriptor) {
     const crc = w.u32(lho + 14);
     if (crc !== e.crc32) fail('corrupt', place, lp(`CRC-32 0x${hex32(crc)}, the central directory says 0x${hex32(e.crc32)}`), lho);
-    if (compressedSize !== e.compressedSize) fail('corrupt', place, lp(`compressed size ${compressedSize}, the central directory says ${e.compressedSize}`), lho);
-    if (size !== e.size) fail('corrupt', place, lp(`size ${size}, the central directory says ${e.size}`), lho);
+    if (extra.compressedSize !== e.compressedSize) fail('corrupt', place, lp(`compressed size ${extra.compressedSize}, the central directory says ${e.compressedSize}`), lho);
+    if (extra.size !== e.size) fail('corrupt', place, lp(`size ${extra.size}, the central directory says ${e.size}`), lho);
   }
+  const flags = w.u16(lho + 6);
   const mismatches: string[] = [];
   if (flags !== e.flags) mismatches.push(`flags 0x${flags.toString(16)} (central 0x${e.flags.toString(16)})`);
   if (w.u16(lho + 4) !== e.versionNeeded) mismatches.push(`version needed ${w.u16(lho + 4)} (central ${e.versionNeeded})`);
   if (w.u16(lho + 10) !== e.time || w.u16(lho + 12) !== e.date) mismatches.push('the modification time');
   if (mismatches.length > 0) {
-    findings.push(warning('header_mismatch', lp(`differs from the central directory in ${mismatches.join(', ')}`), { entry: e.name, offset: lho }));
+    findings.push(warning('zip', lp(`differs from the central directory in ${mismatches.join(', ')}`), { entry: e.name, offset: lho }));
   }
-  const dataOffset = headerEnd;
-  const end = checkedAdd(dataOffset, e.compressedSize, 'the entry data', place);
-  if (end > e.limit) fail('corrupt', place, `its data (offset ${dataOffset}, ${e.compressedSize} bytes) overlaps ${limitText(e)}`, dataOffset);
-  e.local = { dataOffset, dataEnd: end, end, declaredAlignment, descriptorPending: e.hasDataDescriptor, zip64 };
-  if (e.hasDataDescriptor) findings.push(warning('data_descriptor', 'a data descriptor follows its data (flag bit 3)', { entry: e.name, offset: end }));
-  return undefined;
 }
 
 /**
@@ -665,12 +778,26 @@ function hex32(v: number): string {
   return v.toString(16).padStart(8, '0');
 }
 
+/** The central header's values that differ from the fixed ones of spec §3.1, in words. */
+function headerValueProblems(e: ZipEntry): string[] {
+  const needs64 = e.size >= kSentinel32 || e.localHeaderOffset >= kSentinel32;
+  const values: string[] = [];
+  if (e.versionNeeded !== (needs64 ? 45 : 20)) values.push(`version needed ${e.versionNeeded}`);
+  if (e.versionMadeBy !== (needs64 ? 0x032d : 0x0314)) values.push(`version made by 0x${e.versionMadeBy.toString(16)}`);
+  if (e.flags !== 0x0800) values.push(`flags 0x${e.flags.toString(16)}`);
+  if (e.time !== 0 || e.date !== 0x21) values.push('a modification time other than 1980-01-01 00:00');
+  if (e.externalAttributes !== 0x81a40000) values.push(`external attributes 0x${e.externalAttributes.toString(16)}`);
+  if (e.internalAttributes !== 0) values.push(`internal attributes ${e.internalAttributes}`);
+  if (e.centralZip64 !== needs64) values.push(e.centralZip64 ? 'a zip64 extra field it does not need' : 'no zip64 extra field');
+  return values;
+}
+
 /** The findings only a whole-archive view gives: gaps, alignment, fixed header values (spec §9.3). */
 export function layoutFindings(dir: ZipDirectory): Finding[] {
   const out: Finding[] = [];
   const declared = new Set<number>();
   for (const e of dir.entries) if (e.local?.declaredAlignment !== undefined) declared.add(e.local.declaredAlignment);
-  if (declared.size > 1) out.push(warning('alignment_record', `alignment records declare different alignments: ${[...declared].join(', ')}`));
+  if (declared.size > 1) out.push(warning('layout', `alignment records declare different alignments: ${[...declared].join(', ')}`));
   const archiveAlignment = declared.size === 1 ? [...declared][0]! : 64;
   let previousEnd = 0;
   for (const e of dir.entries) {
@@ -679,31 +806,23 @@ export function layoutFindings(dir: ZipDirectory): Finding[] {
     const gap = e.localHeaderOffset - previousEnd;
     // Spec §4.4: with A = 65536 a writer may leave a 64-byte gap of zeros before a local header.
     if (gap > 0 && !(archiveAlignment === 65536 && gap <= 64)) {
-      out.push(warning('gap', `${gap} bytes that belong to no entry before its local header (offset ${previousEnd})`, { entry: e.name, offset: previousEnd }));
+      out.push(warning('layout', `${gap} bytes that belong to no entry before its local header (offset ${previousEnd})`, { entry: e.name, offset: previousEnd }));
     }
     previousEnd = local.end;
     if (local.dataOffset % 64 !== 0) {
-      out.push(warning('unaligned', `its data offset ${local.dataOffset} is not a multiple of 64`, { entry: e.name, offset: local.dataOffset }));
+      out.push(warning('layout', `its data offset ${local.dataOffset} is not a multiple of 64`, { entry: e.name, offset: local.dataOffset }));
     } else if (local.dataOffset % archiveAlignment !== 0) {
-      out.push(warning('unaligned', `its data offset ${local.dataOffset} is not a multiple of the archive's alignment ${archiveAlignment}`, { entry: e.name, offset: local.dataOffset }));
+      out.push(warning('layout', `its data offset ${local.dataOffset} is not a multiple of the archive's alignment ${archiveAlignment}`, { entry: e.name, offset: local.dataOffset }));
     }
-    if (!e.isStored) out.push(warning('deflated', `a deflated entry (${e.compressedSize} bytes inflating to ${e.size}): not zero-copy`, { entry: e.name, offset: e.localHeaderOffset }));
-    const needs64 = e.size >= kSentinel32 || e.localHeaderOffset >= kSentinel32;
-    const values: string[] = [];
-    if (e.versionNeeded !== (needs64 ? 45 : 20)) values.push(`version needed ${e.versionNeeded}`);
-    if (e.versionMadeBy !== (needs64 ? 0x032d : 0x0314)) values.push(`version made by 0x${e.versionMadeBy.toString(16)}`);
-    if (e.flags !== 0x0800) values.push(`flags 0x${e.flags.toString(16)}`);
-    if (e.time !== 0 || e.date !== 0x21) values.push('a modification time other than 1980-01-01 00:00');
-    if (e.externalAttributes !== 0x81a40000) values.push(`external attributes 0x${e.externalAttributes.toString(16)}`);
-    if (e.internalAttributes !== 0) values.push(`internal attributes ${e.internalAttributes}`);
-    if (e.centralZip64 !== needs64) values.push(e.centralZip64 ? 'a zip64 extra field it does not need' : 'no zip64 extra field');
-    if (values.length > 0) out.push(warning('header_values', `central header values other than spec §3.1's: ${values.join(', ')}`, { entry: e.name, offset: e.centralOffset }));
+    if (!e.isStored) out.push(warning('layout', `a deflated entry (${e.compressedSize} bytes inflating to ${e.size}): not zero-copy`, { entry: e.name, offset: e.localHeaderOffset }));
+    const values = headerValueProblems(e);
+    if (values.length > 0) out.push(warning('layout', `central header values other than spec §3.1's: ${values.join(', ')}`, { entry: e.name, offset: e.centralOffset }));
   }
   if (dir.entries.some((e, i) => e.centralIndex !== i)) {
-    out.push(warning('central_order', 'the central directory lists the entries in another order than their local headers (spec §2.4 item 4)', { offset: dir.centralOffset }));
+    out.push(warning('layout', 'the central directory lists the entries in another order than their local headers (spec §2.4 item 4)', { offset: dir.centralOffset }));
   }
   if (dir.centralOffset > previousEnd && dir.entries.every((e) => e.local !== undefined)) {
-    out.push(warning('gap', `${dir.centralOffset - previousEnd} bytes that belong to no entry before the central directory (offset ${previousEnd})`, { offset: previousEnd }));
+    out.push(warning('layout', `${dir.centralOffset - previousEnd} bytes that belong to no entry before the central directory (offset ${previousEnd})`, { offset: previousEnd }));
   }
   return out;
 }

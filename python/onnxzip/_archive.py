@@ -34,7 +34,8 @@ def _parse_stored_model(model_bytes: bytes, path: str) -> onnx.ModelProto:
 
 
 def _is_url(path: Any) -> bool:
-    return isinstance(path, str) and _onnxzip.is_url(path)
+    """An http(s) URL, or s3://bucket/key (read the same way, each request signed)."""
+    return isinstance(path, str) and (_onnxzip.is_url(path) or path[:5].lower() == "s3://")
 
 
 def _header_lines(function: str, headers: Headers) -> List[str]:

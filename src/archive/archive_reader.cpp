@@ -14,6 +14,7 @@
 #include "interrupted_edit.h"
 #include "onnxzip/byte_source.h"
 #include "onnxzip/http_source.h"
+#include "onnxzip/s3.h"
 #include "onnxzip/tensor.h"
 
 namespace onnxzip {
@@ -255,7 +256,7 @@ Archive Archive::open_url(const std::string& url, const LoadOptions& options,
   LoadOptions reading = options;
   // The open reads what the first request brought, and no more when the tail fits it.
   reading.zip.tail_read_size = http.tail_size;
-  return open(HttpSource::open(url, http), reading);
+  return open(is_s3_url(url) ? open_s3_source(url, http) : HttpSource::open(url, http), reading);
 }
 
 TensorBytes Archive::payload(const TensorInfo& info) const {

@@ -47,8 +47,8 @@ int run_convert(const ConvertArgs& args, const CLI::Option& external_data_option
   // downloaded first (cli_remote.h) and converted as a local file.
   std::shared_ptr<const HttpSource> source;
   std::optional<Download> fetched;
-  if (is_url(args.in)) {
-    source = HttpSource::open(args.in, http_options(global));
+  if (is_remote(args.in)) {
+    source = open_remote(args.in, global);
     if (detect_format(*source) == ModelFormat::kLegacy) {
       fetched = download(*source, global, "downloading");
       source.reset();

@@ -43,7 +43,7 @@ struct ExtractArgs {
 };
 
 int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
-  const bool remote = is_url(args.archive);
+  const bool remote = is_remote(args.archive);
   if (!remote) require_archive(args.archive);
   const fs::path dir(args.dir);
   const fs::path model =
@@ -77,8 +77,7 @@ int run_extract(const ExtractArgs& args, const GlobalOptions& global) {
   try {
     if (remote) {
       // Written while it downloads (convert_remote).
-      const std::shared_ptr<const HttpSource> source =
-          HttpSource::open(args.archive, http_options(global));
+      const std::shared_ptr<const HttpSource> source = open_remote(args.archive, global);
       if (detect_format(*source) != ModelFormat::kOnnxz) {
         throw Error(ErrorCode::kInvalidArgument,
                     source->name() +
@@ -108,7 +107,7 @@ struct ViewArgs {
 };
 
 int run_view(const ViewArgs& args, const GlobalOptions& global) {
-  if (is_url(args.archive)) {
+  if (is_remote(args.archive)) {
     throw UsageError(display_url(args.archive) +
                      ": a view points into a local archive file, and this is a URL: download "
                      "it first, or use 'onnxzip extract' or 'onnxzip convert' on the URL");

@@ -218,7 +218,7 @@ InfoReport gather_archive(const InfoArgs& args, const GlobalOptions& global) {
   options.zip = args.limits.zip_options();
   options.access = global.access();
   // A URL costs the request(s) for its tail: the model and the ZIP records.
-  const bool remote = is_url(args.file);
+  const bool remote = is_remote(args.file);
   ArchiveContents contents(remote ? Archive::open_url(args.file, options, http_options(global))
                                   : Archive::open(args.file, options));
   contents.entries = entry_rows(contents.archive);
@@ -639,7 +639,7 @@ std::string render_text(const InfoReport& report) {
 }
 
 int run_info(const InfoArgs& args, const GlobalOptions& global) {
-  const InfoReport report = is_url(args.file) || detect_format(args.file) == ModelFormat::kOnnxz
+  const InfoReport report = is_remote(args.file) || detect_format(args.file) == ModelFormat::kOnnxz
                                 ? gather_archive(args, global)
                                 : gather_legacy(args, global.access());
   std::fputs((args.json ? render_json(report) : render_text(report)).c_str(), stdout);

@@ -35,8 +35,15 @@ HttpOptions http_options(const GlobalOptions& global) {
   return options;
 }
 
+bool is_remote(std::string_view text) noexcept { return is_url(text) || is_s3_url(text); }
+
+std::shared_ptr<const HttpSource> open_remote(const std::string& url, const GlobalOptions& global) {
+  return is_s3_url(url) ? open_s3_source(url, http_options(global))
+                        : HttpSource::open(url, http_options(global));
+}
+
 Download download(const std::string& url, const GlobalOptions& global, const std::string& label) {
-  return download(*HttpSource::open(url, http_options(global)), global, label);
+  return download(*open_remote(url, global), global, label);
 }
 
 Download download(const HttpSource& source, const GlobalOptions& global, const std::string& label) {

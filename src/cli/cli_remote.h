@@ -13,16 +13,23 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli_common.h"
 #include "onnxzip/http_source.h"
 #include "onnxzip/mapped_file.h"
+#include "onnxzip/s3.h"
 
 namespace onnxzip::cli {
 
 // The request options every command uses: GlobalOptions::headers, defaults otherwise.
 HttpOptions http_options(const GlobalOptions& global);
+
+// Whether `text` names a remote archive: an http(s) URL, or s3://bucket/key (s3.h).
+bool is_remote(std::string_view text) noexcept;
+// HttpSource::open of an http(s) URL, open_s3_source of an s3:// one, with http_options(global).
+std::shared_ptr<const HttpSource> open_remote(const std::string& url, const GlobalOptions& global);
 
 // A URL's archive downloaded (see the header comment).
 struct Download {

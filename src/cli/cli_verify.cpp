@@ -53,10 +53,10 @@ int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
     std::vector<std::string> lines;
     // A URL is downloaded first (cli_remote.h) and checked as a local file; messages name it
     // without its query (a presigned URL's credentials).
-    const std::string file = is_url(given) ? display_url(given) : given;
+    const std::string file = is_remote(given) ? display_url(given) : given;
     try {
       std::optional<Download> fetched;
-      if (is_url(given)) fetched = download(given, global, "downloading");
+      if (is_remote(given)) fetched = download(given, global, "downloading");
       const std::string path = fetched ? fetched->path : file;
       lines = file_problems(path, args.limits, public_key, global.access(), global.quiet);
       if (public_key && detect_format(path) != ModelFormat::kOnnxz) {

@@ -89,8 +89,8 @@ namespace {
 
 // libcurl, loaded the first time a URL is opened rather than linked: linked, it and the ~30
 // libraries it needs (GnuTLS, LDAP, Kerberos, ...) were loaded, relocated and initialized by every
-// run of every program using onnxzip, 7 ms of CPU and 440 page faults here, more than an in-place
-// edit of a 1 GiB archive takes. The soname is the one libcurl4 has had since 2006.
+// run of every program using onnxzip, whether it read a URL or not. The soname is the one libcurl4
+// has had since 2006.
 constexpr const char* kCurlLibrary = "libcurl.so.4";
 
 struct CurlApi {
@@ -243,14 +243,12 @@ struct HttpSource::State {
     const std::lock_guard lock(idle_mutex);
     idle.push_back(std::move(handle));
   }
-
-  [[noreturn]] void changed(const std::string& how) const {
-    throw Error(ErrorCode::kIo, {.file = name},
-                "the remote file changed while it was read: " + how);
-  }
 };
 
 namespace {
+
+// The most of a refused request's body kept for HttpOptions::describe_refusal.
+constexpr std::size_t kMaxRefusalBody = std::size_t{64} << 10;
 
 // One request for bytes [first, first + length) (or, for the open, the last `length` bytes),
 // its body handed to `sink` as it comes.
@@ -277,6 +275,8 @@ struct Exchange {
   std::uint64_t body_length = 0;
   std::optional<Failure> failure;
   std::exception_ptr sink_error;
+  // A refused request's body, for HttpOptions::describe_refusal.
+  std::string refusal_body;
 
   std::string asked() const {
     return suffix ? "the last " + std::to_string(length) + " bytes"
@@ -287,6 +287,11 @@ struct Exchange {
     if (!failure) failure = Failure{retryable, code, std::move(message)};
   }
 
+  // The file is no longer the one the open saw: another attempt would mix two files' bytes.
+  void fail_changed(const std::string& how) {
+    fail(false, "the remote file changed while it was read: " + how);
+  }
+
   void on_header(std::string_view line) {
     if (line.starts_with("HTTP/")) {  // A new response (after a redirect, or 100 Continue).
       const std::size_t space = line.find(' ');
@@ -294,6 +299,7 @@ struct Exchange {
                    ? 0
                    : static_cast<long>(parse_number(line.substr(space + 1, 3)).value_or(0));
       content_range.reset();
+      refusal_body.clear();
       bad_content_range = false;
       content_length.reset();
       etag.clear();
@@ -316,77 +322,18 @@ struct Exchange {
     }
   }
 
-  // The response's headers against what was asked, at its first body byte (or its end).
+  // The response's headers against what was asked, at its first body byte (or its end): on
+  // false, `failure` says why, unless the status is judged when the transfer ends.
   bool check_headers() {
     checked = true;
-    const HttpSource::State& s = *state;
-    if (status == 200 && suffix) {
-      // The whole file: fine when it fits what was asked for (then it is the tail).
-      if (content_length && *content_length > length) {
-        fail(false,
-             "the server does not answer range requests (HTTP 200 with the whole file of " +
-                 std::to_string(*content_length) + " bytes to a request for " + asked() + ")",
-             ErrorCode::kUnsupported);
-        return false;
-      }
-      body_first = 0;
-      body_length = content_length.value_or(length);
-      return true;
-    }
-    if (status == 200) {
-      if (!s.etag.empty() && !etag.empty() && etag != s.etag) {
-        fail(false, "the remote file changed while it was read: its ETag was " + s.etag +
-                        ", it is now " + etag);
-      } else if (!s.etag.empty() || !s.last_modified.empty()) {
-        fail(false,
-             "the remote file changed while it was read: If-Range was not met "
-             "(HTTP 200 instead of 206 for " +
-                 asked() + ")");
-      } else {
-        fail(
-            false,
-            "the server does not answer range requests (HTTP 200 to a request for " + asked() + ")",
-            ErrorCode::kUnsupported);
-      }
-      return false;
-    }
+    if (status == 200) return suffix ? accept_whole_file_as_tail() : refuse_whole_file();
     if (status != 206) return false;  // Judged when the transfer ends.
     if (!content_range) {
       fail(false, "HTTP 206 without a valid Content-Range for " + asked(), ErrorCode::kCorrupt);
       return false;
     }
-    const ContentRange& range = *content_range;
-    const std::uint64_t got = range.last - range.first + 1;
-    if (suffix) {
-      if (got > length || range.last + 1 != range.total) {
-        fail(false,
-             "the answer's Content-Range (bytes " + std::to_string(range.first) + "-" +
-                 std::to_string(range.last) + "/" + std::to_string(range.total) + ") is not " +
-                 asked(),
-             ErrorCode::kCorrupt);
-        return false;
-      }
-    } else {
-      if (range.total != s.size) {
-        fail(false, "the remote file changed while it was read: its size was " +
-                        std::to_string(s.size) + " bytes, it is now " +
-                        std::to_string(range.total));
-        return false;
-      }
-      if (range.first != first + resume || got != length - resume) {
-        fail(false,
-             "the answer's Content-Range (bytes " + std::to_string(range.first) + "-" +
-                 std::to_string(range.last) + "/" + std::to_string(range.total) +
-                 ") is not the range asked for (" + asked() + ")",
-             ErrorCode::kCorrupt);
-        return false;
-      }
-      if (!s.etag.empty() && !etag.empty() && etag != s.etag) {
-        fail(false, "the remote file changed while it was read: its ETag was " + s.etag +
-                        ", it is now " + etag);
-        return false;
-      }
-    }
+    const std::uint64_t got = content_range->last - content_range->first + 1;
+    if (!(suffix ? check_tail_range(got) : check_asked_range(got))) return false;
     if (content_length && *content_length != got) {
       fail(false,
            "the answer's Content-Length (" + std::to_string(*content_length) +
@@ -394,19 +341,88 @@ struct Exchange {
            ErrorCode::kCorrupt);
       return false;
     }
-    if (suffix) {
-      body_first = range.first;
-      body_length = got;
+    body_first = suffix ? content_range->first : first;
+    body_length = suffix ? got : length;
+    return true;
+  }
+
+  // A 200 to the open's suffix request is the whole file: fine when it fits what was asked for
+  // (then it is the tail).
+  bool accept_whole_file_as_tail() {
+    if (content_length && *content_length > length) {
+      fail(false,
+           "the server does not answer range requests (HTTP 200 with the whole file of " +
+               std::to_string(*content_length) + " bytes to a request for " + asked() + ")",
+           ErrorCode::kUnsupported);
+      return false;
+    }
+    body_first = 0;
+    body_length = content_length.value_or(length);
+    return true;
+  }
+
+  // A 200 to a range request: the validator failed If-Range, or ranges are not served at all.
+  bool refuse_whole_file() {
+    const HttpSource::State& s = *state;
+    if (etag_changed()) {
+      fail_changed("its ETag was " + s.etag + ", it is now " + etag);
+    } else if (!s.etag.empty() || !s.last_modified.empty()) {
+      fail_changed("If-Range was not met (HTTP 200 instead of 206 for " + asked() + ")");
     } else {
-      body_first = first;
-      body_length = length;
+      fail(false,
+           "the server does not answer range requests (HTTP 200 to a request for " + asked() + ")",
+           ErrorCode::kUnsupported);
+    }
+    return false;
+  }
+
+  // The open's 206 must end at the file's end and hold no more than was asked for.
+  bool check_tail_range(std::uint64_t got) {
+    if (got <= length && content_range->last + 1 == content_range->total) return true;
+    fail(false, "the answer's Content-Range (" + describe_content_range() + ") is not " + asked(),
+         ErrorCode::kCorrupt);
+    return false;
+  }
+
+  // A later 206 must be of the file the open saw, and be exactly the rest of the range asked for.
+  bool check_asked_range(std::uint64_t got) {
+    const HttpSource::State& s = *state;
+    if (content_range->total != s.size) {
+      fail_changed("its size was " + std::to_string(s.size) + " bytes, it is now " +
+                   std::to_string(content_range->total));
+      return false;
+    }
+    if (content_range->first != first + resume || got != length - resume) {
+      fail(false,
+           "the answer's Content-Range (" + describe_content_range() +
+               ") is not the range asked for (" + asked() + ")",
+           ErrorCode::kCorrupt);
+      return false;
+    }
+    if (etag_changed()) {
+      fail_changed("its ETag was " + s.etag + ", it is now " + etag);
+      return false;
     }
     return true;
   }
 
+  // Both the open's and this response's ETag are known, and they differ.
+  bool etag_changed() const { return !state->etag.empty() && !etag.empty() && etag != state->etag; }
+
+  std::string describe_content_range() const {
+    return "bytes " + std::to_string(content_range->first) + "-" +
+           std::to_string(content_range->last) + "/" + std::to_string(content_range->total);
+  }
+
   bool on_body(ByteSpan piece) {
+    if (status != 206 && status != 200) {
+      if (!state->options.describe_refusal) return false;
+      const std::size_t room = kMaxRefusalBody - refusal_body.size();
+      refusal_body.append(reinterpret_cast<const char*>(piece.data()),
+                          std::min(room, piece.size()));
+      return piece.size() <= room;
+    }
     if (!checked && !check_headers()) return false;
-    if (status != 206 && status != 200) return false;
     if (piece.size() > body_length - received) {
       fail(false,
            "the body is longer than the " + std::to_string(body_length) + " bytes asked for (" +
@@ -470,15 +486,17 @@ std::string status_words(long status) {
   }
 }
 
-// One attempt of `exchange` on `handle`; a Failure when it did not bring every byte.
-void perform(CURL* handle, Exchange& exchange) {
+// The options every attempt sets on its handle, reset first: where, what may be followed, how
+// long to wait, and where the answer goes.
+void configure_transfer(CURL* handle, Exchange& exchange) {
   const CurlApi& api = curl();
   const HttpSource::State& s = *exchange.state;
   const HttpOptions& o = s.options;
-  curl().easy_reset(handle);
+  api.easy_reset(handle);
   api.easy_setopt(handle, CURLOPT_URL, s.url.c_str());
   api.easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
-  api.easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 1L);
+  // With max_redirects 0 a redirect is an answer like any other (describe_refusal judges it).
+  api.easy_setopt(handle, CURLOPT_FOLLOWLOCATION, o.max_redirects > 0 ? 1L : 0L);
   api.easy_setopt(handle, CURLOPT_MAXREDIRS, o.max_redirects);
   api.easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
   api.easy_setopt(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
@@ -495,17 +513,23 @@ void perform(CURL* handle, Exchange& exchange) {
   // Bodies handed over in pieces of up to 512 KiB rather than 16 KiB: a whole-archive read
   // (convert_remote) makes one pwrite per piece.
   api.easy_setopt(handle, CURLOPT_BUFFERSIZE, 512L * 1024);
+}
 
+void append_header(HeaderList& headers, const std::string& line) {
+  curl_slist* const grown = curl().slist_append(headers.get(), line.c_str());
+  if (grown == nullptr) throw std::bad_alloc();
+  (void)headers.release();  // `grown` continues the list: freeing the old head would free it.
+  headers.reset(grown);
+}
+
+// The attempt's request headers: the caller's, then the bytes still missing, which a later
+// request asks for only if the file is still the one the open saw (its validator).
+HeaderList request_headers(const Exchange& exchange) {
+  const HttpSource::State& s = *exchange.state;
   HeaderList headers;
-  const auto add = [&](const std::string& line) {
-    curl_slist* const grown = curl().slist_append(headers.get(), line.c_str());
-    if (grown == nullptr) throw std::bad_alloc();
-    (void)headers.release();
-    headers.reset(grown);
-  };
-  for (const std::string& line : o.headers) add(line);
+  for (const std::string& line : s.options.headers) append_header(headers, line);
   // Bodies as stored: a compressed one could not be cut into ranges.
-  add("Accept-Encoding: identity");
+  append_header(headers, "Accept-Encoding: identity");
   std::string range;
   if (exchange.suffix) {
     range = "Range: bytes=-" + std::to_string(exchange.length);
@@ -513,49 +537,74 @@ void perform(CURL* handle, Exchange& exchange) {
     range = "Range: bytes=" + std::to_string(exchange.first + exchange.resume) + "-" +
             std::to_string(exchange.first + exchange.length - 1);
     if (!s.etag.empty()) {
-      add("If-Range: " + s.etag);
-      add("If-Match: " + s.etag);
+      append_header(headers, "If-Range: " + s.etag);
+      append_header(headers, "If-Match: " + s.etag);
     } else if (!s.last_modified.empty()) {
-      add("If-Range: " + s.last_modified);
-      add("If-Unmodified-Since: " + s.last_modified);
+      append_header(headers, "If-Range: " + s.last_modified);
+      append_header(headers, "If-Unmodified-Since: " + s.last_modified);
     }
   }
-  add(range);
-  api.easy_setopt(handle, CURLOPT_HTTPHEADER, headers.get());
+  append_header(headers, range);
+  if (s.options.sign_request) {
+    for (const std::string& line : s.options.sign_request()) append_header(headers, line);
+  }
+  return headers;
+}
 
-  s.requests.fetch_add(1, std::memory_order_relaxed);
-  const CURLcode code = api.easy_perform(handle);
-  if (exchange.sink_error) std::rethrow_exception(exchange.sink_error);
-  if (exchange.failure) return;
+// A 200 or 206 whose transfer ended: its headers hold, and every byte of its body came.
+void judge_body_answer(Exchange& exchange) {
+  if (!exchange.checked && !exchange.check_headers()) return;
+  // A whole file sent without its length (chunked) ends where it ends.
+  if (exchange.status == 200 && exchange.suffix && !exchange.content_length) {
+    exchange.body_length = exchange.received;
+  }
+  if (exchange.received < exchange.body_length) {
+    exchange.fail(true, "the body was cut at offset " +
+                            std::to_string(exchange.body_first + exchange.received) + " (" +
+                            exchange.asked() + ")");
+  }
+}
+
+// Any other status: a failed precondition is a changed file; the rest are refusals, some of
+// them transient.
+void judge_refusal(Exchange& exchange) {
+  const HttpSource::State& s = *exchange.state;
   const long status = exchange.status;
-  if (code != CURLE_OK && code != CURLE_WRITE_ERROR) {
-    exchange.fail(retryable_curl_code(code),
-                  std::string(api.easy_strerror(code)) + " (" + exchange.asked() + ")");
-    return;
-  }
-  if (status == 206 || status == 200) {
-    if (!exchange.checked && !exchange.check_headers()) return;
-    // A whole file sent without its length (chunked) ends where it ends.
-    if (status == 200 && exchange.suffix && !exchange.content_length) {
-      exchange.body_length = exchange.received;
-    }
-    if (exchange.received < exchange.body_length) {
-      exchange.fail(true, "the body was cut at offset " +
-                              std::to_string(exchange.body_first + exchange.received) + " (" +
-                              exchange.asked() + ")");
-    }
-    return;
-  }
   if (status == 412) {
-    exchange.fail(false, "the remote file changed while it was read: " +
-                             (s.etag.empty() ? "it was modified after " + s.last_modified
-                                             : "its ETag is no longer " + s.etag) +
-                             " (HTTP 412 for " + exchange.asked() + ")");
+    exchange.fail_changed((s.etag.empty() ? "it was modified after " + s.last_modified
+                                          : "its ETag is no longer " + s.etag) +
+                          " (HTTP 412 for " + exchange.asked() + ")");
     return;
   }
   const bool retry = status >= 500 || status == 408 || status == 429;
+  if (s.options.describe_refusal) {
+    if (const std::optional<Error> refusal =
+            s.options.describe_refusal(status, exchange.refusal_body)) {
+      exchange.fail(retry, refusal->problem(), refusal->code());
+      return;
+    }
+  }
   const ErrorCode error_code = status == 404 ? ErrorCode::kNotFound : ErrorCode::kIo;
   exchange.fail(retry, "HTTP " + status_words(status) + " (" + exchange.asked() + ")", error_code);
+}
+
+// One attempt of `exchange` on `handle`; a Failure when it did not bring every byte.
+void perform(CURL* handle, Exchange& exchange) {
+  configure_transfer(handle, exchange);
+  const HeaderList headers = request_headers(exchange);
+  curl().easy_setopt(handle, CURLOPT_HTTPHEADER, headers.get());
+  exchange.state->requests.fetch_add(1, std::memory_order_relaxed);
+  const CURLcode code = curl().easy_perform(handle);
+  if (exchange.sink_error) std::rethrow_exception(exchange.sink_error);
+  if (exchange.failure) return;  // Set while the answer came (its headers, or its body).
+  if (code != CURLE_OK && code != CURLE_WRITE_ERROR) {
+    exchange.fail(retryable_curl_code(code),
+                  std::string(curl().easy_strerror(code)) + " (" + exchange.asked() + ")");
+  } else if (exchange.status == 206 || exchange.status == 200) {
+    judge_body_answer(exchange);
+  } else {
+    judge_refusal(exchange);
+  }
 }
 
 // `exchange` with retries, each resuming at the byte reached.
@@ -622,10 +671,8 @@ void run_parallel(std::size_t count, unsigned parallel,
   if (error) std::rethrow_exception(error);
 }
 
-}  // namespace
-
-std::shared_ptr<const HttpSource> HttpSource::open(const std::string& url,
-                                                   const HttpOptions& options) {
+// Refuses what no request could make right: not a URL, a malformed header, no tail, no libcurl.
+void check_open_arguments(const std::string& url, const HttpOptions& options) {
   if (!is_url(url)) {
     throw Error(ErrorCode::kInvalidArgument, {.file = display_url(url)},
                 "not an http:// or https:// URL");
@@ -646,57 +693,86 @@ std::shared_ptr<const HttpSource> HttpSource::open(const std::string& url,
     throw Error(ErrorCode::kUnsupported, {.file = display_url(url)},
                 "cannot read URLs: libcurl cannot be loaded (" + problem + ")");
   }
-  auto state = std::make_unique<State>();
-  state->url = url;
-  state->name = display_url(url);
-  state->options = options;
+}
 
+// The tail's bytes as they come, in one buffer allocated at the first of them.
+struct TailBuffer {
+  std::shared_ptr<OwnedBytes> bytes;
+  std::size_t lead = 0;  // Bytes before the tail's first.
+
+  // The first byte at an address congruent to its offset modulo 64 (byte_source.h).
+  void allocate(std::uint64_t offset, std::uint64_t length) {
+    lead = static_cast<std::size_t>(offset % kDefaultBufferAlignment);
+    bytes = std::make_shared<OwnedBytes>(lead + static_cast<std::size_t>(length));
+  }
+  // `piece` at `at` bytes into the tail.
+  void store(std::uint64_t at, ByteSpan piece) {
+    std::memcpy(bytes->mutable_span().data() + lead + at, piece.data(), piece.size());
+  }
+};
+
+// The first response fixes the size and validator that later ones are checked against.
+void adopt_first_answer(HttpSource::State& state, const Exchange& exchange) {
+  state.size = exchange.status == 200 ? exchange.body_length : exchange.content_range->total;
+  if (exchange.etag.starts_with('"')) {
+    state.etag = exchange.etag;  // Strong: a weak one (W/"...") cannot guard ranges.
+  } else {
+    state.last_modified = exchange.last_modified;
+  }
+}
+
+// The open's tail in `state`, once `exchange` brought all of it into `tail`.
+void keep_tail(HttpSource::State& state, const Exchange& exchange, TailBuffer tail) {
+  if (!tail.bytes) {  // An empty body: an empty file (200), or a 206 of nothing.
+    if (exchange.status == 200 && exchange.body_length == 0) {
+      state.size = 0;
+      tail.bytes = std::make_shared<OwnedBytes>(0);
+    } else {
+      throw Error(ErrorCode::kCorrupt, {.file = state.name}, "the first answer had no body");
+    }
+  }
+  if (exchange.status == 200) state.size = exchange.body_length;
+  state.tail_offset = exchange.body_first;
+  state.tail_buffer = tail.bytes;
+  state.tail =
+      tail.bytes->span().subspan(tail.lead, static_cast<std::size_t>(exchange.body_length));
+}
+
+// The open's one request, for the last tail_size bytes (the whole file when it is smaller): its
+// answer also tells the file's size and validator.
+void read_tail(HttpSource::State& state) {
   Exchange exchange;
-  exchange.state = state.get();
+  exchange.state = &state;
   exchange.suffix = true;
-  exchange.length = options.tail_size;
-  const std::uint64_t capacity = options.tail_size + kDefaultBufferAlignment;
+  exchange.length = state.options.tail_size;
+  const std::uint64_t capacity = state.options.tail_size + kDefaultBufferAlignment;
   if (!fits(0, capacity, std::uint64_t{PTRDIFF_MAX})) {
-    throw Error(ErrorCode::kLimitExceeded, {.file = state->name},
+    throw Error(ErrorCode::kLimitExceeded, {.file = state.name},
                 "HttpOptions::tail_size is too large");
   }
-  std::shared_ptr<OwnedBytes> buffer;
-  std::size_t lead = 0;
+  TailBuffer tail;
   exchange.sink = [&](std::uint64_t at, ByteSpan piece) {
-    if (!buffer) {
-      // The first byte at an address congruent to its offset modulo 64 (byte_source.h).
-      lead = static_cast<std::size_t>(exchange.body_first % kDefaultBufferAlignment);
-      buffer = std::make_shared<OwnedBytes>(lead + static_cast<std::size_t>(exchange.body_length));
+    if (!tail.bytes) {
+      adopt_first_answer(state, exchange);
+      tail.allocate(exchange.body_first, exchange.body_length);
     }
-    std::memcpy(buffer->mutable_span().data() + lead + (at - exchange.body_first), piece.data(),
-                piece.size());
+    tail.store(at - exchange.body_first, piece);
     return true;
   };
-  // The first response fixes the size and validator that later ones are checked against.
-  exchange.sink = [&, inner = exchange.sink](std::uint64_t at, ByteSpan piece) {
-    if (!buffer) {
-      state->size = exchange.status == 200 ? exchange.body_length : exchange.content_range->total;
-      if (exchange.etag.starts_with('"')) {
-        state->etag = exchange.etag;  // Strong: a weak one (W/"...") cannot guard ranges.
-      } else {
-        state->last_modified = exchange.last_modified;
-      }
-    }
-    return inner(at, piece);
-  };
-  run(*state, exchange);
-  if (!buffer) {  // An empty body: an empty file (200), or a 206 of nothing.
-    if (exchange.status == 200 && exchange.body_length == 0) {
-      state->size = 0;
-      buffer = std::make_shared<OwnedBytes>(0);
-    } else {
-      throw Error(ErrorCode::kCorrupt, {.file = state->name}, "the first answer had no body");
-    }
-  }
-  if (exchange.status == 200) state->size = exchange.body_length;
-  state->tail_offset = exchange.body_first;
-  state->tail_buffer = buffer;
-  state->tail = buffer->span().subspan(lead, static_cast<std::size_t>(exchange.body_length));
+  run(state, exchange);
+  keep_tail(state, exchange, std::move(tail));
+}
+
+}  // namespace
+
+std::shared_ptr<const HttpSource> HttpSource::open(const std::string& url,
+                                                   const HttpOptions& options) {
+  check_open_arguments(url, options);
+  auto state = std::make_unique<State>();
+  state->url = url;
+  state->name = options.display_name.empty() ? display_url(url) : options.display_name;
+  state->options = options;
+  read_tail(*state);
   return std::shared_ptr<const HttpSource>(new HttpSource(std::move(state)));
 }
 

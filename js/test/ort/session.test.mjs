@@ -100,7 +100,7 @@ describe('what createSession hands ORT', () => {
     const archive = await openArchive(fixture('silero.onnxz'));
     const prepared = await ortModelFor(archive, 'node', 'externalData');
     assert.equal(prepared.externalData.length, 0);
-    assert.equal(prepared.inlined.length, archive.tensors.length);
+    assert.equal(prepared.inlined.length, archive.tensors.filter((t) => !t.inline).length);
     assert.ok(prepared.inlined.some((t) => /tensor 'stft\.forward_basis_buffer' at graph\/node\[\d+\]\/(then|else)_branch\//.test(t)));
     assert.ok(prepared.model.byteLength > archive.modelBytes.byteLength + 2_000_000);
     await archive.close();
@@ -139,5 +139,58 @@ describe('what createSession hands ORT', () => {
     assert.ok(mapped.length > 0, 'ORT did not map the archive');
     await session.release();
     await archive.close();
+  });
+});
+
+describe('createSession over a URL moves no byte twice', () => {
+  // The requests of one createSession: the open, then at most one for every entry ORT gets
+  // (kept external or inlined), none of them overlapping another (README "Over HTTP").
+  const cases = [
+    ['mlp', {}],
+    ['silero', {}],
+    ['sites', {}],
+    // The least tail, and some tensors inlined for ORT beside the external ones: their entries
+    // were once read with a request of their own, and the tail's bytes again.
+    ['mlp', { tailSize: 65_633, inlineBelow: 4096 }],
+    ['silero', { tailSize: 65_633 }],
+  ];
+  for (const [name, options] of cases) {
+    it(`${name}, ${JSON.stringify(options)}: the open plus one request, each byte once`, async () => {
+      const size = readFileSync(fixture(`${name}.onnxz`)).length;
+      server.clearLog();
+      await (await openArchive(server.url(`/${name}.onnxz`), options)).close();
+      const opens = server.log.length;
+      server.clearLog();
+      const session = await createSession(ortNode, server.url(`/${name}.onnxz`), sessionOptions, options);
+      await session.release();
+      const spans = server.log.map((r) => {
+        const suffix = /^bytes=-(\d+)$/.exec(r.range);
+        if (suffix !== null) return [Math.max(0, size - Number(suffix[1])), size];
+        const [, from, to] = /^bytes=(\d+)-(\d+)$/.exec(r.range).map(Number);
+        return [from, to + 1];
+      });
+      assert.ok(server.log.length <= opens + 1, JSON.stringify(server.log));
+      const moved = server.log.reduce((n, r) => n + r.bytes, 0);
+      assert.ok(moved <= size, `${moved} bytes moved for a ${size}-byte archive: ${JSON.stringify(server.log)}`);
+      const sorted = [...spans].sort((a, b) => a[0] - b[0]);
+      for (let i = 1; i < sorted.length; ++i) assert.ok(sorted[i][0] >= sorted[i - 1][1], `overlapping requests: ${JSON.stringify(spans)}`);
+    });
+  }
+});
+
+describe('createSession refuses what is not ONNX Runtime', () => {
+  it('no ORT module: invalid_argument, not a TypeError', async () => {
+    for (const ort of [undefined, null, {}, 'onnxruntime-node']) {
+      await assert.rejects(createSession(ort, fixture('mlp.onnxz')), (e) => {
+        assert.equal(e.name, 'OnnxzipError', String(e));
+        assert.equal(e.code, 'invalid_argument');
+        assert.match(e.message, /createSession takes the ONNX Runtime module first/);
+        return true;
+      });
+    }
+  });
+
+  it('no source: invalid_argument', async () => {
+    await assert.rejects(createSession(ortNode, undefined), (e) => e.name === 'OnnxzipError' && e.code === 'invalid_argument' && /no archive given/.test(e.message));
   });
 });

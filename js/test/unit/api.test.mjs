@@ -98,7 +98,9 @@ describe('tensors', () => {
     const [small, large] = await a.getTensors(basis);
     assert.equal(small.length, 130 * 128);
     assert.equal(large.length, 258 * 256);
-    assert.equal((await a.getTensor('stft.forward_basis_buffer')).length, small.length); // The first.
+    // A name two tensors share is refused, naming both sites (spec/names.md: never the first silently).
+    await expectError(a.getTensor('stft.forward_basis_buffer'), 'invalid_argument', /2 tensors are named 'stft\.forward_basis_buffer' \(at graph\/node\[\d+\]\/else_branch\/node\[0\]\/value, graph\/node\[\d+\]\/then_branch\/node\[0\]\/value\)/);
+    assert.throws(() => a.tensor('stft.forward_basis_buffer'), (e) => e instanceof OnnxzipError && e.code === 'invalid_argument');
     await a.close();
   });
 
@@ -108,7 +110,9 @@ describe('tensors', () => {
     const stored = await (await openArchive(readFileSync(vector('valid_minimal')))).getTensor('W');
     assert.deepEqual(inflated, stored);
     await a.close();
-    assert.ok(a.findings.some((f) => f.kind === 'deflated' && f.entry === 'W'));
+    assert.ok(a.findings.some((f) => f.kind === 'layout' && f.entry === 'W' && /a deflated entry/.test(f.message)));
+    const w = a.tensors.find((t) => t.name === 'W');
+    assert.equal(w.zeroCopy, false);
   });
 
   it('typed arrays by data type', () => {
@@ -118,7 +122,7 @@ describe('tensors', () => {
 
   it('unknown names are not_found', async () => {
     const a = await openArchive(fixture('mlp.onnxz'));
-    await expectError(a.getTensor('nope'), 'not_found', /no external tensor 'nope'/);
+    await expectError(a.getTensor('nope'), 'not_found', /no tensor named 'nope'/);
     await a.close();
   });
 });
@@ -164,7 +168,7 @@ describe('limits and bad input', () => {
     bytes[b1.dataOffset + 5] ^= 1;
     const report = await verify(bytes);
     assert.equal(report.loadable, false);
-    const crc = report.findings.filter((f) => f.kind === 'crc32');
+    const crc = report.findings.filter((f) => f.kind === 'crc');
     assert.equal(crc.length, 1);
     assert.equal(crc[0].entry, 'b1');
     assert.equal(crc[0].offset, b1.dataOffset);
@@ -278,13 +282,20 @@ describe('entry names', () => {
   it('names that differ by a leading byte order mark are two entries, not one given twice', async () => {
     const a = await openArchive(storedZip([[Buffer.from('w'), Buffer.from('1')], [Buffer.from('\uFEFFw'), Buffer.from('2')], model.map((x) => Buffer.from(x))]));
     assert.deepEqual(a.entries.map((e) => e.size), [1, 1, 0]);
-    assert.ok(a.findings.some((f) => f.kind === 'name_encoding' && /decode to the same text/.test(f.message)), JSON.stringify(a.findings));
+    assert.ok(a.findings.some((f) => f.kind === 'zip' && /decode to the same text/.test(f.message)), JSON.stringify(a.findings));
   });
 
   it('names that are not UTF-8 and decode to the same text are two entries', async () => {
     const a = await openArchive(storedZip([[Buffer.from([0xff, 0x61]), Buffer.from('1')], [Buffer.from([0xfe, 0x61]), Buffer.from('2')], model.map((x) => Buffer.from(x))]));
     assert.equal(a.entries.length, 3);
-    assert.ok(a.findings.some((f) => f.kind === 'name_encoding' && /decode to the same text/.test(f.message)), JSON.stringify(a.findings));
+    assert.ok(a.findings.some((f) => f.kind === 'zip' && /decode to the same text/.test(f.message)), JSON.stringify(a.findings));
+  });
+
+  it('a folder entry (zip -r records them) is reported as one, not as a payload no tensor refers to', async () => {
+    const a = await openArchive(storedZip([[Buffer.from('d/'), Buffer.alloc(0)], model.map((x) => Buffer.from(x))]));
+    const about = a.findings.filter((f) => f.entry === 'd/');
+    assert.ok(about.some((f) => f.kind === 'layout' && /a directory entry$/.test(f.message)), JSON.stringify(about));
+    assert.ok(!about.some((f) => f.kind === 'reference' || /entry name/.test(f.message)), JSON.stringify(about));
   });
 
   it('the same name twice is refused, whether or not it is UTF-8', async () => {
@@ -320,5 +331,150 @@ describe('memory after open', () => {
         await a.close();
       }
     }
+  });
+});
+
+// Protobuf by hand, for models no writer makes: typed data fields of every kind.
+function varint(value) {
+  let v = BigInt.asUintN(64, BigInt(value));
+  const out = [];
+  do {
+    const byte = Number(v & 0x7fn);
+    v >>= 7n;
+    out.push(v === 0n ? byte : byte | 0x80);
+  } while (v !== 0n);
+  return Buffer.from(out);
+}
+const field = (number, wire, payload) => Buffer.concat([varint((number << 3) | wire), ...(wire === 2 ? [varint(payload.length)] : []), payload]);
+const packed = (values) => Buffer.concat(values.map(varint));
+function tensorProto({ name, dataType, dims, fields }) {
+  return Buffer.concat([...dims.map((d) => field(1, 0, varint(d))), field(2, 0, varint(dataType)), field(8, 2, Buffer.from(name)), ...fields]);
+}
+function modelOf(tensors) {
+  const graph = Buffer.concat(tensors.map((t) => field(5, 2, tensorProto(t))));
+  return Buffer.concat([field(1, 0, varint(10)), field(7, 2, graph)]);
+}
+
+describe('inline tensors (spec/names.md: listed and readable in every face)', () => {
+  const f64 = (v) => {
+    const b = Buffer.alloc(8);
+    b.writeDoubleLE(v);
+    return b;
+  };
+  const f32s = (values) => Buffer.from(new Float32Array(values).buffer);
+  const cases = [
+    { name: 'f', dataType: DataType.FLOAT, dims: [2], fields: [field(4, 2, f32s([1.5, -2]))], want: new Float32Array([1.5, -2]) },
+    { name: 'h', dataType: DataType.FLOAT16, dims: [2], fields: [field(5, 2, packed([0x3c00, 0xc000]))], want: new Uint16Array([0x3c00, 0xc000]) },
+    { name: 'i8', dataType: DataType.INT8, dims: [2], fields: [field(5, 0, varint(-1)), field(5, 0, varint(5))], want: new Int8Array([-1, 5]) },
+    { name: 'i64', dataType: DataType.INT64, dims: [2], fields: [field(7, 2, packed([-3, 2 ** 40]))], want: new BigInt64Array([-3n, 2n ** 40n]) },
+    { name: 'u32', dataType: DataType.UINT32, dims: [2], fields: [field(11, 2, packed([4294967295, 7]))], want: new Uint32Array([4294967295, 7]) },
+    { name: 'i4', dataType: DataType.INT4, dims: [2], fields: [field(5, 2, packed([0x21]))], want: new Uint8Array([0x21]) },
+    { name: 'd', dataType: DataType.DOUBLE, dims: [2], fields: [field(10, 1, f64(0.5)), field(10, 1, f64(-8))], want: new Float64Array([0.5, -8]) },
+    { name: 'c64', dataType: DataType.COMPLEX64, dims: [1], fields: [field(4, 2, f32s([1, -1]))], want: new Float32Array([1, -1]) },
+    { name: 'b', dataType: DataType.BOOL, dims: [3], fields: [field(9, 2, Buffer.from([1, 0, 1]))], want: new Uint8Array([1, 0, 1]) },
+    { name: 'e', dataType: DataType.FLOAT, dims: [0], fields: [], want: new Float32Array(0) },
+  ];
+  const bytes = storedZip([['__MODEL_PROTO', modelOf(cases)].map((x) => Buffer.from(x))]);
+
+  it('every inline tensor is listed (entry "", inline, no offset) and read as raw little-endian data (spec §7.3)', async () => {
+    const a = await openArchive(bytes);
+    assert.deepEqual(a.findings.filter((f) => f.kind === 'model'), []);
+    assert.deepEqual(a.tensors.map((t) => t.name), cases.map((c) => c.name));
+    for (const c of cases) {
+      const t = a.tensor(c.name);
+      assert.deepEqual({ ...t }, {
+        name: c.name, site: `graph/initializer[${cases.indexOf(c)}]`, entry: '', dataType: c.dataType, dataTypeName: t.dataTypeName,
+        dims: c.dims, size: c.want.byteLength, offset: undefined, alignment: 0, inline: true, zeroCopy: false,
+      });
+      const got = await a.getTensor(c.name);
+      assert.deepEqual(got, c.want, c.name);
+      assert.equal(got.byteOffset % 64, 0);
+    }
+  });
+
+  it('an inline tensor whose data disagrees with its dims is listed, and reading it is corrupt naming it', async () => {
+    const a = await openArchive(vector('warn_9_4_5_inline_payload'));
+    const s = a.tensor('S');
+    assert.equal(s.inline, true);
+    await expectError(a.getTensor(s), 'corrupt', /tensor 'S' at graph\/initializer\[2\]: its inline payload disagrees with its dims and data type: raw_data holds 8 bytes, dims and data type need 12/);
+    await a.close();
+  });
+
+  it("Silero's inline Constants read as the model holds them", async () => {
+    const a = await openArchive(fixture('silero.onnxz'));
+    const sr = a.tensors.find((t) => t.inline && t.site === 'graph/node[0]/value');
+    assert.deepEqual(await a.getTensor(sr), new BigInt64Array([16000n]));
+    await a.close();
+  });
+});
+
+describe('the tensor record (spec/names.md TensorInfo)', () => {
+  it('external tensors: entry, offset, alignment, and zeroCopy for memory sources only', async () => {
+    const bytes = new Uint8Array(readFileSync(fixture('mlp.onnxz')));
+    const fromMemory = await openArchive(bytes);
+    const fromFile = await openArchive(fixture('mlp.onnxz'));
+    for (const [a, zeroCopy] of [[fromMemory, true], [fromFile, false]]) {
+      const t = a.tensor('W2');
+      const e = a.entry('W2');
+      assert.deepEqual(Object.keys(t), ['name', 'site', 'entry', 'dataType', 'dataTypeName', 'dims', 'size', 'offset', 'alignment', 'inline', 'zeroCopy']);
+      assert.equal(t.entry, 'W2');
+      assert.equal(t.offset, e.dataOffset);
+      let alignment = 1;
+      while (alignment < 65536 && t.offset % (alignment * 2) === 0) alignment *= 2;
+      assert.ok(alignment >= 64);
+      assert.equal(t.alignment, alignment);
+      assert.equal(t.inline, false);
+      assert.equal(t.zeroCopy, zeroCopy);
+      const data = await a.getTensor(t);
+      assert.equal(data.buffer === bytes.buffer, zeroCopy);
+    }
+    await fromFile.close();
+  });
+});
+
+describe('errors a caller meets', () => {
+  it('a legacy .onnx model: says so, and names the fix (convert it)', async () => {
+    for (const source of [fixture('mlp.onnx'), new Uint8Array(readFileSync(fixture('mlp.onnx')))]) {
+      await expectError(openArchive(source), 'invalid_argument', /not an \.onnxz archive but a legacy \.onnx model: convert it \('onnxzip convert/);
+    }
+  });
+
+  it('a file that changes while it is read is "changed", which a retry may cure', async () => {
+    const { copyFileSync, truncateSync, mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const path = join(mkdtempSync(join(tmpdir(), 'onnxzip-')), 'm.onnxz');
+    copyFileSync(fixture('mlp.onnxz'), path);
+    const a = await openArchive(path, { tailSize: 65_633 });
+    truncateSync(path, 1000);
+    await expectError(a.getTensor('W1'), 'changed', /the file changed \(it shrank below \d+ bytes\) while it was read/);
+    await a.close();
+  });
+
+  it('verify of an archive that does not open is a report of that one finding', async () => {
+    const report = await verify(vector('reject_9_2_1_not_zip'));
+    assert.deepEqual([report.ok, report.loadable, report.digests, report.signature], [false, false, 'failed', 'failed']);
+    assert.deepEqual(report.findings.map((f) => [f.severity, f.kind]), [['error', 'zip']]);
+    assert.equal(report.checked, 'the ZIP structure, which does not read');
+    const unresolved = await verify(vector('reject_9_4_3_location_missing'));
+    assert.deepEqual(unresolved.findings.map((f) => f.kind), ['reference']);
+  });
+
+  it('verify of a source that cannot be read throws (no report): not_found for a missing file', async () => {
+    await expectError(verify('nope.onnxz'), 'not_found', /nope\.onnxz: cannot open/);
+  });
+});
+
+describe('getTensors over inline and external tensors', () => {
+  it('reads both kinds in one call, in the order asked, external entries in one read', async () => {
+    const a = await openArchive(fixture('silero.onnxz'), { tailSize: 65_633 });
+    const inline = a.tensors.filter((t) => t.inline).slice(0, 2);
+    const external = a.tensors.filter((t) => !t.inline).slice(0, 2);
+    const before = a.source.stats.requests;
+    const got = await a.getTensors([inline[0], external[0], inline[1], external[1]]);
+    assert.ok(a.source.stats.requests - before <= 2, `${a.source.stats.requests - before} reads`);
+    const one = async (t) => a.getTensor(t);
+    assert.deepEqual(got, [await one(inline[0]), await one(external[0]), await one(inline[1]), await one(external[1])]);
+    assert.deepEqual(got.map((d) => d.byteLength), [inline[0].size, external[0].size, inline[1].size, external[1].size]);
+    await a.close();
   });
 });

@@ -26,27 +26,34 @@ async function entryText(name, entry) {
   }
 }
 
+/** The report's integrity statuses (spec/names.md "Integrity status"). */
+const statuses = (r) => ({ digests: r.digests, signature: r.signature, signatureKeyId: r.signatureKeyId });
+
 describe('verify with __DIGESTS and __SIGNATURE', () => {
   it('reports digests and signature verified by the key given, and the key id', async () => {
     const report = await verify(vector('valid_signed'), { publicKey: pem });
     assert.deepEqual(report.findings, []);
-    assert.deepEqual(report.integrity, { digests: 'verified', signature: 'verified', keyId });
+    assert.deepEqual(statuses(report), { digests: 'verified', signature: 'verified', signatureKeyId: keyId });
+    assert.equal(report.checked, `ZIP structure, layout, references, CRC-32s; digests verified; signature verified (key ${keyId})`);
   });
 
   it('without a key, parses the signature only', async () => {
     const report = await verify(vector('reject_12_5_bad_signature'));
-    assert.deepEqual(report.integrity, { digests: 'verified', signature: 'unverified', keyId });
+    assert.deepEqual(statuses(report), { digests: 'verified', signature: 'unchecked', signatureKeyId: keyId });
+    assert.equal(report.checked, 'ZIP structure, layout, references, CRC-32s; digests verified; signature not checked: give publicKey');
   });
 
   it('says when there are no digests, and when they were not read', async () => {
-    assert.deepEqual((await verify(vector('valid_minimal'))).integrity, { digests: 'absent', signature: 'absent', keyId: '' });
-    assert.deepEqual((await verify(vector('valid_digests'))).integrity, { digests: 'verified', signature: 'absent', keyId: '' });
-    assert.deepEqual((await verify(vector('valid_digests'), { checkCrc: false })).integrity, { digests: 'listed', signature: 'absent', keyId: '' });
+    assert.deepEqual(statuses(await verify(vector('valid_minimal'))), { digests: 'absent', signature: 'absent', signatureKeyId: '' });
+    assert.deepEqual(statuses(await verify(vector('valid_digests'))), { digests: 'verified', signature: 'absent', signatureKeyId: '' });
+    const unread = await verify(vector('valid_digests'), { checkCrc: false });
+    assert.deepEqual(statuses(unread), { digests: 'unchecked', signature: 'absent', signatureKeyId: '' });
+    assert.equal(unread.checked, 'ZIP structure, layout, references (no CRC-32s); digests listed, not hashed; no signature');
   });
 
   it('names the entry whose bytes differ from its digest, though its CRC-32 is right', async () => {
     const report = await verify(vector('reject_12_5_payload_changed'));
-    assert.equal(report.integrity.digests, 'failed');
+    assert.equal(report.digests, 'failed');
     assert.equal(report.loadable, false);
     assert.equal(report.findings.length, 1);
     const [f] = report.findings;
@@ -60,12 +67,17 @@ describe('verify with __DIGESTS and __SIGNATURE', () => {
   it('requires a signature by the key given', async () => {
     const none = await verify(vector('valid_digests'), { publicKey: pem });
     assert.deepEqual(none.findings.map((f) => [f.kind, f.message]), [['signature', `no __SIGNATURE entry (a signature by key ${keyId} was asked for)`]]);
-    assert.equal(none.integrity.signature, 'failed');
+    assert.equal(none.signature, 'absent'); // What is there; the error finding says it was required.
+    assert.equal(none.loadable, false);
     const plain = await verify(vector('valid_minimal'), { publicKey: pem });
     assert.match(plain.findings[0].message, /^no __DIGESTS and no __SIGNATURE entry/);
     const other = await verify(vector('reject_12_5_other_key'), { publicKey: pem });
+    assert.equal(other.signature, 'other_key');
+    assert.match(other.checked, /; signed by another key \([0-9a-f]{64}\)$/);
+    assert.equal(other.findings[0].kind, 'signature');
     assert.match(other.findings[0].message, new RegExp(`^signed by another key \\(key id [0-9a-f]{64}, the key given has ${keyId}\\)`));
     const bad = await verify(vector('reject_12_5_bad_signature'), { publicKey: pem });
+    assert.equal(bad.signature, 'failed');
     assert.equal(bad.findings[0].entry, '__SIGNATURE');
     assert.equal(bad.findings[0].message, 'the signature does not verify with the key given (spec §12.5)');
   });
@@ -78,11 +90,11 @@ describe('verify with __DIGESTS and __SIGNATURE', () => {
     assert.equal(a.source.stats.bytes, before, 'nothing read');
     await a.close();
     assert.deepEqual(report.findings.map((f) => [f.kind, f.entry, f.message]), [
-      ['digests', '__DIGESTS', `${digestsSize} bytes, more than the limit of ${digestsSize - 1} (option maxDigestsBytes)`],
+      ['digest', '__DIGESTS', `${digestsSize} bytes, more than the limit of ${digestsSize - 1} (option maxDigestsBytes)`],
     ]);
     const signature = await verify(vector('valid_signed'), { maxSignatureBytes: 100 });
     assert.match(signature.findings[0].message, /^\d+ bytes, more than the limit of 100 \(option maxSignatureBytes\)$/);
-    assert.equal(signature.integrity.signature, 'failed');
+    assert.equal(signature.signature, 'failed');
   });
 
   it('takes the key in any PEM spelling, and refuses what is no P-256 public key', async () => {
@@ -91,6 +103,23 @@ describe('verify with __DIGESTS and __SIGNATURE', () => {
     assert.equal((await importPublicKey(new TextEncoder().encode(pem))).keyId, keyId);
     for (const wrong of ['', 'hello', pem.replace('MFkw', 'MFkx')]) {
       await assert.rejects(verify(vector('valid_signed'), { publicKey: wrong }), (e) => e instanceof OnnxzipError && e.code === 'invalid_argument');
+    }
+  });
+
+  it('says which other kind of key it was given, with the right article', async () => {
+    const rsa = `-----BEGIN PUBLIC KEY-----
+MIGfMA0GCSqGSIb3DQEBAQUAA4GNADCBiQKBgQCpY2g8qY1s+xt/Q9yGuXurWSES
+v3q5+iT6DqSMjJnWfToN1gpHGH4DvBr4DOpnwWFnJ8G0G/DwgSWQuPiMDA5T0iSA
+X1TuT2jOpcBPU0wA6KbKSwyfWzRE+fPZOoLvAPzuOx+e0E0IiGb9/xF/Pw0LoCzh
+oItSN8dqV8r9RsC+aQIDAQAB
+-----END PUBLIC KEY-----\n`;
+    const p384 = `-----BEGIN PUBLIC KEY-----
+MHYwEAYHKoZIzj0CAQYFK4EEACIDYgAEx7IG2jLrA++50ZlhXRcCLgZ6uvp8y3Hp
+SLHfUx7kZJtCBw/QKwvWASBb9Y+D3vK3pU6eAqdnGIWzQ7xqPR+8VxQA9Hg5sxjd
+/pcLUueB0WBI56QScuyKNxfYWlczaAw7
+-----END PUBLIC KEY-----\n`;
+    for (const [key, what] of [[rsa, 'an RSA key'], [p384, 'an EC key on curve P-384']]) {
+      await assert.rejects(importPublicKey(key), (e) => e instanceof OnnxzipError && e.code === 'invalid_argument' && e.message === `<key>: not an ECDSA P-256 public key: ${what}`);
     }
   });
 });

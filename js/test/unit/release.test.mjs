@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 
-import { openArchive } from '../../dist/node.js';
+import { openArchive, ortModelFor } from '../../dist/node.js';
+import { openWith } from '../../dist/archive.js';
 import { fixture } from '../support/fixtures.mjs';
 import { RangeServer } from '../support/range_server.mjs';
 
@@ -65,6 +66,34 @@ describe('released tail buffers', () => {
     }
     // The models larger than the least tail need the window grown: both the trim and ensure() released.
     if (typeof platformTransfer !== 'function') assert.ok(detached - before >= names.length * 2 * 3, `${detached - before} buffers released`);
+  });
+
+  it('createSession\'s kept tail is released once ORT\'s bytes are read, and none of them views it', async () => {
+    /** What createSession hands ORT for `source`, copied out after the tail is released. */
+    const handed = async (source, flavor, options) => {
+      const archive = await openWith(source, options, true);
+      try {
+        const prepared = await ortModelFor(archive, flavor, 'externalData');
+        archive.releaseTail();
+        return {
+          model: Buffer.from(prepared.model).toString('base64'),
+          data: prepared.externalData.map((f) => [f.path, Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength).toString('base64')]),
+        };
+      } finally {
+        await archive.close();
+      }
+    };
+    const before = detached;
+    for (const name of names) {
+      const bytes = readFileSync(fixture(name));
+      const expected = await handed(new Uint8Array(bytes), 'node', {});
+      for (const tailSize of [kSmallTail, 1 << 20]) {
+        for (const [kind, source] of [['file', fixture(name)], ['URL', server.url(`/${name}`)]]) {
+          assert.deepEqual(await handed(source, 'node', { tailSize }), expected, `${name} from a ${kind}, tailSize ${tailSize}`);
+        }
+      }
+    }
+    if (typeof platformTransfer !== 'function') assert.ok(detached > before, 'the kept tails were released');
   });
 
   it('a memory source is never released: its bytes are the caller\'s', async () => {

@@ -16,8 +16,8 @@ describe('digests and signature with WebCrypto', () => {
   it('verifies a signed archive', async () => {
     const report = await verify(bytes('valid_signed'), { publicKey: pem });
     assert.deepEqual(report.findings, []);
-    assert.equal(report.integrity.digests, 'verified');
-    assert.equal(report.integrity.signature, 'verified');
+    assert.equal(report.digests, 'verified');
+    assert.equal(report.signature, 'verified');
   });
 
   it('finds a changed payload and a bad signature', async () => {

@@ -1,0 +1,286 @@
+// s3://bucket/key read like a URL (src/io/s3_source.cpp, Archive::open_url) from a real S3
+// server: moto with signature checking on, behind a proxy that counts requests and injects
+// faults (tests/support/s3_server.h). The archives are uploaded by boto3, an independent client,
+// and every remote result is compared with the local file's. Skipped, with the reason, where no
+// Python has moto or the build has no libcurl.
+#include "s3_source.h"
+
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "onnxzip/archive.h"
+#include "onnxzip/error.h"
+#include "support/cli_run.h"
+#include "support/error_of.h"
+#include "support/model_builder.h"
+#include "support/s3_server.h"
+#include "support/scratch_dir.h"
+
+namespace onnxzip::s3 {
+namespace {
+
+namespace fs = std::filesystem;
+using test_support::error_of;
+using test_support::S3Server;
+
+constexpr char kBucket[] = "models";
+
+// A model of `count` FLOAT initializers of `floats` values each, written with ArchiveWriter.
+void write_model(const fs::path& path, std::size_t count, std::int64_t floats) {
+  ModelProto model;
+  model.ir_version = 8;
+  GraphProto& graph = model.graph.ensure();
+  ArchiveWriter writer(path);
+  for (std::size_t i = 0; i < count; ++i) {
+    TensorProto& t = graph.initializer.emplace_back();
+    t.name = "w" + std::to_string(i);
+    t.data_type = TensorProto::kFloat;
+    t.dims = {floats};
+    const std::vector<std::uint8_t> payload = test_support::pattern_bytes(
+        static_cast<std::size_t>(floats) * 4, static_cast<std::uint32_t>(i));
+    writer.add_tensor(*t.name, TensorProto::kFloat, t.dims, payload).apply_to(t);
+  }
+  writer.finish(model);
+}
+
+std::vector<std::uint8_t> to_vector(ByteSpan bytes) { return {bytes.begin(), bytes.end()}; }
+
+class S3SourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!http_available()) GTEST_SKIP() << "built without libcurl";
+    if (!S3Server::python()) {
+      GTEST_SKIP() << "no Python with moto 5 and boto3 (pip install 'moto[server]' boto3)";
+    }
+    // small.onnxz fits the first read; big.onnxz: 40 tensors of 64 KiB beyond a 256 KiB tail;
+    // wide.onnxz: a model of over 64 KiB (3,000 initializers).
+    write_model(dir_ / "small.onnxz", 8, 256);
+    write_model(dir_ / "big.onnxz", 40, 16384);
+    write_model(dir_ / "wide.onnxz", 3000, 4);
+    server_ = std::make_unique<S3Server>(kBucket,
+                                         std::vector<std::pair<std::string, std::string>>{
+                                             {"small.onnxz", (dir_ / "small.onnxz").string()},
+                                             {"dir/big model.onnxz", (dir_ / "big.onnxz").string()},
+                                             {"big.onnxz", (dir_ / "big.onnxz").string()},
+                                             {"wide.onnxz", (dir_ / "wide.onnxz").string()}});
+    server_->reset_stats();
+  }
+
+  // The store's settings, from an environment of the test's own.
+  Environment environment(const std::string& secret = "") const {
+    std::map<std::string, std::string> variables = {
+        {"HOME", dir_.path().string()},
+        {"AWS_ACCESS_KEY_ID", server_->access_key_id()},
+        {"AWS_SECRET_ACCESS_KEY", secret.empty() ? server_->secret_access_key() : secret},
+        {"AWS_ENDPOINT_URL_S3", server_->endpoint()},
+        {"AWS_REGION", "us-east-1"}};
+    return [variables](std::string_view name) -> std::optional<std::string> {
+      const auto found = variables.find(std::string(name));
+      if (found == variables.end()) return std::nullopt;
+      return found->second;
+    };
+  }
+
+  Archive open(const std::string& url, HttpOptions http = {}) const {
+    LoadOptions reading;
+    reading.zip.tail_read_size = http.tail_size;
+    http.retry_delay = std::chrono::milliseconds(1);
+    return Archive::open(open_source(url, http, {}, environment()), reading);
+  }
+
+  test_support::ScratchDir dir_{"s3_source"};
+  std::unique_ptr<S3Server> server_;
+};
+
+TEST_F(S3SourceTest, OpenIsOneSignedRequestAndEachTensorBeyondTheTailOne) {
+  const Archive local = Archive::open(dir_ / "big.onnxz");
+  const Archive remote = open("s3://models/dir/big model.onnxz", {.tail_size = 256 << 10});
+  test_support::S3ProxyStats stats = server_->stats();
+  EXPECT_EQ(stats.requests, 1U);
+  ASSERT_EQ(stats.requests_seen.size(), 1U);
+  EXPECT_EQ(stats.requests_seen[0], "GET /models/dir/big%20model.onnxz bytes=-262144");
+  EXPECT_TRUE(std::equal(remote.model_bytes().begin(), remote.model_bytes().end(),
+                         local.model_bytes().begin(), local.model_bytes().end()));
+  ASSERT_EQ(remote.tensors().size(), local.tensors().size());
+
+  server_->reset_stats();
+  for (const char* name : {"w0", "w17"}) {
+    EXPECT_EQ(to_vector(remote.payload(*remote.find_tensor(name)).view()),
+              to_vector(local.find_tensor(name)->data))
+        << name;
+  }
+  stats = server_->stats();
+  EXPECT_EQ(stats.requests, 2U);  // One per tensor.
+  EXPECT_LE(stats.bytes, 2U * (64U << 10) + 1024U);
+}
+
+TEST_F(S3SourceTest, ASmallArchiveIsOneRequestAndAModelBeyondTheTailTwo) {
+  const Archive local_small = Archive::open(dir_ / "small.onnxz");
+  const Archive small = open("s3://models/small.onnxz");
+  for (const Archive::TensorInfo& tensor : local_small.tensors()) {
+    EXPECT_EQ(to_vector(small.payload(*small.find_tensor(tensor.name)).view()),
+              to_vector(tensor.data));
+  }
+  EXPECT_EQ(server_->stats().requests, 1U);  // Every tensor was in the first read.
+
+  server_->reset_stats();
+  const Archive local_wide = Archive::open(dir_ / "wide.onnxz");
+  ASSERT_GT(local_wide.model_bytes().size(), 70000U);
+  const Archive wide = open("s3://models/wide.onnxz", {.tail_size = 65557});
+  EXPECT_EQ(wide.tensors().size(), 3000U);
+  EXPECT_EQ(server_->stats().requests, 2U);
+}
+
+TEST_F(S3SourceTest, RefusalsSayWhatTheStoreSaidNamingTheObjectAndNoSecret) {
+  const auto open_with = [&](const std::string& url, const std::string& secret) {
+    return error_of([&] {
+      (void)Archive::open(
+          open_source(url, {.retry_delay = std::chrono::milliseconds(1)}, {}, environment(secret)));
+    });
+  };
+  const Error wrong_secret = open_with("s3://models/small.onnxz", "wrong-secret-value");
+  EXPECT_EQ(wrong_secret.code(), ErrorCode::kIo);
+  EXPECT_EQ(wrong_secret.context().file, "s3://models/small.onnxz");
+  EXPECT_NE(wrong_secret.message().find("HTTP 403 SignatureDoesNotMatch"), std::string::npos)
+      << wrong_secret.message();
+  EXPECT_NE(wrong_secret.message().find("AWS_SECRET_ACCESS_KEY"), std::string::npos);
+  EXPECT_EQ(wrong_secret.message().find("wrong-secret-value"), std::string::npos);
+  EXPECT_EQ(wrong_secret.message().find(server_->access_key_id()), std::string::npos);
+
+  const Error no_key = open_with("s3://models/absent.onnxz", "");
+  EXPECT_EQ(no_key.code(), ErrorCode::kNotFound);
+  EXPECT_NE(no_key.message().find("NoSuchKey"), std::string::npos) << no_key.message();
+  EXPECT_NE(no_key.message().find("bucket 'models' has no object 'absent.onnxz'"),
+            std::string::npos);
+
+  server_->inject("region");
+  const Error wrong_region = open_with("s3://models/small.onnxz", "");
+  EXPECT_EQ(wrong_region.code(), ErrorCode::kIo);
+  EXPECT_NE(wrong_region.message().find("HTTP 301 PermanentRedirect"), std::string::npos)
+      << wrong_region.message();
+  EXPECT_NE(wrong_region.message().find("AWS_REGION=eu-west-3"), std::string::npos);
+
+  const Error no_bucket = open_with("s3://nobucket/small.onnxz", "");
+  EXPECT_EQ(no_bucket.code(), ErrorCode::kNotFound);
+  EXPECT_NE(no_bucket.message().find("NoSuchBucket"), std::string::npos) << no_bucket.message();
+}
+
+// The proxy answers 503 SlowDown or cuts a body: the request is retried, resuming where it was.
+TEST_F(S3SourceTest, ThrottledAndCutRequestsAreRetried) {
+  const Archive local = Archive::open(dir_ / "big.onnxz");
+  server_->inject("slowdown", 2);
+  const Archive remote = open("s3://models/dir/big model.onnxz", {.tail_size = 256 << 10});
+  EXPECT_EQ(server_->stats().requests, 3U);
+  server_->reset_stats();
+  server_->inject("reset");
+  EXPECT_EQ(to_vector(remote.payload(*remote.find_tensor("w3")).view()),
+            to_vector(local.find_tensor("w3")->data));
+  EXPECT_EQ(server_->stats().requests, 2U);
+
+  server_->inject("slowdown", 10);
+  const Error gave_up = error_of([&] { (void)open("s3://models/small.onnxz"); });
+  EXPECT_EQ(gave_up.code(), ErrorCode::kIo);
+  EXPECT_NE(gave_up.message().find("503 SlowDown"), std::string::npos) << gave_up.message();
+  EXPECT_NE(gave_up.message().find("after 4 attempts"), std::string::npos) << gave_up.message();
+}
+
+// Variables of the process's environment set for a scope, then restored (the tool inherits them).
+class ScopedEnvironment final {
+ public:
+  explicit ScopedEnvironment(const std::map<std::string, std::string>& variables) {
+    for (const auto& [name, value] : variables) {
+      saved_[name] = process_environment(name);
+      ::setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedEnvironment() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  std::map<std::string, std::optional<std::string>> saved_;
+};
+
+std::map<std::string, std::string> store_variables(const S3Server& server, const fs::path& dir,
+                                                   const std::string& secret = "") {
+  return {{"AWS_ACCESS_KEY_ID", server.access_key_id()},
+          {"AWS_SECRET_ACCESS_KEY", secret.empty() ? server.secret_access_key() : secret},
+          {"AWS_ENDPOINT_URL_S3", server.endpoint()},
+          {"AWS_REGION", "us-east-1"},
+          {"AWS_CONFIG_FILE", (dir / "none").string()},
+          {"AWS_SHARED_CREDENTIALS_FILE", (dir / "none").string()}};
+}
+
+// Archive::open_url takes s3:// and finds the settings in the process's environment.
+TEST_F(S3SourceTest, ArchiveOpenUrlTakesS3Urls) {
+  const ScopedEnvironment scope(store_variables(*server_, dir_.path()));
+  const Archive local = Archive::open(dir_ / "small.onnxz");
+  const Archive remote = Archive::open_url("s3://models/small.onnxz");
+  EXPECT_EQ(remote.tensors().size(), local.tensors().size());
+  EXPECT_EQ(server_->stats().requests, 1U);
+}
+
+// The tool's read commands take s3:// where they take an http(s) URL.
+TEST_F(S3SourceTest, TheToolReadsS3Urls) {
+  const ScopedEnvironment scope(store_variables(*server_, dir_.path()));
+  const test_support::CliRun info =
+      test_support::run_cli(dir_.path(), {"info", "s3://models/small.onnxz"});
+  EXPECT_EQ(info.exit_code, 0) << info;
+  EXPECT_NE(info.out.find("s3://models/small.onnxz"), std::string::npos) << info;
+  EXPECT_EQ(server_->stats().requests, 1U);
+
+  // verify reads every byte: its findings are the local file's (this model has no opset).
+  const test_support::CliRun local_verify =
+      test_support::run_cli(dir_.path(), {"verify", (dir_ / "big.onnxz").string()});
+  const test_support::CliRun verify =
+      test_support::run_cli(dir_.path(), {"verify", "s3://models/big.onnxz"});
+  EXPECT_EQ(verify.exit_code, local_verify.exit_code) << verify;
+  std::string expected = local_verify.out;
+  expected.replace(0, (dir_ / "big.onnxz").string().size(), "s3://models/big.onnxz");
+  EXPECT_EQ(verify.out, expected) << verify;
+
+  const fs::path local_out = dir_ / "local";
+  const fs::path remote_out = dir_ / "remote";
+  ASSERT_EQ(test_support::run_cli(dir_.path(),
+                                  {"extract", (dir_ / "big.onnxz").string(), local_out.string()})
+                .exit_code,
+            0);
+  const test_support::CliRun extract =
+      test_support::run_cli(dir_.path(), {"extract", "s3://models/big.onnxz", remote_out.string()});
+  ASSERT_EQ(extract.exit_code, 0) << extract;
+  for (const char* name : {"big.onnx", "big.onnx.data"}) {
+    EXPECT_EQ(test_support::read_file_bytes(remote_out / name),
+              test_support::read_file_bytes(local_out / name))
+        << name;
+  }
+}
+
+TEST_F(S3SourceTest, TheToolSaysWhatTheStoreRefusedWithoutTheSecret) {
+  const ScopedEnvironment scope(store_variables(*server_, dir_.path(), "not-the-secret-123"));
+  const test_support::CliRun info =
+      test_support::run_cli(dir_.path(), {"info", "s3://models/small.onnxz"});
+  EXPECT_NE(info.exit_code, 0);
+  EXPECT_NE(info.err.find("s3://models/small.onnxz"), std::string::npos) << info;
+  EXPECT_NE(info.err.find("SignatureDoesNotMatch"), std::string::npos) << info;
+  EXPECT_EQ(info.err.find("not-the-secret-123"), std::string::npos) << info;
+  EXPECT_EQ(info.out.find("not-the-secret-123"), std::string::npos) << info;
+}
+
+}  // namespace
+}  // namespace onnxzip::s3
