@@ -17,8 +17,10 @@
 #include "crc32.h"
 #include "onnxzip/byte_source.h"
 #include "onnxzip/error.h"
+#include "posix_file_testing.h"
 #include "support/byte_sources.h"
 #include "support/zip_builder.h"
+#include "zip_local_headers.h"
 #include "zip_records.h"
 
 namespace onnxzip {
@@ -147,12 +149,14 @@ class StoredSizes : public ::testing::TestWithParam<std::tuple<std::size_t, Sour
 TEST_P(StoredSizes, ReadBackAsAlignedBytesBorrowedFromTheArchive) {
   const auto [size, source] = GetParam();
   // A 3-byte unaligned entry first, so the sized entry's padding is actually needed.
-  const BuiltZip z = build_zip({stored("lead", pattern(3, 9), 0), stored("w", pattern(size, 1))});
+  // And a last entry, which a mapped file serves from the copy its open read (see below).
+  const BuiltZip z = build_zip({stored("lead", pattern(3, 9), 0), stored("w", pattern(size, 1)),
+                                stored("last", pattern(size, 2))});
   const auto owner = std::make_shared<Bytes>(z.bytes);
   const ZipReader r = source == Source::kMemory ? ZipReader::from_bytes(*owner, owner, {})
                                                 : open_over(source, z.span());
 
-  ASSERT_EQ(r.entries().size(), 2u);
+  ASSERT_EQ(r.entries().size(), 3u);
   const ZipEntry& e = r.at("w");
   EXPECT_EQ(e.size, size);
   EXPECT_EQ(e.compressed_size, size);
@@ -177,11 +181,23 @@ TEST_P(StoredSizes, ReadBackAsAlignedBytesBorrowedFromTheArchive) {
     return;
   }
   const ByteSpan span = r.stored_data(e);
-  EXPECT_EQ(span.data(), r.bytes().data() + e.data_offset);
   EXPECT_TRUE(equal_bytes(span, pattern(size, 1)));
-  EXPECT_EQ(data.data(), r.bytes().data() + e.data_offset);
-  EXPECT_EQ(data.owner(),
-            source == Source::kMemory ? std::static_pointer_cast<const void>(owner) : r.owner());
+  if (size > 0) {  // Where an empty entry's bytes are is no matter.
+    EXPECT_EQ(span.data(), r.bytes().data() + e.data_offset);
+    EXPECT_EQ(data.data(), r.bytes().data() + e.data_offset);
+    EXPECT_EQ(data.owner(),
+              source == Source::kMemory ? std::static_pointer_cast<const void>(owner) : r.owner());
+  }
+  // A mapped file's last entry (in an .onnxz, the model, which an in-place edit rewrites) comes
+  // from the reader's own copy, read at open: aligned as in the file, not in the mapping.
+  const TensorBytes last = r.data(r.at("last"));
+  EXPECT_TRUE(equal_bytes(last.view(), pattern(size, 2)));
+  const bool in_mapping = size > 0 && last.data() >= r.bytes().data() &&
+                          last.data() < r.bytes().data() + r.bytes().size();
+  EXPECT_EQ(in_mapping, source == Source::kMemory && size > 0);
+  if (size > 0 && source != Source::kMemory) {
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(last.data()) % 64, 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -307,6 +323,61 @@ TEST(ZipReader, LocalHeadersReadAheadAgreeWithTheMappingAndReportTheirFaults) {
       [&] { (void)ZipReader::from_bytes(ByteSpan(broken.data(), broken.size()), kNoOwner); },
       ErrorCode::kCorrupt,
       {entries[450].name, "local file header at offset " + offset, "bad signature"});
+  fs::remove(path);
+}
+
+// The read ahead is a fast path (issue 31 item 4): its plain twin, one thread reading in order,
+// must find the same entries, and a read that fails must fail the open with the same Error at
+// the same entry -- never be swallowed and read again another way.
+TEST(ZipReader, LocalHeadersReadAheadAndTheirPlainTwinAgree) {
+  std::vector<TestEntry> entries;
+  for (int i = 0; i < 600; ++i) {
+    TestEntry e =
+        stored("t" + std::to_string(i), pattern(static_cast<std::size_t>(i % 5) * 70 + 1, i));
+    if (i % 50 == 0) e.local_extra = extra_record(0x5455, Bytes(300, 0x41));
+    entries.push_back(std::move(e));
+  }
+  const BuiltZip z = build_zip(entries);
+  const fs::path path = temp_file("read_ahead_twin.zip");
+  write_file(path, z.span());
+  const auto open_with = [&](bool read_ahead) {
+    zip::set_local_header_prefetch_for_testing(read_ahead);
+    std::optional<ZipReader> reader;
+    std::string error;
+    try {
+      reader.emplace(ZipReader::open(path));
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    zip::set_local_header_prefetch_for_testing(true);
+    return std::pair{std::move(reader), error};
+  };
+  {
+    const auto [ahead, ahead_error] = open_with(true);
+    const auto [plain, plain_error] = open_with(false);
+    ASSERT_TRUE(ahead && plain) << ahead_error << plain_error;
+    ASSERT_EQ(ahead->entries().size(), plain->entries().size());
+    for (std::size_t i = 0; i < plain->entries().size(); ++i) {
+      const ZipEntry& a = ahead->entries()[i];
+      const ZipEntry& b = plain->entries()[i];
+      EXPECT_EQ(a.name, b.name);
+      EXPECT_EQ(a.data_offset, b.data_offset);
+      EXPECT_EQ(a.end_offset, b.end_offset);
+      EXPECT_TRUE(equal_bytes(a.local_extra, b.local_extra)) << a.name;
+    }
+    ASSERT_EQ(ahead->findings().size(), plain->findings().size());
+  }
+  // A read of entry 100's local header fails (an I/O error the source reports).
+  const std::uint64_t failing = z.entries[100].local_header_offset;
+  detail::set_file_read_hook_for_testing([&](std::uint64_t offset, std::uint64_t) {
+    if (offset == failing) throw Error(ErrorCode::kIo, "injected failure");
+  });
+  const auto [ahead, ahead_error] = open_with(true);
+  const auto [plain, plain_error] = open_with(false);
+  detail::set_file_read_hook_for_testing(nullptr);
+  EXPECT_FALSE(ahead || plain);
+  EXPECT_EQ(ahead_error, "io: injected failure");
+  EXPECT_EQ(ahead_error, plain_error);
   fs::remove(path);
 }
 

@@ -12,7 +12,8 @@
 // A source is immutable, and its calls may run concurrently. Any module may use this header.
 //
 // Every read names a range within size(): Error(kInvalidArgument) otherwise (readers check the
-// untrusted offsets they read first). Bytes that cannot be got are Error(kIo) naming the source.
+// untrusted offsets they read first). Bytes that cannot be got are Error(kIo) naming the source;
+// a file that shrank since it was opened is Error(kChanged), never SIGBUS from a mapped source.
 #ifndef ONNXZIP_BYTE_SOURCE_H_
 #define ONNXZIP_BYTE_SOURCE_H_
 
@@ -73,7 +74,7 @@ class ByteSource {
                                                     std::string name = "<memory>");
   // A file read in ranges with pread() as they are asked for (kRanges); opening it reads
   // nothing, and checks it as MappedFile::open does (a regular file, opened without blocking). A
-  // read that finds the file shorter than it was is Error(kIo) saying it shrank.
+  // read that finds the file shorter than it was is Error(kChanged) saying it shrank.
   static std::shared_ptr<const ByteSource> open_ranges(const std::filesystem::path& path);
 };
 

@@ -3,15 +3,13 @@
 // MappedFile owns the bytes; bytes() borrows from them. Open it through MappedFile::open (or
 // adopt a descriptor), which returns a shared_ptr so the file can serve as the OwnerToken of
 // every tensor that borrows from it: the bytes live until the last such tensor is gone. This is
-// the only place the library maps files (through Boost.Iostreams). Any module may use it.
+// the only place the library maps files (mmap). Any module may use it.
 //
 // Inputs that are not regular files: open() opens without blocking (O_NONBLOCK) and checks the
 // type of the file it opened before reading anything, so a FIFO, a socket or a device is an
 // Error at once, never a hang. The descriptor that was checked is the one that is mapped: the
-// file is never opened again by its name, which by then may name another file. (Boost maps by
-// path only; it is given /proc/self/fd/N, which the kernel resolves to the open file itself. On a
-// system without procfs the file is read instead, as with FileAccess::kRead, and access() says
-// so.) The descriptor stays open for readers that want pread() (descriptor()).
+// file is never opened again by its name, which by then may name another file. That descriptor,
+// the only one, stays open for readers that want pread() (descriptor()).
 //
 // The mapping contract (FileAccess::kMap). A mapping shows the file as it is now, not as it was
 // when it was opened. Should another process shrink (truncate) the file while the mapping lives,
@@ -20,8 +18,9 @@
 // that may happen anywhere (in a runtime, in memcpy). Bytes another process rewrites in place
 // change under the reader too. So, for files that others may change while you read them (shared
 // folders, network file systems, files being downloaded or rewritten):
-//   * use FileAccess::kRead: the file is read once into owned memory, a file that shrinks while
-//     it is read is an Error, and nothing changes afterwards; or
+//   * use FileAccess::kRead: the file is read once into owned memory under a shared lock (the
+//     one an in-place edit's exclusive lock excludes, spec §9.6), a file that changes while it
+//     is read is Error(kChanged), and nothing changes afterwards; or
 //   * handle SIGBUS (sigaction with SA_SIGINFO) and name the file with describe_address(si_addr),
 //     as the onnxzip tool does, then exit: returning from the handler would fault again.
 // Writers that replace a file atomically (write a new file, rename it over the old one), as every
@@ -56,7 +55,7 @@ class MappedFile final {
   // checks that it is a regular file, then maps it or reads it (`access`). An empty file gives an
   // empty span. Errors: kNotFound when it does not exist; kIo when it is not a regular file
   // ("<path>: not a regular file (a FIFO)"), cannot be opened, mapped or read, or shrinks while
-  // it is read (kRead).
+  // it is read (kRead); kChanged when it changes while it is read whole (kRead).
   static std::shared_ptr<const MappedFile> open(const std::filesystem::path& path,
                                                 FileAccess access = FileAccess::kMap);
   // Takes ownership of `fd`, an open, readable descriptor of a regular file (an unlinked
@@ -73,10 +72,12 @@ class MappedFile final {
   ByteSpan bytes() const noexcept { return bytes_; }
   const std::filesystem::path& path() const noexcept { return path_; }
   // The open descriptor of the file whose bytes these are (for pread); valid as long as this
-  // object. The same file as bytes(), whatever has happened to its path since. (A live mapping
-  // holds two descriptors, this one and Boost's; a reading, kRead, holds one.)
+  // object. The same file as bytes(), whatever has happened to its path since.
   int descriptor() const noexcept;
-  // How the bytes were got: as asked, except kRead for kMap on a system without procfs.
+  // Whether the file was written since its bytes were taken (its size or times differ, by
+  // fstat), or can no longer be examined: what a reader checks after reading parts of it.
+  bool changed() const noexcept;
+  // How the bytes were got, as asked.
   FileAccess access() const noexcept { return access_; }
 
   // When `address` lies inside a live mapping (kMap) of any MappedFile, copies that file's name

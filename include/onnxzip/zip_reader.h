@@ -10,7 +10,12 @@
 // edit, which rewrites only the last entry, opens with LocalHeaderScope::kTail and reads two
 // local headers instead of all of them; a source that reads ranges (a remote file) opens with
 // LocalHeaderScope::kOnRead, reading the archive's tail in one or two reads
-// (ZipReaderOptions::tail_read_size) and each entry's local header with its data.
+// (ZipReaderOptions::tail_read_size) and each entry's local header with its data. A mapped
+// file's tail -- end records, central directory and, up to 64 MiB, its last entry -- is read
+// with pread into memory of the reader's own, never through the mapping: an in-place edit
+// rewrites that tail and may shrink the file below it (spec §9.6), so a read through the
+// mapping could mix two edits or raise SIGBUS. data() and stored_data() of the last entry lend
+// that copy; every other entry's data stays in the mapping.
 //
 // What is refused (Error), and what is accepted but reported (ZipFinding), follows the format
 // decisions of .onnxz version 1: structural contradictions are kCorrupt, encryption,
@@ -247,7 +252,8 @@ class ZipReader final {
   // The entry with exactly this name, or Error(kNotFound) naming it and the source.
   const ZipEntry& at(std::string_view name) const;
 
-  // A stored entry's bytes, borrowed from the archive in memory or mapped. Error(kUnsupported)
+  // A stored entry's bytes, borrowed from the archive in memory or mapped (a mapped file's last
+  // entry: from the copy the open read, see the header comment). Error(kUnsupported)
   // for a deflated one, and for a source that reads ranges (which has no bytes to lend: data()).
   ByteSpan stored_data(const ZipEntry& entry) const;
   // The entry's uncompressed bytes: for a stored entry borrowed with the owner token (no copy,

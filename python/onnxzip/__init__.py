@@ -51,8 +51,8 @@ from __future__ import annotations
 
 from ._archive import Archive, TensorInfo, load, load_file, open
 from ._edit import EditResult, edit_model, edit_model_properties, replace_model
-from ._errors import (BadStateError, CorruptError, Error, InvalidArgumentError, IOFailure,
-                      LimitExceededError, NotFoundError, UnsupportedError)
+from ._errors import (BadStateError, ChangedError, CorruptError, Error, InvalidArgumentError,
+                      IOFailure, LimitExceededError, NotFoundError, UnsupportedError)
 from ._tools import (RepackResult, SignResult, VerifyFinding, VerifyReport, convert, repack, sign,
                      verify, write_view_model)
 from ._torch_export import export_torch
@@ -64,7 +64,7 @@ __all__ = [
     "replace_model", "edit_model", "edit_model_properties", "Archive", "ArchiveWriter", "TensorInfo", "VerifyReport",
     "VerifyFinding", "RepackResult", "EditResult", "SignResult",
     "Error", "CorruptError", "UnsupportedError", "NotFoundError", "IOFailure",
-    "InvalidArgumentError", "LimitExceededError", "BadStateError",
+    "InvalidArgumentError", "LimitExceededError", "BadStateError", "ChangedError",
 ]
 __version__ = "0.1.0"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import time
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
@@ -12,8 +13,8 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from . import _onnxzip
-from ._errors import (BadStateError, CorruptError, InvalidArgumentError, IOFailure, NotFoundError,
-                      UnsupportedError)
+from ._errors import (BadStateError, ChangedError, CorruptError, InvalidArgumentError, IOFailure,
+                      NotFoundError, UnsupportedError)
 from ._model_walk import model_tensors
 from ._common import PathLike, _is_archive_file, _path
 from ._dtypes import _location
@@ -74,7 +75,7 @@ def _open_archive(path: str, access: str, *, headers: Headers = None,
         raise InvalidArgumentError(f"{function}: headers apply to http(s) URLs only, and "
                                    f"{path!r} is a path")
     try:
-        return _onnxzip.Archive(path, access, False, [], check_digests, key)
+        return _open_local(path, access, check_digests, key)
     except (NotFoundError, IOFailure) as e:
         e.filename = path
         raise
@@ -83,6 +84,25 @@ def _open_archive(path: str, access: str, *, headers: Headers = None,
         if not hint:
             raise
         raise CorruptError(f"{e} ({hint})") from None
+
+
+# How often an open that overlapped an in-place edit (ChangedError) is tried again, and the pause
+# before each retry (an edit holds its lock for about as long as it writes its tail).
+_CHANGED_RETRIES = 4
+_CHANGED_PAUSE_SECONDS = 0.02
+
+
+def _open_local(path: str, access: str, check_digests: bool, key) -> _onnxzip.Archive:
+    """The extension's Archive of a local file; an open that an edit overlapped is tried again a
+    few times before its ChangedError is raised."""
+    for attempt in range(_CHANGED_RETRIES):
+        try:
+            return _onnxzip.Archive(path, access, False, [], check_digests, key)
+        except ChangedError:
+            if attempt + 1 == _CHANGED_RETRIES:
+                raise
+            time.sleep(_CHANGED_PAUSE_SECONDS * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _corrupt_hint(path: str) -> str:

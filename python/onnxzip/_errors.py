@@ -7,13 +7,18 @@ class Error(Exception):
     """Any failure reported by onnxzip.
 
     ``code`` is the library's error code ("corrupt", "unsupported", "not_found", "io",
-    "invalid_argument", "limit_exceeded", "bad_state"); ``str(error)`` is its message, which names
+    "invalid_argument", "limit_exceeded", "bad_state", "changed"); ``str(error)`` is its message, which names
     the file and, where there is one, the entry, tensor and byte offset. Each code has a subclass
     that also derives from the matching built-in exception, so ``except ValueError`` or
     ``except OSError`` catch what they would catch from the standard library.
     """
 
     code: str = "error"
+
+    def __str__(self) -> str:
+        # The message alone, also when a subclass of OSError has its filename set (OSError would
+        # show "[Errno None] None: '<path>'": the library's errors carry no errno).
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
 
 
 class CorruptError(Error, ValueError):
@@ -58,8 +63,16 @@ class BadStateError(Error, RuntimeError):
     code = "bad_state"
 
 
+class ChangedError(Error, OSError):
+    """The file changed while it was being read (an edit overlapped the read): retrying may
+    succeed. onnxzip.open retries a few times by itself before raising it."""
+
+    code = "changed"
+
+
 _BY_CODE = {cls.code: cls for cls in (CorruptError, UnsupportedError, NotFoundError, IOFailure,
-                                      InvalidArgumentError, LimitExceededError, BadStateError)}
+                                      InvalidArgumentError, LimitExceededError, BadStateError,
+                                      ChangedError)}
 
 
 def _from_code(code: str, message: str) -> Error:

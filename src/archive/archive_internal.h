@@ -15,6 +15,7 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/bytes.h"
 #include "onnxzip/error.h"
+#include "onnxzip/mapped_file.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/zip_reader.h"
 
@@ -117,6 +118,25 @@ const ZipEntry* find_model_entry(const ZipReader& zip, const IssueSink& report);
 // nullptr after an error.
 const ZipEntry* check_reference(const TensorProto& tensor, std::string_view site,
                                 const ZipReader& zip, const IssueSink& report);
+
+// f()'s result, read from `file`, unless the file changed while f() read it (a write that no
+// lock kept out, spec §9.6): then Error(kChanged) naming it, also in place of an Error f() threw,
+// which may be what the change made of the bytes.
+template <typename F>
+auto unless_changed(const MappedFile& file, F&& f) {
+  const auto changed = [&] {
+    return Error(ErrorCode::kChanged, {.file = file.path().string()},
+                 "the file changed while it was being read; reading it again may succeed");
+  };
+  try {
+    auto result = std::forward<F>(f)();
+    if (file.changed()) throw changed();
+    return result;
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::kChanged && file.changed()) throw changed();
+    throw;
+  }
+}
 
 // An IssueSink for loaders: throws the first error as issue.error(source), ignores warnings.
 IssueSink throwing_sink(const std::string& source);

@@ -16,6 +16,7 @@
 #include "onnxzip/http_source.h"
 #include "onnxzip/s3.h"
 #include "onnxzip/tensor.h"
+#include "posix_file.h"
 
 namespace onnxzip {
 namespace {
@@ -133,44 +134,61 @@ void open_digests(detail::ArchiveState& state, const ZipEntry& model_entry,
   for (const ZipEntry* entry : state.entries) expect(*entry);
 }
 
-std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOptions& options) {
-  auto state = std::make_unique<detail::ArchiveState>(std::move(zip));
-  const ZipReader& reader = state->zip;
-  state->on_demand = reader.source().access() == ByteSource::Access::kRanges;
-  state->verify_crc = options.verify_crc;
-  state->check_digests = options.check_digests || options.public_key.has_value();
-  const std::string& source = reader.source_name();
-  const archive_detail::IssueSink fail = archive_detail::throwing_sink(source);
+// The model's bytes, CRC-32 checked whatever LoadOptions::verify_crc says (a model that mixes two
+// edits' bytes must not parse), in memory of their own: an in-place edit rewrites the tail of the
+// file (spec §9.6), so bytes still in a mapping could change or vanish under the parsed model.
+// The zip reader holds a mapped file's tail in memory already, unless the model is very large.
+TensorBytes model_bytes_of(const ZipReader& zip, const ZipEntry& model_entry) {
+  TensorBytes bytes = entry_payload(zip, model_entry, true);
+  const ByteSpan mapped =
+      zip.source().access() == ByteSource::Access::kMapped ? zip.bytes() : ByteSpan();
+  const std::uint8_t* const first = bytes.view().data();
+  if (!mapped.empty() && first >= mapped.data() && first < mapped.data() + mapped.size()) {
+    return TensorBytes::copy_of(bytes.view());
+  }
+  return bytes;
+}
 
+// The model entry's bytes, checked and parsed (the payloads it refers to are borrowed).
+const ZipEntry& open_model(detail::ArchiveState& state, const LoadOptions& options,
+                           const archive_detail::IssueSink& fail) {
+  const ZipReader& reader = state.zip;
   const ZipEntry* model_entry = archive_detail::find_model_entry(reader, fail);
-  state->model_bytes = entry_payload(reader, *model_entry, options.verify_crc);
-  state->model = with_error_context(
+  state.model_bytes = model_bytes_of(reader, *model_entry);
+  state.model = with_error_context(
       [] { return ErrorContext{.entry = "entry " + quote(kModelEntryName)}; },
       [&] {
-        return parse_message<ModelProto>(state->model_bytes.view(), state->model_bytes.owner(),
-                                         options.parse, source);
+        return parse_message<ModelProto>(state.model_bytes.view(), state.model_bytes.owner(),
+                                         options.parse, reader.source_name());
       });
+  return *model_entry;
+}
 
+// Each EXTERNAL tensor of the model, its reference checked, as a TensorInfo with its payload.
+// Returns whether each has a name (an empty one counts).
+std::vector<bool> open_tensors(detail::ArchiveState& state, const LoadOptions& options,
+                               const archive_detail::IssueSink& fail) {
+  const ZipReader& reader = state.zip;
   // Each entry's payload is fetched once, however many tensors share it: the first tensor that
   // refers to entry e is first_tensor[e.index].
   constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   std::vector<std::size_t> first_tensor(reader.entries().size(), kNone);
-  std::vector<bool> named;  // Whether tensors[i] has a name (an empty one counts).
-  for_each_tensor(state->model, [&](const TensorProto& tensor, const TensorSite& site) {
+  std::vector<bool> named;
+  for_each_tensor(state.model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (tensor.data_location != TensorProto::kExternal) return;
     const ZipEntry* entry = archive_detail::check_reference(tensor, site.path, reader, fail);
-    const std::size_t index = state->tensors.size();
+    const std::size_t index = state.tensors.size();
     std::size_t& first = first_tensor[entry->index];
-    state->entries.push_back(entry);
+    state.entries.push_back(entry);
     if (first == kNone) {
-      const bool skip = state->on_demand || (entry->is_deflated() && !options.inflate_payloads);
-      state->payloads.push_back(skip ? TensorBytes()
-                                     : entry_payload(reader, *entry, options.verify_crc));
+      const bool skip = state.on_demand || (entry->is_deflated() && !options.inflate_payloads);
+      state.payloads.push_back(skip ? TensorBytes()
+                                    : entry_payload(reader, *entry, options.verify_crc));
       first = index;
     } else {
-      state->payloads.push_back(state->payloads[first]);
+      state.payloads.push_back(state.payloads[first]);
     }
-    Archive::TensorInfo& info = state->tensors.emplace_back();
+    Archive::TensorInfo& info = state.tensors.emplace_back();
     info.name = tensor.name.value_or("");
     info.site = std::string(site.path);
     info.entry = entry->name;
@@ -178,7 +196,7 @@ std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOption
     info.dims = tensor.dims;
     info.size = entry->size;
     // With check_digests no unchecked byte is handed out: payload() is the way to them.
-    if (!state->check_digests) info.data = state->payloads.back().view();
+    if (!state.check_digests) info.data = state.payloads.back().view();
     if (entry->local_header_read) {
       info.offset = entry->data_offset;
       info.alignment = entry->alignment();
@@ -186,20 +204,48 @@ std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOption
     info.zero_copy = entry->zero_copy();
     named.push_back(tensor.name.has_value());
   });
-  if (state->check_digests) open_digests(*state, *model_entry, options);
-  // Indexed once every TensorInfo is in place, since the keys are views of their strings.
-  state->by_name.reserve(state->tensors.size());
-  state->by_entry.reserve(state->tensors.size());
-  for (std::size_t i = 0; i < state->tensors.size(); ++i) {
-    const Archive::TensorInfo& info = state->tensors[i];
-    if (named[i]) state->by_name.try_emplace(info.name, i);
-    state->by_entry.try_emplace(info.entry, i);
+  return named;
+}
+
+// Indexed once every TensorInfo is in place, since the keys are views of their strings.
+void index_tensors(detail::ArchiveState& state, const std::vector<bool>& named) {
+  state.by_name.reserve(state.tensors.size());
+  state.by_entry.reserve(state.tensors.size());
+  for (std::size_t i = 0; i < state.tensors.size(); ++i) {
+    const Archive::TensorInfo& info = state.tensors[i];
+    if (named[i]) state.by_name.try_emplace(info.name, i);
+    state.by_entry.try_emplace(info.entry, i);
   }
+}
+
+std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOptions& options) {
+  auto state = std::make_unique<detail::ArchiveState>(std::move(zip));
+  state->on_demand = state->zip.source().access() == ByteSource::Access::kRanges;
+  state->verify_crc = options.verify_crc;
+  state->check_digests = options.check_digests || options.public_key.has_value();
+  const archive_detail::IssueSink fail = archive_detail::throwing_sink(state->zip.source_name());
+  const ZipEntry& model_entry = open_model(*state, options, fail);
+  const std::vector<bool> named = open_tensors(*state, options, fail);
+  if (state->check_digests) open_digests(*state, model_entry, options);
+  index_tensors(*state, named);
   return state;
 }
 
-ZipReader open_zip(const std::filesystem::path& path, const LoadOptions& options) {
-  return archive_detail::open_zip(path, options.zip, options.access);
+// An archive in a local file, opened so that an in-place edit overlapping the open (spec §9.6)
+// gives the old archive, the new one, or Error(kChanged), never a false kCorrupt nor a model of
+// neither: the tail is read under the readers' lock (kRead reads the whole file under it), and
+// a mapped file that changed all the same while it was read is Error(kChanged) whatever the
+// read found. Only the payloads stay in the mapping, below the bytes an edit rewrites.
+std::unique_ptr<detail::ArchiveState> open_file_state(const std::filesystem::path& path,
+                                                      const LoadOptions& options) {
+  const std::shared_ptr<const MappedFile> file = MappedFile::open(path, options.access);
+  if (file->access() == FileAccess::kRead) {
+    return open_state(archive_detail::open_zip(ByteSource::of_file(file), options.zip), options);
+  }
+  const detail::SharedFileLock lock(file->descriptor(), path.string());
+  return archive_detail::unless_changed(*file, [&] {
+    return open_state(archive_detail::open_zip(ByteSource::of_file(file), options.zip), options);
+  });
 }
 
 ZipReader open_zip(ByteSpan bytes, OwnerToken owner, const LoadOptions& options,
@@ -216,7 +262,7 @@ Archive::Archive(Archive&& other) noexcept = default;
 Archive& Archive::operator=(Archive&& other) noexcept = default;
 
 Archive Archive::open(const std::filesystem::path& path, const LoadOptions& options) {
-  return Archive(open_state(open_zip(path, options), options));
+  return Archive(open_file_state(path, options));
 }
 
 Archive Archive::from_bytes(ByteSpan bytes, OwnerToken owner, const LoadOptions& options,
@@ -334,8 +380,7 @@ LoadOptions inflating(LoadOptions options) {
 
 ModelProto load(const std::filesystem::path& path, const LoadOptions& options) {
   const LoadOptions resolving = inflating(options);
-  const std::unique_ptr<detail::ArchiveState> state =
-      open_state(open_zip(path, resolving), resolving);
+  const std::unique_ptr<detail::ArchiveState> state = open_file_state(path, resolving);
   return resolve(*state, resolving);
 }
 

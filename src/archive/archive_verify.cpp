@@ -23,6 +23,7 @@
 #include "onnxzip/byte_source.h"
 #include "onnxzip/mapped_file.h"
 #include "onnxzip/tensor.h"
+#include "posix_file.h"
 #include "progress_meter.h"
 #include "task_threads.h"
 #include "zip_records.h"
@@ -446,7 +447,14 @@ VerifyReport verify_bytes(ByteSpan archive_bytes, const VerifyOptions& options,
 
 VerifyReport verify(const std::filesystem::path& path, const VerifyOptions& options) {
   const std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, options.access);
-  return verify_bytes(mapping->bytes(), options, path.string());
+  if (mapping->access() == FileAccess::kRead) {
+    return verify_bytes(mapping->bytes(), options, path.string());
+  }
+  // The whole file is read through the mapping, tail included: under the readers' lock, which
+  // keeps an in-place edit (spec §9.6) from rewriting or truncating it meanwhile.
+  const detail::SharedFileLock lock(mapping->descriptor(), path.string());
+  return archive_detail::unless_changed(
+      *mapping, [&] { return verify_bytes(mapping->bytes(), options, path.string()); });
 }
 
 }  // namespace onnxzip

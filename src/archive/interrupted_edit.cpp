@@ -1,6 +1,7 @@
 #include "interrupted_edit.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <utility>
 
@@ -20,12 +21,17 @@ using Record = InterruptedEditRecord;
 // The new tail is read for its CRC-32 in pieces of this size.
 constexpr std::uint64_t kCrcPiece = std::uint64_t{16} << 20;
 
+// Copies, never borrowed from a mapping: these bytes lie past the archive's payloads, where an
+// edit may truncate the file (spec §9.6), and a copy of a file that shrank is an Error, not SIGBUS.
 std::uint32_t crc32_of(const ByteSource& source, std::uint64_t begin, std::uint64_t end) {
   std::uint32_t crc = 0;
+  OwnedBytes buffer(static_cast<std::size_t>(std::min(kCrcPiece, end - begin)));
   for (std::uint64_t at = begin; at < end;) {
-    const std::uint64_t piece = std::min(kCrcPiece, end - at);
-    crc = crc32(source.read(at, piece).view(), crc);
-    at += piece;
+    const MutableByteSpan piece =
+        buffer.mutable_span().first(static_cast<std::size_t>(std::min(kCrcPiece, end - at)));
+    source.read_into(at, piece);
+    crc = crc32(piece, crc);
+    at += piece.size();
   }
   return crc;
 }
@@ -61,9 +67,10 @@ std::optional<ZipTrailer> interrupted_edit_trailer(const ByteSource& source) {
   const std::uint64_t size = source.size();
   if (size < Record::kSize) return std::nullopt;
   const std::uint64_t record_offset = size - Record::kSize;
-  const TensorBytes bytes = source.read(record_offset, Record::kSize);
+  std::array<std::uint8_t, Record::kSize> bytes{};
+  source.read_into(record_offset, bytes);
   if (load_le64(bytes.data()) != Record::kSignature) return std::nullopt;
-  const Record record = Record::decode(bytes.view());
+  const Record record = Record::decode(bytes);
   // Strict: the record says where it is, and both archives it names lie before it, the new tail
   // past the old archive.
   if (record.record_offset != record_offset || record.old_end > record.new_start ||

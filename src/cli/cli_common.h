@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "onnxzip/error.h"
@@ -135,6 +136,23 @@ Command add_extract_command(CLI::App& app, const GlobalOptions& global);
 Command add_view_command(CLI::App& app, const GlobalOptions& global);
 Command add_edit_command(CLI::App& app, const GlobalOptions& global);
 Command add_sign_command(CLI::App& app, const GlobalOptions& global);
+
+// f()'s result; when a file changed while f() read it (Error kChanged: an in-place edit
+// overlapped the read), f() runs again after a pause, up to kChangedAttempts runs in all, and the
+// last run's Error propagates. An edit holds the file only while it writes its tail. For reads
+// that write nothing before they are done.
+inline constexpr int kChangedAttempts = 4;
+template <typename F>
+decltype(auto) retry_while_changed(F&& f) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return f();
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kChanged || attempt == kChangedAttempts) throw;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20) * attempt);
+  }
+}
 
 }  // namespace onnxzip::cli
 

@@ -58,7 +58,9 @@ int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
       std::optional<Download> fetched;
       if (is_remote(given)) fetched = download(given, global, "downloading");
       const std::string path = fetched ? fetched->path : file;
-      lines = file_problems(path, args.limits, public_key, global.access(), global.quiet);
+      lines = retry_while_changed([&] {
+        return file_problems(path, args.limits, public_key, global.access(), global.quiet);
+      });
       if (public_key && detect_format(path) != ModelFormat::kOnnxz) {
         lines.push_back(with_file(file, "a legacy .onnx model holds no signature (--public-key)"));
       }

@@ -101,7 +101,10 @@ std::string unknown_command(int argc, char** argv, const std::vector<Command>& c
 int run_parsed_command(const std::vector<Command>& commands) {
   try {
     for (const Command& command : commands) {
-      if (command.app->parsed()) return command.run();
+      if (command.app->parsed()) {
+        // The commands write nothing before their reads are done, so a run may be repeated.
+        return onnxzip::cli::retry_while_changed([&] { return command.run(); });
+      }
     }
     return usage_error("no command given");
   } catch (const onnxzip::cli::UsageError& e) {

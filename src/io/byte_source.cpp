@@ -9,6 +9,7 @@
 
 #include "onnxzip/error.h"
 #include "posix_file.h"
+#include "posix_file_testing.h"
 #include "read_range.h"
 
 namespace onnxzip {
@@ -77,10 +78,19 @@ class MappedSource final : public WholeSource {
   void read_into(std::uint64_t offset, MutableByteSpan out) const override {
     detail::check_read_range(*this, offset, out.size());
     if (out.empty()) return;
-    // A read that fails or comes up short falls back to the mapping, which then shows what it
-    // finds (a file that shrank raises SIGBUS there, as anywhere in the mapping).
-    if (pread_all(fd_, offset, out) != static_cast<ssize_t>(out.size())) {
-      std::memcpy(out.data(), span(offset, out.size()).data(), out.size());
+    detail::run_file_read_hook(offset, out.size());
+    const ssize_t n = pread_all(fd_, offset, out);
+    if (n < 0) {
+      throw Error(ErrorCode::kIo, {.file = name()},
+                  "cannot read " + std::to_string(out.size()) + " bytes at offset " +
+                      std::to_string(offset) + ": " + std::strerror(errno));
+    }
+    // Never from the mapping instead: past the file's new end that would be SIGBUS.
+    if (static_cast<std::size_t>(n) != out.size()) {
+      throw Error(ErrorCode::kChanged, {.file = name()},
+                  "the file shrank while it was being read (a read at offset " +
+                      std::to_string(offset) + " found its end at offset " +
+                      std::to_string(offset + static_cast<std::uint64_t>(n)) + ")");
     }
   }
 
@@ -116,7 +126,7 @@ class RangeSource final : public ByteSource {
                       std::to_string(offset) + ": " + std::strerror(errno));
     }
     if (static_cast<std::size_t>(n) != out.size()) {
-      throw Error(ErrorCode::kIo, {.file = name_},
+      throw Error(ErrorCode::kChanged, {.file = name_},
                   "the file shrank while it was being read (it had " + std::to_string(size_) +
                       " bytes; a read at offset " + std::to_string(offset) +
                       " found its end at offset " +

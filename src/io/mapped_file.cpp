@@ -2,16 +2,15 @@
 // SIGBUS handler may read (describe_address).
 #include "onnxzip/mapped_file.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <boost/iostreams/device/mapped_file.hpp>
 #include <cerrno>
 #include <cstring>
-#include <exception>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -22,11 +21,13 @@
 #include "file_extent.h"
 #include "onnxzip/error.h"
 #include "posix_file.h"
+#include "posix_file_testing.h"
 
 namespace onnxzip {
 namespace {
 
 using detail::Fd;
+using detail::FileVersion;
 
 // --- The registry of live mappings ---
 //
@@ -151,8 +152,7 @@ bool read_slot(const Slot& slot, std::uintptr_t address, char* name,
   throw Error(ErrorCode::kIo, {.file = name}, problem);
 }
 
-std::uint64_t regular_size(const Fd& fd, const std::string& name) {
-  struct stat status {};
+std::uint64_t regular_size(const Fd& fd, const std::string& name, struct stat& status) {
   if (::fstat(fd.get(), &status) != 0)
     fail_io(name, "cannot examine: " + std::string(std::strerror(errno)));
   if (!S_ISREG(status.st_mode)) {
@@ -178,6 +178,7 @@ OwnedBytes read_whole(const Fd& fd, std::size_t size, const std::string& name) {
   constexpr std::size_t kChunk = std::size_t{64} << 20;
   std::size_t done = 0;
   while (done < size) {
+    detail::run_file_read_hook(done, std::min(kChunk, size - done));
     const ssize_t n = ::pread(fd.get(), bytes.data() + done, std::min(kChunk, size - done),
                               static_cast<off_t>(done));
     if (n < 0) {
@@ -185,8 +186,9 @@ OwnedBytes read_whole(const Fd& fd, std::size_t size, const std::string& name) {
       fail_io(name, "cannot read at offset " + std::to_string(done) + ": " + std::strerror(errno));
     }
     if (n == 0) {
-      fail_io(name, "the file shrank while it was being read (" + std::to_string(done) + " of " +
-                        std::to_string(size) + " bytes)");
+      throw Error(ErrorCode::kChanged, {.file = name},
+                  "the file shrank while it was being read (" + std::to_string(done) + " of " +
+                      std::to_string(size) + " bytes)");
     }
     done += static_cast<std::size_t>(n);
   }
@@ -197,12 +199,16 @@ OwnedBytes read_whole(const Fd& fd, std::size_t size, const std::string& name) {
 
 struct MappedFile::Impl {
   Fd fd;
-  boost::iostreams::mapped_file_source source;  // kMap
-  boost::iostreams::mapped_file copy_on_write;  // kMapPrivate
-  OwnedBytes owned;                             // kRead
-  Slot* slot = nullptr;                         // The mapping's registry entry, if any.
+  void* mapping = nullptr;  // kMap, kMapPrivate: mmap's, of `mapped` bytes.
+  std::size_t mapped = 0;
+  OwnedBytes owned;      // kRead
+  Slot* slot = nullptr;  // The mapping's registry entry, if any.
+  FileVersion opened{};  // The file's version when its bytes were taken.
 
-  ~Impl() { unregister_mapping(slot); }  // Before `source` unmaps.
+  ~Impl() {
+    unregister_mapping(slot);  // Before the pages go.
+    if (mapping != nullptr) ::munmap(mapping, mapped);
+  }
 };
 
 MappedFile::MappedFile(std::filesystem::path path, FileAccess access, std::unique_ptr<Impl> impl)
@@ -212,10 +218,24 @@ MappedFile::~MappedFile() = default;
 
 int MappedFile::descriptor() const noexcept { return impl_->fd.get(); }
 
+bool MappedFile::changed() const noexcept {
+  const std::optional<FileVersion> now = detail::version_of_descriptor(impl_->fd.get());
+  return !now || !(*now == impl_->opened);
+}
+
 std::shared_ptr<const MappedFile> MappedFile::open(const std::filesystem::path& path,
                                                    FileAccess access) {
   detail::RegularFile file = detail::open_regular_file(path);
-  return adopt(file.fd.release(), path, access);
+  if (access != FileAccess::kRead) return adopt(file.fd.release(), path, access);
+  // A whole read of a file an edit rewrites could mix its old and new tail (spec §9.6 step 3):
+  // it is made under the readers' lock, and refused when the file changed all the same.
+  const std::string label = path.string();
+  const detail::SharedFileLock lock(file.fd.get(), label);
+  auto read = adopt(file.fd.release(), path, access);
+  if (read->changed()) {
+    throw Error(ErrorCode::kChanged, {.file = label}, "the file changed while it was being read");
+  }
+  return read;
 }
 
 std::shared_ptr<const MappedFile> MappedFile::adopt(int fd, std::filesystem::path name,
@@ -226,14 +246,9 @@ std::shared_ptr<const MappedFile> MappedFile::adopt(int fd, std::filesystem::pat
   if (fd < 0) {
     throw Error(ErrorCode::kInvalidArgument, {.file = label}, "adopt: no file descriptor");
   }
-  const std::size_t size = checked_size(regular_size(impl->fd, label), label);
-
-  // Boost maps only by path, and a second open by the file's own path could find another file
-  // there: it is given the path of the descriptor itself, and without one the file is read.
-  const bool map = access == FileAccess::kMap || access == FileAccess::kMapPrivate;
-  const std::string by_descriptor =
-      map && size != 0 ? detail::path_of_descriptor(impl->fd.get()) : "";
-  if (map && size != 0 && by_descriptor.empty()) access = FileAccess::kRead;
+  struct stat status {};
+  const std::size_t size = checked_size(regular_size(impl->fd, label, status), label);
+  impl->opened = detail::version_of(status);
 
   std::shared_ptr<MappedFile> file(new MappedFile(std::move(name), access, std::move(impl)));
   Impl& held = *file->impl_;
@@ -242,28 +257,19 @@ std::shared_ptr<const MappedFile> MappedFile::adopt(int fd, std::filesystem::pat
     file->bytes_ = held.owned.span();
     return file;
   }
-  // Boost refuses to map an empty file; an empty span describes it exactly.
+  // mmap refuses an empty mapping; an empty span describes the file exactly.
   if (size == 0) return file;
+  // The descriptor itself is mapped, not its path, which may name another file by now.
   const bool private_copy = access == FileAccess::kMapPrivate;
-  try {
-    if (private_copy) {
-      boost::iostreams::mapped_file_params params(by_descriptor);
-      params.flags = boost::iostreams::mapped_file::priv;
-      held.copy_on_write.open(params);
-    } else {
-      held.source.open(by_descriptor);
-    }
-  } catch (const std::exception& e) {
-    fail_io(label, std::string("cannot map: ") + e.what());
-  }
-  const char* const data = private_copy ? held.copy_on_write.const_data() : held.source.data();
-  const std::size_t mapped_size = private_copy ? held.copy_on_write.size() : held.source.size();
-  if (data == nullptr) fail_io(label, "cannot map");
-  if (mapped_size != size) fail_io(label, "the file changed size while it was being mapped");
-  file->bytes_ = ByteSpan(reinterpret_cast<const std::uint8_t*>(data), mapped_size);
+  void* const data = ::mmap(nullptr, size, private_copy ? PROT_READ | PROT_WRITE : PROT_READ,
+                            private_copy ? MAP_PRIVATE : MAP_SHARED, held.fd.get(), 0);
+  if (data == MAP_FAILED) fail_io(label, std::string("cannot map: ") + std::strerror(errno));
+  held.mapping = data;
+  held.mapped = size;
+  file->bytes_ = ByteSpan(static_cast<const std::uint8_t*>(held.mapping), size);
   // A private mapping's pages may differ from the file once written: no descriptor, so that no
   // writer copies the file's extent (file_extent_of) in place of the bytes the caller sees.
-  held.slot = register_mapping(data, mapped_size, label, private_copy ? -1 : held.fd.get());
+  held.slot = register_mapping(held.mapping, size, label, private_copy ? -1 : held.fd.get());
   return file;
 }
 

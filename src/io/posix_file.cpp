@@ -1,13 +1,17 @@
 #include "posix_file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "onnxzip/error.h"
 #include "posix_file_testing.h"
@@ -34,6 +38,39 @@ FileIdentity identity_of(const struct stat& status) noexcept {
   return {status.st_dev, status.st_ino};
 }
 
+FileVersion version_of(const struct stat& status) noexcept {
+  return {status.st_size, status.st_mtim, status.st_ctim};
+}
+
+std::optional<FileVersion> version_of_descriptor(int fd) noexcept {
+  struct stat status {};
+  if (::fstat(fd, &status) != 0) return std::nullopt;
+  return version_of(status);
+}
+
+SharedFileLock::SharedFileLock(int fd, const std::string& name, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  // Polled rather than blocking, so that an edit that never ends cannot hang a reader.
+  std::chrono::microseconds pause{100};
+  while (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    const int error = errno;
+    if (error == EINTR) continue;
+    if (error != EWOULDBLOCK) return;  // No locks here (ENOLCK, EOPNOTSUPP, EINVAL): hold none.
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw Error(ErrorCode::kChanged, {.file = name},
+                  "it is being edited (another process holds its lock for longer than " +
+                      std::to_string(wait.count()) + " ms)");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds{20'000});
+  }
+  fd_ = fd;
+}
+
+SharedFileLock::~SharedFileLock() {
+  if (fd_ >= 0) ::flock(fd_, LOCK_UN);
+}
+
 bool path_names_file_of(const std::filesystem::path& path, int fd) noexcept {
   struct stat by_path {};
   struct stat by_descriptor {};
@@ -46,6 +83,24 @@ std::atomic<bool> g_descriptor_paths{true};
 }  // namespace
 
 void set_descriptor_paths_for_testing(bool available) noexcept { g_descriptor_paths = available; }
+
+namespace {
+// Set by tests only, while no reader runs; the flag spares readers a look at the function.
+std::atomic<bool> g_read_hook_set{false};
+FileReadHook& read_hook() {
+  static FileReadHook* const hook = new FileReadHook;
+  return *hook;
+}
+}  // namespace
+
+void set_file_read_hook_for_testing(FileReadHook hook) {
+  read_hook() = std::move(hook);
+  g_read_hook_set.store(static_cast<bool>(read_hook()), std::memory_order_release);
+}
+
+void run_file_read_hook(std::uint64_t offset, std::uint64_t length) {
+  if (g_read_hook_set.load(std::memory_order_acquire)) read_hook()(offset, length);
+}
 
 std::string path_of_descriptor(int fd) {
   if (!g_descriptor_paths) return {};

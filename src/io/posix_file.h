@@ -4,8 +4,10 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <compare>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -65,6 +67,48 @@ bool path_names_file_of(const std::filesystem::path& path, int fd) noexcept;
 // system offers none (no procfs at /proc). For libraries that open files only by path (Boost's
 // mapping), so that what they open is the descriptor that was checked.
 std::string path_of_descriptor(int fd);
+
+// What changes when a file is written: its size, and its modification and change times (with
+// their nanoseconds). Two equal versions of one descriptor, taken before and after a read, mean
+// that no write is known to have happened in between (a file system whose clock is coarse may
+// miss a write in the same tick: a reader also takes SharedFileLock and checks CRC-32s).
+struct FileVersion {
+  off_t size = 0;
+  timespec modified{};
+  timespec changed{};
+
+  friend bool operator==(const FileVersion& a, const FileVersion& b) noexcept {
+    return a.size == b.size && a.modified.tv_sec == b.modified.tv_sec &&
+           a.modified.tv_nsec == b.modified.tv_nsec && a.changed.tv_sec == b.changed.tv_sec &&
+           a.changed.tv_nsec == b.changed.tv_nsec;
+  }
+};
+FileVersion version_of(const struct stat& status) noexcept;
+// The version of the file open on `fd` now; nullopt when fstat fails.
+std::optional<FileVersion> version_of_descriptor(int fd) noexcept;
+
+// A shared lock (flock LOCK_SH) on the file open on `fd`, held while it lives. An in-place edit
+// holds the exclusive lock from before its first write to after its last (spec §9.6), so a reader
+// that reads the tail under this lock reads it whole, old or new, never half of an edit. Waits up
+// to `wait` for an edit to end, then Error(kChanged) naming `name` ("it is being edited");
+// where the file system has no locks (ENOLCK, EOPNOTSUPP...), holds none: the reader's check of
+// FileVersion and CRC-32s is then what protects it. The lock belongs to the open file
+// description: never take it on a duplicate of a descriptor whose exclusive lock an editor holds
+// (flock would convert that lock).
+class SharedFileLock final {
+ public:
+  static constexpr std::chrono::milliseconds kDefaultWait{10'000};
+  SharedFileLock(int fd, const std::string& name, std::chrono::milliseconds wait = kDefaultWait);
+  ~SharedFileLock();
+  SharedFileLock(const SharedFileLock&) = delete;
+  SharedFileLock& operator=(const SharedFileLock&) = delete;
+
+  // Whether a lock is held (false where the file system has none).
+  bool held() const noexcept { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
 
 // Opens `path` read-only with O_NONBLOCK (opening a FIFO with no writer, or a device, must not
 // hang) and checks through fstat that the descriptor is a regular file; its type is also

@@ -7,8 +7,10 @@
 namespace onnxzip::zip {
 
 HeldBytes::HeldBytes(std::shared_ptr<const ByteSource> source)
-    : source_(std::move(source)), start_(source_->size()) {
-  if (!reads_ranges()) {
+    : source_(std::move(source)),
+      start_(source_->size()),
+      served_from_(source_->access() == ByteSource::Access::kMapped ? source_->size() : 0) {
+  if (holds_all()) {
     start_ = 0;
     held_ = source_->bytes();
     owners_.push_back(source_->owner());
@@ -35,7 +37,9 @@ void HeldBytes::hold_from(std::uint64_t from) {
 }
 
 TensorBytes HeldBytes::read(std::uint64_t offset, std::uint64_t length) const {
-  if (holds(offset, length)) return TensorBytes::borrowed(at(offset, length), owners_.back());
+  if (offset >= served_from_ && holds(offset, length)) {
+    return TensorBytes::borrowed(at(offset, length), owners_.back());
+  }
   return source_->read(offset, length);
 }
 

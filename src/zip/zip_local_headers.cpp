@@ -1,6 +1,8 @@
 #include "zip_local_headers.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <iterator>
 #include <string>
 #include <system_error>
@@ -29,6 +31,8 @@ constexpr std::size_t kLocalHeaderChunk = std::size_t{64} << 10;
 // Archives with fewer entries read their local headers on one thread: starting a second one
 // costs about as much as a hundred reads.
 constexpr std::size_t kPrefetchMinEntries = 256;
+
+std::atomic<bool> g_prefetch{true};  // The test seam's switch.
 
 // The open's pass over the local headers: where their bytes come from, and the copies it makes.
 class LocalHeaderPass final {
@@ -60,12 +64,14 @@ class LocalHeaderPass final {
   LocalHeaderCopies& copies_;
   LocalHeaderReader reader_;
   std::uint64_t copied_ = 0;
-  // Per entry (file order), its local header's first bytes read ahead, or an empty span.
+  // Per entry (file order), its local header's first bytes read ahead, or an empty span; and
+  // the Error the read ahead met instead, if any.
   std::vector<ByteSpan> prefetched_;
+  std::vector<std::exception_ptr> prefetch_failures_;
 };
 
 void LocalHeaderPass::run(std::size_t first) {
-  if (first == 0) prefetch();
+  if (first == 0 && g_prefetch.load(std::memory_order_relaxed)) prefetch();
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     ZipEntry& e = entries_[i];
     const ZipEntry* const next = i + 1 < entries_.size() ? &entries_[i + 1] : nullptr;
@@ -75,6 +81,10 @@ void LocalHeaderPass::run(std::size_t first) {
           "shares its local header with entry " + quote(next->name) + " (overlapping entries)");
     }
     if (i < first) continue;
+    // The read ahead's failure, met where the plain pass would have met it.
+    if (i < prefetch_failures_.size() && prefetch_failures_[i]) {
+      std::rethrow_exception(prefetch_failures_[i]);
+    }
     reader_.read(e, next, i < prefetched_.size() ? prefetched_[i] : ByteSpan());
   }
 }
@@ -84,12 +94,11 @@ void LocalHeaderPass::run(std::size_t first) {
 // copied (ByteSource::read_into), which for a mapped archive costs less than touching the
 // mapping's pages (byte_source.h).
 ByteSpan LocalHeaderPass::bytes(std::uint64_t offset, std::uint64_t size) {
-  const ByteSource::Access access = held_.source().access();
-  if (access != ByteSource::Access::kMapped && held_.holds(offset, size)) {
-    return held_.at(offset, size);
-  }
-  if (access == ByteSource::Access::kMapped && copied_ + size > kMaxLocalHeaderCopies) {
-    return held_.at(offset, size);
+  if (held_.holds(offset, size)) return held_.at(offset, size);
+  const ByteSource& source = held_.source();
+  if (source.access() == ByteSource::Access::kMapped && copied_ + size > kMaxLocalHeaderCopies) {
+    // Below the tail the file never changes (spec §9.6), so these may stay in the mapping.
+    return source.bytes().subspan(static_cast<std::size_t>(offset), static_cast<std::size_t>(size));
   }
   const MutableByteSpan copy = copy_space(static_cast<std::size_t>(size));
   held_.source().read_into(offset, copy);
@@ -109,10 +118,12 @@ MutableByteSpan LocalHeaderPass::copy_space(std::size_t size) {
   return MutableByteSpan(chunk.data() + start, size);
 }
 
-// Each local header copied costs a system call of its own, about 1 us, which made the reads the
-// largest part of opening an archive of many tensors. So a second thread reads half of them:
-// the entries' first reads (first_read_size) go into one buffer before any is checked. A read
-// that fails is left to bytes(), which then reports what it finds.
+// The fast path of the open's pass, whose plain twin is run() without it (the test seam
+// set_local_header_prefetch_for_testing; zip_reader_test compares the two): each local header
+// copied costs a system call of its own, the largest part of opening an archive of many
+// tensors, so a second thread reads half of them: the entries' first reads (first_read_size) go
+// into one buffer before any is checked. A read that fails keeps its Error for run() to throw
+// at that entry, where the plain pass would have met it.
 void LocalHeaderPass::prefetch() {
   const ByteSource& source = held_.source();
   if (source.access() == ByteSource::Access::kInMemory || entries_.size() < kPrefetchMinEntries) {
@@ -130,13 +141,14 @@ void LocalHeaderPass::prefetch() {
     const ZipEntry* const next = i + 1 < entries_.size() ? &entries_[i + 1] : nullptr;
     if (!fits(e.local_header_offset, Local::kSize, reader_.limit_of(next))) continue;
     const std::uint64_t size = reader_.first_read_size(e, next);
-    if (held_.reads_ranges() && held_.holds(e.local_header_offset, size)) continue;
+    if (held_.holds(e.local_header_offset, size)) continue;
     if (copied_ + total + size > kMaxLocalHeaderCopies) break;
     reads[i] = {e.local_header_offset, static_cast<std::size_t>(size), total};
     total += static_cast<std::size_t>(size);
   }
   std::vector<std::uint8_t>& buffer = copies_.emplace_back(total);
   std::vector<std::uint8_t> complete(reads.size(), 0);  // Bytes, not bits: two threads write.
+  prefetch_failures_.assign(reads.size(), nullptr);
   const auto fetch = [&](std::size_t begin, std::size_t end) noexcept {
     for (std::size_t k = begin; k < end; ++k) {
       const Read& read = reads[k];
@@ -145,6 +157,7 @@ void LocalHeaderPass::prefetch() {
         source.read_into(read.offset, MutableByteSpan(buffer.data() + read.at, read.size));
         complete[k] = 1;
       } catch (const Error&) {
+        prefetch_failures_[k] = std::current_exception();
       }
     }
   };
@@ -373,6 +386,10 @@ std::uint64_t LocalHeaderReader::read_data_descriptor(const ZipEntry& e, std::ui
                    limit_text(next) + " matches the central directory (CRC-32 " + hex(e.crc32, 8) +
                    ", sizes " + std::to_string(e.compressed_size) + "/" + std::to_string(e.size) +
                    ")" + seen);
+}
+
+void set_local_header_prefetch_for_testing(bool enabled) noexcept {
+  g_prefetch.store(enabled, std::memory_order_relaxed);
 }
 
 void read_local_headers(std::vector<ZipEntry>& entries, std::uint64_t directory_offset,

@@ -99,6 +99,11 @@ void read_local_headers(std::vector<ZipEntry>& entries, std::uint64_t directory_
                         const ZipPlaces& places, UnknownExtras& unknown_extras,
                         std::vector<ZipFinding>& findings, LocalHeaderCopies& copies);
 
+// Test seam: false makes the open read local headers on one thread, in order, without reading
+// them ahead (the plain twin of the read ahead, which tests compare it with); true (the
+// default): ahead, on a second thread, for archives of many entries.
+void set_local_header_prefetch_for_testing(bool enabled) noexcept;
+
 }  // namespace onnxzip::zip
 
 #endif  // ONNXZIP_SRC_ZIP_LOCAL_HEADERS_H_

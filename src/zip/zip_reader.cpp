@@ -93,10 +93,18 @@ void ZipReader::parse(const ZipTrailerResolver& trailer) {
     const auto held = std::make_shared<zip::HeldBytes>(source_);
     const zip::ZipPlaces places(source_->name());
     const std::uint64_t file_size = source_->size();
-    held->hold_from(file_size - std::min(file_size, std::max(options_.tail_read_size,
-                                                             zip::kMaxEndRecordSearch)));
+    // A mapped file's preads are cheap, so its first read is what an end record needs; a source
+    // that reads ranges pays per read, so its first read tries to bring the whole tail.
+    const std::uint64_t first_read =
+        source_->access() == ByteSource::Access::kRanges
+            ? std::max(options_.tail_read_size, zip::kMaxEndRecordSearch)
+            : zip::kMaxEndRecordSearch;
+    held->hold_from(file_size - std::min(file_size, first_read));
     zip::ArchiveEnd end = zip::read_archive_end(*held, places, trailer);
     zip::CentralDirectory directory = zip::read_central_directory(*held, end, places, options_);
+    if (!directory.entries.empty()) {
+      held->serve_held_from(directory.entries.back().local_header_offset);
+    }
     size_ = end.size;
     end_record_offset_ = end.end_record_offset;
     tail_offset_ = end.tail_offset;

@@ -129,3 +129,64 @@ def test_convert_refuses_a_name_that_contradicts_the_output(small_archive, tmp_p
     with pytest.raises(onnxzip.InvalidArgumentError, match="name the output .onnxz"):
         onnxzip.convert(legacy, tmp_path / "y.onnx")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "model.onnxz"]
+
+
+def test_changed_is_a_retryable_os_error():
+    assert issubclass(onnxzip.ChangedError, onnxzip.Error)
+    assert issubclass(onnxzip.ChangedError, OSError)
+    assert onnxzip.ChangedError.code == "changed"
+    error = onnxzip._errors._from_code("changed", "m.onnxz: the file changed while it was read")
+    assert isinstance(error, onnxzip.ChangedError)
+    assert str(error) == "m.onnxz: the file changed while it was read"
+
+
+def test_an_open_waits_for_an_edit_in_progress(small_archive):
+    # An editor holds the exclusive lock for its whole edit (spec §9.6); an open reads the tail
+    # under the shared one, so it waits for the edit to end rather than read half of it.
+    import fcntl
+    import threading
+    import time
+
+    path, arrays, _ = small_archive
+    editor = os.open(path, os.O_RDONLY)
+    fcntl.flock(editor, fcntl.LOCK_EX)
+    released = []
+
+    def end_edit():
+        time.sleep(0.3)
+        released.append(time.monotonic())
+        fcntl.flock(editor, fcntl.LOCK_UN)
+
+    thread = threading.Thread(target=end_edit)
+    thread.start()
+    try:
+        with onnxzip.open(path) as archive:
+            opened = time.monotonic()
+            assert np.array_equal(archive.get_tensor("encoder.weight"), arrays["encoder.weight"])
+    finally:
+        thread.join()
+        os.close(editor)
+    assert opened >= released[0]
+
+
+def test_too_many_open_files_says_so(small_archive):
+    # Issue 32 defect 7: one descriptor per open archive, and an open refused for want of one
+    # says why (it read "[Errno None] None: '<path>'").
+    import resource
+
+    path, _, _ = small_archive
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    in_use = len(os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (in_use + 40, hard))
+    archives = []
+    try:
+        with pytest.raises(onnxzip.IOFailure) as raised:
+            for _ in range(1000):
+                archives.append(onnxzip.open(path))
+    finally:
+        for archive in archives:
+            archive.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert len(archives) >= 30
+    assert "Too many open files" in str(raised.value)
+    assert "Errno None" not in str(raised.value)
