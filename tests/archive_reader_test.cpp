@@ -104,7 +104,7 @@ Seen seen_in(const Archive& archive) {
   EXPECT_EQ(archive.model().producer_name, model.producer_name);
   for (const Archive::TensorInfo& info : archive.tensors()) {
     const ByteSpan bytes = archive.payload(info).view();
-    seen.payloads[info.location] = Bytes(bytes.begin(), bytes.end());
+    seen.payloads[info.entry] = Bytes(bytes.begin(), bytes.end());
   }
   return seen;
 }
