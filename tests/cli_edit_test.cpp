@@ -1,12 +1,17 @@
 // onnxzip edit, run as a user would: what changes in the archive (the model, nothing else: no
 // other metadata, no payload byte, no offset), usage errors, and the unzip -> edit with the onnx
 // package -> `onnxzip edit --model` workflow of the README.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "onnxzip/archive.h"
@@ -133,6 +138,10 @@ TEST_F(CliEdit, UsageErrorsAndFailuresLeaveTheArchiveAlone) {
       {{"edit", p, "--producer", ""}, 2, "--producer: the name is empty"},
       {{"edit", p, "--remove-metadata", "zzz"}, 1, p + ": the model has no metadata key 'zzz'"},
       {{"edit", (dir / "missing.onnxz").string(), "--doc", "x"}, 1, "missing.onnxz"},
+      {{"edit", p, "--doc", "x", "--wait", "-1"},
+       2,
+       "--wait: -1 is not a number of seconds from 0 to 86400"},
+      {{"sign", p, "--digests-only", "--wait", "nan"}, 2, "--wait: "},
   };
   for (const Case& c : cases) {
     const CliRun run = run_cli(dir, c.args);
@@ -143,6 +152,43 @@ TEST_F(CliEdit, UsageErrorsAndFailuresLeaveTheArchiveAlone) {
     EXPECT_CONTAINS(run.err, c.fragment);
     EXPECT_EQ(read_file_bytes(path), before);
   }
+}
+
+// Readers hold the archive's lock shared for a moment: edit and sign wait for them (--wait,
+// a few seconds by default); another edit holding it is reported after the wait, the archive
+// left alone.
+TEST_F(CliEdit, WaitsForReadersAndReportsAnotherEditAfterTheWait) {
+  ScratchDir dir("cli_edit_wait");
+  const fs::path path = dir / "m.onnxz";
+  save(sample_model(), path);
+  {
+    const int reader = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(reader, 0);
+    ASSERT_EQ(::flock(reader, LOCK_SH), 0);
+    std::thread release([reader] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      ::close(reader);
+    });
+    const CliRun run = run_cli(dir, {"edit", path.string(), "--producer", "waited"});
+    release.join();
+    EXPECT_EQ(run.exit_code, 0) << run;
+    EXPECT_EQ(load(path).producer_name.value_or(""), "waited");
+  }
+  const Bytes before = read_file_bytes(path);
+  const int editor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(editor, 0);
+  ASSERT_EQ(::flock(editor, LOCK_EX), 0);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"edit", path.string(), "--doc", "x", "--wait", "0.2"},
+        std::vector<std::string>{"sign", path.string(), "--digests-only", "--wait", "0"}}) {
+    const CliRun run = run_cli(dir, args);
+    EXPECT_EQ(run.exit_code, 1) << run;
+    EXPECT_CONTAINS(run.err, "onnxzip: error: " + path.string() +
+                                 ": cannot edit: locked by another process (another edit of it "
+                                 "is in progress) for the ");
+  }
+  ::close(editor);
+  EXPECT_EQ(read_file_bytes(path), before);
 }
 
 // A model from elsewhere that drops an entry: refused, then compacted with a note.

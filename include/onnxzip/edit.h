@@ -3,10 +3,13 @@
 // for this (spec §2.4): only the model entry, the central directory and the end records are
 // rewritten, so an edit costs O(model + central directory), whatever the weights weigh.
 //
+// An edit waits for readers' shared lock and for another edit (EditOptions::wait), and edits
+// only the file its path names once locked (spec §9.6).
 // The rest of its contract and the reasons: HACKING.md, "Header notes", edit.h.
 #ifndef ONNXZIP_EDIT_H_
 #define ONNXZIP_EDIT_H_
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -51,6 +54,10 @@ struct EditOptions {
   // signs an archive that had digests but no signature. A compaction removes both entries.
   std::optional<PrivateKey> signing_key{};
   IntegrityLimits integrity{};
+  // How long the edit waits for the file's lock while other processes hold it (readers briefly,
+  // another edit for as long as it takes) before it gives up (Error(kIo) "locked by another
+  // process"). The default outlasts any reader's hold.
+  std::chrono::milliseconds wait{kDefaultEditWait};
 };
 
 struct EditResult {
@@ -88,8 +95,9 @@ struct EditResult {
 // `__MODEL_PROTO` is missing or not last (spec §9.4 item 1); Error(kInvalidArgument) naming the
 // tensor and the entry for a reference breaking the rule above, and naming the entries no tensor
 // refers to (without compact); Error(kIo) when the file cannot be opened for writing, another
-// edit holds it, or a write fails -- the message then says whether the file holds the old model
-// or the new one.
+// edit holds it (after EditOptions::wait), the space the edit may take cannot be reserved, or a
+// write fails -- the message then says whether the file holds the old model or the new one;
+// Error(kChanged) when files renamed over the path kept it from naming the file the edit locked.
 EditResult replace_model(const std::filesystem::path& archive, const ModelProto& model,
                          const EditOptions& options = {});
 

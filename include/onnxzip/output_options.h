@@ -8,7 +8,13 @@
 #ifndef ONNXZIP_OUTPUT_OPTIONS_H_
 #define ONNXZIP_OUTPUT_OPTIONS_H_
 
+#include <chrono>
+
 namespace onnxzip {
+
+// How long an in-place edit or a signing waits by default for the archive's lock, which readers
+// hold briefly and another edit for its whole length (EditOptions::wait, SignOptions::wait).
+inline constexpr std::chrono::milliseconds kDefaultEditWait{5000};
 
 // The defaults are those of a writer that makes a new file. EditOptions, which changes the
 // user's only copy where it is, defaults both to true (edit.h says why): the one place with other

@@ -6,6 +6,7 @@
 #ifndef ONNXZIP_SIGNING_H_
 #define ONNXZIP_SIGNING_H_
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -30,6 +31,8 @@ struct SignOptions {
   // Called as the entries are hashed (progress.h); `total` is their byte count.
   ProgressCallback progress = nullptr;
   ReadLimits limits{};
+  // As EditOptions::wait: how long signing waits for the file's lock.
+  std::chrono::milliseconds wait{kDefaultEditWait};
 };
 
 struct SignResult {

@@ -3,8 +3,9 @@
 // the tensors and their data.
 
 import { ByteWindow } from './bytes.js';
+import { crc32 } from './crc32.js';
 import { OnnxzipError, quote, type ErrorPlace } from './errors.js';
-import { errorFinding, markKind, kindOf, type Finding } from './findings.js';
+import { errorFinding, markKind, kindOf, withKind, type Finding } from './findings.js';
 import { inlinePayload } from './inline_payload.js';
 import { checkInflateLimits, inflateRaw, type InflateLimits } from './inflate.js';
 import { kModelEntryName } from './names.js';
@@ -79,13 +80,35 @@ export async function openWith(source: ArchiveSource, options: OpenOptions, keep
   if (source === undefined || source === null) {
     throw new OnnxzipError('invalid_argument', {}, `no archive given (${String(source)}): pass a path, a URL, a Blob or File, an ArrayBuffer or a typed array`);
   }
-  const bytes = await openSource(source, options);
-  try {
-    return await Archive.read(bytes, options, keepTail);
-  } catch (e) {
-    await bytes.close().catch(() => undefined);
-    throw e;
+  // A file edited in place while it is read (spec §9.6) can give a mix of two archives' bytes:
+  // read again when the file changed meanwhile, or once more after a short pause when it looked
+  // corrupt (an edit within the file system's timestamp granularity leaves no trace in stat).
+  for (let attempt = 1; ; ++attempt) {
+    const bytes = await openSource(source, options);
+    let failure: unknown;
+    try {
+      const archive = await Archive.read(bytes, options, keepTail);
+      if (!(await changedSinceOpen(bytes))) return archive;
+      await archive.close();
+    } catch (e) {
+      failure = e;
+      const changed = await changedSinceOpen(bytes).catch(() => false);
+      await bytes.close().catch(() => undefined);
+      const suspect = bytes.changedSinceOpen !== undefined && attempt === 1 && e instanceof OnnxzipError && e.code === 'corrupt';
+      if (!changed && !suspect) throw e;
+      if (!changed) await new Promise((resolve) => setTimeout(resolve, kPauseBeforeRereading));
+    }
+    if (attempt === kOpenAttempts) {
+      throw new OnnxzipError('changed', { source: bytes.name }, `the file changed while it was read, at each of ${kOpenAttempts} attempts (an edit in progress?); retrying may succeed`, { cause: failure });
+    }
   }
+}
+
+const kOpenAttempts = 4;
+const kPauseBeforeRereading = 20;
+
+async function changedSinceOpen(source: ByteSource): Promise<boolean> {
+  return source.changedSinceOpen === undefined ? false : source.changedSinceOpen();
 }
 
 /** What opening read and checked, for the Archive it makes. */
@@ -464,8 +487,15 @@ async function readEntryData(source: ByteSource, dir: ZipDirectory, e: ZipEntry,
   const local = e.local!;
   const w = await dir.tail.ensure(local.dataOffset);
   const raw = w.contains(local.dataOffset, e.compressedSize) ? w.slice(local.dataOffset, e.compressedSize) : await source.read(local.dataOffset, e.compressedSize);
-  if (e.isStored) return raw;
   const place: ErrorPlace = { source: source.name, entry: `entry ${quote(e.name)}` };
+  if (e.isStored) {
+    // The model read while the file was edited may be another archive's bytes: its CRC-32 tells.
+    const crc = crc32(raw);
+    if (crc !== e.crc32) {
+      throw withKind('crc', new OnnxzipError('corrupt', place, `CRC-32 mismatch: the data has 0x${crc.toString(16).padStart(8, '0')}, the archive records 0x${e.crc32.toString(16).padStart(8, '0')}`, { offset: local.dataOffset }));
+    }
+    return raw;
+  }
   checkInflateLimits(e.compressedSize, e.size, limits, place);
   return inflateRaw(raw, e.size, e.crc32, place);
 }

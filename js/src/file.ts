@@ -1,5 +1,6 @@
 // Files in Node: read through one file handle (positioned reads), never whole.
 
+import type { BigIntStats } from 'node:fs';
 import { open, realpath, type FileHandle } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +19,8 @@ export class FileSource implements ByteSource {
     readonly filePath: string,
     private readonly handle: FileHandle,
     private readonly size: number,
+    /** What identifies this version of the file: size, mtime and ctime in ns, at open. */
+    private readonly version: string,
   ) {
     this.place = { source: name };
   }
@@ -32,13 +35,21 @@ export class FileSource implements ByteSource {
       throw new OnnxzipError(code === 'ENOENT' ? 'not_found' : 'io', { source: name }, `cannot open: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
     }
     try {
-      const stat = await handle.stat();
+      const stat = await handle.stat({ bigint: true });
       if (!stat.isFile()) throw new OnnxzipError('io', { source: name }, 'not a regular file');
-      return new FileSource(name, await realpath(name), handle, stat.size);
+      return new FileSource(name, await realpath(name), handle, Number(stat.size), versionOf(stat));
     } catch (e) {
       await handle.close();
       throw e;
     }
+  }
+
+  /**
+   * Whether the file was written since it was opened (an in-place edit, spec §9.6): Node has no
+   * flock, so a reader cannot keep an editor out while it reads, and checks afterwards instead.
+   */
+  async changedSinceOpen(): Promise<boolean> {
+    return versionOf(await this.handle.stat({ bigint: true })) !== this.version;
   }
 
   get fileLocation(): { folder: string; name: string } {
@@ -98,4 +109,8 @@ export class FileSource implements ByteSource {
       done += n;
     }
   }
+}
+
+function versionOf(stat: BigIntStats): string {
+  return `${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
 }

@@ -85,6 +85,8 @@ export interface ByteSource {
   /** The file's real folder and name (Node file sources only), for ONNX Runtime's file route. */
   readonly fileLocation?: { readonly folder: string; readonly name: string };
   readonly stats: ReadStats;
+  /** Whether the file was written since it was opened (Node file sources only). */
+  changedSinceOpen?(): Promise<boolean>;
   close(): Promise<void>;
 }
 

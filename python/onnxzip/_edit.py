@@ -38,7 +38,8 @@ class EditResult:
 
 
 def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact: bool = False,
-                  durable: bool = True, key: Optional[KeyLike] = None) -> EditResult:
+                  durable: bool = True, key: Optional[KeyLike] = None,
+                  wait: float = 5.0) -> EditResult:
     """Replaces the model of the archive at `path` in place, without moving or rewriting a payload
     byte: only `__MODEL_PROTO`, the central directory and the end records are rewritten, so the
     cost is the model's size, whatever the weights weigh. Crash-safe: the file always reads as the
@@ -59,6 +60,10 @@ def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact:
     `__DIGESTS` rewritten; its `__SIGNATURE` is signed anew with `key` (a PEM private key's path
     or bytes, as for sign()), or removed without one -- never left untrue (see EditResult).
 
+    The edit locks the file; readers hold its lock for a moment while they read the archive's
+    tail, another edit for as long as it takes. `wait` is how long, in seconds, the edit waits for
+    it before it gives up with IOFailure "locked by another process" (the archive unchanged).
+
         with onnxzip.open("model.onnxz") as archive:
             model = archive.model
         model.producer_name = "me"
@@ -77,7 +82,7 @@ def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact:
         raise TypeError("replace_model: model must be an onnx.ModelProto, its bytes or a path, "
                         f"not {type(model).__name__}")
     return _edit_result(_onnxzip.replace_model(archive_path, model_bytes, compact, durable,
-                                               _key("replace_model", "key", key)))
+                                               _key("replace_model", "key", key), wait=wait))
 
 
 def _serialize_referring(archive_path: str, model: onnx.ModelProto) -> bytes:
@@ -121,7 +126,8 @@ Change = Callable[[onnx.ModelProto], Optional[onnx.ModelProto]]
 
 
 def edit_model(path: PathLike, change: Change, *, compact: bool = False,
-               durable: bool = True, key: Optional[KeyLike] = None) -> EditResult:
+               durable: bool = True, key: Optional[KeyLike] = None,
+               wait: float = 5.0) -> EditResult:
     """Changes the model of the archive at `path` in place, as replace_model() does, but reads the
     archive's own model and writes the changed one under one open and lock of the file, so that
     no other edit can come in between.
@@ -133,7 +139,7 @@ def edit_model(path: PathLike, change: Change, *, compact: bool = False,
         change: called with the onnx.ModelProto as Archive.model shows it (tensors that are
             entries as references); changes it and returns None, or returns a new model to put
             in instead.
-        compact, durable, key: as for replace_model().
+        compact, durable, key, wait: as for replace_model().
 
     Returns:
         What was done (EditResult).
@@ -143,11 +149,12 @@ def edit_model(path: PathLike, change: Change, *, compact: bool = False,
         InvalidArgumentError: the new model fails replace_model()'s checks.
         Whatever `change` raises. In every case nothing is written: the archive is unchanged.
     """
-    return _edit("edit_model", path, change, compact, durable, False, key)
+    return _edit("edit_model", path, change, compact, durable, False, key, wait)
 
 
 def edit_model_properties(path: PathLike, change: Change, *, compact: bool = False,
-                          durable: bool = True, key: Optional[KeyLike] = None) -> EditResult:
+                          durable: bool = True, key: Optional[KeyLike] = None,
+                          wait: float = 5.0) -> EditResult:
     """edit_model() for the model's properties alone (the C++ edit_model_properties): `change`
     gets the model without its graph, training_info and functions, and may change everything
     else (metadata_props, producer_name, doc_string, opset_import...). Those three are kept
@@ -159,11 +166,11 @@ def edit_model_properties(path: PathLike, change: Change, *, compact: bool = Fal
 
     Args, Returns and Raises: as for edit_model().
     """
-    return _edit("edit_model_properties", path, change, compact, durable, True, key)
+    return _edit("edit_model_properties", path, change, compact, durable, True, key, wait)
 
 
 def _edit(function: str, path: PathLike, change: Change, compact: bool, durable: bool,
-          properties_only: bool, key: Optional[KeyLike]) -> EditResult:
+          properties_only: bool, key: Optional[KeyLike], wait: float) -> EditResult:
     archive_path = _path(path)
 
     def apply(model_bytes: bytes) -> bytes:
@@ -181,7 +188,8 @@ def _edit(function: str, path: PathLike, change: Change, compact: bool, durable:
         return changed
 
     return _edit_result(_onnxzip.edit_model(archive_path, apply, compact, durable,
-                                            properties_only, _key(function, "key", key)))
+                                            properties_only, _key(function, "key", key),
+                                            wait=wait))
 
 
 def _edit_result(fields: _onnxzip.EditTuple) -> EditResult:

@@ -184,7 +184,7 @@ class SignResult:
 
 
 def sign(path: PathLike, *, key: Optional[KeyLike] = None, digests_only: bool = False,
-         durable: bool = True) -> SignResult:
+         durable: bool = True, wait: float = 5.0) -> SignResult:
     """Signs the archive at `path` in place, as `onnxzip sign` does (spec §12): hashes every
     entry (checking its CRC-32), writes `__DIGESTS` (the SHA-256 of each, as model_signing
     describes a model folder) and, with `key`, `__SIGNATURE` (a Sigstore bundle whose DSSE
@@ -202,14 +202,14 @@ def sign(path: PathLike, *, key: Optional[KeyLike] = None, digests_only: bool = 
     Raises InvalidArgumentError (no key and not digests_only, both, or a key that is not a PEM
     P-256 private key), CorruptError naming an entry whose CRC-32 is wrong (the archive is then
     unchanged), UnsupportedError for integrity entries another tool put elsewhere (repack
-    first), and the errors of replace_model()."""
+    first), and the errors of replace_model(). `wait`: as for replace_model()."""
     _check_bool("sign", "digests_only", digests_only)
     _check_bool("sign", "durable", durable)
     if (key is None) == (not digests_only):
         raise InvalidArgumentError(
             "sign: give key= (to sign) or digests_only=True (for __DIGESTS alone)"
             if key is None else "sign: key= and digests_only=True exclude each other")
-    return SignResult(*_onnxzip.sign(_path(path), _key("sign", "key", key), durable))
+    return SignResult(*_onnxzip.sign(_path(path), _key("sign", "key", key), durable, wait=wait))
 
 
 @dataclass(frozen=True)

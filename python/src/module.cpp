@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -907,12 +908,25 @@ py::tuple verify(const py::handle source, const std::string& kind, const bool ch
                         file_text(report.signature_key_id), file_text(report.checked));
 }
 
+// EditOptions::wait and SignOptions::wait from Python's `wait=` seconds.
+std::chrono::milliseconds lock_wait(const double seconds) {
+  // A day at most, as the CLI's --wait: more is a typo.
+  if (!(seconds >= 0 && seconds <= 86400)) {
+    throw onnxzip::Error(
+        onnxzip::ErrorCode::kInvalidArgument,
+        "wait=" + std::to_string(seconds) + ": not a number of seconds from 0 to 86400");
+  }
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+
 // sign_archive() with a key (PEM bytes or a path) or None for `__DIGESTS` alone:
 // (entries, key_id, signature_removed, file_size).
-py::tuple sign(const std::filesystem::path& path, const py::handle key, const bool durable) {
+py::tuple sign(const std::filesystem::path& path, const py::handle key, const bool durable,
+               const double wait) {
   onnxzip::SignOptions options;
   options.key = pem_key<onnxzip::PrivateKey>(key);
   options.output.durable = durable;
+  options.wait = lock_wait(wait);
   onnxzip::SignResult result;
   {
     const py::gil_scoped_release unlocked;
@@ -932,10 +946,12 @@ py::tuple edit_result(const onnxzip::EditResult& result) {
 }
 
 py::tuple replace_model(const std::filesystem::path& path, const py::handle model_bytes,
-                        const bool compact, const bool durable, const py::handle key) {
+                        const bool compact, const bool durable, const py::handle key,
+                        const double wait) {
   onnxzip::EditOptions options;
   options.compact = compact;
   options.output.durable = durable;
+  options.wait = lock_wait(wait);
   options.signing_key = pem_key<onnxzip::PrivateKey>(key);
   onnxzip::EditResult result;
   {
@@ -953,10 +969,11 @@ py::tuple replace_model(const std::filesystem::path& path, const py::handle mode
 // graph, training_info and functions, which the library keeps as they are.
 py::tuple edit_model(const std::filesystem::path& path, const py::function& change,
                      const bool compact, const bool durable, const bool properties_only,
-                     const py::handle key) {
+                     const py::handle key, const double wait) {
   onnxzip::EditOptions options;
   options.compact = compact;
   options.output.durable = durable;
+  options.wait = lock_wait(wait);
   options.signing_key = pem_key<onnxzip::PrivateKey>(key);
   const auto apply = [&](onnxzip::ModelProto& model) {
     const onnxzip::OwnedBytes before = onnxzip::serialize_model_to_owned_bytes(model);
@@ -1050,11 +1067,15 @@ PYBIND11_MODULE(_onnxzip, m) {
         py::arg("headers"), py::arg("check_output"));
   m.def("verify", &verify, py::arg("source"), py::arg("kind"), py::arg("check_crc"),
         py::arg("public_key") = py::none(), py::arg("headers") = std::vector<std::string>());
-  m.def("sign", &sign, py::arg("path"), py::arg("key"), py::arg("durable") = true);
+  constexpr double kDefaultWait = onnxzip::kDefaultEditWait.count() / 1000.0;
+  m.def("sign", &sign, py::arg("path"), py::arg("key"), py::arg("durable") = true,
+        py::arg("wait") = kDefaultWait);
   m.def("replace_model", &replace_model, py::arg("path"), py::arg("model_bytes"),
-        py::arg("compact"), py::arg("durable"), py::arg("key") = py::none());
+        py::arg("compact"), py::arg("durable"), py::arg("key") = py::none(),
+        py::arg("wait") = kDefaultWait);
   m.def("edit_model", &edit_model, py::arg("path"), py::arg("change"), py::arg("compact"),
-        py::arg("durable"), py::arg("properties_only"), py::arg("key") = py::none());
+        py::arg("durable"), py::arg("properties_only"), py::arg("key") = py::none(),
+        py::arg("wait") = kDefaultWait);
   m.def(
       "repack",
       // `kind` "url": `src` is downloaded first (with `headers`), as the CLI does.

@@ -3,13 +3,6 @@
 // spec §9.6 (tail_edit.cpp); or, to drop entries no tensor refers to any more, a rewrite.
 #include "onnxzip/edit.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <functional>
 #include <future>
 #include <optional>
@@ -21,6 +14,7 @@
 #include "crc32.h"
 #include "integrity_entries.h"
 #include "interrupted_edit.h"
+#include "locked_archive.h"
 #include "model_parts.h"
 #include "onnxzip/internal/byte_source.h"
 #include "onnxzip/internal/mapped_file.h"
@@ -28,7 +22,6 @@
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/signing.h"
 #include "onnxzip/tensor.h"
-#include "posix_file.h"
 #include "progress_meter.h"
 #include "tail_edit.h"
 #include "task_threads.h"
@@ -42,60 +35,6 @@ using archive_detail::quote;
 
 // Names in messages: the first few, then how many more.
 constexpr std::size_t kNamesInMessage = 8;
-
-class ArchiveFile final {
- public:
-  ArchiveFile(const std::filesystem::path& path, bool follow_symlinks)
-      : source_(path.string()),
-        fd_(::open(path.c_str(),
-                   O_RDWR | O_CLOEXEC | O_NONBLOCK | (follow_symlinks ? 0 : O_NOFOLLOW))) {
-    if (fd_.get() < 0) {
-      const int error = errno;
-      if (error == ELOOP && !follow_symlinks) {
-        throw Error(ErrorCode::kInvalidArgument,
-                    source_ +
-                        ": is a symbolic link; refusing to edit it (following it, the file "
-                        "it leads to is edited: OutputFileOptions::follow_symlinks)");
-      }
-      throw Error(error == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
-                  source_ + ": cannot open for editing: " + std::strerror(error));
-    }
-    struct stat status {};
-    if (::fstat(fd_.get(), &status) != 0 || !S_ISREG(status.st_mode)) {
-      throw Error(ErrorCode::kIo, {.file = source_}, "not a regular file");
-    }
-    if (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
-      const int error = errno;
-      throw Error(
-          ErrorCode::kIo, {.file = source_},
-          std::string("cannot edit: ") +
-              (error == EWOULDBLOCK ? "another edit of it is in progress" : std::strerror(error)));
-    }
-  }
-  int fd() const noexcept { return fd_.get(); }
-  std::uint64_t size() const {
-    struct stat status {};
-    if (::fstat(fd_.get(), &status) != 0) {
-      throw Error(ErrorCode::kIo, {.file = source_},
-                  std::string("cannot stat: ") + std::strerror(errno));
-    }
-    return static_cast<std::uint64_t>(status.st_size);
-  }
-  // The file this edit holds open and locked, mapped for reading: never opened again by its
-  // path, which another process may have pointed at another file by now.
-  std::shared_ptr<const MappedFile> map() const {
-    const int copy = ::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0);
-    if (copy < 0) {
-      throw Error(ErrorCode::kIo, {.file = source_},
-                  std::string("cannot duplicate its descriptor: ") + std::strerror(errno));
-    }
-    return MappedFile::adopt(copy, source_);
-  }
-
- private:
-  std::string source_;
-  detail::Fd fd_;
-};
 
 // A new integrity entry of the tail: its text, borrowed.
 zip::TailEntry text_entry(std::string_view name, const std::string& text) {
@@ -268,7 +207,7 @@ using PrepareModel = std::function<CheckedModel(const ZipReader&, const ZipEntry
 EditResult edit_archive(const std::filesystem::path& archive, const EditOptions& options,
                         const PrepareModel& prepare) {
   const std::string source = archive.string();
-  const ArchiveFile file(archive, options.output.follow_symlinks);
+  const archive_detail::LockedArchive file(archive, options.output.follow_symlinks, options.wait);
   // An in-place edit rewrites the model entry, which starts where the entry before it ends, and
   // keeps every other entry's bytes as they are: it needs their central records, not their local
   // headers, whose reading would be most of its cost (one read per entry). A signed archive's
@@ -313,6 +252,7 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
     ZipReaderOptions every_header = zip_reader_options(options.limits);
     every_header.local_headers = LocalHeaderScope::kAll;
     const ZipReader whole = archive_detail::open_zip(ByteSource::of_file(file.map()), every_header);
+    file.check_path_names_it();
     EditResult result = compact(archive, whole, whole.entries()[model_entry->index],
                                 checked.referenced, bytes.span(), options);
     result.file_size = std::filesystem::file_size(archive);
@@ -323,6 +263,7 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   const std::uint32_t model_crc = crc32(bytes.span());
   EditResult result;
   archive_detail::TailReplacement replaced;
+  file.check_path_names_it();
   if (zip.find(kDigestsEntryName) == nullptr && zip.find(kSignatureEntryName) == nullptr) {
     replaced = archive_detail::replace_last_entry(zip, bytes.span(), model_crc,
                                                   zip::declared_alignment(zip), file.fd(),
@@ -453,7 +394,7 @@ EditResult edit_model_properties(const std::filesystem::path& archive,
 
 SignResult sign_archive(const std::filesystem::path& archive, const SignOptions& options) {
   const std::string source = archive.string();
-  const ArchiveFile file(archive, options.output.follow_symlinks);
+  const archive_detail::LockedArchive file(archive, options.output.follow_symlinks, options.wait);
   // Every entry is read, so every local header is: the tail rewrite needs the one before it.
   ZipReaderOptions every_header = zip_reader_options(options.limits);
   every_header.local_headers = LocalHeaderScope::kAll;
@@ -498,6 +439,7 @@ SignResult sign_archive(const std::filesystem::path& archive, const SignOptions&
   if (!signature.empty()) tail.push_back(text_entry(kSignatureEntryName, signature));
   tail.push_back({kModelEntryName, model.span(), model_entry->crc32});
   meter.finish();
+  file.check_path_names_it();
   const archive_detail::TailReplacement replaced = archive_detail::replace_last_entries(
       zip, place.tail_start, tail, zip::declared_alignment(zip), file.fd(), file_size,
       options.output.durable);

@@ -1,5 +1,6 @@
 #include "tail_edit.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,6 +86,31 @@ class TailWriter final {
     }
     write(offset, tail.rest, what);
   }
+  // Allocates the blocks of [offset, end) the file lacks, keeping its size, so that no later
+  // write of the edit runs out of space: the bytes between the archive and the new tail of step
+  // 2 are a hole until step 3 writes there. A file system without fallocate is written as it
+  // comes. Error(kIo) "no room for the edit" otherwise, with what the file holds (unchanged: the
+  // blocks this allocated past the end are freed again).
+  void reserve(std::uint64_t offset, std::uint64_t end, std::uint64_t file_size) {
+    int result = 0;
+    do {
+      result = ::fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                           static_cast<off_t>(end - offset));
+    } while (result != 0 && errno == EINTR);
+    if (result == 0) return;
+    const int error = errno;
+    if (error == EOPNOTSUPP || error == ENOSYS) return;
+    if (end > file_size) {
+      static_cast<void>(::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                    static_cast<off_t>(file_size),
+                                    static_cast<off_t>(end - file_size)));
+    }
+    throw Error(ErrorCode::kIo, {.file = source_},
+                std::string("editing in place: no room for the edit (") +
+                    std::to_string(end - offset) + " bytes from offset " + std::to_string(offset) +
+                    " reserved before the first write): " + std::strerror(error) + "; " +
+                    aftermath_);
+  }
   void truncate(std::uint64_t size, const char* what) {
     while (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
       if (errno != EINTR) fail(what, errno);
@@ -157,6 +183,9 @@ TailReplacement replace_last_entries(const ZipReader& zip, std::size_t first,
   record.record_offset = record_place(std::max(record.new_end, file_size));
   std::array<std::uint8_t, kRecordSize> record_bytes{};
   record.encode(record_bytes);
+  // Every block steps 1 to 3 write, before the first of them: a full disk fails the edit here,
+  // with the file as it was, never at step 3 with the new tail live past a gap.
+  writer.reserve(start, record.record_offset + kRecordSize, file_size);
   try {
     // Step 1: the record, first, so that the file ends with it while the new tail is written
     // before it; the old archive stays the live one until the tail is whole.

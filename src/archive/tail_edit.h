@@ -43,8 +43,12 @@ struct TailReplacement {
 // back what was written: the file is then the archive read, without the bytes an earlier
 // interrupted edit left after it.
 //
+// Before step 1 the blocks steps 1 to 3 write are reserved (fallocate, the file's size kept), so
+// that a full disk fails the edit with the file unchanged rather than at step 3.
+//
 // Errors: those of zip::last_entry_start; Error(kInvalidArgument) when the file would outgrow
-// the system's largest size; Error(kIo) naming the file, the step, and what the file holds
+// the system's largest size; Error(kIo) "no room for the edit" when the reservation fails (the
+// file unchanged); Error(kIo) naming the file, the step, and what the file holds
 // afterwards (the old archive when the failure came before the end of step 2; the new one, with
 // the bytes of the interrupted edit in a gap before the entry, after it).
 TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,

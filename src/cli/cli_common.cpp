@@ -12,6 +12,7 @@
 #include "onnxzip/error.h"
 #include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/legacy.h"
+#include "onnxzip/output_options.h"
 
 namespace onnxzip::cli {
 namespace {
@@ -83,6 +84,28 @@ void add_inflate_limit_options(CLI::App& app, InflateLimits& limits) {
   add_size_option(app, "--max-inflated-size", limits.max_inflated_size,
                   "Refuse deflated entries that inflate to more than SIZE (default " +
                       std::to_string(ZipReaderOptions{}.max_inflated_size >> 30) + "GiB)");
+}
+
+void add_wait_option(CLI::App& app, LockWait& wait) {
+  app.add_option("--wait", wait.seconds,
+                 "Wait up to SECONDS for the archive's lock, which readers hold for a moment "
+                 "and another edit until it ends (default " +
+                     std::to_string(kDefaultEditWait.count() / 1000) +
+                     "); then give up, the archive unchanged")
+      ->type_name("SECONDS");
+}
+
+std::chrono::milliseconds LockWait::duration() const {
+  if (!seconds) return kDefaultEditWait;
+  // A day at most: more is a typo, and the count of milliseconds stays far from overflowing.
+  constexpr double kLongestWait = 86400;
+  if (!(*seconds >= 0 && *seconds <= kLongestWait)) {
+    std::array<char, 32> text{};
+    std::snprintf(text.data(), text.size(), "%g", *seconds);
+    throw UsageError("--wait: " + std::string(text.data()) +
+                     " is not a number of seconds from 0 to 86400");
+  }
+  return std::chrono::milliseconds(static_cast<std::int64_t>(*seconds * 1000));
 }
 
 ZipReaderOptions InflateLimits::zip_options() const {

@@ -91,6 +91,15 @@ struct InflateLimits {
 };
 void add_inflate_limit_options(CLI::App& app, InflateLimits& limits);
 
+// --wait SECONDS of the commands that edit an archive in place: how long they wait for its lock
+// (EditOptions::wait, SignOptions::wait; default kDefaultEditWait).
+struct LockWait {
+  std::optional<double> seconds;  // Not given: the library's default.
+  // The duration (UsageError for a negative or non-finite number).
+  std::chrono::milliseconds duration() const;
+};
+void add_wait_option(CLI::App& app, LockWait& wait);
+
 // `value` must be a power of two in [min, max]: else UsageError naming `flag`.
 void require_power_of_two(std::uint64_t value, std::uint64_t min, std::uint64_t max,
                           std::string_view flag);

@@ -29,6 +29,7 @@ struct EditArgs {
   bool compact = false;
   bool no_sync = false;
   std::string key;
+  LockWait wait;
 };
 
 struct MetadataSet {
@@ -143,6 +144,7 @@ int run_edit(const EditArgs& args, const CLI::Option& producer_option,
   EditOptions options;
   options.compact = args.compact;
   options.output.durable = !args.no_sync;
+  options.wait = args.wait.duration();
   if (!args.key.empty()) options.signing_key = PrivateKey::load(args.key);
   EditResult result;
   {
@@ -214,6 +216,7 @@ Command add_edit_command(CLI::App& app, const GlobalOptions& global) {
   sub->add_flag("--no-sync", args->no_sync,
                 "Do not flush each step to disk: a crash still leaves the old or the new model, "
                 "a power loss may not");
+  add_wait_option(*sub, args->wait);
   sub->footer(
       "Only __MODEL_PROTO, the central directory and the end records are rewritten: every\n"
       "weight keeps its bytes and offset, so an edit takes milliseconds whatever the archive's\n"

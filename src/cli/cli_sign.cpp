@@ -18,6 +18,7 @@ struct SignArgs {
   std::string key;
   bool digests_only = false;
   bool no_sync = false;
+  LockWait wait;
   InflateLimits limits;
 };
 
@@ -29,6 +30,7 @@ int run_sign(const SignArgs& args, const GlobalOptions& global) {
   SignOptions options;
   if (!args.key.empty()) options.key = PrivateKey::load(args.key);
   options.output.durable = !args.no_sync;
+  options.wait = args.wait.duration();
   options.limits = args.limits.zip_options();
   SignResult result;
   {
@@ -64,6 +66,7 @@ Command add_sign_command(CLI::App& app, const GlobalOptions& global) {
   sub->add_flag("--no-sync", args->no_sync,
                 "Do not flush each step to disk: a crash still leaves the old or the new archive, "
                 "a power loss may not");
+  add_wait_option(*sub, args->wait);
   add_inflate_limit_options(*sub, args->limits);
   sub->footer(
       "__DIGESTS is an in-toto statement listing the SHA-256 of every entry, shaped as the\n"

@@ -187,3 +187,30 @@ def test_replace_model_takes_a_path_as_the_cli_does(small_archive, tmp_path):
     assert onnxzip.load(path).doc_string == "from a file"
     with pytest.raises(TypeError, match="model must be an onnx.ModelProto, its bytes or a path"):
         onnxzip.replace_model(path, 42)
+
+
+def test_an_edit_waits_for_readers_and_refuses_another_edit_after_wait(small_archive):
+    """Readers hold the archive's lock shared for a moment: an edit waits for them (`wait=`);
+    another edit holding it is reported once the wait is over, the archive left alone."""
+    import fcntl
+    import threading
+
+    path, _, _ = small_archive
+    with open(path, "rb") as reader:
+        fcntl.flock(reader, fcntl.LOCK_SH)
+        release = threading.Timer(0.3, reader.close)
+        release.start()
+        onnxzip.edit_model_properties(path, lambda m: setattr(m, "producer_name", "waited"))
+        release.join()
+    assert onnxzip.load(path, load_external_data=False).producer_name == "waited"
+
+    before = path.read_bytes()
+    with open(path, "rb") as editor:
+        fcntl.flock(editor, fcntl.LOCK_EX)
+        with pytest.raises(onnxzip.IOFailure, match="locked by another process"):
+            onnxzip.edit_model_properties(path, lambda m: None, wait=0.1)
+        with pytest.raises(onnxzip.IOFailure, match="locked by another process"):
+            onnxzip.sign(path, digests_only=True, wait=0)
+    assert path.read_bytes() == before
+    with pytest.raises(onnxzip.InvalidArgumentError, match="wait=-1"):
+        onnxzip.edit_model_properties(path, lambda m: None, wait=-1)

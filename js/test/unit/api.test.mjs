@@ -1,7 +1,8 @@
 // The API over the fixtures: tensors and their typed arrays, views and copies, sources, limits,
 // and the errors' codes and messages.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
@@ -172,6 +173,29 @@ describe('limits and bad input', () => {
     assert.equal(crc[0].entry, 'b1');
     assert.equal(crc[0].offset, b1.dataOffset);
     assert.match(crc[0].message, /CRC-32 mismatch: the data has 0x[0-9a-f]{8}, the archive records 0x[0-9a-f]{8}/);
+  });
+});
+
+describe('a model read while the file is edited in place', () => {
+  // Issue 32: the tail of a file edited meanwhile may pair one archive's directory with another's
+  // model bytes; the model's CRC-32 tells, and a file is then read again (changed, if it keeps
+  // changing).
+  it('refuses model bytes whose CRC-32 is not the one the archive records', async () => {
+    const bytes = new Uint8Array(readFileSync(fixture('mlp.onnxz')));
+    const model = (await openArchive(bytes)).entry('__MODEL_PROTO');
+    const data = bytes.subarray(model.dataOffset, model.dataOffset + model.size);
+    const at = Buffer.from(data).indexOf('W1');
+    assert.ok(at >= 0);
+    data[at] = 'V'.charCodeAt(0); // A node's input renamed: the model still parses.
+    await expectError(openArchive(bytes), 'corrupt', /entry '__MODEL_PROTO': CRC-32 mismatch: the data has 0x[0-9a-f]{8}, the archive records 0x[0-9a-f]{8}/);
+    const path = join(tmpdir(), `onnxzip-crc-${process.pid}.onnxz`);
+    writeFileSync(path, bytes);
+    try {
+      // A file that does not change is corrupt, not 'changed', however often it is read.
+      await expectError(openArchive(path), 'corrupt', /CRC-32 mismatch/);
+    } finally {
+      unlinkSync(path);
+    }
   });
 });
 
