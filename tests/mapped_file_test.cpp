@@ -258,7 +258,7 @@ TEST(MappedFileRead, AFileShorterThanItsSizeSaysIsAnError) {
     GTEST_SKIP() << "no sysfs file of the expected kind here";
   }
   expect_error([&] { MappedFile::open(path, FileAccess::kRead); }, ErrorCode::kChanged,
-               path.string() + ": the file shrank while it was being read (");
+               path.string() + ": the file changed while it was being read: it shrank (");
 }
 
 TEST(MappedFileRegistry, NamesTheFileOfAnAddressInsideAMapping) {

@@ -89,7 +89,7 @@ class MappedSource final : public WholeSource {
     // Never from the mapping instead: past the file's new end that would be SIGBUS.
     if (static_cast<std::size_t>(n) != out.size()) {
       throw Error(ErrorCode::kChanged, {.file = name()},
-                  "the file shrank while it was being read (a read at offset " +
+                  "the file changed while it was being read: it shrank (a read at offset " +
                       std::to_string(offset) + " found its end at offset " +
                       std::to_string(offset + static_cast<std::uint64_t>(n)) + ")");
     }
@@ -128,8 +128,8 @@ class RangeSource final : public ByteSource {
     }
     if (static_cast<std::size_t>(n) != out.size()) {
       throw Error(ErrorCode::kChanged, {.file = name_},
-                  "the file shrank while it was being read (it had " + std::to_string(size_) +
-                      " bytes; a read at offset " + std::to_string(offset) +
+                  "the file changed while it was being read: it shrank (it had " +
+                      std::to_string(size_) + " bytes; a read at offset " + std::to_string(offset) +
                       " found its end at offset " +
                       std::to_string(offset + static_cast<std::uint64_t>(n)) + ")");
     }

@@ -187,8 +187,8 @@ OwnedBytes read_whole(const Fd& fd, std::size_t size, const std::string& name) {
     }
     if (n == 0) {
       throw Error(ErrorCode::kChanged, {.file = name},
-                  "the file shrank while it was being read (" + std::to_string(done) + " of " +
-                      std::to_string(size) + " bytes)");
+                  "the file changed while it was being read: it shrank (" + std::to_string(done) +
+                      " of " + std::to_string(size) + " bytes)");
     }
     done += static_cast<std::size_t>(n);
   }
