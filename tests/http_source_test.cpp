@@ -285,27 +285,8 @@ TEST_F(HttpSourceTest, ReadsBeyondTheLimitAreRefusedBeforeAnyRequest) {
 
 // --- Archives over HTTP: the request budget (issue 23) ---
 
-// A model of `count` FLOAT initializers of `floats` values each, written with ArchiveWriter.
-ModelProto write_model(const fs::path& path, std::size_t count, std::int64_t floats) {
-  ModelProto model;
-  model.ir_version = 8;
-  GraphProto& graph = model.graph.ensure();
-  ArchiveWriter writer(path);
-  for (std::size_t i = 0; i < count; ++i) {
-    TensorProto& t = graph.initializer.emplace_back();
-    t.name = "w" + std::to_string(i);
-    t.data_type = TensorProto::kFloat;
-    t.dims = {floats};
-    const std::vector<std::uint8_t> payload = test_support::pattern_bytes(
-        static_cast<std::size_t>(floats) * 4, static_cast<std::uint32_t>(i));
-    writer.add_tensor(*t.name, TensorProto::kFloat, t.dims, payload).apply_to(t);
-  }
-  writer.finish(model);
-  return model;
-}
-
 TEST_F(HttpSourceTest, ArchiveOpenIsOneRequestAndEachTensorOne) {
-  write_model(server_->root() / "m.onnxz", 20, 4096);
+  test_support::write_float_archive(server_->root() / "m.onnxz", 20, 4096);
   const Archive local = Archive::open(server_->root() / "m.onnxz");
   const Archive remote = Archive::open_url(server_->file_url("m.onnxz"));
   EXPECT_EQ(server_->requests(1).size(), 1U);
@@ -329,7 +310,7 @@ TEST_F(HttpSourceTest, ArchiveOpenIsOneRequestAndEachTensorOne) {
 
 TEST_F(HttpSourceTest, TensorsBeyondTheTailAreOneRequestEachAndAdjacentOnesMerge) {
   // 40 tensors of 64 KiB: 2.5 MiB, of which the first request brings the last 1 MiB.
-  write_model(server_->root() / "m.onnxz", 40, 16384);
+  test_support::write_float_archive(server_->root() / "m.onnxz", 40, 16384);
   const Archive local = Archive::open(server_->root() / "m.onnxz");
   const Archive remote = Archive::open_url(server_->file_url("m.onnxz"));
   EXPECT_EQ(server_->requests(1).size(), 1U);
@@ -353,7 +334,7 @@ TEST_F(HttpSourceTest, TensorsBeyondTheTailAreOneRequestEachAndAdjacentOnesMerge
 
 TEST_F(HttpSourceTest, AModelLargerThanTheTailCostsOneMoreRequest) {
   // 3,000 initializers: a model of well over 64 KiB, a tail asked for of 64 KiB + 22.
-  write_model(server_->root() / "m.onnxz", 3000, 256);
+  test_support::write_float_archive(server_->root() / "m.onnxz", 3000, 256);
   const Archive local = Archive::open(server_->root() / "m.onnxz");
   ASSERT_GT(local.model_bytes().size(), 70000U);
   const Archive remote = Archive::open_url(server_->file_url("m.onnxz"), {}, {.tail_size = 65557});
@@ -366,7 +347,7 @@ TEST_F(HttpSourceTest, AModelLargerThanTheTailCostsOneMoreRequest) {
 TEST_F(HttpSourceTest, AZip64ArchiveOpensWithinTheSameBudget) {
   // 70,000 entries: more than the end record counts, so a zip64 end record and locator.
   constexpr std::size_t kCount = 70'000;
-  write_model(server_->root() / "m.onnxz", kCount, 1);
+  test_support::write_float_archive(server_->root() / "m.onnxz", kCount, 1);
   const ZipReader zip = ZipReader::open(server_->root() / "m.onnxz");
   ASSERT_TRUE(zip.has_zip64_end_record());
   const std::uint64_t tail =

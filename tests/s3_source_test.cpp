@@ -34,24 +34,6 @@ using test_support::S3Server;
 
 constexpr char kBucket[] = "models";
 
-// A model of `count` FLOAT initializers of `floats` values each, written with ArchiveWriter.
-void write_model(const fs::path& path, std::size_t count, std::int64_t floats) {
-  ModelProto model;
-  model.ir_version = 8;
-  GraphProto& graph = model.graph.ensure();
-  ArchiveWriter writer(path);
-  for (std::size_t i = 0; i < count; ++i) {
-    TensorProto& t = graph.initializer.emplace_back();
-    t.name = "w" + std::to_string(i);
-    t.data_type = TensorProto::kFloat;
-    t.dims = {floats};
-    const std::vector<std::uint8_t> payload = test_support::pattern_bytes(
-        static_cast<std::size_t>(floats) * 4, static_cast<std::uint32_t>(i));
-    writer.add_tensor(*t.name, TensorProto::kFloat, t.dims, payload).apply_to(t);
-  }
-  writer.finish(model);
-}
-
 std::vector<std::uint8_t> to_vector(ByteSpan bytes) { return {bytes.begin(), bytes.end()}; }
 
 // One store for the whole suite, which ctest runs as one case (tests/CMakeLists.txt): moto takes
@@ -71,9 +53,9 @@ class S3SourceTest : public ::testing::Test {
     // small.onnxz fits the first read; big.onnxz: 40 tensors of 64 KiB beyond a 256 KiB tail;
     // wide.onnxz: a model of over 64 KiB (3,000 initializers).
     models_ = std::make_unique<test_support::ScratchDir>("s3_models");
-    write_model(model("small.onnxz"), 8, 256);
-    write_model(model("big.onnxz"), 40, 16384);
-    write_model(model("wide.onnxz"), 3000, 4);
+    test_support::write_float_archive(model("small.onnxz"), 8, 256);
+    test_support::write_float_archive(model("big.onnxz"), 40, 16384);
+    test_support::write_float_archive(model("wide.onnxz"), 3000, 4);
     try {
       server_ = std::make_unique<S3Server>(kBucket,
                                            std::vector<std::pair<std::string, std::string>>{

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "onnxzip/archive.h"
 #include "onnxzip/internal/protobuf_wire.h"
 #include "onnxzip/tensor.h"
 
@@ -51,6 +52,25 @@ std::vector<std::uint8_t> pattern_bytes(std::size_t count, std::uint32_t seed) {
     b = static_cast<std::uint8_t>(state >> 24);
   }
   return bytes;
+}
+
+ModelProto write_float_archive(const std::filesystem::path& path, std::size_t count,
+                               std::int64_t floats) {
+  ModelProto model;
+  model.ir_version = 8;
+  GraphProto& graph = model.graph.ensure();
+  ArchiveWriter writer(path);
+  for (std::size_t i = 0; i < count; ++i) {
+    TensorProto& t = graph.initializer.emplace_back();
+    t.name = "w" + std::to_string(i);
+    t.data_type = TensorProto::kFloat;
+    t.dims = {floats};
+    const std::vector<std::uint8_t> payload =
+        pattern_bytes(static_cast<std::size_t>(floats) * 4, static_cast<std::uint32_t>(i));
+    writer.add_tensor(*t.name, TensorProto::kFloat, t.dims, payload).apply_to(t);
+  }
+  writer.finish(model);
+  return model;
 }
 
 TensorProto raw_tensor(const std::string& name, std::int32_t data_type,

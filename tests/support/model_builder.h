@@ -4,6 +4,7 @@
 #define ONNXZIP_TESTS_SUPPORT_MODEL_BUILDER_H_
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,12 @@ namespace onnxzip::test_support {
 
 // `count` pseudo-random bytes from `seed`.
 std::vector<std::uint8_t> pattern_bytes(std::size_t count, std::uint32_t seed);
+
+// Writes to `path`, with ArchiveWriter, a model of `count` FLOAT initializers "w0", "w1"... of
+// `floats` pattern values each (seed: the index); returns the model, whose tensors refer to the
+// entries. For the tests that read such archives over HTTP or from a store.
+ModelProto write_float_archive(const std::filesystem::path& path, std::size_t count,
+                               std::int64_t floats);
 
 // A tensor with raw_data: dims x element size pattern bytes (`seed`).
 TensorProto raw_tensor(const std::string& name, std::int32_t data_type,
