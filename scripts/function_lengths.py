@@ -32,6 +32,24 @@ class Function:
     lines: int
 
 
+def blank_range(out: list, a: int, b: int) -> None:
+    """Spaces over out[a:b], newlines kept (offsets and line numbers stay the file's)."""
+    for k in range(a, min(b, len(out))):
+        if out[k] != "\n":
+            out[k] = " "
+
+
+def comment_end(text: str, i: int):
+    """The end of the // or /* */ comment starting at `i`, or None when none starts there."""
+    if text.startswith("//", i):
+        j = text.find("\n", i)
+        return len(text) if j < 0 else j
+    if text.startswith("/*", i):
+        j = text.find("*/", i + 2)
+        return len(text) if j < 0 else j + 2
+    return None
+
+
 def blank_cpp(text: str) -> str:
     """`text` with comments, string and character literals and preprocessor lines replaced by
     spaces (newlines kept, so offsets and line numbers stay those of the file)."""
@@ -40,9 +58,7 @@ def blank_cpp(text: str) -> str:
     line_start = True
 
     def blank(a: int, b: int) -> None:
-        for k in range(a, min(b, n)):
-            if out[k] != "\n":
-                out[k] = " "
+        blank_range(out, a, b)
 
     while i < n:
         c = text[i]
@@ -59,14 +75,7 @@ def blank_cpp(text: str) -> str:
             continue
         if not c.isspace():
             line_start = False
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            blank(i, j)
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
+        if (j := comment_end(text, i)) is not None:
             blank(i, j)
             i = j
         elif c == "R" and text.startswith('"', i + 1) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
@@ -97,9 +106,7 @@ def blank_ts(text: str) -> str:
     n = len(text)
 
     def blank(a: int, b: int) -> None:
-        for k in range(a, min(b, n)):
-            if out[k] != "\n":
-                out[k] = " "
+        blank_range(out, a, b)
 
     def previous_significant(i: int) -> str:
         j = i - 1
@@ -119,14 +126,7 @@ def blank_ts(text: str) -> str:
     i = 0
     while i < n:
         c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            blank(i, j)
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
+        if (j := comment_end(text, i)) is not None:
             blank(i, j)
             i = j
         elif c in "\"'":
