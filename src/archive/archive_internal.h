@@ -18,6 +18,7 @@
 #include "onnxzip/internal/mapped_file.h"
 #include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_model.h"
+#include "posix_file.h"
 
 namespace onnxzip::archive_detail {
 
@@ -136,6 +137,16 @@ auto unless_changed(const MappedFile& file, F&& f) {
     if (error.code() != ErrorCode::kChanged && file.changed()) throw changed();
     throw;
   }
+}
+
+// f()'s result, f() reading `file` that a reader opened by path (spec §9.6): a file read whole
+// (FileAccess::kRead) was read under the readers' lock by MappedFile::open; a mapped one is read
+// under that lock now, and a change no lock kept out is Error(kChanged) (unless_changed).
+template <typename F>
+auto read_as_reader(const MappedFile& file, F&& f) {
+  if (file.access() == FileAccess::kRead) return std::forward<F>(f)();
+  const detail::SharedFileLock lock(file.descriptor(), file.path().string());
+  return unless_changed(file, std::forward<F>(f));
 }
 
 // An IssueSink for loaders: throws the first error as issue.error(source), ignores warnings.

@@ -240,13 +240,7 @@ std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOption
 std::unique_ptr<detail::ArchiveState> open_file_state(const std::filesystem::path& path,
                                                       const LoadOptions& options) {
   const std::shared_ptr<const MappedFile> file = MappedFile::open(path, options.access);
-  if (file->access() == FileAccess::kRead) {
-    return open_state(
-        archive_detail::open_zip(ByteSource::of_file(file), zip_reader_options(options.limits)),
-        options);
-  }
-  const detail::SharedFileLock lock(file->descriptor(), path.string());
-  return archive_detail::unless_changed(*file, [&] {
+  return archive_detail::read_as_reader(*file, [&] {
     return open_state(
         archive_detail::open_zip(ByteSource::of_file(file), zip_reader_options(options.limits)),
         options);

@@ -562,13 +562,9 @@ VerifyReport verify_bytes(ByteSpan archive_bytes, const VerifyOptions& options,
 VerifyReport verify(const std::filesystem::path& path, const VerifyOptions& options) {
   const std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, options.access);
   const std::string source_name = options.source_name.empty() ? path.string() : options.source_name;
-  if (mapping->access() == FileAccess::kRead) {
-    return verify_bytes(mapping->bytes(), options, source_name);
-  }
-  // The whole file is read through the mapping, tail included: under the readers' lock, which
-  // keeps an in-place edit (spec §9.6) from rewriting or truncating it meanwhile.
-  const detail::SharedFileLock lock(mapping->descriptor(), path.string());
-  return archive_detail::unless_changed(
+  // The whole file, tail included, is read under the readers' lock, which keeps an in-place edit
+  // (spec §9.6) from rewriting or truncating it meanwhile.
+  return archive_detail::read_as_reader(
       *mapping, [&] { return verify_bytes(mapping->bytes(), options, source_name); });
 }
 

@@ -111,10 +111,7 @@ ZipReader open_zip(std::shared_ptr<const ByteSource> source, const ZipReaderOpti
 ZipReader open_zip(const std::filesystem::path& path, const ZipReaderOptions& options,
                    FileAccess access) {
   const std::shared_ptr<const MappedFile> file = MappedFile::open(path, access);
-  if (file->access() == FileAccess::kRead) return open_zip(ByteSource::of_file(file), options);
-  // The tail is read under the readers' lock, as Archive::open reads it (archive_reader.cpp).
-  const detail::SharedFileLock lock(file->descriptor(), path.string());
-  return unless_changed(*file, [&] { return open_zip(ByteSource::of_file(file), options); });
+  return read_as_reader(*file, [&] { return open_zip(ByteSource::of_file(file), options); });
 }
 
 }  // namespace onnxzip::archive_detail

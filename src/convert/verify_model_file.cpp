@@ -16,7 +16,6 @@
 #include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
-#include "posix_file.h"
 
 namespace onnxzip {
 namespace {
@@ -154,12 +153,9 @@ VerifyReport verify_model_file(const std::filesystem::path& path, const VerifyOp
   // An archive is opened once: verify and the IR rules read the same mapping.
   const std::shared_ptr<const MappedFile> file = MappedFile::open(path, options.access);
   if (is_archive(file->bytes())) {
+    // As verify(path): under the readers' lock, which keeps an in-place edit (spec §9.6) out.
     const std::string shown = shown_name(path, options);
-    if (file->access() == FileAccess::kRead) return verify_archive(file->bytes(), options, shown);
-    // As verify(path): the whole file, tail included, is read through the mapping under the
-    // readers' lock, which keeps an in-place edit (spec §9.6) from rewriting it meanwhile.
-    const detail::SharedFileLock lock(file->descriptor(), path.string());
-    return archive_detail::unless_changed(
+    return archive_detail::read_as_reader(
         *file, [&] { return verify_archive(file->bytes(), options, shown); });
   }
   return verify_legacy(path, options);
