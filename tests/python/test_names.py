@@ -104,17 +104,10 @@ def test_tensor_info_has_the_names_table_fields(small_archive):
             archive.get_tensor(3)
 
 
-def test_convert_externalizes_attribute_tensors_when_asked(tmp_path):
+def test_convert_externalizes_attribute_tensors_when_asked(twice, tmp_path):
     # Weights that are Constant values inside If branches stayed inline with no way to ask
     # otherwise: convert offers the legacy writer's externalize_attributes.
-    then_graph, then_w, then_c = _branch("then", 1)
-    else_graph, else_w, else_c = _branch("else", 2)
-    node = oh.make_node("If", ["cond"], ["out"], then_branch=then_graph, else_branch=else_graph)
-    graph = oh.make_graph([node], "g", [oh.make_tensor_value_info("cond", onnx.TensorProto.BOOL, [])],
-                          [oh.make_tensor_value_info("out", onnx.TensorProto.FLOAT, [512])])
-    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
-    archive = tmp_path / "m.onnxz"
-    onnxzip.save(model, archive)
+    archive, (else_c, _, then_c, _) = twice
 
     def external(path):
         loaded = onnx.load(str(path), load_external_data=False)
