@@ -48,6 +48,7 @@
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/signing.h"
 #include "onnxzip/tensor.h"
+#include "parts_bindings.h"
 #include "protobuf_bridge.h"
 
 namespace py = pybind11;
@@ -1178,4 +1179,6 @@ PYBIND11_MODULE(_onnxzip, m) {
       .def("finish_message", &PyWriter::finish_message, py::arg("model"), py::arg("tensors"),
            py::arg("threshold"))
       .def("abort", &PyWriter::abort);
+
+  onnxzip_python::register_parts(m);
 }
