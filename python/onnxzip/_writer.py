@@ -178,7 +178,7 @@ class ArchiveWriter:
         if name and name in self._names:
             # Two initializers of one name make an invalid model (ONNX IR: names are unique);
             # the second would have been stored as entry "<name>_2" and the model kept both.
-            raise InvalidArgumentError(f"{where}: tensor {name!r} was added already")
+            raise InvalidArgumentError(f"{self.path}: tensor {name!r} was added already")
         data, data_type, shape = _payload_of(self.path, name, array, data_type, dims)
         location, length = self._writer.add_tensor(name, data_type, shape, data)
         self._names.add(name)

@@ -67,10 +67,16 @@ std::vector<PartReceipt> check_receipts(const PartsToken& token, const PartsPlan
     by_part[receipt.part] = std::move(receipt);
   }
   std::string missing;
+  std::size_t missing_count = 0;
   for (std::size_t p = 0; p < by_part.size(); ++p) {
-    if (!by_part[p]) missing += (missing.empty() ? "" : ", ") + std::to_string(p);
+    if (by_part[p]) continue;
+    missing += (missing.empty() ? "" : ", ") + std::to_string(p);
+    ++missing_count;
   }
-  if (!missing.empty()) fail("no receipt for part " + missing + "; nothing is published");
+  if (missing_count > 0) {
+    fail("no receipt for part" + std::string(missing_count > 1 ? "s " : " ") + missing +
+         "; nothing is published");
+  }
   std::vector<PartReceipt> checked;
   checked.reserve(by_part.size());
   for (std::optional<PartReceipt>& receipt : by_part) checked.push_back(std::move(*receipt));
