@@ -51,7 +51,6 @@
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/signing.h"
 #include "onnxzip/tensor.h"
-#include "parts_bindings.h"
 #include "protobuf_bridge.h"
 
 namespace py = pybind11;
@@ -1139,8 +1138,6 @@ void register_writer(py::module_& m) {
       .def("finish_message", &PyWriter::finish_message, py::arg("model"), py::arg("tensors"),
            py::arg("threshold"))
       .def("abort", &PyWriter::abort);
-
-  onnxzip_python::register_parts(m);
 }
 
 // Conversions between formats and layouts: convert, repack, views.
@@ -1226,4 +1223,5 @@ PYBIND11_MODULE(_onnxzip, m) {
   onnxzip_python::register_convert(m);
   onnxzip_python::register_integrity(m);
   onnxzip_python::register_edit(m);
+  onnxzip_python::register_parts(m);
 }

@@ -1,7 +1,6 @@
 // The bindings of parts.h: plans, tokens and receipts cross as bytes; payloads as buffers, read
 // in place with the GIL released. Errors are onnxzip::Error, translated by the module.
-#include "parts_bindings.h"
-
+#include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <cstdint>
@@ -10,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bindings.h"
 #include "onnxzip/bytes.h"
 #include "onnxzip/integrity.h"
 #include "onnxzip/onnx_codec.h"
@@ -20,20 +20,14 @@ namespace py = pybind11;
 namespace onnxzip_python {
 namespace {
 
-// The bytes of a bytes-like object, borrowed while `view` lives.
-onnxzip::ByteSpan span_of(const py::buffer_info& view) {
-  return {static_cast<const std::uint8_t*>(view.ptr),
-          static_cast<std::size_t>(view.size * view.itemsize)};
-}
-
 py::bytes to_py_bytes(const std::vector<std::uint8_t>& bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
-std::vector<std::uint8_t> bytes_of(const py::buffer& buffer) {
-  const py::buffer_info view = buffer.request();
-  const onnxzip::ByteSpan span = span_of(view);
-  return {span.begin(), span.end()};
+// A copy of a bytes-like object's bytes (tokens, receipts, plans, models: small).
+std::vector<std::uint8_t> bytes_of(const py::handle object) {
+  const HeldBuffer buffer(object);
+  return {buffer.span().begin(), buffer.span().end()};
 }
 
 using PlanTensor = std::tuple<std::string, std::int32_t, std::vector<std::int64_t>>;
@@ -59,17 +53,17 @@ py::list plan_entries(const onnxzip::PartsPlan& plan) {
   return out;
 }
 
-void finish(const py::buffer& token, const py::buffer& model_bytes, const py::list& receipts,
+void finish(const py::handle token, const py::handle model_bytes, const py::list& receipts,
             const py::object& key_pem, const std::uint64_t threshold) {
   const std::vector<std::uint8_t> token_bytes = bytes_of(token);
   const std::vector<std::uint8_t> model = bytes_of(model_bytes);
   std::vector<std::vector<std::uint8_t>> receipt_bytes;
   for (const py::handle receipt : receipts) {
-    receipt_bytes.push_back(bytes_of(py::reinterpret_borrow<py::buffer>(receipt)));
+    receipt_bytes.push_back(bytes_of(receipt));
   }
   std::optional<onnxzip::PrivateKey> key;
   if (!key_pem.is_none()) {
-    key = onnxzip::PrivateKey::from_pem(bytes_of(key_pem.cast<py::buffer>()), "<key>");
+    key = onnxzip::PrivateKey::from_pem(bytes_of(key_pem), "<key>");
   }
   const py::gil_scoped_release unlocked;
   const onnxzip::ModelProto parsed = onnxzip::parse_model(model, {}, "<model bytes>");
@@ -86,7 +80,7 @@ void register_parts(py::module_& m) {
       .def(py::init(&make_plan), py::arg("parts"), py::arg("alignment"), py::arg("digests"))
       .def_static(
           "from_bytes",
-          [](const py::buffer& bytes) { return onnxzip::PartsPlan::from_bytes(bytes_of(bytes)); },
+          [](const py::handle bytes) { return onnxzip::PartsPlan::from_bytes(bytes_of(bytes)); },
           py::arg("bytes"))
       .def("to_bytes", [](const onnxzip::PartsPlan& plan) { return to_py_bytes(plan.to_bytes()); })
       .def_property_readonly("alignment", &onnxzip::PartsPlan::alignment)
@@ -99,7 +93,7 @@ void register_parts(py::module_& m) {
            [](const onnxzip::PartsPlan& a, const onnxzip::PartsPlan& b) { return a == b; });
 
   py::class_<onnxzip::PartWriter>(m, "PartWriter")
-      .def(py::init([](const py::buffer& token, const std::uint32_t part) {
+      .def(py::init([](const py::handle token, const std::uint32_t part) {
              const std::vector<std::uint8_t> bytes = bytes_of(token);
              const py::gil_scoped_release unlocked;
              return onnxzip::PartWriter(bytes, part);
@@ -107,10 +101,10 @@ void register_parts(py::module_& m) {
            py::arg("token"), py::arg("part"))
       .def(
           "add_tensor",
-          [](onnxzip::PartWriter& writer, const std::string& name, const py::buffer& data) {
-            const py::buffer_info view = data.request();
+          [](onnxzip::PartWriter& writer, const std::string& name, const py::handle data) {
+            const HeldBuffer buffer(data);
             const py::gil_scoped_release unlocked;
-            writer.add_tensor(name, span_of(view));
+            writer.add_tensor(name, buffer.span());
           },
           py::arg("name"), py::arg("data"))
       .def_property_readonly("plan", &onnxzip::PartWriter::plan)
@@ -138,7 +132,7 @@ void register_parts(py::module_& m) {
         py::arg("key_pem"), py::arg("threshold"));
   m.def(
       "abort_parts",
-      [](const py::buffer& token) {
+      [](const py::handle token) {
         const std::vector<std::uint8_t> bytes = bytes_of(token);
         const py::gil_scoped_release unlocked;
         onnxzip::abort_parts(bytes);
