@@ -8,12 +8,18 @@
 #include <thread>
 
 #include "onnxzip/archive.h"
+#include "onnxzip/internal/http_source.h"
 #include "onnxzip/signing.h"
 #include "onnxzip/tensor.h"
+#include "parts_bucket.h"
 #include "parts_codec.h"
+#include "s3_client.h"
+#include "s3_config.h"
+#include "s3_source.h"
 #include "support/error_of.h"
 #include "support/external_tool.h"
 #include "support/model_builder.h"
+#include "support/s3_server.h"
 #include "support/scratch_dir.h"
 #include "support/test_keys.h"
 
@@ -112,21 +118,23 @@ void write_single(const std::filesystem::path& path, const std::vector<Tensor>& 
 }
 
 // Writes the archive in `parts` parts, one thread each; returns the token (already finished).
-std::vector<std::uint8_t> write_parts(const std::filesystem::path& path,
-                                      const std::vector<Tensor>& tensors, std::size_t parts,
-                                      const PartsOptions& options, bool big_inline,
+std::vector<std::uint8_t> write_parts(const std::string& target, const std::vector<Tensor>& tensors,
+                                      std::size_t parts, const PartsOptions& options,
+                                      bool big_inline,
                                       const std::optional<PrivateKey>& key = std::nullopt) {
   // Every writer computes the plan itself: the same lists give the same plan.
   const PartsPlan plan = PartsPlan::make(split(tensors, parts), options);
-  const std::vector<std::uint8_t> token = begin_parts(path.string(), plan);
+  const std::vector<std::uint8_t> token = begin_parts(target, plan);
   std::vector<std::vector<std::uint8_t>> receipts(parts);
   std::vector<std::thread> threads;
   for (std::size_t p = 0; p < parts; ++p) {
     threads.emplace_back([&, p] {
       PartWriter writer(token, static_cast<std::uint32_t>(p));
-      // In reverse: positioned writes need no order.
-      for (auto t = tensors.rbegin(); t != tensors.rend(); ++t) {
-        if (plan.find(t->info.name)->part == p) writer.add_tensor(t->info.name, t->bytes);
+      // A file's writer in reverse order (positioned writes need none); a bucket's in order.
+      const bool bucket = target.starts_with("s3://");
+      for (std::size_t i = 0; i < tensors.size(); ++i) {
+        const Tensor& t = tensors[bucket ? i : tensors.size() - 1 - i];
+        if (plan.find(t.info.name)->part == p) writer.add_tensor(t.info.name, t.bytes);
       }
       receipts[p] = writer.receipt();
     });
@@ -258,7 +266,7 @@ TEST_P(PartsWriteTest, SameBytesAsOneWriter) {
        {PartsOptions{}, PartsOptions{.alignment = 4096, .digests = true}}) {
     for (const bool big_inline : {false, true}) {
       write_single(dirs.one(), tensors, options, big_inline);
-      write_parts(dirs.many(), tensors, GetParam(), options, big_inline);
+      write_parts(dirs.many().string(), tensors, GetParam(), options, big_inline);
       EXPECT_TRUE(read_file_bytes(dirs.many()) == read_file_bytes(dirs.one()))
           << "digests " << options.digests << " big_inline " << big_inline;
       const VerifyReport report = verify(dirs.many());
@@ -279,7 +287,7 @@ TEST_P(PartsWriteTest, SignedLikeSignArchive) {
   const PartsOptions options{.digests = true};
   write_single(dirs.one(), tensors, options, false);
   sign_archive(dirs.one(), {.key = key, .output = {}});
-  write_parts(dirs.many(), tensors, GetParam(), options, false, key);
+  write_parts(dirs.many().string(), tensors, GetParam(), options, false, key);
   const VerifyReport report = verify(dirs.many(), {.public_key = key.public_key()});
   EXPECT_TRUE(report.ok());
   EXPECT_EQ(report.signature, IntegrityStatus::kVerified);
@@ -420,6 +428,184 @@ TEST(PartWriterTest, RefusesOthersTensorsTwiceWrittenWrongSizesAndEarlyReceipts)
   EXPECT_EQ(e.code(), ErrorCode::kCorrupt) << e.message();
   abort_parts(token);
   EXPECT_TRUE(dir.file_names().empty());
+}
+
+}  // namespace
+}  // namespace onnxzip
+
+namespace onnxzip {
+namespace {
+
+using archive_detail::bucket_pieces;
+using archive_detail::BucketPiece;
+
+TEST(PartsBucketPlanTest, PiecesCoverEachPartWithinTheStoresLimits) {
+  const std::int64_t mib = 1 << 20;
+  const PartsPlan plan = PartsPlan::make({{{"a", TensorProto::kUint8, {200 * mib}}},
+                                          {{"b", TensorProto::kUint8, {6 * mib}}},
+                                          {},
+                                          {{"c", TensorProto::kUint8, {64 * mib}}}});
+  const std::vector<BucketPiece> pieces = bucket_pieces(plan, "s3://b/k");
+  ASSERT_EQ(pieces.size(), 5u);  // 200 MiB in 3, then one each.
+  std::uint64_t at = 0;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    EXPECT_EQ(pieces[i].number, i + 1);
+    EXPECT_EQ(pieces[i].first, at);
+    EXPECT_GE(pieces[i].length, archive_detail::kMinBucketPart);
+    at += pieces[i].length;
+  }
+  EXPECT_EQ(at, plan.payload_end());
+  EXPECT_EQ(pieces[3].part, 1u);
+  EXPECT_EQ(pieces[4].part, 3u);
+}
+
+TEST(PartsBucketPlanTest, RefusesPartsTheStoreCannotTakeSayingHowToRegroup) {
+  const PartsPlan small = PartsPlan::make(
+      {{{"a", TensorProto::kUint8, {6 << 20}}}, {{"b", TensorProto::kUint8, {1 << 20}}}});
+  Error e = error_of([&] { bucket_pieces(small, "s3://b/k"); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(e.message().find("part 1 covers"), std::string::npos) << e.message();
+  EXPECT_NE(e.message().find("give its tensors to a neighbouring part"), std::string::npos);
+  // begin refuses it before any request: no store answers here.
+  e = error_of([&] { begin_parts("s3://b/k", small); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.message();
+  std::vector<std::vector<PartTensor>> many(10000);
+  for (std::size_t p = 0; p < many.size(); ++p) {
+    many[p].push_back({"t" + std::to_string(p), TensorProto::kUint8, {5 << 20}});
+  }
+  e = error_of([&] { bucket_pieces(PartsPlan::make(many), "s3://b/k"); });
+  EXPECT_NE(e.message().find("10001 multipart parts, more than the store's 10,000"),
+            std::string::npos)
+      << e.message();
+}
+
+// The suite shares one moto server (a ctest case of its own); the writers find it through the
+// environment, as a job's ranks would.
+class S3PartsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!http_available()) {
+      skip_reason_ = "built without libcurl";
+      return;
+    }
+    if (!test_support::S3Server::python()) {
+      skip_reason_ = "no Python with moto 5 and boto3";
+      return;
+    }
+    try {
+      server_ = std::make_unique<test_support::S3Server>(
+          "models", std::vector<std::pair<std::string, std::string>>{});
+    } catch (const std::exception& error) {
+      start_error_ = error.what();
+      return;
+    }
+    ::setenv("AWS_ACCESS_KEY_ID", server_->access_key_id().c_str(), 1);
+    ::setenv("AWS_SECRET_ACCESS_KEY", server_->secret_access_key().c_str(), 1);
+    ::setenv("AWS_ENDPOINT_URL_S3", server_->endpoint().c_str(), 1);
+    ::setenv("AWS_REGION", "us-east-1", 1);
+  }
+  static void TearDownTestSuite() {
+    for (const char* name :
+         {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL_S3", "AWS_REGION"}) {
+      ::unsetenv(name);
+    }
+    server_.reset();
+  }
+  void SetUp() override {
+    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+    ASSERT_TRUE(start_error_.empty()) << start_error_;
+    server_->reset_stats();
+  }
+
+  static std::vector<std::uint8_t> read_object(const std::string& url) {
+    const auto source = s3::open_source(url, {.tail_size = 64 << 20});
+    std::vector<std::uint8_t> bytes(source->size());
+    source->read_into(0, bytes);
+    return bytes;
+  }
+  static s3::Client client() {
+    return s3::Client(
+        s3::Config{.credentials = {server_->access_key_id(), server_->secret_access_key(), ""},
+                   .region = "us-east-1",
+                   .endpoint = server_->endpoint()});
+  }
+
+  static std::unique_ptr<test_support::S3Server> server_;
+  static std::string skip_reason_;
+  static std::string start_error_;
+};
+
+std::unique_ptr<test_support::S3Server> S3PartsTest::server_;
+std::string S3PartsTest::skip_reason_;
+std::string S3PartsTest::start_error_;
+
+// Big tensors (6 MiB) between small ones, so that 1, 2 and 4 contiguous parts each hold 5 MiB.
+std::vector<Tensor> bucket_tensors() {
+  std::vector<Tensor> tensors;
+  for (std::uint32_t i = 0; i < 7; ++i) {
+    Tensor& t = tensors.emplace_back();
+    const std::int64_t count = i % 2 == 0 ? (6 << 20) / 4 : 100 + i;
+    t.info = {
+        .name = "layer." + std::to_string(i), .data_type = TensorProto::kFloat, .dims = {count}};
+    t.bytes = pattern_bytes(static_cast<std::size_t>(count) * 4, i + 5);
+  }
+  return tensors;
+}
+
+TEST_F(S3PartsTest, WritersInThreadsGiveOneWritersBytesInParts_Plus2Requests) {
+  const std::vector<Tensor> tensors = bucket_tensors();
+  for (const std::size_t parts : {1u, 2u, 4u}) {
+    const TwoFolders dirs("parts_bucket");
+    const PartsOptions options{.digests = true};
+    write_single(dirs.one(), tensors, options, false);
+    server_->reset_stats();
+    const std::string url = "s3://models/n" + std::to_string(parts) + "/m.onnxz";
+    const std::vector<std::uint8_t> token = write_parts(url, tensors, parts, options, false);
+    const std::size_t pieces =
+        bucket_pieces(PartsPlan::make(split(tensors, parts), options), url).size();
+    // Create, one UploadPart per piece and the tail, Complete.
+    EXPECT_EQ(server_->stats().requests, pieces + 1 + 2) << parts;
+    EXPECT_TRUE(read_object(url) == read_file_bytes(dirs.one())) << parts;
+    EXPECT_TRUE(client().list_multipart_uploads("models").empty());
+  }
+}
+
+TEST_F(S3PartsTest, AbortLeavesNoUploadAndNoObject) {
+  const std::vector<Tensor> tensors = bucket_tensors();
+  const PartsPlan plan = PartsPlan::make(split(tensors, 2));
+  const std::string url = "s3://models/aborted.onnxz";
+  const std::vector<std::uint8_t> token = begin_parts(url, plan);
+  PartWriter writer(token, 0);
+  for (const PlannedEntry& planned : plan.part(0)) {
+    const auto t = std::find_if(tensors.begin(), tensors.end(),
+                                [&](const Tensor& x) { return x.info.name == planned.name; });
+    writer.add_tensor(planned.name, t->bytes);
+  }
+  EXPECT_EQ(client().list_multipart_uploads("models", "aborted").size(), 1u);
+  // Part 1's writer was killed: no receipt. finish refuses, abort ends the upload.
+  const std::vector<std::uint8_t> receipt = writer.receipt();
+  const std::vector<ByteSpan> receipts{receipt};
+  const Error e = error_of([&] {
+    finish_parts(token,
+                 model_of(
+                     tensors, [&](const Tensor& t) { return plan.ref(t.info.name); }, false),
+                 receipts);
+  });
+  EXPECT_NE(e.message().find("no receipt for part 1"), std::string::npos) << e.message();
+  abort_parts(token);
+  EXPECT_TRUE(client().list_multipart_uploads("models", "aborted").empty());
+  EXPECT_FALSE(client().head_object(s3::parse_s3_url(url)).has_value());
+}
+
+TEST_F(S3PartsTest, ABucketPartWritesInPlanOrder) {
+  const std::vector<Tensor> tensors = bucket_tensors();
+  const PartsPlan plan = PartsPlan::make(split(tensors, 1));
+  const std::vector<std::uint8_t> token = begin_parts("s3://models/order.onnxz", plan);
+  PartWriter writer(token, 0);
+  const Error e = error_of([&] { writer.add_tensor(tensors[1].info.name, tensors[1].bytes); });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(e.message().find("in plan order; next is 'layer.0'"), std::string::npos) << e.message();
+  abort_parts(token);
 }
 
 }  // namespace

@@ -112,9 +112,14 @@ class PartsPlan final {
 
 // Creates the archive's temporary under `target`'s folder (a hidden name, preallocated to the
 // plan's payload bytes) and returns the token that names it, for every part writer and finish.
-// `target` is a path; an "s3://" URL is Error(kUnsupported) for now. Error(kInvalidArgument) for
-// a target that may not be replaced (output_file.h's rule), Error(kIo) when the file cannot be
-// made.
+// Error(kInvalidArgument) for a target that may not be replaced (output_file.h's rule),
+// Error(kIo) when the file cannot be made.
+// An "s3://bucket/key" target starts a multipart upload instead (credentials, region and
+// endpoint from the environment, as for reading): each writer's range becomes one or more
+// parts of it (spec §13), finish uploads the tail and completes it, abort aborts it. A plan
+// whose parts the store cannot take (a non-empty part under 5 MiB, more than 10,000 parts) is
+// Error(kInvalidArgument) saying how to regroup, before any request. In a bucket a part writer
+// writes its tensors in plan order.
 std::vector<std::uint8_t> begin_parts(std::string_view target, const PartsPlan& plan,
                                       const OutputFileOptions& output = {});
 
@@ -145,6 +150,8 @@ class PartWriter final {
 
  private:
   struct State;
+  static EntryDigest write_to_bucket(State& state, const PlannedEntry& planned, std::size_t index,
+                                     ByteSpan bytes);
   std::unique_ptr<State> state_;
 };
 

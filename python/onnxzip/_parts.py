@@ -155,7 +155,13 @@ def plan_parts(parts: Sequence[Sequence[Tuple[str, Any, Sequence[int]]]], alignm
 def begin_parts(target: PathLike, plan: PartsPlan, *, durable: bool = False) -> bytes:
     """Creates the archive's temporary next to `target` (hidden, preallocated) and returns the
     token every PartWriter and finish_parts take. Nothing appears at `target` before finish.
-    `durable`: the receipts and the finish fsync, as a crash-proof save does."""
+    `durable`: the receipts and the finish fsync, as a crash-proof save does.
+
+    `target` may be "s3://bucket/key" (credentials, region and endpoint from the environment, as
+    open() finds them): one multipart upload, each writer's range one or more of its parts,
+    finish_parts uploads the tail and completes it, abort_parts aborts it. Every writer's part
+    must then hold at least 5 MiB (InvalidArgumentError saying how to regroup, before any
+    request), and a PartWriter adds its tensors in plan order."""
     if not isinstance(plan, PartsPlan):
         raise TypeError(f"begin_parts: plan must be a PartsPlan, not {type(plan).__name__}")
     return bytes(_onnxzip.begin_parts(_path(target), plan._plan, durable))

@@ -73,9 +73,7 @@ void finish(const py::handle token, const py::handle model_bytes, const py::list
   onnxzip::finish_parts(token_bytes, parsed, spans, key, options);
 }
 
-}  // namespace
-
-void register_parts(py::module_& m) {
+void register_plan(py::module_& m) {
   py::class_<onnxzip::PartsPlan>(m, "PartsPlan")
       .def(py::init(&make_plan), py::arg("parts"), py::arg("alignment"), py::arg("digests"))
       .def_static(
@@ -91,7 +89,12 @@ void register_parts(py::module_& m) {
       .def("entries", &plan_entries)
       .def("__eq__",
            [](const onnxzip::PartsPlan& a, const onnxzip::PartsPlan& b) { return a == b; });
+}
 
+}  // namespace
+
+void register_parts(py::module_& m) {
+  register_plan(m);
   py::class_<onnxzip::PartWriter>(m, "PartWriter")
       .def(py::init([](const py::handle token, const std::uint32_t part) {
              const std::vector<std::uint8_t> bytes = bytes_of(token);

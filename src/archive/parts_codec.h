@@ -135,8 +135,9 @@ class PartsDecoder final {
 // What a parts token names (spec §13): the archive's final path and its temporary (absolute),
 // how to publish it, and the plan.
 struct PartsToken {
-  std::string destination;
-  std::string temporary;
+  std::string destination;  // A path, or "s3://bucket/key" for a bucket.
+  std::string temporary;    // The file's temporary (a file).
+  std::string upload_id;    // The multipart upload (a bucket).
   bool durable = false;
   bool follow_symlinks = false;
   std::vector<std::uint8_t> plan;  // PartsPlan::to_bytes().
@@ -145,13 +146,21 @@ struct PartsToken {
 std::vector<std::uint8_t> encode_token(const PartsToken& token);
 PartsToken decode_token(ByteSpan bytes);
 
+// One UploadPart a bucket's part writer made.
+struct UploadedPiece {
+  std::uint32_t number = 0;
+  std::string etag;
+  std::uint32_t crc32 = 0;
+};
+
 // What a part writer wrote: per entry of its part, in plan order, its name, size, CRC-32 and
-// (`hashed`) SHA-256.
+// (`hashed`) SHA-256; in a bucket, its pieces' ETags.
 struct PartReceipt {
   Sha256Digest token_id{};
   std::uint32_t part = 0;
   bool hashed = false;
   std::vector<EntryDigest> entries;
+  std::vector<UploadedPiece> pieces;
 };
 std::vector<std::uint8_t> encode_receipt(const PartReceipt& receipt);
 PartReceipt decode_receipt(ByteSpan bytes);

@@ -9,6 +9,7 @@
 #include "archive_internal.h"
 #include "onnxzip/parts.h"
 #include "output_file.h"
+#include "parts_bucket.h"
 #include "parts_codec.h"
 #include "zip_layout.h"
 
@@ -21,11 +22,12 @@ using archive_detail::quote;
 namespace {
 
 // Why `receipt` does not report exactly the entries the plan gives its part, or "".
-std::string receipt_problem(const PartReceipt& receipt, const PartsPlan& plan) {
+std::string receipt_problem(const PartReceipt& receipt, const PartsPlan& plan, bool bucket) {
   if (receipt.hashed != plan.digests()) {
     return plan.digests() ? "has no SHA-256s, but the plan has digests"
                           : "has SHA-256s, but the plan has no digests";
   }
+  if (!receipt.pieces.empty() && !bucket) return "lists uploaded pieces, but the archive is a file";
   const std::span<const PlannedEntry> planned = plan.part(receipt.part);
   if (receipt.entries.size() != planned.size()) {
     return "lists " + std::to_string(receipt.entries.size()) + " entries, the plan " +
@@ -61,7 +63,8 @@ std::vector<PartReceipt> check_receipts(const PartsToken& token, const PartsPlan
            " parts does not have");
     }
     if (by_part[receipt.part]) fail(which + " repeats the receipt of its part");
-    if (std::string problem = receipt_problem(receipt, plan); !problem.empty()) {
+    if (std::string problem = receipt_problem(receipt, plan, !token.upload_id.empty());
+        !problem.empty()) {
       fail(which + " disagrees with the plan: it " + problem);
     }
     by_part[receipt.part] = std::move(receipt);
@@ -95,31 +98,34 @@ void finish_parts(ByteSpan token_bytes, const ModelProto& model, std::span<const
   }
   const std::vector<PartReceipt> checked = check_receipts(token, plan, receipts);
 
-  std::vector<WrittenEntry> written;
-  std::vector<EntryDigest> digests;
-  std::vector<std::string> tensor_names;
-  written.reserve(plan.entries().size());
+  archive_detail::ResumedEntries entries;
+  entries.written.reserve(plan.entries().size());
   std::uint64_t start = 0;
   for (const PartReceipt& receipt : checked) {
     for (const EntryDigest& entry : receipt.entries) {
-      const PlannedEntry& planned = plan.entries()[written.size()];
+      const PlannedEntry& planned = plan.entries()[entries.written.size()];
       const zip::EntryLayout layout =
           zip::plan_entry(start, planned.entry.size(), planned.size, plan.alignment());
-      written.push_back(zip::written_entry(layout, planned.entry, entry.crc32));
-      tensor_names.push_back(planned.name);
-      if (plan.digests()) digests.push_back(entry);
+      entries.written.push_back(zip::written_entry(layout, planned.entry, entry.crc32));
+      entries.tensor_names.push_back(planned.name);
+      if (plan.digests()) entries.digests.push_back(entry);
       start = layout.data_offset + layout.size;
     }
   }
   SaveOptions options = save_options;
   options.alignment = plan.alignment();
   options.digests = plan.digests();
+  if (!token.upload_id.empty()) {
+    archive_detail::finish_bucket_parts(token, plan, checked, std::move(entries), model, key,
+                                        options);
+    return;
+  }
   options.output = {.durable = token.durable, .follow_symlinks = token.follow_symlinks};
   auto file = AtomicOutputFile::adopt(token.destination, token.temporary, options.output,
                                       plan.payload_end());
   ArchiveWriter writer = archive_detail::ResumedWriter::make(
-      token.destination, ZipWriter(std::move(file), std::move(written), plan.alignment()), options,
-      tensor_names, std::move(digests), key);
+      token.destination, ZipWriter(std::move(file), std::move(entries.written), plan.alignment()),
+      options, entries.tensor_names, std::move(entries.digests), key);
   writer.finish(model);
 }
 

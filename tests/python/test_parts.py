@@ -219,6 +219,62 @@ def test_a_killed_writer_leaves_nothing_under_the_final_name(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+# --- A bucket (moto, the store fixture of test_s3.py) ---
+
+from test_s3 import aws_environment, store  # noqa: E402,F401  (pytest fixtures)
+
+BUCKET_TENSORS = [("a", np.arange(6 << 18, dtype=np.float32)), ("b", np.ones(7, np.int64)),
+                  ("c", np.full(6 << 18, 3, np.float32))]
+
+
+def _bucket_part(token, part, result):
+    with onnxzip.PartWriter(token, part=part) as writer:
+        for entry in writer.plan.part(part):  # In a bucket: in plan order.
+            writer.add_tensor(entry.name, dict(BUCKET_TENSORS)[entry.name])
+    result.put((part, writer.receipt()))
+
+
+def test_processes_write_one_object_in_a_bucket(aws_environment, tmp_path):
+    store = aws_environment
+    plan = onnxzip.plan_parts([[(n, a.dtype, a.shape) for n, a in BUCKET_TENSORS[:2]],
+                               [(n, a.dtype, a.shape) for n, a in BUCKET_TENSORS[2:]]],
+                              digests=True)
+    url = "s3://models/parts/m.onnxz"
+    store.reset()
+    token = onnxzip.begin_parts(url, plan)
+    context = multiprocessing.get_context("spawn")  # The children see the test's environment.
+    results = context.Queue()
+    processes = [context.Process(target=_bucket_part, args=(token, p, results)) for p in range(2)]
+    for process in processes:
+        process.start()
+    receipts = dict(results.get(timeout=300) for _ in processes)
+    for process in processes:
+        process.join()
+    onnxzip.finish_parts(token, _model(plan.references()), [receipts[0], receipts[1]])
+    assert store.requests() == 2 + 1 + 2  # Create, a part per writer, the tail, complete.
+    with onnxzip.ArchiveWriter(tmp_path / "m.onnxz", digests=True) as writer:
+        writer.finish(_model([writer.add_tensor(n, a) for n, a in BUCKET_TENSORS]))
+    with onnxzip.open(url) as remote, onnxzip.open(tmp_path / "m.onnxz") as local:
+        assert remote.model == local.model
+        assert [(t.entry, t.size) for t in remote.tensors] == \
+            [(t.entry, t.size) for t in local.tensors]
+    # Byte for byte against one writer: tests/parts_test.cpp (S3PartsTest) reads the object whole.
+    loaded = onnxzip.load_file(url)
+    for name, array in BUCKET_TENSORS:
+        assert np.array_equal(loaded[name], array)
+
+
+def test_a_bucket_refuses_small_parts_and_abort_ends_the_upload(aws_environment):
+    small = onnxzip.plan_parts([[("a", np.float32, [1 << 20])], [("b", np.float32, [8])]])
+    with pytest.raises(onnxzip.InvalidArgumentError, match="at least 5 MiB"):
+        onnxzip.begin_parts("s3://models/small.onnxz", small)
+    plan = onnxzip.plan_parts([[(n, a.dtype, a.shape) for n, a in BUCKET_TENSORS]])
+    token = onnxzip.begin_parts("s3://models/aborted.onnxz", plan)
+    onnxzip.abort_parts(token)
+    with pytest.raises(onnxzip.NotFoundError):
+        onnxzip.open("s3://models/aborted.onnxz")
+
+
 # --- torch.distributed ---
 
 TORCH_WORKER = r'''
