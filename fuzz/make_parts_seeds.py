@@ -39,7 +39,14 @@ SEEDS = {
     text("/tmp/.m.onnxz.tmp.0123456789abcdef") +
     struct.pack("<Q", len(plan([[("w", 1, [2])]]))) + plan([[("w", 1, [2])]]),
     "receipt.bin": head(b"ONNXZRCP") + bytes(range(32)) + struct.pack("<IBI", 0, 1, 1) +
-    text("w") + struct.pack("<QI", 8, 0x12345678) + bytes(32),
+    text("w") + struct.pack("<QI", 8, 0x12345678) + bytes(32) + struct.pack("<I", 0),
+    "bucket_token.bin": head(b"ONNXZTOK") + bytes([2, 0]) + text("s3://models/m.onnxz") +
+    text("upload-1234") + struct.pack("<Q", len(plan([[("w", 1, [2 << 20])]]))) +
+    plan([[("w", 1, [2 << 20])]]),
+    "bucket_receipt.bin": head(b"ONNXZRCP") + bytes(range(32)) + struct.pack("<IBI", 0, 0, 1) +
+    text("w") + struct.pack("<QI", 8 << 20, 0x12345678) + struct.pack("<I", 2) +
+    struct.pack("<I", 1) + text('"etag-1"') + struct.pack("<I", 7) +
+    struct.pack("<I", 2) + text('"etag-2"') + struct.pack("<I", 9),
 }
 
 os.makedirs(OUT, exist_ok=True)
