@@ -20,8 +20,9 @@ namespace onnxzip::test_support {
 // What the proxy forwarded since its last reset.
 struct S3ProxyStats {
   std::uint64_t requests = 0;
-  std::uint64_t bytes = 0;                 // Body bytes sent to the client.
-  std::vector<std::string> requests_seen;  // "METHOD PATH RANGE" each.
+  std::uint64_t bytes = 0;                    // Body bytes sent to the client.
+  std::vector<std::string> requests_seen;     // "METHOD PATH RANGE" each.
+  std::vector<std::uint64_t> bytes_received;  // Each request's body bytes, as requests_seen.
 };
 
 class S3Server final {

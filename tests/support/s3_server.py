@@ -16,6 +16,7 @@ Runs until killed.
 The proxy forwards every request unchanged (Host included, so signatures still match) and
 answers these itself:
   GET  /__proxy/stats          {"requests": N, "bytes": body bytes sent to clients, "log": [...]}
+                               (each logged request with its "received" body bytes)
                                for the requests forwarded since the last reset;
   POST /__proxy/reset          forgets them and any fault still pending (the tests of a suite
                                share one store: what one test left must not reach the next);
@@ -177,7 +178,8 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             fault = faults.pop(0) if faults else None
             stats["requests"] += 1
             stats["log"].append({"method": self.command, "path": self.path,
-                                 "range": self.headers.get("Range", ""), "fault": fault or ""})
+                                 "range": self.headers.get("Range", ""), "fault": fault or "",
+                                 "received": length})
         if fault == "slowdown":
             return self._reply(503, SLOWDOWN, "application/xml")
         if fault == "region":
