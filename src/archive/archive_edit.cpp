@@ -356,7 +356,9 @@ EditResult write_in_place(const archive_detail::LockedArchive& file, const ZipRe
 EditResult edit_archive(const std::filesystem::path& archive, const EditOptions& options,
                         const PrepareModel& prepare) {
   const archive_detail::LockedArchive file(archive, options.output.follow_symlinks, options.wait);
-  const ZipReader zip = archive_detail::open_zip(ByteSource::of_file(file.map()),
+  // Read with pread, never mapped: the tail is all the edit reads, and a file larger than the
+  // address space is edited all the same.
+  const ZipReader zip = archive_detail::open_zip(ByteSource::of_file(file.map(FileAccess::kRanges)),
                                                  tail_reader_options(options.limits));
   EditPlan plan = plan_edit(zip, file.size(), options, prepare);
   if (!plan.tail) return compact_in_place(file, archive, zip, plan.compacted, options);

@@ -28,6 +28,11 @@ answers these itself:
                                            request signed for the bucket's wrong region;
                                  reset     the answer's body cut after half and the connection
                                            closed;
+                                 cut       half the request's body read, then the connection
+                                           closed without an answer (not forwarded: a reset
+                                           mid-upload);
+                                 error200  200 with S3's InternalError XML (not forwarded), as
+                                           S3 answers a CompleteMultipartUpload that failed late;
                                  conflict  409 ConditionalRequestConflict (the request not
                                            forwarded), as S3 answers a conditional Complete that
                                            raced another write of the key;
@@ -35,9 +40,10 @@ answers these itself:
                                            replaced by other bytes, through boto3, just before
                                            the request is forwarded: a concurrent writer.
   Conditions moto ignores are checked here, against the object's ETag as moto reports it (HEAD
-  through boto3): If-Match on CompleteMultipartUpload and x-amz-copy-source-if-match on
-  UploadPartCopy answer 412 PreconditionFailed (the request not forwarded) when they do not
-  match, If-Match on a key that does not exist 404 NoSuchKey.
+  through boto3, signed by the test key), and the request is then not forwarded: on
+  CompleteMultipartUpload, `If-None-Match: *` answers 412 PreconditionFailed when the object
+  exists, and `If-Match: ETAG` when the object has another ETag (404 NoSuchKey when there is
+  none, as S3 answers); x-amz-copy-source-if-match on UploadPartCopy likewise for the source.
 The stats count "received" too: body bytes clients sent. Each log line names the operation
 and the conditional and copy headers the request carried.
 """
@@ -66,6 +72,8 @@ CONFLICT = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>ConditionalRe
 PRECONDITION_FAILED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PreconditionFailed'
                        b"</Code><Message>At least one of the pre-conditions you specified did not "
                        b"hold</Message><Condition>If-Match</Condition></Error>")
+INTERNAL_ERROR = (b'<?xml version="1.0" encoding="UTF-8"?>\n\n<Error><Code>InternalError</Code>'
+                  b"<Message>We encountered an internal error. Please try again.</Message></Error>")
 NO_SUCH_KEY = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchKey</Code>'
                b"<Message>The specified key does not exist.</Message></Error>")
 SLOWDOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
@@ -162,6 +170,9 @@ def overwrite(path, headers):
 
 def failed_condition(operation, path, headers):
     """(status, body) when a condition moto ignores does not hold, else None."""
+    if operation == "complete" and headers.get("If-None-Match") == "*":
+        if current_etag(*bucket_and_key(path)) is not None:
+            return 412, PRECONDITION_FAILED
     if operation == "complete" and headers.get("If-Match"):
         etag = current_etag(*bucket_and_key(path))
         if etag is None:
@@ -216,10 +227,19 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             self.rfile.read(length)
             return self._admin()
         length = int(self.headers.get("Content-Length", "0"))
-        body = self.rfile.read(length) if length else None
         operation = operation_of(self.command, self.path, self.headers)
         with lock:
             fault = take_fault(operation)
+        if fault == "cut":
+            with lock:
+                stats["requests"] += 1
+                stats["log"].append({"method": self.command, "path": self.path, "op": operation,
+                                     "range": "", "fault": "cut"})
+            self.rfile.read(length // 2)
+            self.close_connection = True
+            return
+        body = self.rfile.read(length) if length else None
+        with lock:
             stats["requests"] += 1
             stats["received"] += length
             stats["log"].append({
@@ -233,6 +253,8 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             return self._reply(503, SLOWDOWN, "application/xml")
         if fault == "region":
             return self._reply(301, PERMANENT_REDIRECT, "application/xml")
+        if fault == "error200":
+            return self._reply(200, INTERNAL_ERROR, "application/xml")
         if fault == "conflict":
             return self._reply(409, CONFLICT, "application/xml")
         if fault == "overwrite":
@@ -252,7 +274,9 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         for name, value in answer.getheaders():
             if name.lower() not in ("transfer-encoding", "connection", "content-length"):
                 self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
+        # A HEAD's answer has no body but tells the object's length.
+        length = answer.getheader("Content-Length", "0") if self.command == "HEAD" else len(data)
+        self.send_header("Content-Length", str(length))
         if fault == "reset":
             self.send_header("Connection", "close")
             self.end_headers()
