@@ -19,6 +19,12 @@ answers these itself:
                                for the requests forwarded since the last reset;
   POST /__proxy/reset          forgets them and any fault still pending (the tests of a suite
                                share one store: what one test left must not reach the next);
+  POST /__proxy/put?key=KEY&path=PATH
+                               boto3 uploads the local file PATH as KEY (not counted);
+  POST /__proxy/get?key=KEY&path=PATH
+                               boto3 downloads KEY to the local file PATH (not counted);
+  GET  /__proxy/uploads        the keys of the multipart uploads in progress in the bucket
+                               (boto3's ListMultipartUploads);
   POST /__proxy/fault?kind=K&count=N[&op=OP]
                                the next N forwarded requests (of operation OP when given:
                                get, head, create, part, copy, complete, abort, list, put,
@@ -213,6 +219,18 @@ class Proxy(http.server.BaseHTTPRequestHandler):
                 stats.update(requests=0, bytes=0, received=0, log=[])
                 faults.clear()
             self._reply(200, b"{}")
+        elif url.path in ("/__proxy/put", "/__proxy/get"):
+            # boto3, the independent client: a local file uploaded as KEY, or KEY downloaded.
+            query = dict(urllib.parse.parse_qsl(url.query))
+            if url.path == "/__proxy/put":
+                store.upload_file(query["path"], BUCKET, query["key"])
+            else:
+                store.download_file(BUCKET, query["key"], query["path"])
+            self._reply(200, b"{}")
+        elif url.path == "/__proxy/uploads":
+            listing = store.list_multipart_uploads(Bucket=BUCKET)
+            body = json.dumps([upload["Key"] for upload in listing.get("Uploads", [])]).encode()
+            self._reply(200, body)
         elif url.path == "/__proxy/fault":
             query = dict(urllib.parse.parse_qsl(url.query))
             with lock:
