@@ -24,7 +24,9 @@ class EditResult:
     size afterwards. For an archive with integrity entries (spec §12): digests_updated
     (`__DIGESTS` rewritten with the new model's digest, nothing else hashed), signed_again
     (`__SIGNATURE` written anew with `key`), signature_removed (it went: no key was given, or a
-    compaction), digests_removed (`__DIGESTS` went with a compaction)."""
+    compaction), digests_removed (`__DIGESTS` went with a compaction). In a bucket
+    (s3://bucket/key): object_rewritten (the object was uploaded whole: the bytes before the model
+    were under the 5 MiB a part copied inside the store must have)."""
 
     compacted: bool
     dropped_entries: Tuple[str, ...]
@@ -35,6 +37,7 @@ class EditResult:
     signed_again: bool = False
     signature_removed: bool = False
     digests_removed: bool = False
+    object_rewritten: bool = False
 
 
 def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact: bool = False,
@@ -194,6 +197,7 @@ def _edit(function: str, path: PathLike, change: Change, compact: bool, durable:
 
 def _edit_result(fields: _onnxzip.EditTuple) -> EditResult:
     (compacted, dropped, model_offset, model_size, file_size, digests_updated, signed_again,
-     signature_removed, digests_removed) = fields
+     signature_removed, digests_removed, object_rewritten) = fields
     return EditResult(compacted, tuple(dropped), model_offset, model_size, file_size,
-                      digests_updated, signed_again, signature_removed, digests_removed)
+                      digests_updated, signed_again, signature_removed, digests_removed,
+                      object_rewritten)

@@ -187,12 +187,15 @@ def verify(path: Source, *, check_crc: bool = True, public_key: Optional[KeyLike
 class SignResult:
     """What sign() did: entries (how many `__DIGESTS` lists), key_id (the signing key's id, ""
     for digests_only), signature_removed (digests_only removed a `__SIGNATURE` the archive had:
-    it would no longer verify), file_size (the archive's size afterwards)."""
+    it would no longer verify), file_size (the archive's size afterwards). In a bucket
+    (s3://bucket/key): entries_read (the object had no `__DIGESTS`, so every entry was read to
+    be hashed; with one, its statement is signed as it stands, only the model hashed again)."""
 
     entries: int
     key_id: str
     signature_removed: bool
     file_size: int
+    entries_read: bool = False
 
 
 def sign(path: PathLike, *, key: Optional[KeyLike] = None, digests_only: bool = False,

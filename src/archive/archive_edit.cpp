@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "archive_internal.h"
+#include "bucket_tail.h"
 #include "check.h"
 #include "crc32.h"
 #include "integrity_entries.h"
@@ -19,6 +20,7 @@
 #include "model_parts.h"
 #include "onnxzip/internal/byte_source.h"
 #include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/s3.h"
 #include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/signing.h"
@@ -352,9 +354,61 @@ EditResult write_in_place(const archive_detail::LockedArchive& file, const ZipRe
   return result;
 }
 
-// Opens and locks the archive, reads its tail once, and puts in the model `prepare` makes.
+// Writes the new tail into the object `source` was read from, after its prefix copied inside the
+// store (bucket_tail.h).
+EditResult write_to_bucket(const HttpSource& source, const ZipReader& zip,
+                           const archive_detail::NewTail& tail, EditResult result,
+                           const EditOptions& options) {
+  detail::ProgressMeter meter(options.progress, result.model_size);
+  const archive_detail::BucketReplacement replaced =
+      archive_detail::replace_tail_in_bucket(source, zip, tail);
+  meter.advance(result.model_size);
+  meter.finish();
+  result.model_offset = replaced.local_header_offset;
+  result.file_size = replaced.object_size;
+  result.object_rewritten = replaced.rewritten_whole;
+  return result;
+}
+
+// The ZIP of an object in a bucket, read for an edit: the local headers of the tail it rewrites
+// and of the entry before it, and no others -- each outside the open's suffix read costs a
+// request. Read first with the last two (the model and the entry before it), and again with the
+// exact count when integrity entries come before the model: the source holds what it read, so
+// reading the directory again costs no request.
+ZipReader open_bucket_tail(const std::shared_ptr<const HttpSource>& source,
+                           const ReadLimits& limits) {
+  ZipReaderOptions options = tail_reader_options(limits);
+  options.tail_local_headers = 2;
+  ZipReader zip = archive_detail::open_zip(source, options);
+  const ZipEntry* const model_entry =
+      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source->name()));
+  const std::size_t rewritten =
+      zip.entries().size() - archive_detail::find_integrity_entries(zip, *model_entry).tail_start;
+  if (rewritten + 1 <= options.tail_local_headers) return zip;
+  options.tail_local_headers = rewritten + 1;
+  return archive_detail::open_zip(source, options);
+}
+
+// The edit of an object in a bucket: its tail read (the open's suffix GET), the plan a local edit
+// makes, and its new tail uploaded. No lock: the upload's Complete is conditional on the ETag read.
+EditResult edit_in_bucket(const std::string& url, const EditOptions& options,
+                          const PrepareModel& prepare) {
+  const std::shared_ptr<const HttpSource> source = open_s3_source(url);
+  const ZipReader zip = open_bucket_tail(source, options.limits);
+  EditPlan plan = plan_edit(zip, source->size(), options, prepare);
+  if (!plan.tail) {
+    throw Error(ErrorCode::kUnsupported, {.file = url},
+                "compacting an archive in a bucket rewrites every entry: download it, edit it "
+                "with compact, and upload it");
+  }
+  return write_to_bucket(*source, zip, *plan.tail, std::move(plan.result), options);
+}
+
+// Opens and locks the archive, reads its tail once, and puts in the model `prepare` makes. An
+// s3://bucket/key names an object in a bucket, edited there.
 EditResult edit_archive(const std::filesystem::path& archive, const EditOptions& options,
                         const PrepareModel& prepare) {
+  if (is_s3_url(archive.native())) return edit_in_bucket(archive.native(), options, prepare);
   const archive_detail::LockedArchive file(archive, options.output.follow_symlinks, options.wait);
   // Read with pread, never mapped: the tail is all the edit reads, and a file larger than the
   // address space is edited all the same.
@@ -477,6 +531,57 @@ SignPlan plan_sign(const ZipReader& zip, std::uint64_t size, const std::string& 
   return plan;
 }
 
+// The stored model as it is, every payload entry referred to: an edit that changes nothing but
+// the integrity entries.
+CheckedModel stored_model(const ZipReader& zip, const ZipEntry& model_entry) {
+  return {OwnedBytes::copy_of(zip.data(model_entry).view()),
+          std::vector<bool>(zip.entries().size(), true)};
+}
+
+// Signing an object whose `__DIGESTS` is in its place: the statement it holds signed as it
+// stands, the model's digest checked again, as an edit with a key does -- hashing every entry
+// would read the whole object. Without a key the signature goes.
+SignResult sign_statement_in_bucket(const HttpSource& source, const ZipReader& zip,
+                                    const ZipEntry& digests, const SignOptions& options) {
+  EditOptions edit;
+  edit.limits = options.limits;
+  edit.signing_key = options.key;
+  edit.progress = options.progress;
+  EditPlan plan = plan_edit(zip, source.size(), edit, stored_model);
+  SignResult result;
+  result.entries = archive_detail::read_digests(zip, digests, edit.integrity).entries.size();
+  if (options.key) result.key_id = options.key->key_id();
+  result.signature_removed = plan.result.signature_removed;
+  result.file_size = write_to_bucket(source, zip, *plan.tail, plan.result, edit).file_size;
+  return result;
+}
+
+// Signing an object in a bucket. Without `__DIGESTS` (or with it out of place) every entry is
+// hashed, read by ranged GETs (SignResult::entries_read); the new tail alone is uploaded either
+// way.
+SignResult sign_in_bucket(const std::string& url, const SignOptions& options) {
+  const std::shared_ptr<const HttpSource> source = open_s3_source(url);
+  const ZipReader tail = open_bucket_tail(source, options.limits);
+  const ZipEntry* const model_entry =
+      archive_detail::find_model_entry(tail, archive_detail::throwing_sink(url));
+  const archive_detail::IntegrityPlace place =
+      archive_detail::find_integrity_entries(tail, *model_entry);
+  if (place.digests != nullptr && place.misplaced.empty()) {
+    return sign_statement_in_bucket(*source, tail, *place.digests, options);
+  }
+  // The open's tail is held by the source: reading the directory again costs no request.
+  ZipReaderOptions every_header = zip_reader_options(options.limits);
+  every_header.local_headers = LocalHeaderScope::kAll;
+  const ZipReader zip = archive_detail::open_zip(source, every_header);
+  SignPlan plan =
+      plan_sign(zip, source->size(), std::filesystem::path(url).stem().string(), options);
+  plan.result.entries_read = true;
+  EditResult written;
+  written.model_size = plan.tail.entries.back().data.size();
+  plan.result.file_size = write_to_bucket(*source, zip, plan.tail, written, {}).file_size;
+  return plan.result;
+}
+
 }  // namespace
 
 EditResult replace_model(const std::filesystem::path& archive, const ModelProto& model,
@@ -509,6 +614,7 @@ EditResult edit_model_properties(const std::filesystem::path& archive,
 }
 
 SignResult sign_archive(const std::filesystem::path& archive, const SignOptions& options) {
+  if (is_s3_url(archive.native())) return sign_in_bucket(archive.native(), options);
   const archive_detail::LockedArchive file(archive, options.output.follow_symlinks, options.wait);
   // Every entry is read, so every local header is: the tail rewrite needs the one before it.
   ZipReaderOptions every_header = zip_reader_options(options.limits);
