@@ -346,5 +346,28 @@ TEST_F(BucketEditTest, TheStoresConflictIsReportedAndTheObjectUnchanged) {
   EXPECT_EQ(server_->pending_uploads(), std::vector<std::string>{});
 }
 
+// What the store may answer on the way -- 503 SlowDown to a copy, a connection cut mid-part -- is
+// retried by the client; a Complete that keeps answering 200 with an <Error> fails the edit, the
+// object unchanged and the upload aborted.
+TEST_F(BucketEditTest, RetriedFaultsPassAndAFailedCompleteLeavesTheObject) {
+  const std::string key = "faults/model.onnxz";
+  fs::path local = stage(model("big.onnxz"), key);
+  server_->inject("slowdown", 1, "copy");
+  server_->inject("cut", 1, "part");
+  edit_model_properties("s3://models/" + key, set_license);
+  edit_model_properties(local, set_license);
+  EXPECT_EQ(object(key), test_support::read_file_bytes(local));
+  const std::vector<std::string> ops = operations(server_->stats());
+  EXPECT_EQ(count_of(ops, "copy"), 2U) << ::testing::PrintToString(ops);
+  EXPECT_EQ(count_of(ops, "part"), 2U);
+
+  local = stage(model("big.onnxz"), key);
+  server_->inject("error200", 5, "complete");  // The first attempt and every retry.
+  const Error error = error_of([&] { edit_model_properties("s3://models/" + key, set_license); });
+  EXPECT_NE(std::string(error.what()).find("InternalError"), std::string::npos) << error.what();
+  EXPECT_EQ(object(key), test_support::read_file_bytes(local));
+  EXPECT_EQ(server_->pending_uploads(), std::vector<std::string>{});
+}
+
 }  // namespace
 }  // namespace onnxzip::archive_detail
