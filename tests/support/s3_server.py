@@ -50,8 +50,9 @@ answers these itself:
   CompleteMultipartUpload, `If-None-Match: *` answers 412 PreconditionFailed when the object
   exists, and `If-Match: ETAG` when the object has another ETag (404 NoSuchKey when there is
   none, as S3 answers); x-amz-copy-source-if-match on UploadPartCopy likewise for the source.
-The stats count "received" too: body bytes clients sent. Each log line names the operation
-and the conditional and copy headers the request carried.
+The stats count "received" too: body bytes clients sent. Each log line names the operation,
+the conditional and copy headers the request carried and, once moto answered, the seconds moto
+took ("store_seconds"), for the benches.
 """
 import http.client
 import http.server
@@ -59,6 +60,7 @@ import json
 import socketserver
 import sys
 import threading
+import time
 import urllib.parse
 
 import boto3
@@ -260,13 +262,14 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         with lock:
             stats["requests"] += 1
             stats["received"] += length
-            stats["log"].append({
+            entry = {
                 "method": self.command, "path": self.path, "op": operation,
                 "range": self.headers.get("Range", ""), "fault": fault or "",
                 "if_match": self.headers.get("If-Match", ""),
                 "if_none_match": self.headers.get("If-None-Match", ""),
                 "copy_source_range": self.headers.get("x-amz-copy-source-range", ""),
-                "copy_source_if_match": self.headers.get("x-amz-copy-source-if-match", "")})
+                "copy_source_if_match": self.headers.get("x-amz-copy-source-if-match", "")}
+            stats["log"].append(entry)
         if fault == "slowdown":
             return self._reply(503, SLOWDOWN, "application/xml")
         if fault == "region":
@@ -280,6 +283,7 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         refusal = failed_condition(operation, self.path, self.headers)
         if refusal is not None:
             return self._reply(refusal[0], refusal[1], "application/xml")
+        started = time.monotonic()
         connection = http.client.HTTPConnection(self.upstream)
         connection.putrequest(self.command, self.path, skip_host=True,
                               skip_accept_encoding=True)
@@ -288,6 +292,8 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         connection.endheaders(body)
         answer = connection.getresponse()
         data = answer.read()
+        with lock:
+            entry["store_seconds"] = time.monotonic() - started
         self.send_response(answer.status)
         for name, value in answer.getheaders():
             if name.lower() not in ("transfer-encoding", "connection", "content-length"):
