@@ -58,6 +58,26 @@ std::size_t count_of(const std::vector<std::string>& names, const std::string& n
   return static_cast<std::size_t>(std::count(names.begin(), names.end(), name));
 }
 
+// The prefix's copied parts: every one within S3's limits, together the whole prefix, as few as
+// the 5 GiB limit allows (no server needed).
+TEST(BucketTail, CopyRangesCoverThePrefixWithinThePartLimits) {
+  for (const std::uint64_t size : {kMinCopyPart, kMaxPart - 1, kMaxPart, kMaxPart + 1, 2 * kMaxPart,
+                                   2 * kMaxPart + 7, std::uint64_t{5} << 40}) {
+    SCOPED_TRACE(size);
+    const std::vector<CopyRange> ranges = copy_ranges(size);
+    ASSERT_EQ(ranges.size(), (size + kMaxPart - 1) / kMaxPart);
+    std::uint64_t next = 0;
+    for (const CopyRange& range : ranges) {
+      EXPECT_EQ(range.first, next);
+      EXPECT_GE(range.length, kMinCopyPart);
+      EXPECT_LE(range.length, kMaxPart);
+      next += range.length;
+    }
+    EXPECT_EQ(next, size);
+  }
+  EXPECT_EQ(copy_ranges(std::uint64_t{5} << 40).size(), 1024U);  // 5 TiB, S3's largest object.
+}
+
 // One store for the suite (ctest runs it as one case, as S3SourceTest): each test uploads the
 // archives it edits with boto3 first, so they stay independent of each other.
 class BucketEditTest : public ::testing::Test {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "crc32.h"
 #include "onnxzip/error.h"
 #include "s3_client.h"
@@ -13,16 +14,12 @@
 namespace onnxzip::archive_detail {
 namespace {
 
-// The parts of a prefix of `size` bytes (at least kMinCopyPart): as few as kMaxPart allows, of
-// near-equal sizes, so that none but the tail's is under kMinCopyPart.
+// The copies of the prefix, each only while the source's ETag is `etag`.
 std::vector<s3::CopySource> prefix_parts(const s3::Location& location, std::uint64_t size,
                                          const std::string& etag) {
-  const std::uint64_t count = (size + kMaxPart - 1) / kMaxPart;
   std::vector<s3::CopySource> parts;
-  for (std::uint64_t i = 0; i < count; ++i) {
-    const std::uint64_t first = size / count * i;
-    const std::uint64_t end = i + 1 == count ? size : size / count * (i + 1);
-    parts.push_back({location, first, end - first, etag});
+  for (const CopyRange& range : copy_ranges(size)) {
+    parts.push_back({location, range.first, range.length, etag});
   }
   return parts;
 }
@@ -84,6 +81,18 @@ void abort_after_failure(s3::Client& client, const s3::Location& location,
 }
 
 }  // namespace
+
+std::vector<CopyRange> copy_ranges(std::uint64_t size) {
+  ONNXZIP_DCHECK(size >= kMinCopyPart);
+  const std::uint64_t count = (size + kMaxPart - 1) / kMaxPart;
+  std::vector<CopyRange> ranges;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const std::uint64_t first = size / count * i;
+    const std::uint64_t end = i + 1 == count ? size : size / count * (i + 1);
+    ranges.push_back({first, end - first});
+  }
+  return ranges;
+}
 
 BucketReplacement replace_tail_in_bucket(const HttpSource& source, const ZipReader& zip,
                                          const NewTail& tail) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "onnxzip/internal/http_source.h"
 #include "onnxzip/internal/zip_reader.h"
@@ -21,6 +22,15 @@ namespace onnxzip::archive_detail {
 // kMaxPart.
 inline constexpr std::uint64_t kMinCopyPart = std::uint64_t{5} << 20;
 inline constexpr std::uint64_t kMaxPart = std::uint64_t{5} << 30;
+
+// The byte ranges [first, first + length) of a prefix of `size` bytes (at least kMinCopyPart)
+// copied as parts: as few as kMaxPart allows, of near-equal sizes, so that none of them is under
+// kMinCopyPart.
+struct CopyRange {
+  std::uint64_t first = 0;
+  std::uint64_t length = 0;
+};
+std::vector<CopyRange> copy_ranges(std::uint64_t size);
 
 // Where the new last entry went, and how.
 struct BucketReplacement {
