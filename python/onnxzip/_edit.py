@@ -67,6 +67,14 @@ def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact:
     tail, another edit for as long as it takes. `wait` is how long, in seconds, the edit waits for
     it before it gives up with IOFailure "locked by another process" (the archive unchanged).
 
+    `path` may be "s3://bucket/key" (credentials, region and endpoint as the AWS tools take
+    them): the object is edited inside the bucket, byte for byte as a local edit of the same
+    bytes -- the store copies the bytes before the model, the new tail is uploaded, and the
+    upload completes only if the object is still the one read (ChangedError otherwise, the
+    object left as the other client wrote it). `durable` and `wait` do not apply there; an
+    object whose bytes before the model are under 5 MiB is uploaded whole
+    (EditResult.object_rewritten). The same holds for edit_model() and edit_model_properties().
+
         with onnxzip.open("model.onnxz") as archive:
             model = archive.model
         model.producer_name = "me"

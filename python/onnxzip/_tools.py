@@ -211,6 +211,11 @@ def sign(path: PathLike, *, key: Optional[KeyLike] = None, digests_only: bool = 
     `__DIGESTS` alone (and removes a `__SIGNATURE`, which would no longer verify). One of the two
     is needed.
 
+    `path` may be "s3://bucket/key": the new tail is uploaded after the bytes before it, copied
+    inside the bucket, as replace_model() does there. An object with `__DIGESTS` gets that
+    statement signed as it stands (only the model is hashed again); one without has every entry
+    read to be hashed (SignResult.entries_read).
+
         onnxzip.sign("model.onnxz", key="signer.pem")
         onnxzip.verify("model.onnxz", public_key="signer.pub.pem").signature   # "valid"
 
