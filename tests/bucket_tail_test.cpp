@@ -334,6 +334,17 @@ TEST_F(BucketEditTest, SigningWithoutDigestsReadsEveryEntryAndUploadsTheTail) {
   EXPECT_LT(server_->stats().bytes, std::uint64_t{2} << 20);
   sign_archive(local, options);
   expect_same_archive(object(key), local, keys_);
+
+  // The tool says which way it went.
+  stage(model("big.onnxz"), key);
+  const std::vector<std::string> args = {"sign", "s3://models/" + key, "--key",
+                                         keys_.private_pem.string()};
+  const test_support::CliRun first = test_support::run_cli(dir_.path(), args);
+  EXPECT_EQ(first.exit_code, 0) << first;
+  EXPECT_NE(first.err.find("every entry was read from the bucket"), std::string::npos) << first;
+  const test_support::CliRun second = test_support::run_cli(dir_.path(), args);
+  EXPECT_EQ(second.exit_code, 0) << second;
+  EXPECT_NE(second.err.find("kept as they stand"), std::string::npos) << second;
 }
 
 TEST_F(BucketEditTest, AConcurrentWriterFailsTheEditAndLeavesNoUpload) {
