@@ -64,7 +64,7 @@ def _open_archive(source: Source, access: str, *, headers: Headers = None,
         if not hint:
             raise
         raise CorruptError(f"{e} ({hint})", source=e.source or path, entry=e.entry,
-                           tensor=e.tensor, offset=e.offset,
+                           tensor=e.tensor, site=e.site, offset=e.offset,
                            problem=f"{e.problem} ({hint})") from None
 
 

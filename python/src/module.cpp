@@ -84,14 +84,16 @@ void translate_error(std::exception_ptr thrown) {
   try {
     if (thrown) std::rethrow_exception(thrown);
   } catch (const onnxzip::Error& e) {
-    // The place apart from the problem, as the library composed it (Python's
-    // Error attributes).
+    // The place apart from the problem as plain values (Python's Error attributes): names
+    // surrogate-escaped as tensors() gives them, so that they compare equal.
     const py::object make = py::module_::import("onnxzip._errors").attr("_from_code");
     const onnxzip::ErrorContext& place = e.context();
     const auto text = [](const std::string& part) { return file_text(part, "backslashreplace"); };
     const py::object exception =
-        make(std::string(onnxzip::to_string(e.code())), text(e.message()), text(place.file),
-             text(place.entry), text(place.tensor), py::none(), text(e.problem()));
+        make(std::string(onnxzip::to_string(e.code())), text(e.message()), file_text(place.file),
+             file_text(place.entry_name), file_text(place.tensor_name), file_text(place.site),
+             place.offset ? py::object(py::int_(*place.offset)) : py::object(py::none()),
+             text(e.problem()));
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr())), exception.ptr());
   }
 }

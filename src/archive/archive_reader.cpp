@@ -57,7 +57,8 @@ struct detail::ArchiveState {
 namespace {
 
 ErrorContext entry_context(const ZipReader& zip, std::string_view name) {
-  return {zip.source_name(), "", "entry " + quote(name)};
+  return {
+      .file = zip.source_name(), .entry = "entry " + quote(name), .entry_name = std::string(name)};
 }
 
 // Throws unless `bytes` are what `__DIGESTS` lists for `entry` (spec §12.5).
