@@ -210,7 +210,7 @@ std::map<std::string, std::vector<const Archive::TensorInfo*>> tensors_by_locati
     const Archive& archive) {
   std::map<std::string, std::vector<const Archive::TensorInfo*>> by_location;
   for (const Archive::TensorInfo& info : archive.tensors()) {
-    by_location[info.entry].push_back(&info);
+    if (!info.is_inline) by_location[info.entry].push_back(&info);
   }
   return by_location;
 }
