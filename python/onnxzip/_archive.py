@@ -250,7 +250,10 @@ class Archive:
 
     @property
     def model(self) -> onnx.ModelProto:
-        """The onnx.ModelProto as stored: tensors that are entries refer to them (EXTERNAL)."""
+        """The onnx.ModelProto as stored: tensors that are entries refer to them (EXTERNAL).
+        Parsed from the model's bytes read at open (a later change of the file does not show),
+        and held only while the caller holds it: the same object while it lives, a new parse
+        after that."""
         model = self._model() if self._model is not None else None
         if model is None:
             model = _parse_stored_model(self._archive.model_bytes(), self.path)
