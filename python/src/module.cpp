@@ -1113,4 +1113,5 @@ PYBIND11_MODULE(_onnxzip, m) {
   onnxzip_python::register_convert(m);
   onnxzip_python::register_integrity(m);
   onnxzip_python::register_edit(m);
+  onnxzip_python::register_parts(m);
 }
