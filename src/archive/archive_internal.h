@@ -119,12 +119,14 @@ struct Issue {
   std::string entry{};                   // The entry's name, for VerifyFinding::entry.
   std::string tensor{};                  // The tensor's label, for VerifyFinding::tensor.
   std::uint64_t offset = 0;
-  ErrorContext place{};  // The tensor and entry phrases; the sink adds the file.
+  ErrorContext place{};  // The tensor and entry; the sink adds the file.
   std::string problem{};
 
   // The issue as an Error naming `source` first.
   Error error(const std::string& source) const {
-    return Error(code, ErrorContext{source, place.tensor, place.entry}, problem);
+    ErrorContext context = place;
+    context.file = source;
+    return Error(code, std::move(context), problem);
   }
 };
 using IssueSink = std::function<void(Issue)>;

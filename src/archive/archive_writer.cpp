@@ -261,8 +261,9 @@ std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
     }
     // Messages are built only on failure: a model may hold very many tensors.
     const auto fail = [&](const std::string& what) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  {.file = source, .tensor = tensor_label(tensor, site.path)}, what);
+      ErrorContext place = tensor_place(tensor, site.path);
+      place.file = source;
+      throw Error(ErrorCode::kInvalidArgument, std::move(place), what);
     };
     const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
 
