@@ -138,6 +138,10 @@ class EntryNamer final {
   std::unordered_map<std::string, std::uint64_t> next_suffix_;  // Lower-cased name -> next n.
 };
 
+namespace archive_detail {
+struct ResumedWriter;  // Internal: the tail of an archive written in parts (parts.h).
+}  // namespace archive_detail
+
 // Writes an archive tensor by tensor, for exporters that produce weights one at a time and
 // cannot hold them all: memory stays bounded by one piece of one tensor (plus the model).
 //
@@ -197,6 +201,9 @@ class ArchiveWriter final {
 
  private:
   struct State;
+  friend struct archive_detail::ResumedWriter;
+  ArchiveWriter(std::filesystem::path path, std::unique_ptr<State> state);
+
   std::filesystem::path path_;
   std::unique_ptr<State> state_;
 };

@@ -819,7 +819,7 @@ std::chrono::milliseconds lock_wait(const double seconds) {
 }
 
 // sign_archive() with a key (PEM bytes or a path) or None for `__DIGESTS` alone:
-// (entries, key_id, signature_removed, file_size).
+// (entries, key_id, signature_removed, file_size, entries_read).
 py::tuple sign(const std::filesystem::path& path, const py::handle key, const bool durable,
                const double wait) {
   onnxzip::SignOptions options;
@@ -831,7 +831,8 @@ py::tuple sign(const std::filesystem::path& path, const py::handle key, const bo
     const py::gil_scoped_release unlocked;
     result = onnxzip::sign_archive(path, options);
   }
-  return py::make_tuple(result.entries, result.key_id, result.signature_removed, result.file_size);
+  return py::make_tuple(result.entries, result.key_id, result.signature_removed, result.file_size,
+                        result.entries_read);
 }
 
 // (compacted, dropped_entries, model_offset, model_size, file_size)
@@ -841,7 +842,7 @@ py::tuple edit_result(const onnxzip::EditResult& result) {
   for (const std::string& entry : result.dropped_entries) dropped.append(file_text(entry));
   return py::make_tuple(result.compacted, dropped, result.model_offset, result.model_size,
                         result.file_size, result.digests_updated, result.signed_again,
-                        result.signature_removed, result.digests_removed);
+                        result.signature_removed, result.digests_removed, result.object_rewritten);
 }
 
 py::tuple replace_model(const std::filesystem::path& path, const py::handle model_bytes,
@@ -1112,4 +1113,5 @@ PYBIND11_MODULE(_onnxzip, m) {
   onnxzip_python::register_convert(m);
   onnxzip_python::register_integrity(m);
   onnxzip_python::register_edit(m);
+  onnxzip_python::register_parts(m);
 }
