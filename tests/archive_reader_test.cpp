@@ -236,7 +236,7 @@ TEST_P(ArchiveReaderDuringEdit, ATruncationAfterTheOpenLeavesWhatWasOpened) {
     std::uint64_t end = 0;
     const ZipReader zip = ZipReader::open(path);
     for (const ZipEntry& e : zip.entries()) {
-      if (e.name != kModelEntryName) end = std::max(end, e.end_offset);
+      if (e.name != kModelEntryName) end = std::max(end, e.local->end_offset);
     }
     return end;
   }();

@@ -59,7 +59,7 @@ struct Payloads {
   archive_detail::PayloadIndex index;
   std::vector<std::size_t> entry_of;  // Payload index -> zip entry index.
 
-  Payloads(const ZipReader& zip, const ZipEntry& model_entry) {
+  Payloads(const ZipDirectory& zip, const ZipEntry& model_entry) {
     for (const ZipEntry& entry : zip.entries()) {
       if (entry.index == model_entry.index || entry.name.starts_with("__")) continue;
       index.add(entry.name, entry.size);
@@ -74,7 +74,7 @@ struct CheckedModel {
   std::vector<bool> referenced;  // Per zip entry index.
 };
 
-CheckedModel check_and_serialize(const ModelProto& model, const ZipReader& zip,
+CheckedModel check_and_serialize(const ModelProto& model, const ZipDirectory& zip,
                                  const ZipEntry& model_entry, const std::string& source) {
   const Payloads payloads(zip, model_entry);
   CheckedModel checked;
@@ -104,7 +104,7 @@ CheckedModel check_and_serialize(const ModelProto& model, const ZipReader& zip,
 // referenced entries, or nothing when the bytes need what only the whole model gives (a fault to
 // report with its place, a reference to rewrite in canonical form, bytes the walk does not take).
 std::optional<std::vector<bool>> check_kept_references(const detail::SplitModel& split,
-                                                       const ZipReader& zip,
+                                                       const ZipDirectory& zip,
                                                        const ZipEntry& model_entry,
                                                        const std::string& source) {
   const Payloads payloads(zip, model_entry);
@@ -183,7 +183,7 @@ EditResult compact(const std::filesystem::path& path, const ZipReader& zip,
 // the model (an edit's change may be the user's code, bound to its thread). The reading's error
 // is rethrown by get(), where the edit used to read the statement: after the model's, as before.
 // No future (valid() false) without `__DIGESTS` in its place.
-std::future<DigestStatement> read_digests_ahead(const ZipReader& zip,
+std::future<DigestStatement> read_digests_ahead(const ZipDirectory& zip,
                                                 const archive_detail::IntegrityPlace& place,
                                                 const IntegrityLimits& limits) {
   if (place.digests == nullptr || !place.misplaced.empty()) return {};
@@ -202,7 +202,7 @@ std::future<DigestStatement> read_digests_ahead(const ZipReader& zip,
 
 // Opens and locks the archive, reads its ZIP once, and puts in the model `prepare` makes from it
 // (the caller's, or the stored one changed), checked: the three edits differ only there.
-using PrepareModel = std::function<CheckedModel(const ZipReader&, const ZipEntry& model_entry)>;
+using PrepareModel = std::function<CheckedModel(const ZipDirectory&, const ZipEntry& model_entry)>;
 
 EditResult edit_archive(const std::filesystem::path& archive, const EditOptions& options,
                         const PrepareModel& prepare) {
@@ -210,16 +210,11 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   const archive_detail::LockedArchive file(archive, options.output.follow_symlinks, options.wait);
   // An in-place edit rewrites the model entry, which starts where the entry before it ends, and
   // keeps every other entry's bytes as they are: it needs their central records, not their local
-  // headers, whose reading would be most of its cost (one read per entry). A signed archive's
-  // tail is `__DIGESTS`, `__SIGNATURE` and the model (spec §12.1), and the edit rewrites it from
-  // where the payload before it ends: four local headers at most.
-  ZipReaderOptions tail_only = zip_reader_options(options.limits);
-  tail_only.local_headers = LocalHeaderScope::kTail;
-  tail_only.tail_local_headers = 4;
-  // Read with pread, never mapped: the tail is all the edit reads, and a file larger than the
-  // address space is edited all the same.
-  const ZipReader zip =
-      archive_detail::open_zip(ByteSource::of_file(file.map(FileAccess::kRanges)), tail_only);
+  // headers, whose reading would be most of its cost (one read per entry) -- the directory, and
+  // the local header of the entry before those it rewrites (zip::entries_start). Read with
+  // pread, never mapped: a file larger than the address space is edited all the same.
+  const ZipDirectory zip = archive_detail::open_zip_directory(
+      ByteSource::of_file(file.map(FileAccess::kRanges)), zip_reader_options(options.limits));
   const ZipEntry* const model_entry =
       archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
   // Before any work on the model: an archive whose last entry cannot be replaced in place.
@@ -252,9 +247,8 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   const OwnedBytes& bytes = checked.bytes;
   if (!unreferenced.empty()) {
     // Compacting copies every entry it keeps, so it reads them all, checked as any reader does.
-    ZipReaderOptions every_header = zip_reader_options(options.limits);
-    every_header.local_headers = LocalHeaderScope::kAll;
-    const ZipReader whole = archive_detail::open_zip(ByteSource::of_file(file.map()), every_header);
+    const ZipReader whole = archive_detail::open_zip(ByteSource::of_file(file.map()),
+                                                     zip_reader_options(options.limits));
     file.check_path_names_it();
     EditResult result = compact(archive, whole, whole.entries()[model_entry->index],
                                 checked.referenced, bytes.span(), options);
@@ -272,9 +266,8 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
                                                   zip::declared_alignment(zip), file.fd(),
                                                   file_size, options.output.durable);
   } else {
-    // spec §12.4: the integrity entries before the model are rewritten with it. In their place
-    // (checked here) they are among the tail whose local headers were read, with the entry
-    // before them.
+    // spec §12.4: the integrity entries before the model are rewritten with it, when they are in
+    // their place (checked here): the last entries, right before the model.
     if (!place.misplaced.empty()) {
       throw Error(ErrorCode::kUnsupported, {.file = source},
                   place.misplaced + "; repack the archive to edit it");
@@ -345,14 +338,14 @@ void require_no_graph_parts(const ModelProto& properties, const std::string& sou
 
 EditResult replace_model(const std::filesystem::path& archive, const ModelProto& model,
                          const EditOptions& options) {
-  return edit_archive(archive, options, [&](const ZipReader& zip, const ZipEntry& model_entry) {
+  return edit_archive(archive, options, [&](const ZipDirectory& zip, const ZipEntry& model_entry) {
     return check_and_serialize(model, zip, model_entry, archive.string());
   });
 }
 
 EditResult edit_model(const std::filesystem::path& archive,
                       const std::function<void(ModelProto&)>& change, const EditOptions& options) {
-  return edit_archive(archive, options, [&](const ZipReader& zip, const ZipEntry& model_entry) {
+  return edit_archive(archive, options, [&](const ZipDirectory& zip, const ZipEntry& model_entry) {
     ModelProto model = parse_stored_model(zip.data(model_entry).view(), archive.string());
     change(model);
     return check_and_serialize(model, zip, model_entry, archive.string());
@@ -363,7 +356,7 @@ EditResult edit_model_properties(const std::filesystem::path& archive,
                                  const std::function<void(ModelProto&)>& change,
                                  const EditOptions& options) {
   const std::string source = archive.string();
-  return edit_archive(archive, options, [&](const ZipReader& zip, const ZipEntry& model_entry) {
+  return edit_archive(archive, options, [&](const ZipDirectory& zip, const ZipEntry& model_entry) {
     const TensorBytes stored = zip.data(model_entry);
     std::optional<detail::SplitModel> split;
     try {
@@ -398,10 +391,9 @@ EditResult edit_model_properties(const std::filesystem::path& archive,
 SignResult sign_archive(const std::filesystem::path& archive, const SignOptions& options) {
   const std::string source = archive.string();
   const archive_detail::LockedArchive file(archive, options.output.follow_symlinks, options.wait);
-  // Every entry is read, so every local header is: the tail rewrite needs the one before it.
-  ZipReaderOptions every_header = zip_reader_options(options.limits);
-  every_header.local_headers = LocalHeaderScope::kAll;
-  const ZipReader zip = archive_detail::open_zip(ByteSource::of_file(file.map()), every_header);
+  // Every entry is read, so every local header is (the checked reader).
+  const ZipReader zip =
+      archive_detail::open_zip(ByteSource::of_file(file.map()), zip_reader_options(options.limits));
   const ZipEntry* const model_entry =
       archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
   const std::uint64_t file_size = file.size();

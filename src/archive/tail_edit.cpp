@@ -35,7 +35,7 @@ TailStepHook& step_hook() {
 
 // More than the new tail, written twice, can take: the entry and the central directory, each
 // with headers and padding, and the end records and comment.
-std::uint64_t largest_tails(const ZipReader& zip, std::span<const zip::TailEntry> entries) {
+std::uint64_t largest_tails(const ZipDirectory& zip, std::span<const zip::TailEntry> entries) {
   std::uint64_t data = 0;
   for (const zip::TailEntry& entry : entries) {
     if (entry.data.size() > kMaxFileSize / 4 - data) {
@@ -53,7 +53,7 @@ std::uint64_t record_place(std::uint64_t at) {
 
 // Checked before anything is written, so that no offset of the edit can overflow: the file,
 // `extra` bytes after it, and the record stay within the system's largest file size.
-void check_room(const ZipReader& zip, std::uint64_t file_size, std::uint64_t extra,
+void check_room(const ZipDirectory& zip, std::uint64_t file_size, std::uint64_t extra,
                 const std::string& what) {
   if (extra > kMaxFileSize / 2 || file_size > kMaxFileSize - extra - kSectorSize - kRecordSize) {
     throw Error(ErrorCode::kInvalidArgument, {.file = zip.source_name()},
@@ -63,7 +63,7 @@ void check_room(const ZipReader& zip, std::uint64_t file_size, std::uint64_t ext
 
 class TailWriter final {
  public:
-  TailWriter(const ZipReader& zip, int fd, bool durable)
+  TailWriter(const ZipDirectory& zip, int fd, bool durable)
       : source_(zip.source_name()), fd_(fd), durable_(durable) {}
 
   // What the file holds should the next step fail, for the error message.
@@ -139,7 +139,7 @@ class TailWriter final {
 
 }  // namespace
 
-TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
+TailReplacement replace_last_entry(const ZipDirectory& zip, ByteSpan data, std::uint32_t crc,
                                    std::uint32_t alignment, int fd, std::uint64_t file_size,
                                    bool durable) {
   if (zip.entries().empty()) {
@@ -151,7 +151,7 @@ TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uin
                               file_size, durable);
 }
 
-TailReplacement replace_last_entries(const ZipReader& zip, std::size_t first,
+TailReplacement replace_last_entries(const ZipDirectory& zip, std::size_t first,
                                      std::span<const zip::TailEntry> entries,
                                      std::uint32_t alignment, int fd, std::uint64_t file_size,
                                      bool durable) {

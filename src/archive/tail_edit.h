@@ -51,13 +51,13 @@ struct TailReplacement {
 // file unchanged); Error(kIo) naming the file, the step, and what the file holds
 // afterwards (the old archive when the failure came before the end of step 2; the new one, with
 // the bytes of the interrupted edit in a gap before the entry, after it).
-TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
+TailReplacement replace_last_entry(const ZipDirectory& zip, ByteSpan data, std::uint32_t crc,
                                    std::uint32_t alignment, int fd, std::uint64_t file_size,
                                    bool durable);
 // The same for the entries from index `first` (file order) to the last, replaced by `entries`
 // (zip::entries_start says which archives allow it): the integrity entries and the model of
 // spec §12 are rewritten together this way. The result names the last new entry.
-TailReplacement replace_last_entries(const ZipReader& zip, std::size_t first,
+TailReplacement replace_last_entries(const ZipDirectory& zip, std::size_t first,
                                      std::span<const zip::TailEntry> entries,
                                      std::uint32_t alignment, int fd, std::uint64_t file_size,
                                      bool durable);
