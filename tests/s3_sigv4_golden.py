@@ -80,6 +80,26 @@ CASES = [
         "unsigned_payload": False, "token": "", "region": "auto", "time": "2026-03-04T05:06:07",
     },
     {
+        "name": "upload_part_unsigned_payload_crc32_as_s3_client_sends",
+        "method": "PUT", "scheme": "http", "host": "127.0.0.1:9000",
+        "path": "/models/dir/new model.onnxz",
+        "query": [["partNumber", "10000"], ["uploadId", "VXBsb2FkIElE+/=="]],
+        "headers": [["x-amz-checksum-crc32", "DUoRhQ=="]],
+        "body": "hello world", "unsigned_payload": True, "token": "",
+        "region": "us-east-1", "time": "2026-11-27T13:45:00",
+    },
+    {
+        "name": "complete_full_object_crc32_if_none_match",
+        "method": "POST", "scheme": "https", "host": "s3.eu-central-1.amazonaws.com",
+        "path": "/bucket.with.dots/model.onnxz", "query": [["uploadId", "abc"]],
+        "headers": [["Content-Type", "application/xml"], ["x-amz-checksum-crc32", "AAAAAA=="],
+                    ["x-amz-checksum-type", "FULL_OBJECT"], ["If-None-Match", "*"]],
+        "body": "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>\"e\"</ETag>"
+                "<ChecksumCRC32>AAAAAA==</ChecksumCRC32></Part></CompleteMultipartUpload>",
+        "unsigned_payload": False, "token": "", "region": "eu-central-1",
+        "time": "2026-11-27T13:46:00",
+    },
+    {
         "name": "list_unsorted_query",
         "method": "GET", "scheme": "http", "host": "127.0.0.1",
         "path": "/bucket",

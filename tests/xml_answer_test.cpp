@@ -27,6 +27,23 @@ TEST(XmlAnswer, ReadsTheRootAndItsTextChildren) {
   EXPECT_EQ(answer.field("Absent"), "");
 }
 
+TEST(XmlAnswer, KeepsChildrenThatHoldElementsAsRecordsInOrder) {
+  const XmlAnswer answer = parse_xml_answer(
+      "<ListMultipartUploadsResult><Bucket>b</Bucket>"
+      "<Upload><Key>a</Key><UploadId>1</UploadId><Owner><ID>x</ID></Owner></Upload>"
+      "<Upload><Key>b &amp; c</Key><UploadId>2</UploadId></Upload>"
+      "<IsTruncated>false</IsTruncated></ListMultipartUploadsResult>");
+  EXPECT_EQ(answer.field("Bucket"), "b");
+  EXPECT_EQ(answer.field("IsTruncated"), "false");
+  ASSERT_EQ(answer.records.size(), 2U);
+  EXPECT_EQ(answer.records[0].name, "Upload");
+  EXPECT_EQ(answer.records[0].fields.at("Key"), "a");
+  EXPECT_EQ(answer.records[0].fields.at("UploadId"), "1");
+  EXPECT_EQ(answer.records[0].fields.count("ID"), 0U);  // Deeper than a record's children.
+  EXPECT_EQ(answer.records[1].fields.at("Key"), "b & c");
+  EXPECT_EQ(answer.records[1].fields.at("UploadId"), "2");
+}
+
 TEST(XmlAnswer, RefusesWhatIsNotWellFormed) {
   for (const std::string body :
        {"", "<Error><Code>x</Error>", "<Error>", "not xml", "<a></a><b/>"}) {

@@ -17,8 +17,7 @@
 #include "read_range.h"
 
 #if ONNXZIP_HAVE_CURL
-#include <curl/curl.h>
-#include <dlfcn.h>
+#include "curl_library.h"
 #endif
 
 namespace onnxzip {
@@ -88,63 +87,6 @@ bool http_available() noexcept { return true; }
 
 namespace {
 
-// libcurl, loaded the first time a URL is opened rather than linked: linked, it and the ~30
-// libraries it needs (GnuTLS, LDAP, Kerberos, ...) were loaded, relocated and initialized by every
-// run of every program using onnxzip, more CPU and page faults than an in-place edit of a 1 GiB
-// archive takes (bench/edit_bench.cpp). The soname is the one libcurl4 has had since 2006.
-constexpr const char* kCurlLibrary = "libcurl.so.4";
-
-struct CurlApi {
-  decltype(&::curl_global_init) global_init = nullptr;
-  decltype(&::curl_easy_init) easy_init = nullptr;
-  decltype(&::curl_easy_cleanup) easy_cleanup = nullptr;
-  decltype(&::curl_easy_reset) easy_reset = nullptr;
-  decltype(&::curl_easy_setopt) easy_setopt = nullptr;
-  decltype(&::curl_easy_perform) easy_perform = nullptr;
-  decltype(&::curl_easy_strerror) easy_strerror = nullptr;
-  decltype(&::curl_slist_append) slist_append = nullptr;
-  decltype(&::curl_slist_free_all) slist_free_all = nullptr;
-  std::string problem;  // Why it cannot be used; empty when it can.
-};
-
-template <class Function>
-void find_symbol(void* library, const char* name, Function& function, std::string& problem) {
-  function = reinterpret_cast<Function>(::dlsym(library, name));
-  if (function == nullptr && problem.empty()) {
-    problem = std::string(kCurlLibrary) + " has no " + name;
-  }
-}
-
-CurlApi load_curl() {
-  CurlApi api;
-  // Never closed: handles may outlive any one source.
-  void* const library = ::dlopen(kCurlLibrary, RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    const char* reason = ::dlerror();
-    api.problem = reason != nullptr ? reason : std::string("cannot load ") + kCurlLibrary;
-    return api;
-  }
-  find_symbol(library, "curl_global_init", api.global_init, api.problem);
-  find_symbol(library, "curl_easy_init", api.easy_init, api.problem);
-  find_symbol(library, "curl_easy_cleanup", api.easy_cleanup, api.problem);
-  find_symbol(library, "curl_easy_reset", api.easy_reset, api.problem);
-  find_symbol(library, "curl_easy_setopt", api.easy_setopt, api.problem);
-  find_symbol(library, "curl_easy_perform", api.easy_perform, api.problem);
-  find_symbol(library, "curl_easy_strerror", api.easy_strerror, api.problem);
-  find_symbol(library, "curl_slist_append", api.slist_append, api.problem);
-  find_symbol(library, "curl_slist_free_all", api.slist_free_all, api.problem);
-  if (api.problem.empty() && api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-    api.problem = "curl_global_init failed";
-  }
-  return api;
-}
-
-// Loaded once, on first use; a handle or list exists only once it loaded.
-const CurlApi& curl() {
-  static const CurlApi api = load_curl();
-  return api;
-}
-
 bool iequals_prefix(std::string_view line, std::string_view name) {
   if (line.size() < name.size()) return false;
   for (std::size_t i = 0; i < name.size(); ++i) {
@@ -197,16 +139,6 @@ struct Failure {
   std::string message;
 };
 
-struct CurlDeleter {
-  void operator()(CURL* handle) const noexcept { curl().easy_cleanup(handle); }
-};
-using CurlHandle = std::unique_ptr<CURL, CurlDeleter>;
-
-struct SlistDeleter {
-  void operator()(curl_slist* list) const noexcept { curl().slist_free_all(list); }
-};
-using HeaderList = std::unique_ptr<curl_slist, SlistDeleter>;
-
 }  // namespace
 
 struct HttpSource::State {
@@ -222,28 +154,7 @@ struct HttpSource::State {
   std::uint64_t tail_offset = 0;
   mutable std::atomic<std::uint64_t> requests{0};
   mutable std::atomic<std::uint64_t> bytes{0};
-  // Handles between requests, so connections are reused.
-  mutable std::mutex idle_mutex;
-  mutable std::vector<CurlHandle> idle;
-
-  CurlHandle acquire() const {
-    {
-      const std::lock_guard lock(idle_mutex);
-      if (!idle.empty()) {
-        CurlHandle handle = std::move(idle.back());
-        idle.pop_back();
-        return handle;
-      }
-    }
-    CurlHandle handle(curl().easy_init());
-    if (!handle)
-      throw Error(ErrorCode::kIo, {.file = name}, "cannot start an HTTP client (libcurl)");
-    return handle;
-  }
-  void release(CurlHandle handle) const {
-    const std::lock_guard lock(idle_mutex);
-    idle.push_back(std::move(handle));
-  }
+  curl::HandlePool handles;
 };
 
 namespace {
@@ -453,23 +364,6 @@ extern "C" std::size_t on_body_bytes(char* data, std::size_t size, std::size_t c
   return static_cast<Exchange*>(user)->on_body(piece) ? size * count : 0;
 }
 
-bool retryable_curl_code(CURLcode code) {
-  switch (code) {
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_RECV_ERROR:
-    case CURLE_SEND_ERROR:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_GOT_NOTHING:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_SSL_CONNECT_ERROR:
-      return true;
-    default:
-      return false;
-  }
-}
-
 std::string status_words(long status) {
   switch (status) {
     case 401:
@@ -490,23 +384,13 @@ std::string status_words(long status) {
 // The options every attempt sets on its handle, reset first: where, what may be followed, how
 // long to wait, and where the answer goes.
 void configure_transfer(CURL* handle, Exchange& exchange) {
-  const CurlApi& api = curl();
+  const curl::Api& api = curl::api();
   const HttpSource::State& s = *exchange.state;
   const HttpOptions& o = s.options;
-  api.easy_reset(handle);
-  api.easy_setopt(handle, CURLOPT_URL, s.url.c_str());
-  api.easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+  curl::configure(handle, s.url, o.connect_timeout, o.stall_timeout);
   // With max_redirects 0 a redirect is an answer like any other (describe_refusal judges it).
   api.easy_setopt(handle, CURLOPT_FOLLOWLOCATION, o.max_redirects > 0 ? 1L : 0L);
   api.easy_setopt(handle, CURLOPT_MAXREDIRS, o.max_redirects);
-  api.easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
-  api.easy_setopt(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  api.easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout.count()));
-  // A transfer slower than 1 byte/s for stall_timeout is aborted: a stalled body, or a server
-  // that never answers.
-  api.easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  api.easy_setopt(handle, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_timeout.count()));
-  api.easy_setopt(handle, CURLOPT_USERAGENT, "onnxzip");
   api.easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header_line);
   api.easy_setopt(handle, CURLOPT_HEADERDATA, &exchange);
   api.easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_body_bytes);
@@ -516,21 +400,14 @@ void configure_transfer(CURL* handle, Exchange& exchange) {
   api.easy_setopt(handle, CURLOPT_BUFFERSIZE, 512L * 1024);
 }
 
-void append_header(HeaderList& headers, const std::string& line) {
-  curl_slist* const grown = curl().slist_append(headers.get(), line.c_str());
-  if (grown == nullptr) throw std::bad_alloc();
-  (void)headers.release();  // `grown` continues the list: freeing the old head would free it.
-  headers.reset(grown);
-}
-
 // The attempt's request headers: the caller's, then the bytes still missing, which a later
 // request asks for only if the file is still the one the open saw (its validator).
-HeaderList request_headers(const Exchange& exchange) {
+curl::HeaderList request_headers(const Exchange& exchange) {
   const HttpSource::State& s = *exchange.state;
-  HeaderList headers;
-  for (const std::string& line : s.options.headers) append_header(headers, line);
+  curl::HeaderList headers;
+  for (const std::string& line : s.options.headers) curl::append_header(headers, line);
   // Bodies as stored: a compressed one could not be cut into ranges.
-  append_header(headers, "Accept-Encoding: identity");
+  curl::append_header(headers, "Accept-Encoding: identity");
   std::string range;
   if (exchange.suffix) {
     range = "Range: bytes=-" + std::to_string(exchange.length);
@@ -538,16 +415,16 @@ HeaderList request_headers(const Exchange& exchange) {
     range = "Range: bytes=" + std::to_string(exchange.first + exchange.resume) + "-" +
             std::to_string(exchange.first + exchange.length - 1);
     if (!s.etag.empty()) {
-      append_header(headers, "If-Range: " + s.etag);
-      append_header(headers, "If-Match: " + s.etag);
+      curl::append_header(headers, "If-Range: " + s.etag);
+      curl::append_header(headers, "If-Match: " + s.etag);
     } else if (!s.last_modified.empty()) {
-      append_header(headers, "If-Range: " + s.last_modified);
-      append_header(headers, "If-Unmodified-Since: " + s.last_modified);
+      curl::append_header(headers, "If-Range: " + s.last_modified);
+      curl::append_header(headers, "If-Unmodified-Since: " + s.last_modified);
     }
   }
-  append_header(headers, range);
+  curl::append_header(headers, range);
   if (s.options.sign_request) {
-    for (const std::string& line : s.options.sign_request()) append_header(headers, line);
+    for (const std::string& line : s.options.sign_request()) curl::append_header(headers, line);
   }
   return headers;
 }
@@ -592,15 +469,15 @@ void judge_refusal(Exchange& exchange) {
 // One attempt of `exchange` on `handle`; a Failure when it did not bring every byte.
 void perform(CURL* handle, Exchange& exchange) {
   configure_transfer(handle, exchange);
-  const HeaderList headers = request_headers(exchange);
-  curl().easy_setopt(handle, CURLOPT_HTTPHEADER, headers.get());
+  const curl::HeaderList headers = request_headers(exchange);
+  curl::api().easy_setopt(handle, CURLOPT_HTTPHEADER, headers.get());
   exchange.state->requests.fetch_add(1, std::memory_order_relaxed);
-  const CURLcode code = curl().easy_perform(handle);
+  const CURLcode code = curl::api().easy_perform(handle);
   if (exchange.sink_error) std::rethrow_exception(exchange.sink_error);
   if (exchange.failure) return;  // Set while the answer came (its headers, or its body).
   if (code != CURLE_OK && code != CURLE_WRITE_ERROR) {
-    exchange.fail(retryable_curl_code(code),
-                  std::string(curl().easy_strerror(code)) + " (" + exchange.asked() + ")");
+    exchange.fail(curl::retryable(code),
+                  std::string(curl::api().easy_strerror(code)) + " (" + exchange.asked() + ")");
   } else if (exchange.status == 206 || exchange.status == 200) {
     judge_body_answer(exchange);
   } else {
@@ -610,7 +487,7 @@ void perform(CURL* handle, Exchange& exchange) {
 
 // `exchange` with retries, each resuming at the byte reached.
 void run(const HttpSource::State& s, Exchange& exchange) {
-  CurlHandle handle = s.acquire();
+  curl::Handle handle = s.handles.acquire(s.name);
   std::chrono::milliseconds delay = s.options.retry_delay;
   for (unsigned attempt = 0;; ++attempt) {
     exchange.failure.reset();
@@ -634,7 +511,7 @@ void run(const HttpSource::State& s, Exchange& exchange) {
     std::this_thread::sleep_for(delay);
     delay *= 2;
   }
-  s.release(std::move(handle));
+  s.handles.release(std::move(handle));
 }
 
 // Runs `work(i)` for i in [0, count) on up to `parallel` threads; the first exception stops the
@@ -690,7 +567,7 @@ void check_open_arguments(const std::string& url, const HttpOptions& options) {
     throw Error(ErrorCode::kInvalidArgument, {.file = display_url(url)},
                 "HttpOptions::tail_size is 0");
   }
-  if (const std::string& problem = curl().problem; !problem.empty()) {
+  if (const std::string& problem = curl::api().problem; !problem.empty()) {
     throw Error(ErrorCode::kUnsupported, {.file = display_url(url)},
                 "cannot read URLs: libcurl cannot be loaded (" + problem + ")");
   }

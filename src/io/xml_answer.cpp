@@ -21,6 +21,9 @@ struct ParseState {
   std::size_t depth = 0;
   std::string child;  // The root's child being read (depth 2), "" elsewhere.
   std::string text;
+  XmlRecord record;        // The root's child, when it holds elements.
+  std::string grandchild;  // Its child being read (depth 3).
+  std::string grandchild_text;
   std::optional<Error> refusal;
 
   void refuse(Error error) {
@@ -42,13 +45,23 @@ extern "C" void on_start(void* user, const XML_Char* name, const XML_Char** /*at
   if (state.depth == 2) {
     state.child = name;
     state.text.clear();
+    state.record = XmlRecord{name, {}};
+  }
+  if (state.depth == 3) {
+    state.grandchild = name;
+    state.grandchild_text.clear();
   }
 }
 
 extern "C" void on_end(void* user, const XML_Char* /*name*/) {
   auto& state = *static_cast<ParseState*>(user);
+  if (state.depth == 3) state.record.fields[state.grandchild] = state.grandchild_text;
   if (state.depth == 2) {
-    state.answer.fields[state.child] = state.text;
+    if (state.record.fields.empty()) {
+      state.answer.fields[state.child] = state.text;
+    } else {
+      state.answer.records.push_back(std::move(state.record));
+    }
     state.child.clear();
   }
   --state.depth;
@@ -58,6 +71,7 @@ extern "C" void on_text(void* user, const XML_Char* text, int length) {
   auto& state = *static_cast<ParseState*>(user);
   // Text directly inside a child of the root; a nested element's text is not the child's.
   if (state.depth == 2) state.text.append(text, static_cast<std::size_t>(length));
+  if (state.depth == 3) state.grandchild_text.append(text, static_cast<std::size_t>(length));
 }
 
 extern "C" void on_doctype(void* user, const XML_Char* /*name*/, const XML_Char* /*system_id*/,

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace onnxzip::s3 {
 
@@ -17,12 +18,21 @@ struct XmlLimits {
   std::size_t max_depth = 16;
 };
 
+// A child of the root that holds elements, with the text of each of its own children:
+// <Upload><Key>k</Key><UploadId>u</UploadId></Upload> is {"Upload", {{"Key", "k"}, ...}}.
+struct XmlRecord {
+  std::string name;
+  std::map<std::string, std::string> fields;
+};
+
 // The root element's name and the text of each child of the root that holds text (the last one
 // when a name repeats): <Error><Code>NoSuchKey</Code>...</Error> is {"Error", {{"Code",
-// "NoSuchKey"}, ...}}. Deeper elements are parsed and checked but not kept.
+// "NoSuchKey"}, ...}}; the children that hold elements as records, in order (a listing's
+// <Upload>s). Deeper elements are parsed and checked but not kept.
 struct XmlAnswer {
   std::string root;
   std::map<std::string, std::string> fields;
+  std::vector<XmlRecord> records;
 
   // The child's text, "" when absent.
   std::string field(const std::string& name) const;

@@ -25,7 +25,17 @@ answers these itself:
                                  region    301 PermanentRedirect to eu-west-3, as S3 answers a
                                            request signed for the bucket's wrong region;
                                  reset     the answer's body cut after half and the connection
-                                           closed.
+                                           closed;
+                                 cut       half the request's body read, then the connection
+                                           closed without an answer (not forwarded: a reset
+                                           mid-upload);
+                                 error200  200 with S3's InternalError XML (not forwarded), as
+                                           S3 answers a CompleteMultipartUpload that failed late.
+
+It also enforces what moto ignores on CompleteMultipartUpload (POST ?uploadId=...): with
+`If-None-Match: *` it answers 412 PreconditionFailed when the object exists, and with
+`If-Match: ETAG` when the object is absent or has another ETag (checked with a HeadObject of its
+own, signed by the test key); the request is then not forwarded.
 """
 import http.client
 import http.server
@@ -45,12 +55,18 @@ PERMANENT_REDIRECT = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>Per
                       b"</Code><Message>The bucket you are attempting to access must be addressed "
                       b"using the specified endpoint.</Message><Endpoint>s3.eu-west-3.amazonaws.com"
                       b"</Endpoint><Region>eu-west-3</Region></Error>")
+INTERNAL_ERROR = (b'<?xml version="1.0" encoding="UTF-8"?>\n\n<Error><Code>InternalError</Code>'
+                  b"<Message>We encountered an internal error. Please try again.</Message></Error>")
+PRECONDITION_FAILED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PreconditionFailed'
+                       b"</Code><Message>At least one of the pre-conditions you specified did not"
+                       b" hold</Message><Condition>If-None-Match</Condition></Error>")
 SLOWDOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
             b"<Message>Please reduce your request rate.</Message></Error>")
 
 lock = threading.Lock()
 stats = {"requests": 0, "bytes": 0, "log": []}
 faults = []  # Pending faults, one per request, in order.
+store = None  # A boto3 client of moto, for the proxy's own checks.
 
 
 def start_moto():
@@ -82,7 +98,30 @@ def set_up_store(moto_url):
     s3.create_bucket(Bucket=BUCKET)
     for name, path in UPLOADS:
         s3.upload_file(path, BUCKET, name)
+    global store
+    store = s3
     return key
+
+
+def current_etag(path):
+    """The ETag of the object a path-style PATH names, None when there is none."""
+    bucket, _, key = urllib.parse.unquote(urllib.parse.urlsplit(path).path).lstrip("/").partition("/")
+    try:
+        return store.head_object(Bucket=bucket, Key=key)["ETag"]
+    except store.exceptions.ClientError:
+        return None
+
+
+def failed_condition(method, path, headers):
+    """Whether a CompleteMultipartUpload's If-None-Match / If-Match does not hold."""
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)
+    if method != "POST" or "uploadId" not in query:
+        return False
+    if headers.get("If-None-Match") == "*":
+        return current_etag(path) is not None
+    if headers.get("If-Match"):
+        return current_etag(path) != headers.get("If-Match")
+    return False
 
 
 class Proxy(http.server.BaseHTTPRequestHandler):
@@ -124,6 +163,15 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             self.rfile.read(length)
             return self._admin()
         length = int(self.headers.get("Content-Length", "0"))
+        if faults and faults[0] == "cut":
+            with lock:
+                faults.pop(0)
+                stats["requests"] += 1
+                stats["log"].append({"method": self.command, "path": self.path, "range": "",
+                                     "fault": "cut"})
+            self.rfile.read(length // 2)
+            self.close_connection = True
+            return
         body = self.rfile.read(length) if length else None
         with lock:
             fault = faults.pop(0) if faults else None
@@ -134,6 +182,10 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             return self._reply(503, SLOWDOWN, "application/xml")
         if fault == "region":
             return self._reply(301, PERMANENT_REDIRECT, "application/xml")
+        if fault == "error200":
+            return self._reply(200, INTERNAL_ERROR, "application/xml")
+        if failed_condition(self.command, self.path, self.headers):
+            return self._reply(412, PRECONDITION_FAILED, "application/xml")
         connection = http.client.HTTPConnection(self.upstream)
         connection.putrequest(self.command, self.path, skip_host=True,
                               skip_accept_encoding=True)
@@ -146,7 +198,9 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         for name, value in answer.getheaders():
             if name.lower() not in ("transfer-encoding", "connection", "content-length"):
                 self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
+        # A HEAD's answer has no body but tells the object's length.
+        length = answer.getheader("Content-Length", "0") if self.command == "HEAD" else len(data)
+        self.send_header("Content-Length", str(length))
         if fault == "reset":
             self.send_header("Connection", "close")
             self.end_headers()
