@@ -1,4 +1,4 @@
-// Archive::open and load() of a local file (src/archive/archive_reader.cpp) while an in-place
+// Archive::open and load() of a local file (src/archive/archive.cpp) while an in-place
 // edit rewrites it (spec §9.6): every interleaving of the reader's reads with the edit's steps
 // gives the old archive, the new one, or Error(kChanged) -- never kCorrupt, never a model of
 // neither, never SIGBUS (which would end this test binary) -- and what an open archive hands out

@@ -264,7 +264,7 @@ ModelProto load_bytes(ByteSpan archive_bytes, OwnerToken owner, const LoadOption
                       std::string_view source_name = "<memory>");
 
 namespace detail {
-struct ArchiveState;  // What an Archive holds: private to the library (archive_reader.cpp).
+struct ArchiveState;  // What an Archive holds: private to the library (archive.cpp).
 }  // namespace detail
 
 // A read-only view of an archive for runtimes with their own ONNX parser: the model bytes, and
