@@ -42,7 +42,7 @@
 //
 // Entries are indexed in file order (by local header offset). A stored entry's data is borrowed
 // from the source (zero copy from a mapping or memory; a buffer of its own from a source that
-// reads ranges); a deflated entry is inflated by data(). ZipReader is immutable after
+// reads ranges); a deflated entry is inflated by data(). Both types are immutable after
 // construction, so const calls may run concurrently. zip knows nothing of ONNX; the archive
 // layer builds on this header.
 //
