@@ -172,9 +172,10 @@ const ZipEntry& ZipDirectory::own_entry(const ZipEntry& entry, const char* opera
 }
 
 ErrorContext ZipDirectory::entry_place(const ZipEntry& e) const {
-  return {
-      .file = source_->name(),
-      .entry = "entry " + quote(e.name) + " at offset " + std::to_string(e.local_header_offset)};
+  return {.file = source_->name(),
+          .entry = "entry " + quote(e.name) + " at offset " + std::to_string(e.local_header_offset),
+          .entry_name = e.name,
+          .offset = e.local_header_offset};
 }
 
 // The local header, data and data descriptor of an entry not located at open are read in one read

@@ -115,12 +115,13 @@ std::uint32_t declared_alignment(const ZipDirectory& zip) {
     if (!entry.local) continue;
     if (const std::optional<std::uint32_t> alignment = alignment_record(entry)) return *alignment;
   }
-  // An entry whose data fell on its alignment has no record: the last few entries' headers,
-  // read now when the open did not, make it likely that one has.
-  for (std::size_t i = entries.size() - std::min(entries.size(), kAlignmentLookBack);
-       i < entries.size(); ++i) {
-    if (entries[i].local) continue;
-    if (const std::optional<std::uint32_t> alignment = alignment_record(zip.locate(entries[i]))) {
+  // A directory located none: the last few entries' headers, read now from the last back (the
+  // model's is held by the tail read). An entry whose data fell on its alignment has no record.
+  const std::size_t look_back = std::min(entries.size(), kAlignmentLookBack);
+  for (std::size_t k = 1; k <= look_back; ++k) {
+    const ZipEntry& entry = entries[entries.size() - k];
+    if (entry.local) continue;
+    if (const std::optional<std::uint32_t> alignment = alignment_record(zip.locate(entry))) {
       return *alignment;
     }
   }

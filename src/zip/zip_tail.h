@@ -70,7 +70,8 @@ EntryTail lay_out_tail(const ZipDirectory& zip, std::size_t first, std::uint64_t
 
 // The alignment A the archive declares (spec §3.6): the value of the first 0xD935 record of a
 // local header, when it is a power of two in [64, 65536]; else 64. The headers are those the
-// directory located, then those of the last four entries (read now, when not located yet).
+// reader located, in file order, then those of the last four entries, from the last back (read
+// now, for a directory).
 std::uint32_t declared_alignment(const ZipDirectory& zip);
 
 }  // namespace onnxzip::zip
