@@ -31,14 +31,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       // The index promises entries in file order whose bytes lie inside the input and do not
       // overlap.
       check(entry.local_header_offset >= previous_end);
-      check(entry.data_offset + entry.compressed_size <= entry.end_offset);
-      check(entry.end_offset <= reader.central_directory_offset());
-      previous_end = entry.end_offset;
+      check(entry.local.has_value());  // The checked reader locates every entry.
+      check(entry.local->data_offset + entry.compressed_size <= entry.local->end_offset);
+      check(entry.local->end_offset <= reader.central_directory_offset());
+      previous_end = entry.local->end_offset;
       check(reader.find(entry.name) == &entry);
       try {
         const onnxzip::TensorBytes bytes = reader.data(entry);
         check(bytes.size() == entry.size);
-        if (entry.is_stored()) check(bytes.data() == reader.bytes().data() + entry.data_offset);
+        if (entry.is_stored())
+          check(bytes.data() == reader.bytes().data() + entry.local->data_offset);
         reader.verify(entry);
       } catch (const onnxzip::Error&) {
       }

@@ -126,7 +126,7 @@ TEST(ArchiveSlow, ModelOver4GiBConvertsBothWaysInBoundedMemory) {
     for (const ZipEntry& e : zip.entries()) {
       SCOPED_TRACE(e.name);
       EXPECT_EQ(e.zip64, e.local_header_offset >= 0xFFFFFFFFu);
-      EXPECT_EQ(e.data_offset % 64, 0u);
+      EXPECT_EQ(e.local->data_offset % 64, 0u);
     }
     EXPECT_EQ(zip.entries().back().name, kModelEntryName);
     EXPECT_TRUE(zip.entries().back().zip64);

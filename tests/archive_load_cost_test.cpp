@@ -67,10 +67,10 @@ TEST(ArchiveLoadCost, LoadTouchesNoPayloadPage) {
   for (std::size_t i = 0; i < by_path.entries().size(); ++i) {
     const ZipEntry& a = by_path.entries()[i];
     const ZipEntry& b = by_bytes.entries()[i];
-    EXPECT_EQ(a.data_offset, b.data_offset);
-    EXPECT_EQ(a.data_offset % 64, 0u);
-    EXPECT_TRUE(equal_bytes(a.local_extra, b.local_extra)) << a.name;
-    padded += !a.local_extra.empty();
+    EXPECT_EQ(a.local->data_offset, b.local->data_offset);
+    EXPECT_EQ(a.local->data_offset % 64, 0u);
+    EXPECT_TRUE(equal_bytes(a.local->local_extra, b.local->local_extra)) << a.name;
+    padded += !a.local->local_extra.empty();
   }
   EXPECT_GT(padded, kEntries / 2);  // Alignment records: the comparison above compared bytes.
 }

@@ -1,4 +1,4 @@
-// Archive::open and load() of a local file (src/archive/archive_reader.cpp) while an in-place
+// Archive::open and load() of a local file (src/archive/archive.cpp) while an in-place
 // edit rewrites it (spec §9.6): every interleaving of the reader's reads with the edit's steps
 // gives the old archive, the new one, or Error(kChanged) -- never kCorrupt, never a model of
 // neither, never SIGBUS (which would end this test binary) -- and what an open archive hands out
@@ -21,6 +21,7 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/edit.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_codec.h"
 #include "posix_file.h"
 #include "posix_file_testing.h"
@@ -104,8 +105,8 @@ Seen seen_in(const Archive& archive) {
   seen.producer = std::string(model.producer_name.value_or(""));
   EXPECT_EQ(archive.model().producer_name, model.producer_name);
   for (const Archive::TensorInfo& info : archive.tensors()) {
-    const ByteSpan bytes = archive.payload(info).view();
-    seen.payloads[info.entry] = Bytes(bytes.begin(), bytes.end());
+    const TensorBytes payload = archive.payload(info);  // Owns what it read, in ranges.
+    seen.payloads[info.entry] = Bytes(payload.view().begin(), payload.view().end());
   }
   return seen;
 }
@@ -114,7 +115,32 @@ class ArchiveReaderDuringEdit : public ::testing::TestWithParam<FileAccess> {};
 
 INSTANTIATE_TEST_SUITE_P(Access, ArchiveReaderDuringEdit,
                          ::testing::Values(FileAccess::kMap, FileAccess::kRead,
-                                           FileAccess::kMapPrivate));
+                                           FileAccess::kMapPrivate, FileAccess::kRanges));
+
+// An archive opened in ranges (FileAccess::kRanges) is neither mapped nor read whole: its
+// tensors' data is read when asked for, and load() reads every payload, so it loads the model
+// every other access loads.
+TEST(ArchiveInRanges, OpensWithoutTheFileAndLoadsItsPayloads) {
+  ScratchDir dir("archive_in_ranges");
+  const fs::path path = dir / "m.onnxz";
+  save(model_named("ranges", 10), path);
+  const Archive archive = Archive::open(path, {.access = FileAccess::kRanges});
+  EXPECT_TRUE(archive.zip().bytes().empty());
+  ASSERT_EQ(archive.tensors().size(), 3u);
+  const Archive mapped = Archive::open(path);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const Archive::TensorInfo& info = archive.tensors()[i];
+    EXPECT_TRUE(info.data.empty()) << info.name;
+    EXPECT_EQ(info.offset, mapped.tensors()[i].offset) << info.name;
+    const TensorBytes payload = archive.payload(info);
+    const ByteSpan bytes = payload.view();
+    const ByteSpan expected = mapped.tensors()[i].data;
+    EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), expected.begin(), expected.end()));
+  }
+  const ModelProto in_ranges = load(path, {.access = FileAccess::kRanges});
+  const ModelProto whole = load(path);
+  EXPECT_EQ(serialize_model(in_ranges), serialize_model(whole));
+}
 
 // Issue 32 defects 1 to 4: for each step of an edit (growing the model, then shrinking it) and
 // each of the reader's reads, the step lands just before that read; then the edit finishes.
@@ -274,7 +300,7 @@ TEST_P(ArchiveReaderDuringEdit, ATruncationAfterTheOpenLeavesWhatWasOpened) {
     std::uint64_t end = 0;
     const ZipReader zip = ZipReader::open(path);
     for (const ZipEntry& e : zip.entries()) {
-      if (e.name != kModelEntryName) end = std::max(end, e.end_offset);
+      if (e.name != kModelEntryName) end = std::max(end, e.local->end_offset);
     }
     return end;
   }();

@@ -114,7 +114,7 @@ TEST(ArchiveSave, RoundTripsTensorsEverywhereForEachThresholdAndAlignment) {
         EXPECT_EQ(zip.entries().back().name, kModelEntryName);
         EXPECT_EQ(zip.entries().size() - 1, expected_entry_count(model, threshold));
         for (const ZipEntry& e : zip.entries()) {
-          EXPECT_EQ(e.data_offset % alignment, 0u) << e.name;
+          EXPECT_EQ(e.local->data_offset % alignment, 0u) << e.name;
           EXPECT_TRUE(e.is_stored()) << e.name;
         }
         const Archive archive = Archive::open(path);
@@ -125,7 +125,7 @@ TEST(ArchiveSave, RoundTripsTensorsEverywhereForEachThresholdAndAlignment) {
           EXPECT_GE(info.alignment, alignment);
           // The span is the entry's data, in place in the archive bytes.
           const ZipEntry& entry = zip.at(info.entry);
-          EXPECT_EQ(info.data.data(), archive.zip().bytes().data() + entry.data_offset);
+          EXPECT_EQ(info.data.data(), archive.zip().bytes().data() + entry.local->data_offset);
         }
         EXPECT_EQ(externalized.size(), zip.entries().size() - 1);
         const VerifyReport report = verify(path);
@@ -956,7 +956,7 @@ TEST(ArchiveVerify, ReportsCorruptPayloadsByEntry) {
   std::uint64_t offset = 0;
   {
     const ZipReader zip = ZipReader::from_bytes(bytes, kNoOwner);
-    offset = zip.at("W").data_offset + 7;
+    offset = zip.at("W").local->data_offset + 7;
   }
   bytes[offset] ^= 0x40;
   write_bytes(path, bytes);
@@ -1017,7 +1017,7 @@ TEST(ArchiveVerify, ReportsProgressOverTheBytesItsCrcCheckReads) {
 
   // A corrupt entry is a finding, and the progress still ends at the total.
   Bytes bytes = read_file_bytes(path);
-  bytes[ZipReader::from_bytes(bytes, kNoOwner).at("big").data_offset + 5] ^= 1;
+  bytes[ZipReader::from_bytes(bytes, kNoOwner).at("big").local->data_offset + 5] ^= 1;
   write_bytes(path, bytes);
   calls.clear();
   options.check_crc = true;
@@ -1139,7 +1139,7 @@ TEST(ArchiveVerify, ReportsInlinePayloadsThatDisagreeWithTheirTensor) {
   // The node's attribute tensor comes first: the visitor walks nodes before initializers.
   EXPECT_EQ(report.findings[0].severity, VerifyFinding::Severity::kWarning);
   EXPECT_EQ(report.findings[0].entry, kModelEntryName);
-  EXPECT_EQ(report.findings[0].offset, model_entry.data_offset);
+  EXPECT_EQ(report.findings[0].offset, model_entry.local->data_offset);
   EXPECT_EQ(report.findings[0].tensor, "unnamed tensor at graph/node[0]/value");
   // The message is the problem alone; to_string(finding) is the line with its place.
   EXPECT_EQ(report.findings[0].message,

@@ -391,7 +391,7 @@ TEST_F(Cli, ExtractViewRepack) {
   EXPECT_EQ(run.exit_code, 0) << run;
   const ZipReader fixed = ZipReader::open(dir / "fixed.onnxz");
   for (const ZipEntry& e : fixed.entries()) {
-    EXPECT_EQ(e.data_offset % 4096, 0u) << e.name;
+    EXPECT_EQ(e.local->data_offset % 4096, 0u) << e.name;
   }
   EXPECT_EQ(load(dir / "fixed.onnxz"), load(archive));
   run = run_cli({"repack", "-q", dir / "other.zip", dir / "quiet.onnxz"});
@@ -448,7 +448,7 @@ TEST_F(Cli, RuntimeErrorsNameTheFileAndLeaveNothing) {
                                  std::string(model_bytes.begin(), model_bytes.begin() + 700));
   std::vector<std::uint8_t> corrupt = read_file_bytes(archive);
   const ZipEntry w_big = *ZipReader::open(archive).find("w_big");
-  corrupt[w_big.data_offset + 100] ^= 0x40;
+  corrupt[w_big.local->data_offset + 100] ^= 0x40;
   test_support::write_file_bytes(dir / "corrupt.onnxz",
                                  std::string(corrupt.begin(), corrupt.end()));
   ModelProto hostile;
@@ -847,7 +847,7 @@ TEST_F(Cli, VerifySaysWhatItCheckedAndReportsJson) {
   // A damaged payload: a crc finding and failed digests, in JSON.
   std::vector<std::uint8_t> bytes = read_file_bytes(archive);
   const ZipReader zip = ZipReader::open(archive);
-  bytes[zip.find("w_big")->data_offset] ^= 1;
+  bytes[zip.find("w_big")->local->data_offset] ^= 1;
   test_support::write_file_bytes(dir / "bad.onnxz", std::string(bytes.begin(), bytes.end()));
   run = run_cli({"verify", "--json", archive, dir / "bad.onnxz", dir / "missing.onnxz"});
   EXPECT_EQ(run.exit_code, 1) << run;

@@ -158,7 +158,7 @@ TEST_F(ConvertRemoteTest, DamageIsAnErrorNamingTheUrlAndTheEntryAndLeavesNothing
   const Archive local = Archive::open(server_->root() / "m.onnxz");
   const Archive::TensorInfo& info = *local.find_tensor("extra110");
   const ZipEntry& entry = local.zip().at(info.entry);
-  serve_damaged(*server_, "payload.onnxz", entry.data_offset + entry.size / 2);
+  serve_damaged(*server_, "payload.onnxz", entry.local->data_offset + entry.size / 2);
   // The local header's CRC-32 field (offset 14).
   serve_damaged(*server_, "header.onnxz", entry.local_header_offset + 14);
   const struct {

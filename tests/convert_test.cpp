@@ -467,7 +467,7 @@ TEST(ConvertCrc, AnArchiveWithAWrongPayloadCrcConvertsToNothing) {
   for (const char* damaged : {"small", "big"}) {
     const ZipEntry entry = *ZipReader::open(dir / "good.onnxz").find(damaged);
     std::vector<std::uint8_t> bytes = good;
-    bytes[entry.data_offset + entry.size / 2] ^= 0x10;
+    bytes[entry.local->data_offset + entry.size / 2] ^= 0x10;
     test_support::write_file_bytes(dir / "bad.onnxz", std::string(bytes.begin(), bytes.end()));
     const std::string expected = (dir / "bad.onnxz").string() + ": entry '" + damaged +
                                  "' at offset " + std::to_string(entry.local_header_offset) +

@@ -101,7 +101,7 @@ TEST_F(SigningTest, SignPlacesBothEntriesBeforeTheModelAndVerifies) {
   EXPECT_EQ(zip.entries()[4].name, "__MODEL_PROTO");
   // No payload byte moved: the file up to the end of the last payload is as it was.
   const std::vector<std::uint8_t> after = read_file_bytes(archive_);
-  const std::uint64_t payload_end = zip.entries()[1].end_offset;
+  const std::uint64_t payload_end = zip.entries()[1].local->end_offset;
   EXPECT_TRUE(std::equal(after.begin(), after.begin() + payload_end, before.begin()));
 
   const VerifyReport plain = verify(archive_);
@@ -170,10 +170,10 @@ TEST_F(SigningTest, APayloadByteChangedWithItsCrcFixedFailsNamingTheEntry) {
   std::vector<std::uint8_t> bytes = read_file_bytes(archive_);
   const ZipReader zip = ZipReader::from_bytes(bytes, kNoOwner);
   const ZipEntry& weight = *zip.find("weight");
-  const std::uint64_t at = weight.data_offset + 1000;
+  const std::uint64_t at = weight.local->data_offset + 1000;
   bytes[at] ^= 0x40;
   // Fix the CRC-32 in both headers, so that only the digest can tell.
-  const std::uint32_t crc = crc32(ByteSpan(bytes).subspan(weight.data_offset, weight.size));
+  const std::uint32_t crc = crc32(ByteSpan(bytes).subspan(weight.local->data_offset, weight.size));
   for (const std::uint64_t field :
        {weight.local_header_offset + 14, weight.central_header_offset + 16}) {
     for (int i = 0; i < 4; ++i) bytes[field + i] = static_cast<std::uint8_t>(crc >> (8 * i));
@@ -197,9 +197,9 @@ TEST_F(SigningTest, APayloadByteChangedWithItsCrcFixedFailsNamingTheEntry) {
 // Flips a byte of `entry`'s data in `bytes`; with `fix_crc` its CRC-32 is fixed in both headers,
 // so that only the digest can tell.
 void change_payload_byte(std::vector<std::uint8_t>& bytes, const ZipEntry& entry, bool fix_crc) {
-  bytes[entry.data_offset + entry.size / 2] ^= 0x40;
+  bytes[entry.local->data_offset + entry.size / 2] ^= 0x40;
   if (!fix_crc) return;
-  const std::uint32_t crc = crc32(ByteSpan(bytes).subspan(entry.data_offset, entry.size));
+  const std::uint32_t crc = crc32(ByteSpan(bytes).subspan(entry.local->data_offset, entry.size));
   for (const std::uint64_t field :
        {entry.local_header_offset + 14, entry.central_header_offset + 16}) {
     for (int i = 0; i < 4; ++i) bytes[field + i] = static_cast<std::uint8_t>(crc >> (8 * i));
@@ -577,8 +577,8 @@ void change_byte_fixing_crc(const std::filesystem::path& path, const std::string
   std::vector<std::uint8_t> bytes = read_file_bytes(path);
   const ZipReader zip = ZipReader::from_bytes(bytes, kNoOwner);
   const ZipEntry& entry = *zip.find(name);
-  bytes[entry.data_offset + at] ^= mask;
-  const std::uint32_t crc = crc32(ByteSpan(bytes).subspan(entry.data_offset, entry.size));
+  bytes[entry.local->data_offset + at] ^= mask;
+  const std::uint32_t crc = crc32(ByteSpan(bytes).subspan(entry.local->data_offset, entry.size));
   for (const std::uint64_t field :
        {entry.local_header_offset + 14, entry.central_header_offset + 16}) {
     for (int i = 0; i < 4; ++i) bytes[field + i] = static_cast<std::uint8_t>(crc >> (8 * i));
@@ -651,8 +651,8 @@ TEST_F(SigningTest, LazyDigestsCheckTheModelAtOpen) {
   const ZipReader zip = ZipReader::from_bytes(bytes, kNoOwner);
   const ZipEntry& entry = *zip.find("__MODEL_PROTO");
   const std::string text(
-      bytes.begin() + static_cast<std::ptrdiff_t>(entry.data_offset),
-      bytes.begin() + static_cast<std::ptrdiff_t>(entry.data_offset + entry.size));
+      bytes.begin() + static_cast<std::ptrdiff_t>(entry.local->data_offset),
+      bytes.begin() + static_cast<std::ptrdiff_t>(entry.local->data_offset + entry.size));
   const std::size_t at = text.find("whose");
   ASSERT_NE(at, std::string::npos);
   change_byte_fixing_crc(archive_, "__MODEL_PROTO", at, 0x20);  // "whose" -> "Whose".
@@ -797,7 +797,7 @@ TEST(WritingWithDigests, RepackNamesADamagedInputEntryAndLeavesNoOutput) {
     const ZipReader zip = ZipReader::open(dir / "in.onnxz");
     const ZipEntry& entry = *zip.find("w2");
     std::vector<std::uint8_t> bytes = read_file_bytes(dir / "in.onnxz");
-    bytes[entry.data_offset + 1000] ^= 0xFF;
+    bytes[entry.local->data_offset + 1000] ^= 0xFF;
     test_support::write_file_bytes(dir / "in.onnxz", std::string(bytes.begin(), bytes.end()));
   }
   for (const std::size_t threads : {1u, 0u}) {

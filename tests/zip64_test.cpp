@@ -209,7 +209,7 @@ TEST(Zip64Slow, EntryOf4GiBPlusOneThenAnEntryPastTheFourGiBOffset) {
       const ZipEntry& e = reader.entries()[i];
       EXPECT_EQ(e.name, written[i].name);
       EXPECT_EQ(e.local_header_offset, written[i].local_header_offset) << e.name;
-      EXPECT_EQ(e.data_offset, written[i].data_offset) << e.name;
+      EXPECT_EQ(e.local->data_offset, written[i].data_offset) << e.name;
       EXPECT_EQ(e.size, written[i].size) << e.name;
       EXPECT_EQ(e.compressed_size, written[i].size) << e.name;
       EXPECT_EQ(e.crc32, written[i].crc32) << e.name;
@@ -284,7 +284,7 @@ TEST(Zip64Slow, SeventyThousandEntries) {
     ASSERT_EQ(e.name, name_of(i));
     ASSERT_EQ(reader.find(e.name), &e);
     ASSERT_EQ(e.local_header_offset, archive.entries[i].local_header_offset) << i;
-    ASSERT_EQ(e.data_offset, archive.entries[i].data_offset) << i;
+    ASSERT_EQ(e.local->data_offset, archive.entries[i].data_offset) << i;
     ASSERT_EQ(e.size, i % 5) << i;
     ASSERT_FALSE(e.zip64) << i;
     ASSERT_NO_THROW(reader.verify(e)) << i;

@@ -27,14 +27,6 @@
 namespace onnxzip {
 namespace {
 
-// Options that read the local headers `scope` says, the ReadLimits at their defaults
-// (ZipReaderOptions derives from ReadLimits, which a designated initializer cannot name).
-ZipReaderOptions scoped(LocalHeaderScope scope) {
-  ZipReaderOptions options;
-  options.local_headers = scope;
-  return options;
-}
-
 namespace fs = std::filesystem;
 using testing::build_zip;
 using testing::BuiltZip;
@@ -81,7 +73,7 @@ void expect_error(const std::function<void()>& f, ErrorCode code,
   }
 }
 
-bool has_finding(const ZipReader& r, ZipFindingKind kind, std::string_view entry) {
+bool has_finding(const ZipDirectory& r, ZipFindingKind kind, std::string_view entry) {
   return std::any_of(r.findings().begin(), r.findings().end(),
                      [&](const ZipFinding& f) { return f.kind == kind && f.entry == entry; });
 }
@@ -139,11 +131,28 @@ ZipReader open_over(Source source, ByteSpan bytes, const ZipReaderOptions& optio
   return ZipReader::open(file, options, trailer);
 }
 
+// The same, as a ZipDirectory.
+ZipDirectory open_directory_over(Source source, ByteSpan bytes,
+                                 const ZipReaderOptions& options = {}) {
+  const std::string name = archive_name();
+  if (source == Source::kMemory) {
+    return ZipDirectory::open(ByteSource::of_bytes(bytes, kNoOwner, name), options);
+  }
+  write_file(name, bytes);
+  const std::shared_ptr<const ByteSource> file =
+      source == Source::kMapped ? ByteSource::open(name) : ByteSource::open_ranges(name);
+  fs::remove(name);
+  return ZipDirectory::open(file, options);
+}
+
 class OverSources : public ::testing::TestWithParam<Source> {
  protected:
   ZipReader open(ByteSpan bytes, const ZipReaderOptions& options = {},
                  const ZipTrailerResolver& trailer = {}) const {
     return open_over(GetParam(), bytes, options, trailer);
+  }
+  ZipDirectory open_directory(ByteSpan bytes, const ZipReaderOptions& options = {}) const {
+    return open_directory_over(GetParam(), bytes, options);
   }
   bool ranges() const { return GetParam() == Source::kRanges; }
 };
@@ -169,9 +178,9 @@ TEST_P(StoredSizes, ReadBackAsAlignedBytesBorrowedFromTheArchive) {
   const ZipEntry& e = r.at("w");
   EXPECT_EQ(e.size, size);
   EXPECT_EQ(e.compressed_size, size);
-  EXPECT_EQ(e.data_offset, z.entries[1].data_offset);
-  EXPECT_EQ(e.data_offset % 64, 0u);
-  EXPECT_GE(e.alignment(), 64u);
+  EXPECT_EQ(e.local->data_offset, z.entries[1].data_offset);
+  EXPECT_EQ(e.local->data_offset % 64, 0u);
+  EXPECT_GE(e.local->alignment(), 64u);
   EXPECT_TRUE(e.zero_copy());
   EXPECT_FALSE(has_finding(r, ZipFindingKind::kUnaligned, "w"));
 
@@ -192,8 +201,8 @@ TEST_P(StoredSizes, ReadBackAsAlignedBytesBorrowedFromTheArchive) {
   const ByteSpan span = r.stored_data(e);
   EXPECT_TRUE(equal_bytes(span, pattern(size, 1)));
   if (size > 0) {  // Where an empty entry's bytes are is no matter.
-    EXPECT_EQ(span.data(), r.bytes().data() + e.data_offset);
-    EXPECT_EQ(data.data(), r.bytes().data() + e.data_offset);
+    EXPECT_EQ(span.data(), r.bytes().data() + e.local->data_offset);
+    EXPECT_EQ(data.data(), r.bytes().data() + e.local->data_offset);
     EXPECT_EQ(data.owner(),
               source == Source::kMemory ? std::static_pointer_cast<const void>(owner) : r.owner());
   }
@@ -217,18 +226,18 @@ TEST_P(OverSources, ReportsUnalignedStoredEntries) {
   const BuiltZip z = build_zip({stored("odd", pattern(10, 1), 0)});
   const ZipReader r = open(z.span());
   const ZipEntry& e = r.at("odd");
-  EXPECT_EQ(e.data_offset, 30u + 3u);
-  EXPECT_EQ(e.alignment(), 1u);
+  EXPECT_EQ(e.local->data_offset, 30u + 3u);
+  EXPECT_EQ(e.local->alignment(), 1u);
   EXPECT_TRUE(has_finding(r, ZipFindingKind::kUnaligned, "odd"));
 }
 
-TEST(ZipEntry, AlignmentIsTheLargestPowerOfTwoDividingTheOffsetCappedAt65536) {
-  ZipEntry e;
+TEST(ZipLocalLayout, AlignmentIsTheLargestPowerOfTwoDividingTheOffsetCappedAt65536) {
+  ZipLocalLayout layout;
   const std::pair<std::uint64_t, std::uint64_t> cases[] = {
       {0, 65536}, {1, 1}, {6, 2}, {64, 64}, {192, 64}, {4096, 4096}, {1ull << 20, 65536}};
   for (const auto& [offset, alignment] : cases) {
-    e.data_offset = offset;
-    EXPECT_EQ(e.alignment(), alignment) << offset;
+    layout.data_offset = offset;
+    EXPECT_EQ(layout.alignment(), alignment) << offset;
   }
 }
 
@@ -308,9 +317,9 @@ TEST(ZipReader, LocalHeadersReadAheadAgreeWithTheMappingAndReportTheirFaults) {
       const ZipEntry& a = from_file.entries()[i];
       const ZipEntry& b = from_bytes.entries()[i];
       EXPECT_EQ(a.name, b.name);
-      EXPECT_EQ(a.data_offset, z.entries[i].data_offset);
-      EXPECT_EQ(a.data_offset, b.data_offset);
-      EXPECT_TRUE(equal_bytes(a.local_extra, b.local_extra)) << a.name;
+      EXPECT_EQ(a.local->data_offset, z.entries[i].data_offset);
+      EXPECT_EQ(a.local->data_offset, b.local->data_offset);
+      EXPECT_TRUE(equal_bytes(a.local->local_extra, b.local->local_extra)) << a.name;
       EXPECT_TRUE(equal_bytes(from_file.data(a).view(), entries[i].data)) << a.name;
     }
   }
@@ -370,9 +379,9 @@ TEST(ZipReader, LocalHeadersReadAheadAndTheirPlainTwinAgree) {
       const ZipEntry& a = ahead->entries()[i];
       const ZipEntry& b = plain->entries()[i];
       EXPECT_EQ(a.name, b.name);
-      EXPECT_EQ(a.data_offset, b.data_offset);
-      EXPECT_EQ(a.end_offset, b.end_offset);
-      EXPECT_TRUE(equal_bytes(a.local_extra, b.local_extra)) << a.name;
+      EXPECT_EQ(a.local->data_offset, b.local->data_offset);
+      EXPECT_EQ(a.local->end_offset, b.local->end_offset);
+      EXPECT_TRUE(equal_bytes(a.local->local_extra, b.local->local_extra)) << a.name;
     }
     ASSERT_EQ(ahead->findings().size(), plain->findings().size());
   }
@@ -390,88 +399,73 @@ TEST(ZipReader, LocalHeadersReadAheadAndTheirPlainTwinAgree) {
   fs::remove(path);
 }
 
-// LocalHeaderScope::kTail (what an in-place edit opens with) reads the last two entries' local
-// headers only: those two agree with a full open and can be read; the others keep their central
-// records, refuse to be read, and a fault in their local headers goes unseen -- but not in the
-// two it reads.
-TEST_P(OverSources, TailScopeReadsOnlyTheLastTwoLocalHeaders) {
+// A ZipDirectory (what an in-place edit and a remote archive open) reads the end records and
+// the central directory, and no local header: every entry is unlocated at open. data() and
+// locate() read and check an entry's local header when it is read -- with no read of the
+// source when the tail read holds it (locate_held) -- giving the checked reader's layout and
+// Errors: a broken header is an Error of that read, not of the open, and the findings speak of
+// no local header.
+TEST_P(OverSources, ADirectoryLocatesEachEntryWhenItIsRead) {
   std::vector<TestEntry> entries;
-  for (int i = 0; i < 5; ++i) {
-    entries.push_back(stored("entry_" + std::to_string(i), pattern(100 + 10 * i, i)));
+  entries.push_back(deflated("text", text_lines(30)));
+  for (int i = 1; i < 5; ++i) {
+    entries.push_back(stored("entry_" + std::to_string(i), pattern(40'000, i), i == 1 ? 0 : 64));
   }
   const BuiltZip z = build_zip(entries);
-  const ZipReaderOptions tail = scoped(LocalHeaderScope::kTail);
-  {
-    const ZipReader full = open(z.span());
-    const ZipReader r = open(z.span(), tail);
-    ASSERT_EQ(r.entries().size(), 5u);
-    for (std::size_t i = 0; i < 5; ++i) {
-      const ZipEntry& e = r.entries()[i];
-      EXPECT_EQ(e.name, full.entries()[i].name);
-      EXPECT_EQ(e.size, full.entries()[i].size);
-      EXPECT_EQ(e.local_header_offset, full.entries()[i].local_header_offset);
-      EXPECT_TRUE(full.entries()[i].local_header_read);
-      if (i >= 3) {
-        EXPECT_TRUE(e.local_header_read) << e.name;
-        EXPECT_EQ(e.data_offset, full.entries()[i].data_offset);
-        EXPECT_EQ(e.end_offset, full.entries()[i].end_offset);
-        EXPECT_TRUE(equal_bytes(r.data(e).view(), entries[i].data)) << e.name;
-        EXPECT_NO_THROW(r.verify(e));
-      } else {
-        EXPECT_FALSE(e.local_header_read) << e.name;
-        EXPECT_EQ(e.data_offset, 0u);
-        expect_error([&] { (void)r.data(e); }, ErrorCode::kBadState,
-                     {e.name, "local header was not read", "LocalHeaderScope::kTail"});
-        expect_error([&] { (void)r.stored_data(e); }, ErrorCode::kBadState, {e.name});
-        expect_error([&] { r.verify(e); }, ErrorCode::kBadState, {e.name});
-      }
+  constexpr std::uint64_t kLeast = 22 + 65535;  // What an end record is searched in.
+  ZipReaderOptions first_read_least;
+  first_read_least.tail_read_size = kLeast;
+  const bool in_memory = GetParam() == Source::kMemory;
+  const ZipReader full = open(z.span());
+  const ZipDirectory d = open_directory(z.span(), first_read_least);
+  ASSERT_EQ(d.entries().size(), entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const ZipEntry& e = d.entries()[i];
+    const ZipEntry& checked = full.entries()[i];
+    SCOPED_TRACE(e.name);
+    EXPECT_EQ(e.local_header_offset, checked.local_header_offset);
+    EXPECT_FALSE(e.local.has_value());
+    const std::optional<ZipEntry> held = d.locate_held(e);
+    EXPECT_EQ(held.has_value(),
+              in_memory || z.entries[i].local_header_offset >= z.bytes.size() - kLeast);
+    const ZipEntry located = d.locate(e);
+    ASSERT_TRUE(located.local.has_value());
+    EXPECT_EQ(located.local->data_offset, checked.local->data_offset);
+    EXPECT_EQ(located.local->end_offset, checked.local->end_offset);
+    EXPECT_TRUE(equal_bytes(located.local->local_extra, checked.local->local_extra));
+    if (held) {
+      EXPECT_EQ(held->local->data_offset, checked.local->data_offset);
+    }
+    EXPECT_TRUE(equal_bytes(d.data(e).view(), entries[i].data));
+    EXPECT_TRUE(equal_bytes(d.verified_data(e).view(), entries[i].data));
+    EXPECT_NO_THROW(d.verify(e));
+    // Lent by the mapping, but for a mapped file's last entry, served from the tail read.
+    if (e.is_stored() && (in_memory || (GetParam() == Source::kMapped && i + 1 < entries.size()))) {
+      EXPECT_EQ(d.stored_data(e).data(), d.bytes().data() + checked.local->data_offset);
     }
   }
-  // A broken local header: unseen in entry 0, reported in entry 3 (the one before the last).
-  for (const std::size_t broken_entry : {std::size_t{0}, std::size_t{3}}) {
-    Bytes broken = z.bytes;
-    broken[z.entries[broken_entry].local_header_offset] ^= 0xFF;
-    expect_error([&] { (void)open(broken); }, ErrorCode::kCorrupt,
-                 {entries[broken_entry].name, "bad signature"});
-    if (broken_entry == 0) {
-      EXPECT_EQ(open(broken, tail).entries().size(), 5u);
-    } else {
-      expect_error([&] { (void)open(broken, tail); }, ErrorCode::kCorrupt,
-                   {entries[broken_entry].name, "bad signature"});
-    }
-  }
-}
+  // Entry 1 is unaligned: a finding of the checked reader, not of the directory.
+  EXPECT_TRUE(has_finding(full, ZipFindingKind::kUnaligned, "entry_1"));
+  EXPECT_FALSE(has_finding(d, ZipFindingKind::kUnaligned, "entry_1"));
 
-// ZipReaderOptions::tail_local_headers widens kTail to the last N entries (a signed archive's
-// edit reads four): those N can be read, the one before them cannot, and a fault in its local
-// header goes unseen.
-TEST_P(OverSources, TailScopeReadsTheLastNLocalHeadersItIsAskedFor) {
-  std::vector<TestEntry> entries;
-  for (int i = 0; i < 6; ++i) {
-    entries.push_back(stored("entry_" + std::to_string(i), pattern(100 + 10 * i, i)));
+  // A local header that disagrees with its central record: the Error the checked reader gives at
+  // open, the directory when the entry is read (the last one's too).
+  for (const std::size_t index : {std::size_t{2}, std::size_t{4}}) {
+    BuiltZip broken = z;
+    broken.put32(z.entries[index].local_header_offset + field::kLocalCrc, 0x12345678);
+    const std::string name = "entry_" + std::to_string(index);
+    const std::vector<std::string> fragments = {
+        archive_name(),
+        "'" + name + "' (local header at offset " +
+            std::to_string(z.entries[index].local_header_offset) + ")",
+        "the local header says CRC-32 0x12345678"};
+    expect_error([&] { (void)open(broken.span()); }, ErrorCode::kCorrupt, fragments);
+    const ZipDirectory lazy = open_directory(broken.span(), first_read_least);
+    EXPECT_NO_THROW((void)lazy.data(lazy.at("entry_1")));
+    expect_error([&] { (void)lazy.data(lazy.at(name)); }, ErrorCode::kCorrupt, fragments);
+    expect_error([&] { lazy.verify(lazy.at(name)); }, ErrorCode::kCorrupt, fragments);
+    expect_error([&] { (void)lazy.locate(lazy.at(name)); }, ErrorCode::kCorrupt, fragments);
   }
-  const BuiltZip z = build_zip(entries);
-  ZipReaderOptions tail = scoped(LocalHeaderScope::kTail);
-  tail.tail_local_headers = 4;
-  const ZipReader r = open(z.span(), tail);
-  ASSERT_EQ(r.entries().size(), 6u);
-  for (std::size_t i = 0; i < 6; ++i) {
-    const ZipEntry& e = r.entries()[i];
-    EXPECT_EQ(e.local_header_read, i >= 2) << e.name;
-    if (i >= 2) {
-      EXPECT_TRUE(equal_bytes(r.data(e).view(), entries[i].data)) << e.name;
-    } else {
-      expect_error([&] { r.verify(e); }, ErrorCode::kBadState,
-                   {e.name, "which reads only the last 4 entries"});
-    }
-  }
-  Bytes broken = z.bytes;
-  broken[z.entries[1].local_header_offset] ^= 0xFF;
-  EXPECT_EQ(open(broken, tail).entries().size(), 6u);
-  broken = z.bytes;
-  broken[z.entries[2].local_header_offset] ^= 0xFF;
-  expect_error([&] { (void)open(broken, tail); }, ErrorCode::kCorrupt,
-               {entries[2].name, "bad signature"});
 }
 
 // A file replaced after it was opened and checked: the reader reads the file it was given (its
@@ -620,7 +614,7 @@ TEST_P(DataDescriptors, EveryLayoutIsReadAndCheckedAgainstTheCentralRecord) {
   const ZipReader r = open_over(source, z.span());
   const ZipEntry& s = r.at("s");
   EXPECT_TRUE(s.has_data_descriptor);
-  EXPECT_EQ(s.end_offset, z.entries[0].end_offset);
+  EXPECT_EQ(s.local->end_offset, z.entries[0].end_offset);
   EXPECT_TRUE(has_finding(r, ZipFindingKind::kDataDescriptor, "s"));
   EXPECT_FALSE(has_finding(r, ZipFindingKind::kGap, "s"));
   EXPECT_TRUE(equal_bytes(r.verified_data(s).view(), e.data));
@@ -666,7 +660,7 @@ TEST_P(OverSources, Zip64ArchiveBuiltByHandReadsCorrectly) {
     for (const ZipEntry& e : r.entries()) EXPECT_TRUE(e.zip64) << e.name;
     EXPECT_EQ(r.at("big").size, 5000u);
     EXPECT_EQ(r.at("big").local_header_offset, 0u);
-    EXPECT_EQ(r.at("big").data_offset % 64, 0u);
+    EXPECT_EQ(r.at("big").local->data_offset % 64, 0u);
     EXPECT_TRUE(equal_bytes(r.verified_data(r.at("big")).view(), pattern(5000, 7)));
     EXPECT_TRUE(equal_bytes(r.verified_data(r.at("small")).view(), text_lines(30)));
     EXPECT_TRUE(equal_bytes(r.verified_data(r.at("streamed")).view(), pattern(100, 8)));
@@ -711,8 +705,8 @@ TEST_P(OverSources, AcceptsWhatOtherToolsWriteWithFindings) {
   EXPECT_TRUE(has_finding(r, ZipFindingKind::kArchiveComment, ""));
   EXPECT_EQ(std::string(r.comment().begin(), r.comment().end()), "archive comment");
   EXPECT_EQ(std::string(r.at("extras").comment.begin(), r.at("extras").comment.end()), "hello");
-  EXPECT_GT(r.at("extras").local_extra.size(), 9u);  // The 0x5455 record, then padding.
-  EXPECT_EQ(r.at("extras").data_offset % 64, 0u);
+  EXPECT_GT(r.at("extras").local->local_extra.size(), 9u);  // The 0x5455 record, then padding.
+  EXPECT_EQ(r.at("extras").local->data_offset % 64, 0u);
   EXPECT_FALSE(has_finding(r, ZipFindingKind::kUnaligned, "Upper"));
   for (const ZipEntry& e : r.entries()) EXPECT_NO_THROW(r.verify(e)) << e.name;
 }
@@ -1083,57 +1077,8 @@ TEST_P(OverSources, ATrailerResolverSaysWhereTheArchiveEnds) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The byte-source seam: what an open reads, and local headers read with their data (kOnRead).
-
-// LocalHeaderScope::kOnRead reads the last entry's local header at open and every other one
-// with its data: the data and the entry found are those of a full open, a broken local header is
-// the same Error, only later, and findings speak only of the headers read at open.
-TEST_P(OverSources, OnReadScopeChecksEachLocalHeaderWithItsData) {
-  std::vector<TestEntry> entries;
-  for (int i = 0; i < 4; ++i) {
-    entries.push_back(
-        stored("entry_" + std::to_string(i), pattern(100 + 10 * i, i), i == 1 ? 0 : 64));
-  }
-  entries.push_back(deflated("text", text_lines(30)));
-  const BuiltZip z = build_zip(entries);
-  const ZipReaderOptions on_read = scoped(LocalHeaderScope::kOnRead);
-  const ZipReader full = open(z.span());
-  const ZipReader r = open(z.span(), on_read);
-  ASSERT_EQ(r.entries().size(), entries.size());
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const ZipEntry& e = r.entries()[i];
-    SCOPED_TRACE(e.name);
-    EXPECT_EQ(e.local_header_read, i + 1 == entries.size());
-    EXPECT_EQ(e.data_offset, e.local_header_read ? full.entries()[i].data_offset : 0u);
-    EXPECT_TRUE(equal_bytes(r.data(e).view(), entries[i].data));
-    EXPECT_TRUE(equal_bytes(r.verified_data(e).view(), entries[i].data));
-    EXPECT_NO_THROW(r.verify(e));
-    if (e.is_stored() && !ranges()) {
-      EXPECT_EQ(r.stored_data(e).data(), r.bytes().data() + full.entries()[i].data_offset);
-    }
-  }
-  // Entry 1 is unaligned: a finding of the full open, not of this one, which never read it.
-  EXPECT_TRUE(has_finding(full, ZipFindingKind::kUnaligned, "entry_1"));
-  EXPECT_FALSE(has_finding(r, ZipFindingKind::kUnaligned, "entry_1"));
-
-  // A local header that disagrees with its central record: the Error a full open gives, when the
-  // entry is read.
-  BuiltZip broken = z;
-  broken.put32(z.entries[2].local_header_offset + field::kLocalCrc, 0x12345678);
-  const std::vector<std::string> fragments = {
-      archive_name(),
-      "'entry_2' (local header at offset " + std::to_string(z.entries[2].local_header_offset) + ")",
-      "the local header says CRC-32 0x12345678"};
-  expect_error([&] { (void)open(broken.span()); }, ErrorCode::kCorrupt, fragments);
-  const ZipReader lazy = open(broken.span(), on_read);
-  EXPECT_NO_THROW((void)lazy.data(lazy.at("entry_1")));
-  expect_error([&] { (void)lazy.data(lazy.at("entry_2")); }, ErrorCode::kCorrupt, fragments);
-  expect_error([&] { lazy.verify(lazy.at("entry_2")); }, ErrorCode::kCorrupt, fragments);
-  // The last entry's, read at open, at open.
-  broken = z;
-  broken.put32(z.entries[4].local_header_offset + field::kLocalCrc, 0x12345678);
-  expect_error([&] { (void)open(broken.span(), on_read); }, ErrorCode::kCorrupt, {"'text'"});
-}
+// The byte-source seam: what an open reads, and local headers read with their data (a
+// ZipDirectory).
 
 // What opening costs a source that reads ranges, counted at the source: one read of the tail
 // when the end records, the central directory and the last entry fit in tail_read_size, else
@@ -1173,9 +1118,9 @@ TEST(ZipReaderReads, OpenReadsTheTailOnceOrTwiceAndEachEntryOnce) {
     const BuiltZip z = build_zip(entries, build);
     const auto source = std::make_shared<test_support::CountingSource>(
         test_support::ranges_of(z.span(), "counted"));
-    ZipReaderOptions on_read = scoped(LocalHeaderScope::kOnRead);
-    on_read.tail_read_size = c.tail_read_size;
-    const ZipReader r = ZipReader::open(source, on_read);
+    ZipReaderOptions first_read;
+    first_read.tail_read_size = c.tail_read_size;
+    const ZipDirectory r = ZipDirectory::open(source, first_read);
     EXPECT_EQ(source->reads(), c.open_reads);
     EXPECT_TRUE(equal_bytes(r.verified_data(r.at("__MODEL_PROTO")).view(), entries.back().data));
     EXPECT_EQ(source->reads(), c.open_reads);
@@ -1720,14 +1665,13 @@ BuiltZip varied_archive() {
                    options);
 }
 
-// In memory, and through a source that reads ranges with every local header left to the read
-// of its data (the bounds of what kOnRead reads, under damage).
+// In memory, and as a ZipDirectory through a source that reads ranges, most local headers left
+// to the read of their data (the bounds of what such a read reads, under damage).
 void read_everything(ByteSpan bytes) {
-  const ZipReaderOptions on_read = scoped(LocalHeaderScope::kOnRead);
   for (const bool ranges : {false, true}) {
     try {
-      const ZipReader r = ranges ? ZipReader::open(test_support::ranges_of(bytes), on_read)
-                                 : ZipReader::from_bytes(bytes, kNoOwner);
+      const ZipDirectory r = ranges ? ZipDirectory::open(test_support::ranges_of(bytes))
+                                    : ZipReader::from_bytes(bytes, kNoOwner);
       for (const ZipEntry& e : r.entries()) {
         try {
           r.verify(e);

@@ -115,15 +115,15 @@ void expect_reads_back(const fs::path& path, const std::vector<Payload>& payload
     EXPECT_EQ(e.size, p.bytes.size());
     EXPECT_EQ(e.compressed_size, p.bytes.size());
     EXPECT_EQ(e.crc32, crc32(p.bytes));
-    EXPECT_EQ(e.data_offset % alignment, 0u) << e.data_offset;
-    EXPECT_GE(e.alignment(), alignment);
+    EXPECT_EQ(e.local->data_offset % alignment, 0u) << e.local->data_offset;
+    EXPECT_GE(e.local->alignment(), alignment);
 
     const ByteSpan data = reader.stored_data(e);
     // But the last entry's, which the reader copied at open (an in-place edit rewrites it).
     if (i + 1 < payloads.size()) {
-      ASSERT_EQ(data.data(), file.data() + e.data_offset) << "borrowed from the mapping";
+      ASSERT_EQ(data.data(), file.data() + e.local->data_offset) << "borrowed from the mapping";
     }
-    ASSERT_LE(e.data_offset + e.size, file.size());
+    ASSERT_LE(e.local->data_offset + e.size, file.size());
     EXPECT_TRUE(std::equal(data.begin(), data.end(), p.bytes.begin(), p.bytes.end()));
     EXPECT_NO_THROW(reader.verify(e));
   }
@@ -216,7 +216,7 @@ TEST(ZipRoundTripDamage, FlippedPayloadByteFailsVerifyOfThatEntryOnly) {
   for (const ZipEntry& target : original.entries()) {
     SCOPED_TRACE("flipped in '" + target.name + "'");
     // The last byte, so a check that stops short of the end is caught too.
-    const std::uint64_t flipped = target.data_offset + target.size - 1;
+    const std::uint64_t flipped = target.local->data_offset + target.size - 1;
     Bytes bad = good;
     bad[flipped] ^= 0x20;
     const fs::path path = dir / ("flipped_" + target.name + ".zip");
@@ -289,7 +289,7 @@ TEST(ZipRoundTripGap, TheGapOfSection44IsAcceptedAndIsTheOnlyFinding) {
   EXPECT_NE(gap.message.find("64 bytes"), std::string::npos) << gap.message;
   for (std::size_t i = 0; i < payloads.size(); ++i) {
     const ZipEntry& e = reader.at(payloads[i].name);
-    EXPECT_EQ(e.data_offset % 65536, 0u);
+    EXPECT_EQ(e.local->data_offset % 65536, 0u);
     const ByteSpan data = reader.stored_data(e);
     EXPECT_TRUE(
         std::equal(data.begin(), data.end(), payloads[i].bytes.begin(), payloads[i].bytes.end()));

@@ -32,9 +32,9 @@
 
 namespace onnxzip {
 
-// Internal (include/onnxzip/internal/, not installed): the ZIP reader behind an Archive, and
+// Internal (include/onnxzip/internal/, not installed): the ZIP directory behind an Archive, and
 // the sources it reads from.
-class ZipReader;
+class ZipDirectory;
 class ByteSource;
 
 // The model entry's name (spec §6.2, §7.1).
@@ -276,7 +276,7 @@ ModelProto load_bytes(ByteSpan archive_bytes, OwnerToken owner, const LoadOption
                       std::string_view source_name = "<memory>");
 
 namespace detail {
-struct ArchiveState;  // What an Archive holds: private to the library (archive_reader.cpp).
+struct ArchiveState;  // What an Archive holds: private to the library (archive.cpp).
 }  // namespace detail
 
 // A read-only view of an archive for runtimes with their own ONNX parser: the model bytes, and
@@ -349,7 +349,7 @@ class Archive final {
   // read from the source (one read; a deflated entry inflated, its CRC-32 checked), owned by the
   // result, 64-byte aligned when stored aligned. With LoadOptions::check_digests, its SHA-256
   // checked first (the first time, or every time for a source read in ranges). Errors: the
-  // ZipReader's (the entry's local header is checked first), the source's (kIo naming it),
+  // ZipDirectory's (the entry's local header is checked first), the source's (kIo naming it),
   // Error(kCorrupt) naming the entry for a digest mismatch, Error(kInvalidArgument) for a
   // TensorInfo of another archive. May be called from several threads at once.
   TensorBytes payload(const TensorInfo& info) const;
@@ -357,7 +357,10 @@ class Archive final {
   // made together (an HTTP source makes them at once).
   std::vector<TensorBytes> payloads(std::span<const TensorInfo* const> infos) const;
 
-  const ZipReader& zip() const noexcept;
+  // The archive's ZIP directory: every entry located (ZipEntry::local) for an archive in a file
+  // or in memory, which a ZipReader checked; only those its open read for one read in ranges
+  // over HTTP or S3.
+  const ZipDirectory& zip() const noexcept;
   // Keeps the archive bytes alive (the mapping for open(); the caller's token for from_bytes).
   const OwnerToken& owner() const noexcept;
 

@@ -46,7 +46,7 @@ struct EditOptions {
   OutputFileOptions output{.durable = true, .follow_symlinks = true};
   // Called as the model entry (and, when compacting, the payloads) reach the file (progress.h).
   ProgressCallback progress = nullptr;
-  // Limits for reading the archive (its local_headers is not used: see replace_model).
+  // Limits for reading the archive.
   ReadLimits limits{};
   // An archive with `__DIGESTS` (spec §12) gets it rewritten with the new model's digest (no
   // other entry is hashed again), and its `__SIGNATURE` signed anew with this key; without a
@@ -89,10 +89,11 @@ struct EditResult {
 // The old model need not parse: an edit can replace a broken one. An archive an edit left
 // interrupted is edited like any other (the interrupted edit's bytes go).
 //
-// The edit reads the end records, the central directory and the local headers of the last two
-// entries (LocalHeaderScope::kTail), not those of the entries it leaves alone: its cost stays
-// that of the tail, and a fault in another entry's local header, which the edit neither causes
-// nor hides, is left to readers and verify() to report (compact reads and checks them all).
+// The edit reads the end records, the central directory (the ZIP directory) and the local
+// headers of the entries it rewrites and of the one before them, with pread, never mapping the
+// file: not those of the entries it leaves alone. Its cost stays that of the tail, and a fault in
+// another entry's local header, which the edit neither causes nor hides, is left to readers and
+// verify() to report (compact reads and checks them all).
 //
 // Errors (the archive is then unchanged): the ZipReader's for a broken ZIP; Error(kCorrupt) when
 // `__MODEL_PROTO` is missing or not last (spec §9.4 item 1); Error(kInvalidArgument) naming the

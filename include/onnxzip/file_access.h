@@ -22,6 +22,12 @@ enum class FileAccess : std::uint8_t {
   kRanges,
 };
 
+// What a reader of every byte of a file takes for `access`: kRead in place of kRanges (which
+// suits readers of an archive's tail), else `access`.
+constexpr FileAccess whole_file_access(FileAccess access) noexcept {
+  return access == FileAccess::kRanges ? FileAccess::kRead : access;
+}
+
 }  // namespace onnxzip
 
 #endif  // ONNXZIP_FILE_ACCESS_H_

@@ -19,7 +19,7 @@
 
 namespace onnxzip {
 
-class ZipReader;  // Internal (include/onnxzip/internal/zip_reader.h).
+class ZipDirectory;  // Internal (include/onnxzip/internal/zip_reader.h).
 
 struct SignOptions {
   // The key that signs `__DIGESTS`; none writes `__DIGESTS` alone and removes a `__SIGNATURE`
@@ -71,7 +71,7 @@ struct IntegrityInfo {
 };
 
 // Never throws for the archive's content (a problem goes into `problem`).
-IntegrityInfo read_integrity_info(const ZipReader& zip, const IntegrityLimits& limits = {});
+IntegrityInfo read_integrity_info(const ZipDirectory& zip, const IntegrityLimits& limits = {});
 
 }  // namespace onnxzip
 

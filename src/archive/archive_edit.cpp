@@ -57,7 +57,7 @@ struct Payloads {
   archive_detail::PayloadIndex index;
   std::vector<std::size_t> entry_of;  // Payload index -> zip entry index.
 
-  Payloads(const ZipReader& zip, const ZipEntry& model_entry) {
+  Payloads(const ZipDirectory& zip, const ZipEntry& model_entry) {
     for (const ZipEntry& entry : zip.entries()) {
       if (entry.index == model_entry.index || entry.name.starts_with("__")) continue;
       index.add(entry.name, entry.size);
@@ -72,7 +72,7 @@ struct CheckedModel {
   std::vector<bool> referenced;  // Per zip entry index.
 };
 
-CheckedModel check_and_serialize(const ModelProto& model, const ZipReader& zip,
+CheckedModel check_and_serialize(const ModelProto& model, const ZipDirectory& zip,
                                  const ZipEntry& model_entry, const std::string& source) {
   const Payloads payloads(zip, model_entry);
   CheckedModel checked;
@@ -112,7 +112,7 @@ struct KeptGraph {
 // does not take (parse_model reports them, offsets and all, or takes them), tensors the walk
 // cannot vouch for (malformed, too deep, a singular message given twice, which protobuf merges),
 // a reference to rewrite in canonical form. The plain twin, edit_properties_parsed, takes those.
-std::optional<KeptGraph> keep_graph(ByteSpan stored, const ZipReader& zip,
+std::optional<KeptGraph> keep_graph(ByteSpan stored, const ZipDirectory& zip,
                                     const ZipEntry& model_entry, const std::string& source) {
   if (!detail::splits_whole(stored)) return std::nullopt;
   KeptGraph kept{detail::split_model(stored, ParseOptions{}, source), {}};
@@ -190,7 +190,7 @@ EditResult compact(const std::filesystem::path& path, const ZipReader& zip,
 // the model (an edit's change may be the user's code, bound to its thread). The reading's error
 // is rethrown by get(), where the edit used to read the statement: after the model's, as before.
 // No future (valid() false) without `__DIGESTS` in its place.
-std::future<DigestStatement> read_digests_ahead(const ZipReader& zip,
+std::future<DigestStatement> read_digests_ahead(const ZipDirectory& zip,
                                                 const archive_detail::IntegrityPlace& place,
                                                 const IntegrityLimits& limits) {
   if (place.digests == nullptr || !place.misplaced.empty()) return {};
@@ -209,10 +209,10 @@ std::future<DigestStatement> read_digests_ahead(const ZipReader& zip,
 
 // The model an edit puts in, made from the archive's ZIP (the caller's, or the stored one
 // changed), checked: the three edits differ only there.
-using PrepareModel = std::function<CheckedModel(const ZipReader&, const ZipEntry& model_entry)>;
+using PrepareModel = std::function<CheckedModel(const ZipDirectory&, const ZipEntry& model_entry)>;
 
 // The payload entries no tensor of the checked model refers to.
-std::vector<std::string> unreferenced_entries(const ZipReader& zip, const ZipEntry& model_entry,
+std::vector<std::string> unreferenced_entries(const ZipDirectory& zip, const ZipEntry& model_entry,
                                               const CheckedModel& checked) {
   std::vector<std::string> unreferenced;
   for (const ZipEntry& entry : zip.entries()) {
@@ -243,7 +243,7 @@ NewEntry text_entry(std::string_view name, const std::string& text) {
 
 // The new tail for `model`, with the integrity entries before it rewritten (spec §12.4) when the
 // archive has them; `result` says what became of them.
-archive_detail::NewTail tail_for_model(const ZipReader& zip, std::uint64_t size,
+archive_detail::NewTail tail_for_model(const ZipDirectory& zip, std::uint64_t size,
                                        const archive_detail::IntegrityPlace& place,
                                        std::future<DigestStatement>& old_statement,
                                        OwnedBytes model, const EditOptions& options,
@@ -284,7 +284,7 @@ struct EditPlan {
   EditResult result;
 };
 
-EditPlan plan_edit(const ZipReader& zip, std::uint64_t size, const EditOptions& options,
+EditPlan plan_edit(const ZipDirectory& zip, std::uint64_t size, const EditOptions& options,
                    const PrepareModel& prepare) {
   const std::string& source = zip.source_name();
   const ZipEntry* const model_entry =
@@ -310,25 +310,13 @@ EditPlan plan_edit(const ZipReader& zip, std::uint64_t size, const EditOptions& 
   return plan;
 }
 
-// The ZIP reading of an edit: the central directory, and the local headers of the tail it
-// rewrites -- a signed archive's tail is `__DIGESTS`, `__SIGNATURE` and the model (spec §12.1),
-// rewritten from where the payload before it ends: four local headers at most. Every other
-// entry's local header is left unread: reading them would be most of an edit's cost.
-ZipReaderOptions tail_reader_options(const ReadLimits& limits) {
-  ZipReaderOptions options = zip_reader_options(limits);
-  options.local_headers = LocalHeaderScope::kTail;
-  options.tail_local_headers = 4;
-  return options;
-}
-
 // The archive written anew at its path with the compacted model, without the entries no tensor
 // refers to: it copies every entry it keeps, so it reads them all, checked as any reader does.
 EditResult compact_in_place(const archive_detail::LockedArchive& file,
-                            const std::filesystem::path& archive, const ZipReader& tail_zip,
+                            const std::filesystem::path& archive, const ZipDirectory& tail_zip,
                             const CheckedModel& model, const EditOptions& options) {
-  ZipReaderOptions every_header = zip_reader_options(options.limits);
-  every_header.local_headers = LocalHeaderScope::kAll;
-  const ZipReader whole = archive_detail::open_zip(ByteSource::of_file(file.map()), every_header);
+  const ZipReader whole =
+      archive_detail::open_zip(ByteSource::of_file(file.map()), zip_reader_options(options.limits));
   const ZipEntry* const model_entry =
       archive_detail::find_model_entry(whole, archive_detail::throwing_sink(archive.string()));
   ONNXZIP_DCHECK(whole.entries().size() == tail_zip.entries().size());
@@ -340,7 +328,7 @@ EditResult compact_in_place(const archive_detail::LockedArchive& file,
 }
 
 // Writes the new tail over the file's, crash-safe (spec §9.6).
-EditResult write_in_place(const archive_detail::LockedArchive& file, const ZipReader& zip,
+EditResult write_in_place(const archive_detail::LockedArchive& file, const ZipDirectory& zip,
                           const archive_detail::NewTail& tail, EditResult result,
                           const EditOptions& options) {
   detail::ProgressMeter meter(options.progress, result.model_size);
@@ -356,7 +344,7 @@ EditResult write_in_place(const archive_detail::LockedArchive& file, const ZipRe
 
 // Writes the new tail into the object `source` was read from, after its prefix copied inside the
 // store (bucket_tail.h).
-EditResult write_to_bucket(const HttpSource& source, const ZipReader& zip,
+EditResult write_to_bucket(const HttpSource& source, const ZipDirectory& zip,
                            const archive_detail::NewTail& tail, EditResult result,
                            const EditOptions& options) {
   detail::ProgressMeter meter(options.progress, result.model_size);
@@ -370,23 +358,12 @@ EditResult write_to_bucket(const HttpSource& source, const ZipReader& zip,
   return result;
 }
 
-// The ZIP of an object in a bucket, read for an edit: the local headers of the tail it rewrites
-// and of the entry before it, and no others -- each outside the open's suffix read costs a
-// request. Read first with the last two (the model and the entry before it), and again with the
-// exact count when integrity entries come before the model: the source holds what it read, so
-// reading the directory again costs no request.
-ZipReader open_bucket_tail(const std::shared_ptr<const HttpSource>& source,
-                           const ReadLimits& limits) {
-  ZipReaderOptions options = tail_reader_options(limits);
-  options.tail_local_headers = 2;
-  ZipReader zip = archive_detail::open_zip(source, options);
-  const ZipEntry* const model_entry =
-      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source->name()));
-  const std::size_t rewritten =
-      zip.entries().size() - archive_detail::find_integrity_entries(zip, *model_entry).tail_start;
-  if (rewritten + 1 <= options.tail_local_headers) return zip;
-  options.tail_local_headers = rewritten + 1;
-  return archive_detail::open_zip(source, options);
+// The ZIP of an object in a bucket, read for an edit: its directory, whose entries are located
+// as the edit reads them -- the tail it rewrites and the entry before it, and no others: each
+// local header outside the open's suffix read costs a request.
+ZipDirectory open_bucket_tail(const std::shared_ptr<const HttpSource>& source,
+                              const ReadLimits& limits) {
+  return archive_detail::open_zip_directory(source, zip_reader_options(limits));
 }
 
 // The edit of an object in a bucket: its tail read (the open's suffix GET), the plan a local edit
@@ -394,7 +371,7 @@ ZipReader open_bucket_tail(const std::shared_ptr<const HttpSource>& source,
 EditResult edit_in_bucket(const std::string& url, const EditOptions& options,
                           const PrepareModel& prepare) {
   const std::shared_ptr<const HttpSource> source = open_s3_source(url);
-  const ZipReader zip = open_bucket_tail(source, options.limits);
+  const ZipDirectory zip = open_bucket_tail(source, options.limits);
   EditPlan plan = plan_edit(zip, source->size(), options, prepare);
   if (!plan.tail) {
     throw Error(ErrorCode::kUnsupported, {.file = url},
@@ -410,10 +387,11 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
                         const PrepareModel& prepare) {
   if (is_s3_url(archive.native())) return edit_in_bucket(archive.native(), options, prepare);
   const archive_detail::LockedArchive file(archive, options.output.follow_symlinks, options.wait);
-  // Read with pread, never mapped: the tail is all the edit reads, and a file larger than the
-  // address space is edited all the same.
-  const ZipReader zip = archive_detail::open_zip(ByteSource::of_file(file.map(FileAccess::kRanges)),
-                                                 tail_reader_options(options.limits));
+  // The directory, read with pread, never mapped: the tail is all the edit reads (the local
+  // headers of the entries it rewrites and of the one before them: zip::entries_start), and a
+  // file larger than the address space is edited all the same.
+  const ZipDirectory zip = archive_detail::open_zip_directory(
+      ByteSource::of_file(file.map(FileAccess::kRanges)), zip_reader_options(options.limits));
   EditPlan plan = plan_edit(zip, file.size(), options, prepare);
   if (!plan.tail) return compact_in_place(file, archive, zip, plan.compacted, options);
   return write_in_place(file, zip, *plan.tail, std::move(plan.result), options);
@@ -467,7 +445,7 @@ CheckedModel edit_properties_kept(KeptGraph& kept, const std::function<void(Mode
 
 // The plain twin of edit_properties_kept: the model parsed whole, the change given it without its
 // graph parts, checked and written whole as edit_model writes it.
-CheckedModel edit_properties_parsed(ByteSpan stored, const ZipReader& zip,
+CheckedModel edit_properties_parsed(ByteSpan stored, const ZipDirectory& zip,
                                     const ZipEntry& model_entry,
                                     const std::function<void(ModelProto&)>& change,
                                     const std::string& source) {
@@ -487,7 +465,7 @@ struct SignPlan {
   SignResult result;
 };
 
-SignPlan plan_sign(const ZipReader& zip, std::uint64_t size, const std::string& name,
+SignPlan plan_sign(const ZipDirectory& zip, std::uint64_t size, const std::string& name,
                    const SignOptions& options) {
   const std::string& source = zip.source_name();
   const ZipEntry* const model_entry =
@@ -533,7 +511,7 @@ SignPlan plan_sign(const ZipReader& zip, std::uint64_t size, const std::string& 
 
 // The stored model as it is, every payload entry referred to: an edit that changes nothing but
 // the integrity entries.
-CheckedModel stored_model(const ZipReader& zip, const ZipEntry& model_entry) {
+CheckedModel stored_model(const ZipDirectory& zip, const ZipEntry& model_entry) {
   return {OwnedBytes::copy_of(zip.data(model_entry).view()),
           std::vector<bool>(zip.entries().size(), true)};
 }
@@ -541,7 +519,7 @@ CheckedModel stored_model(const ZipReader& zip, const ZipEntry& model_entry) {
 // Signing an object whose `__DIGESTS` is in its place: the statement it holds signed as it
 // stands, the model's digest checked again, as an edit with a key does -- hashing every entry
 // would read the whole object. Without a key the signature goes.
-SignResult sign_statement_in_bucket(const HttpSource& source, const ZipReader& zip,
+SignResult sign_statement_in_bucket(const HttpSource& source, const ZipDirectory& zip,
                                     const ZipEntry& digests, const SignOptions& options) {
   EditOptions edit;
   edit.limits = options.limits;
@@ -561,7 +539,7 @@ SignResult sign_statement_in_bucket(const HttpSource& source, const ZipReader& z
 // way.
 SignResult sign_in_bucket(const std::string& url, const SignOptions& options) {
   const std::shared_ptr<const HttpSource> source = open_s3_source(url);
-  const ZipReader tail = open_bucket_tail(source, options.limits);
+  const ZipDirectory tail = open_bucket_tail(source, options.limits);
   const ZipEntry* const model_entry =
       archive_detail::find_model_entry(tail, archive_detail::throwing_sink(url));
   const archive_detail::IntegrityPlace place =
@@ -570,9 +548,7 @@ SignResult sign_in_bucket(const std::string& url, const SignOptions& options) {
     return sign_statement_in_bucket(*source, tail, *place.digests, options);
   }
   // The open's tail is held by the source: reading the directory again costs no request.
-  ZipReaderOptions every_header = zip_reader_options(options.limits);
-  every_header.local_headers = LocalHeaderScope::kAll;
-  const ZipReader zip = archive_detail::open_zip(source, every_header);
+  const ZipReader zip = archive_detail::open_zip(source, zip_reader_options(options.limits));
   SignPlan plan =
       plan_sign(zip, source->size(), std::filesystem::path(url).stem().string(), options);
   plan.result.entries_read = true;
@@ -586,14 +562,14 @@ SignResult sign_in_bucket(const std::string& url, const SignOptions& options) {
 
 EditResult replace_model(const std::filesystem::path& archive, const ModelProto& model,
                          const EditOptions& options) {
-  return edit_archive(archive, options, [&](const ZipReader& zip, const ZipEntry& model_entry) {
+  return edit_archive(archive, options, [&](const ZipDirectory& zip, const ZipEntry& model_entry) {
     return check_and_serialize(model, zip, model_entry, archive.string());
   });
 }
 
 EditResult edit_model(const std::filesystem::path& archive,
                       const std::function<void(ModelProto&)>& change, const EditOptions& options) {
-  return edit_archive(archive, options, [&](const ZipReader& zip, const ZipEntry& model_entry) {
+  return edit_archive(archive, options, [&](const ZipDirectory& zip, const ZipEntry& model_entry) {
     ModelProto model = parse_stored_model(zip.data(model_entry).view(), archive.string());
     change(model);
     return check_and_serialize(model, zip, model_entry, archive.string());
@@ -604,7 +580,7 @@ EditResult edit_model_properties(const std::filesystem::path& archive,
                                  const std::function<void(ModelProto&)>& change,
                                  const EditOptions& options) {
   const std::string source = archive.string();
-  return edit_archive(archive, options, [&](const ZipReader& zip, const ZipEntry& model_entry) {
+  return edit_archive(archive, options, [&](const ZipDirectory& zip, const ZipEntry& model_entry) {
     const TensorBytes stored = zip.data(model_entry);
     if (std::optional<KeptGraph> kept = keep_graph(stored.view(), zip, model_entry, source)) {
       return edit_properties_kept(*kept, change, source);
@@ -616,10 +592,9 @@ EditResult edit_model_properties(const std::filesystem::path& archive,
 SignResult sign_archive(const std::filesystem::path& archive, const SignOptions& options) {
   if (is_s3_url(archive.native())) return sign_in_bucket(archive.native(), options);
   const archive_detail::LockedArchive file(archive, options.output.follow_symlinks, options.wait);
-  // Every entry is read, so every local header is: the tail rewrite needs the one before it.
-  ZipReaderOptions every_header = zip_reader_options(options.limits);
-  every_header.local_headers = LocalHeaderScope::kAll;
-  const ZipReader zip = archive_detail::open_zip(ByteSource::of_file(file.map()), every_header);
+  // Every entry is read, so every local header is (the checked reader).
+  const ZipReader zip =
+      archive_detail::open_zip(ByteSource::of_file(file.map()), zip_reader_options(options.limits));
   SignPlan plan = plan_sign(zip, file.size(), archive.stem().string(), options);
   file.check_path_names_it();
   const archive_detail::TailReplacement replaced =

@@ -18,7 +18,7 @@ bool is_integrity_entry(std::string_view name) noexcept {
   return name == kDigestsEntryName || name == kSignatureEntryName;
 }
 
-IntegrityPlace find_integrity_entries(const ZipReader& zip, const ZipEntry& model_entry) {
+IntegrityPlace find_integrity_entries(const ZipDirectory& zip, const ZipEntry& model_entry) {
   IntegrityPlace place;
   place.digests = zip.find(kDigestsEntryName);
   place.signature = zip.find(kSignatureEntryName);
@@ -41,7 +41,7 @@ IntegrityPlace find_integrity_entries(const ZipReader& zip, const ZipEntry& mode
   return place;
 }
 
-EntryDigest digest_entry(const ZipReader& zip, const ZipEntry& entry,
+EntryDigest digest_entry(const ZipDirectory& zip, const ZipEntry& entry,
                          detail::ProgressMeter* meter) {
   Sha256 hasher;
   zip.stream(entry, [&](ByteSpan piece) {
@@ -51,8 +51,8 @@ EntryDigest digest_entry(const ZipReader& zip, const ZipEntry& entry,
   return EntryDigest{entry.name, hasher.finish(), entry.size, entry.crc32};
 }
 
-TensorBytes integrity_entry_bytes(const ZipReader& zip, const ZipEntry& entry, std::uint64_t limit,
-                                  std::string_view limit_name) {
+TensorBytes integrity_entry_bytes(const ZipDirectory& zip, const ZipEntry& entry,
+                                  std::uint64_t limit, std::string_view limit_name) {
   if (entry.size > limit) {
     throw Error(ErrorCode::kLimitExceeded,
                 ErrorContext{.file = zip.source_name(),
@@ -64,7 +64,7 @@ TensorBytes integrity_entry_bytes(const ZipReader& zip, const ZipEntry& entry, s
   return zip.verified_data(entry);
 }
 
-DigestStatement read_digests(const ZipReader& zip, const ZipEntry& entry,
+DigestStatement read_digests(const ZipDirectory& zip, const ZipEntry& entry,
                              const IntegrityLimits& limits, TensorBytes* keep_bytes) {
   TensorBytes bytes = integrity_entry_bytes(zip, entry, limits.max_digests_size,
                                             "IntegrityLimits::max_digests_size");
@@ -127,7 +127,7 @@ IntegrityStatus check_digests(const ZipReader& zip, const ZipEntry& digests,
     statement = read_digests(zip, digests, options.integrity, &digests_bytes);
   } catch (const Error& error) {
     auto [where, problem] = error_finding(error, kDigestsEntryName);
-    fail(digests.name, digests.data_offset, std::move(where), std::move(problem));
+    fail(digests.name, digests.local->data_offset, std::move(where), std::move(problem));
     return IntegrityStatus::kFailed;
   }
   bool failed = false;
@@ -142,11 +142,11 @@ IntegrityStatus check_digests(const ZipReader& zip, const ZipEntry& digests,
     const std::string problem = digest_problem(entry, listed, options.check_crc, hashes);
     if (problem.empty()) continue;
     failed = true;
-    fail(entry.name, entry.data_offset, entry_place(entry.name), problem);
+    fail(entry.name, entry.local->data_offset, entry_place(entry.name), problem);
   }
   for (const auto& [name, entry] : listed) {
     failed = true;
-    fail(std::string(kDigestsEntryName), digests.data_offset, entry_place(kDigestsEntryName),
+    fail(std::string(kDigestsEntryName), digests.local->data_offset, entry_place(kDigestsEntryName),
          "lists entry " + quote(name) + ", which the archive does not hold (spec §12.2)");
   }
   if (failed) return IntegrityStatus::kFailed;
@@ -158,8 +158,8 @@ IntegrityStatus check_signature(const ZipReader& zip, const ZipEntry& signature,
                                 const VerifyOptions& options, ByteSpan digests_bytes,
                                 const FindingSink& add, std::string& key_id) {
   const auto fail = [&](ErrorContext where, std::string problem) {
-    add(Severity::kError, VerifyFinding::Kind::kSignature, signature.name, signature.data_offset,
-        std::move(where), std::move(problem));
+    add(Severity::kError, VerifyFinding::Kind::kSignature, signature.name,
+        signature.local->data_offset, std::move(where), std::move(problem));
   };
   try {
     const TensorBytes bytes =
@@ -227,7 +227,7 @@ IntegrityCheck check_integrity(const ZipReader& zip, const ZipEntry& model_entry
   return result;
 }
 
-IntegrityRewrite rewrite_for_model(const ZipReader& zip, const IntegrityPlace& place,
+IntegrityRewrite rewrite_for_model(const ZipDirectory& zip, const IntegrityPlace& place,
                                    std::optional<DigestStatement> old_statement, ByteSpan model,
                                    std::uint32_t model_crc, const std::optional<PrivateKey>& key) {
   IntegrityRewrite rewrite;
@@ -269,7 +269,7 @@ IntegrityRewrite rewrite_for_model(const ZipReader& zip, const IntegrityPlace& p
 
 namespace onnxzip {
 
-IntegrityInfo read_integrity_info(const ZipReader& zip, const IntegrityLimits& limits) {
+IntegrityInfo read_integrity_info(const ZipDirectory& zip, const IntegrityLimits& limits) {
   IntegrityInfo info;
   const ZipEntry* digests = zip.find(kDigestsEntryName);
   const ZipEntry* signature = zip.find(kSignatureEntryName);

@@ -133,13 +133,13 @@ using IssueSink = std::function<void(Issue)>;
 
 // Spec §9.4 items 1 and 2: the entry named __MODEL_PROTO, reported as errors when it is missing
 // (nullptr returned) or is not last in file or central directory order.
-const ZipEntry* find_model_entry(const ZipReader& zip, const IssueSink& report);
+const ZipEntry* find_model_entry(const ZipDirectory& zip, const IssueSink& report);
 
 // Spec §9.4 items 3 and 4 for one tensor whose data_location is EXTERNAL: errors for what a
 // reader must reject, warnings for the findings. Returns the entry when the reference resolves,
 // nullptr after an error.
 const ZipEntry* check_reference(const TensorProto& tensor, std::string_view site,
-                                const ZipReader& zip, const IssueSink& report);
+                                const ZipDirectory& zip, const IssueSink& report);
 
 // f()'s result, read from `file`, unless the file changed while f() read it (a write that no
 // lock kept out, spec §9.6): then Error(kChanged) naming it, also in place of an Error f() threw,
@@ -177,7 +177,7 @@ IssueSink throwing_sink(const std::string& source);
 // deflated one inflated (CRC-32 always checked, spec §9.3 item 1; a large one into a mapped spill
 // file, zip_reader.h) and borrowed with its buffer as token. With `verify_crc` a stored entry's
 // CRC-32 is checked too.
-TensorBytes entry_payload(const ZipReader& zip, const ZipEntry& entry, bool verify_crc);
+TensorBytes entry_payload(const ZipDirectory& zip, const ZipEntry& entry, bool verify_crc);
 
 }  // namespace onnxzip::archive_detail
 

@@ -219,7 +219,7 @@ std::size_t check_writer_reference(const TensorProto& tensor, std::string_view s
   return found;
 }
 
-const ZipEntry* find_model_entry(const ZipReader& zip, const IssueSink& report) {
+const ZipEntry* find_model_entry(const ZipDirectory& zip, const IssueSink& report) {
   const std::string name(kModelEntryName);
   const ZipEntry* model = zip.find(kModelEntryName);
   if (model == nullptr) {
@@ -298,7 +298,7 @@ class ReferenceReport final {
 };
 
 // Spec §9.4 item 3, first part: one location, a payload entry name, naming an entry.
-const ZipEntry* resolve_location(const ExternalData& data, const ZipReader& zip,
+const ZipEntry* resolve_location(const ExternalData& data, const ZipDirectory& zip,
                                  ReferenceReport& report) {
   if (const std::string fault = detail::reference_fault(data); !fault.empty()) {
     report.error(ErrorCode::kCorrupt, fault);
@@ -320,7 +320,7 @@ const ZipEntry* resolve_location(const ExternalData& data, const ZipReader& zip,
 }  // namespace
 
 const ZipEntry* check_reference(const TensorProto& tensor, std::string_view site,
-                                const ZipReader& zip, const IssueSink& sink) {
+                                const ZipDirectory& zip, const IssueSink& sink) {
   ReferenceReport report(tensor, site, sink);
   const ExternalData data = detail::read_external_data(tensor);
   const ZipEntry* entry = resolve_location(data, zip, report);
@@ -344,7 +344,7 @@ IssueSink throwing_sink(const std::string& source) {
   };
 }
 
-TensorBytes entry_payload(const ZipReader& zip, const ZipEntry& entry, bool verify_crc) {
+TensorBytes entry_payload(const ZipDirectory& zip, const ZipEntry& entry, bool verify_crc) {
   if (entry.is_stored()) {
     if (verify_crc) zip.verify(entry);
     return zip.data(entry);

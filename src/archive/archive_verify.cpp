@@ -200,14 +200,14 @@ bool Verifier::is_required_gap(const ZipFinding& finding) const {
   const ZipEntry* before = zip_->find(finding.entry);
   if (before == nullptr || before->index + 1 >= zip_->entries().size()) return false;
   const ZipEntry& next = zip_->entries()[before->index + 1];
-  const std::uint64_t gap = next.local_header_offset - before->end_offset;
+  const std::uint64_t gap = next.local_header_offset - before->local->end_offset;
   if (gap == 0 || gap > 64) return false;
   const std::uint64_t zip64 = next.size >= zip::kSentinel32 ? 20 : 0;
   const std::uint64_t header_end =
-      before->end_offset + zip::LocalFileHeader::kSize + next.name.size() + zip64;
+      before->local->end_offset + zip::LocalFileHeader::kSize + next.name.size() + zip64;
   std::uint64_t padding = (kMaxAlignment - header_end % kMaxAlignment) % kMaxAlignment;
   if (padding != 0 && padding < zip::kMinAlignmentRecordSize) padding += kMaxAlignment;
-  if (!std::all_of(zip_->bytes().begin() + static_cast<std::ptrdiff_t>(before->end_offset),
+  if (!std::all_of(zip_->bytes().begin() + static_cast<std::ptrdiff_t>(before->local->end_offset),
                    zip_->bytes().begin() + static_cast<std::ptrdiff_t>(next.local_header_offset),
                    [](std::uint8_t b) { return b == 0; })) {
     return false;
@@ -277,7 +277,7 @@ void Verifier::check_extra_fields(const ZipEntry& e) {
   std::vector<zip::ExtraRecord> local;
   std::vector<zip::ExtraRecord> central;
   try {
-    local = zip::split_extra_field(e.local_extra, local_at, what);
+    local = zip::split_extra_field(e.local->local_extra, local_at, what);
     central = zip::split_extra_field(e.central_extra, central_at, what);
   } catch (const Error& error) {
     warn(e, local_at, error.message());
@@ -342,9 +342,10 @@ void Verifier::check_alignment_record(const ZipEntry& e, const zip::ExtraRecord&
 void Verifier::check_alignment(const ZipEntry& e) {
   // Misalignment to 64 is a ZipReader finding already (kUnaligned); this adds the archive's A.
   if (!declared_alignment_ || *declared_alignment_ <= kMinAlignment || !e.is_stored()) return;
-  if (e.data_offset % kMinAlignment == 0 && e.data_offset % *declared_alignment_ != 0) {
-    warn(e, e.data_offset,
-         "data at offset " + std::to_string(e.data_offset) +
+  if (e.local->data_offset % kMinAlignment == 0 &&
+      e.local->data_offset % *declared_alignment_ != 0) {
+    warn(e, e.local->data_offset,
+         "data at offset " + std::to_string(e.local->data_offset) +
              " is not a multiple of the archive's alignment " +
              std::to_string(*declared_alignment_) + " (spec §2.2 item 5, §4.1)");
   }
@@ -404,7 +405,7 @@ void Verifier::read_entries() {
 
 void Verifier::check_crc(const ZipEntry& e) {
   if (const auto found = read_errors_.find(e.index); found != read_errors_.end()) {
-    add(Severity::kError, Kind::kCrc, e.name, e.data_offset, found->second);
+    add(Severity::kError, Kind::kCrc, e.name, e.local->data_offset, found->second);
   }
 }
 
@@ -421,7 +422,7 @@ void Verifier::check_model(const ZipEntry& model_entry) {
                                                               options_.parse, zip.source_name());
                            });
   } catch (const Error& error) {
-    add(Severity::kError, Kind::kModel, model_entry.name, model_entry.data_offset, error,
+    add(Severity::kError, Kind::kModel, model_entry.name, model_entry.local->data_offset, error,
         " (spec §9.4 item 2)");
     return;
   }
@@ -443,7 +444,7 @@ void Verifier::check_model(const ZipEntry& model_entry) {
     }
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
       const std::string label = tensor_label(tensor, site.path);
-      add(Severity::kWarning, Kind::kModel, model_entry.name, label, model_entry.data_offset,
+      add(Severity::kWarning, Kind::kModel, model_entry.name, label, model_entry.local->data_offset,
           {.tensor = label}, problem + " (spec §9.4 item 5)");
     }
   });
@@ -560,7 +561,8 @@ VerifyReport verify_bytes(ByteSpan archive_bytes, const VerifyOptions& options,
 }
 
 VerifyReport verify(const std::filesystem::path& path, const VerifyOptions& options) {
-  const std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, options.access);
+  const std::shared_ptr<const MappedFile> mapping =
+      MappedFile::open(path, whole_file_access(options.access));
   const std::string source_name = options.source_name.empty() ? path.string() : options.source_name;
   // The whole file, tail included, is read under the readers' lock, which keeps an in-place edit
   // (spec §9.6) from rewriting or truncating it meanwhile.

@@ -94,7 +94,7 @@ std::vector<CopyRange> copy_ranges(std::uint64_t size) {
   return ranges;
 }
 
-BucketReplacement replace_tail_in_bucket(const HttpSource& source, const ZipReader& zip,
+BucketReplacement replace_tail_in_bucket(const HttpSource& source, const ZipDirectory& zip,
                                          const NewTail& tail) {
   const s3::Location location = s3::parse_s3_url(source.name());
   const std::string& etag = source.etag();

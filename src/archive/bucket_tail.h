@@ -55,7 +55,7 @@ struct BucketReplacement {
 // the object is no longer the one read (a copy or the Complete refused with 412
 // PreconditionFailed or 409 ConditionalRequestConflict, and a HeadObject shows another ETag);
 // the client's errors otherwise.
-BucketReplacement replace_tail_in_bucket(const HttpSource& source, const ZipReader& zip,
+BucketReplacement replace_tail_in_bucket(const HttpSource& source, const ZipDirectory& zip,
                                          const NewTail& tail);
 
 }  // namespace onnxzip::archive_detail

@@ -30,20 +30,20 @@ struct IntegrityPlace {
   std::size_t tail_start = 0;
   std::string misplaced;  // Why they are not where §12.1 puts them; "" when they are.
 };
-IntegrityPlace find_integrity_entries(const ZipReader& zip, const ZipEntry& model_entry);
+IntegrityPlace find_integrity_entries(const ZipDirectory& zip, const ZipEntry& model_entry);
 
 // The SHA-256 of the entry's bytes with its size and CRC-32, the CRC-32 checked as they are
-// read (ZipReader::stream); `meter` advances with them when given.
-EntryDigest digest_entry(const ZipReader& zip, const ZipEntry& entry,
+// read (ZipDirectory::stream); `meter` advances with them when given.
+EntryDigest digest_entry(const ZipDirectory& zip, const ZipEntry& entry,
                          detail::ProgressMeter* meter = nullptr);
 
 // An integrity entry's bytes, refused unread (Error(kLimitExceeded)) beyond `limit`.
-TensorBytes integrity_entry_bytes(const ZipReader& zip, const ZipEntry& entry, std::uint64_t limit,
-                                  std::string_view limit_name);
+TensorBytes integrity_entry_bytes(const ZipDirectory& zip, const ZipEntry& entry,
+                                  std::uint64_t limit, std::string_view limit_name);
 
 // The statement of the `__DIGESTS` entry `entry` (decode_digests, after integrity_entry_bytes
 // with limits.max_digests_size), its bytes kept in `keep_bytes` when given.
-DigestStatement read_digests(const ZipReader& zip, const ZipEntry& entry,
+DigestStatement read_digests(const ZipDirectory& zip, const ZipEntry& entry,
                              const IntegrityLimits& limits, TensorBytes* keep_bytes = nullptr);
 
 // The SHA-256 of each entry's bytes, by ZipEntry::index: nullopt for an entry not hashed (not
@@ -76,7 +76,7 @@ struct IntegrityRewrite {
   std::string signature;  // "" for none.
   bool signature_removed = false;
 };
-IntegrityRewrite rewrite_for_model(const ZipReader& zip, const IntegrityPlace& place,
+IntegrityRewrite rewrite_for_model(const ZipDirectory& zip, const IntegrityPlace& place,
                                    std::optional<DigestStatement> old_statement, ByteSpan model,
                                    std::uint32_t model_crc, const std::optional<PrivateKey>& key);
 

@@ -108,6 +108,11 @@ ZipReader open_zip(std::shared_ptr<const ByteSource> source, const ZipReaderOpti
   return ZipReader::open(std::move(source), options, interrupted_edit_trailer);
 }
 
+ZipDirectory open_zip_directory(std::shared_ptr<const ByteSource> source,
+                                const ZipReaderOptions& options) {
+  return ZipDirectory::open(std::move(source), options, interrupted_edit_trailer);
+}
+
 ZipReader open_zip(const std::filesystem::path& path, const ZipReaderOptions& options,
                    FileAccess access) {
   const std::shared_ptr<const MappedFile> file = MappedFile::open(path, access);

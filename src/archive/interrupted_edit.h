@@ -49,6 +49,9 @@ std::optional<ZipTrailer> interrupted_edit_trailer(const ByteSource& source);
 ZipReader open_zip(std::shared_ptr<const ByteSource> source, const ZipReaderOptions& options);
 ZipReader open_zip(const std::filesystem::path& path, const ZipReaderOptions& options,
                    FileAccess access);
+// The same as a ZipDirectory, for what needs the tail only (a remote archive, an in-place edit).
+ZipDirectory open_zip_directory(std::shared_ptr<const ByteSource> source,
+                                const ZipReaderOptions& options);
 
 }  // namespace onnxzip::archive_detail
 

@@ -37,7 +37,7 @@ TailStepHook& step_hook() {
 
 // More than the new tail, written twice, can take: the entry and the central directory, each
 // with headers and padding, and the end records and comment.
-std::uint64_t largest_tails(const ZipReader& zip, const NewTail& tail) {
+std::uint64_t largest_tails(const ZipDirectory& zip, const NewTail& tail) {
   std::uint64_t data = 0;
   for (const NewEntry& entry : tail.entries) {
     if (entry.data.size() > kMaxFileSize / 4 - data) {
@@ -55,7 +55,7 @@ std::uint64_t record_place(std::uint64_t at) {
 
 // Checked before anything is written, so that no offset of the edit can overflow: the file,
 // `extra` bytes after it, and the record stay within the system's largest file size.
-void check_room(const ZipReader& zip, std::uint64_t file_size, std::uint64_t extra,
+void check_room(const ZipDirectory& zip, std::uint64_t file_size, std::uint64_t extra,
                 const std::string& what) {
   if (extra > kMaxFileSize / 2 || file_size > kMaxFileSize - extra - kSectorSize - kRecordSize) {
     throw Error(ErrorCode::kInvalidArgument, {.file = zip.source_name()},
@@ -65,7 +65,7 @@ void check_room(const ZipReader& zip, std::uint64_t file_size, std::uint64_t ext
 
 class TailWriter final {
  public:
-  TailWriter(const ZipReader& zip, int fd, bool durable)
+  TailWriter(const ZipDirectory& zip, int fd, bool durable)
       : source_(zip.source_name()), fd_(fd), durable_(durable) {}
 
   // What the file holds should the next step fail, for the error message.
@@ -141,7 +141,7 @@ class TailWriter final {
 
 // The interrupted edit record of step 1 for the new tail `temporary`, laid out at `offset`
 // after the archive `zip` read from a file of `file_size` bytes.
-InterruptedEditRecord record_for(const ZipReader& zip, const zip::EntryTail& temporary,
+InterruptedEditRecord record_for(const ZipDirectory& zip, const zip::EntryTail& temporary,
                                  std::uint64_t offset, std::uint64_t file_size) {
   InterruptedEditRecord record;
   record.old_end = zip.size();
@@ -169,12 +169,12 @@ std::vector<zip::TailEntry> borrowed_entries(const NewTail& tail) {
 
 }  // namespace
 
-zip::EntryTail NewTail::lay_out(const ZipReader& zip, std::uint64_t position) const {
+zip::EntryTail NewTail::lay_out(const ZipDirectory& zip, std::uint64_t position) const {
   const std::vector<zip::TailEntry> borrowed = borrowed_entries(*this);
   return zip::lay_out_tail(zip, first, position, borrowed, alignment);
 }
 
-OwnedBytes NewTail::bytes(const ZipReader& zip) const {
+OwnedBytes NewTail::bytes(const ZipDirectory& zip) const {
   const zip::EntryTail tail = lay_out(zip, start);
   OwnedBytes out(static_cast<std::size_t>(tail.size()));
   std::uint8_t* at = out.data();
@@ -190,7 +190,7 @@ OwnedBytes NewTail::bytes(const ZipReader& zip) const {
   return out;
 }
 
-NewTail make_new_tail(const ZipReader& zip, std::size_t first, std::uint64_t size,
+NewTail make_new_tail(const ZipDirectory& zip, std::size_t first, std::uint64_t size,
                       std::vector<NewEntry> entries) {
   NewTail tail;
   tail.first = first;
@@ -200,7 +200,7 @@ NewTail make_new_tail(const ZipReader& zip, std::size_t first, std::uint64_t siz
   return tail;
 }
 
-TailReplacement replace_tail(const ZipReader& zip, const NewTail& tail, int fd,
+TailReplacement replace_tail(const ZipDirectory& zip, const NewTail& tail, int fd,
                              std::uint64_t file_size, bool durable) {
   const std::uint64_t start = zip::entries_start(zip, tail.first, file_size);
   ONNXZIP_DCHECK(start == tail.start);

@@ -38,15 +38,15 @@ struct NewTail {
   std::vector<NewEntry> entries;
 
   // The tail laid out from `position` on (zip::lay_out_tail), borrowing this tail's bytes.
-  zip::EntryTail lay_out(const ZipReader& zip, std::uint64_t position) const;
+  zip::EntryTail lay_out(const ZipDirectory& zip, std::uint64_t position) const;
   // The tail's bytes at `start`, whole: what follows the prefix in the edited archive.
-  OwnedBytes bytes(const ZipReader& zip) const;
+  OwnedBytes bytes(const ZipDirectory& zip) const;
 };
 
 // The new tail of the archive `zip` read from a file (or object) of `size` bytes, with the
 // alignment the archive declares. Errors: those of zip::entries_start (the entries from `first`
 // on must be the last ones, the local header of the one before them read).
-NewTail make_new_tail(const ZipReader& zip, std::size_t first, std::uint64_t size,
+NewTail make_new_tail(const ZipDirectory& zip, std::size_t first, std::uint64_t size,
                       std::vector<NewEntry> entries);
 
 // Where the new last entry went.
@@ -83,7 +83,7 @@ struct TailReplacement {
 // naming the file, the step, and what the file holds afterwards (the old archive when the
 // failure came before the end of step 2; the new one, with the bytes of the interrupted edit in
 // a gap before the entry, after it).
-TailReplacement replace_tail(const ZipReader& zip, const NewTail& tail, int fd,
+TailReplacement replace_tail(const ZipDirectory& zip, const NewTail& tail, int fd,
                              std::uint64_t file_size, bool durable);
 
 // --- Test seam (tests only; nothing in the library sets it) ---

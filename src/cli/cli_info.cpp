@@ -222,7 +222,7 @@ std::map<std::string, std::vector<const Archive::TensorInfo*>> tensors_by_locati
 // only when it is one a conforming archive could make: a stored entry without a data descriptor,
 // its data 64-byte aligned, after a header whose extra field fits. A §4.4 gap before the next
 // header makes the offset unaligned, and it stays unknown.
-std::optional<std::uint64_t> implied_data_offset(const ZipReader& zip, const ZipEntry& entry) {
+std::optional<std::uint64_t> implied_data_offset(const ZipDirectory& zip, const ZipEntry& entry) {
   const std::vector<ZipEntry>& entries = zip.entries();
   if (!entry.is_stored() || entry.has_data_descriptor) return std::nullopt;
   const std::uint64_t data_end = entry.index + 1 < entries.size()
@@ -254,15 +254,18 @@ std::vector<EntryRow> entry_rows(const Archive& archive) {
       row.type = {found->second.front()->data_type, found->second.front()->dims};
     }
     row.size = entry.size;
-    if (entry.local_header_read) {
-      row.offset = entry.data_offset;
-      row.alignment = entry.alignment();
+    const std::optional<ZipEntry> held =
+        entry.local ? std::nullopt : archive.zip().locate_held(entry);
+    if (entry.local || held) {
+      const ZipLocalLayout& layout = entry.local ? *entry.local : *held->local;
+      row.offset = layout.data_offset;
+      row.alignment = layout.alignment();
     } else if (const std::optional<std::uint64_t> implied =
                    implied_data_offset(archive.zip(), entry)) {
-      ZipEntry located = entry;
-      located.data_offset = *implied;
-      row.offset = located.data_offset;
-      row.alignment = located.alignment();
+      ZipLocalLayout layout;
+      layout.data_offset = *implied;
+      row.offset = layout.data_offset;
+      row.alignment = layout.alignment();
     } else {
       row.located = false;
     }

@@ -138,7 +138,7 @@ class PayloadCrcCheck final {
  private:
   void run(const std::stop_token& stop) {
     try {
-      const ZipReader& zip = archive_.zip();
+      const ZipDirectory& zip = archive_.zip();
       std::vector<bool> checked(zip.entries().size(), false);
       OwnedBytes buffer;
       for (const Archive::TensorInfo& info : archive_.tensors()) {

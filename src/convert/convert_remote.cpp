@@ -84,7 +84,7 @@ struct Run {
 // A stored payload entry whose bytes come in the stream.
 struct StreamedEntry {
   const ZipEntry* entry = nullptr;
-  std::uint64_t limit = 0;  // Its bytes end here at the latest (ZipReader::limit_of).
+  std::uint64_t limit = 0;  // Its bytes end here at the latest (ZipDirectory::limit_of).
   std::vector<Destination> destinations;
   // Under RemoteWrite::mutex_:
   std::vector<std::uint8_t> header;  // The bytes from its local header on, until it is located.
@@ -94,7 +94,7 @@ struct StreamedEntry {
 
 class RemoteWrite final {
  public:
-  RemoteWrite(const HttpSource& source, const ZipReader& zip, ProgressCallback progress)
+  RemoteWrite(const HttpSource& source, const ZipDirectory& zip, ProgressCallback progress)
       : source_(source), zip_(zip), progress_(std::move(progress)) {}
 
   // The entry's data is to be written to `to` as it arrives (an entry may go to several places).
@@ -121,7 +121,7 @@ class RemoteWrite final {
   void check_entry(const StreamedEntry& e) const;
 
   const HttpSource& source_;
-  const ZipReader& zip_;
+  const ZipDirectory& zip_;
   const ProgressCallback progress_;
   std::vector<StreamedEntry> entries_;  // Sorted by file order when run() starts.
   std::unordered_map<std::size_t, std::size_t> index_of_;
@@ -212,7 +212,7 @@ void RemoteWrite::deliver(StreamedEntry& e, std::uint64_t at, ByteSpan bytes, Ra
       }
       std::optional<ZipEntry> found = zip_.locate(*e.entry, e.header);
       if (!found) return;
-      found->local_extra = {};  // It borrows from `header`, which goes now.
+      found->local->local_extra = {};  // It borrows from `header`, which goes now.
       e.located = std::move(found);
       std::vector<std::uint8_t>().swap(e.header);
       located_.notify_all();
@@ -220,12 +220,13 @@ void RemoteWrite::deliver(StreamedEntry& e, std::uint64_t at, ByteSpan bytes, Ra
     located = *e.located;
   }
   // The data among these bytes: those in [data_offset, data_offset + size).
-  const std::uint64_t data_begin = std::max(at, located.data_offset);
-  const std::uint64_t data_end = std::min(at + bytes.size(), located.data_offset + located.size);
+  const std::uint64_t data_offset = located.local->data_offset;
+  const std::uint64_t data_begin = std::max(at, data_offset);
+  const std::uint64_t data_end = std::min(at + bytes.size(), data_offset + located.size);
   if (data_begin >= data_end) return;
   const ByteSpan data = bytes.subspan(static_cast<std::size_t>(data_begin - at),
                                       static_cast<std::size_t>(data_end - data_begin));
-  const std::uint64_t data_at = data_begin - located.data_offset;
+  const std::uint64_t data_at = data_begin - data_offset;
   write_data(e, data_at, data);
   sink.data(e, data_at, data);
 }

@@ -758,7 +758,8 @@ void check_output_name(const std::filesystem::path& path, ModelFormat format) {
 ModelProto read_legacy_model(const std::filesystem::path& onnx_path,
                              const LegacyReadOptions& options) {
   const std::string source = options.source_name.empty() ? onnx_path.string() : options.source_name;
-  std::shared_ptr<const MappedFile> mapping = MappedFile::open(onnx_path, options.access);
+  std::shared_ptr<const MappedFile> mapping =
+      MappedFile::open(onnx_path, whole_file_access(options.access));
   const ByteSpan bytes = mapping->bytes();
   ModelProto model = parse_message<ModelProto>(bytes, std::move(mapping), options.parse, source);
   if (!options.load_external_data) return model;

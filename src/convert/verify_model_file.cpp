@@ -151,7 +151,8 @@ VerifyReport verify_model_file(const std::filesystem::path& path, const VerifyOp
                 "is a folder, not a model file");
   }
   // An archive is opened once: verify and the IR rules read the same mapping.
-  const std::shared_ptr<const MappedFile> file = MappedFile::open(path, options.access);
+  const std::shared_ptr<const MappedFile> file =
+      MappedFile::open(path, whole_file_access(options.access));
   if (is_archive(file->bytes())) {
     // As verify(path): under the readers' lock, which keeps an in-place edit (spec §9.6) out.
     const std::string shown = shown_name(path, options);

@@ -127,6 +127,7 @@ class RangeSource final : public ByteSource {
 
   void read_into(std::uint64_t offset, MutableByteSpan out) const override {
     detail::check_read_range(*this, offset, out.size());
+    detail::run_file_read_hook(offset, out.size());
     const ssize_t n = pread_all(fd_, offset, out);
     if (n < 0) {
       throw Error(ErrorCode::kIo, {.file = name_},

@@ -1303,7 +1303,7 @@ ModelProto parse_model(ByteSpan bytes, const ParseOptions& options, std::string_
 
 ModelProto parse_model_file(const std::filesystem::path& path, const ParseOptions& options,
                             FileAccess access) {
-  std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, access);
+  std::shared_ptr<const MappedFile> mapping = MappedFile::open(path, whole_file_access(access));
   const std::string source = path.string();
   const ByteSpan bytes = mapping->bytes();
   return parse_message<ModelProto>(bytes, std::move(mapping), options, source);

@@ -53,8 +53,9 @@ void check_stream_end(const ErrorContext& place, const ZipEntry& e, std::uint64_
   }
   if (consumed != e.compressed_size) {
     throw Error(ErrorCode::kCorrupt, place,
-                "the deflate stream ends at offset " + std::to_string(e.data_offset + consumed) +
-                    ", " + std::to_string(e.compressed_size - consumed) +
+                "the deflate stream ends at offset " +
+                    std::to_string(e.local->data_offset + consumed) + ", " +
+                    std::to_string(e.compressed_size - consumed) +
                     " bytes before the entry's compressed data does");
   }
 }
@@ -146,7 +147,7 @@ std::uint32_t inflate_in_pieces(ByteSpan raw, const ZipEntry& e, const ErrorCont
       throw Error(ErrorCode::kLimitExceeded, place, "out of memory while inflating");
     }
     // Z_DATA_ERROR, or Z_BUF_ERROR with all input used: a bad or truncated stream.
-    throw_invalid_stream(place, raw.size(), e.data_offset);
+    throw_invalid_stream(place, raw.size(), e.local->data_offset);
   }
   check_stream_end(place, e, produced, raw.size() - input.size() - z.avail_in);
   return crc;
@@ -202,7 +203,7 @@ TensorBytes inflate_whole(ByteSpan raw, const ZipEntry& e, const ErrorContext& p
     case LIBDEFLATE_INSUFFICIENT_SPACE:
       throw_longer_stream(place, e.size);
     default:
-      throw_invalid_stream(place, raw.size(), e.data_offset);
+      throw_invalid_stream(place, raw.size(), e.local->data_offset);
   }
   check_stream_end(place, e, out_used, in_used);
   return TensorBytes::owned(std::move(out));

@@ -21,11 +21,14 @@ namespace onnxzip::zip {
 void check_inflate_limits(const ZipEntry& e, const ZipReaderOptions& options,
                           const ErrorContext& place);
 
+// The inflating functions take `e` located (ZipEntry::local set): their messages name where its
+// data lies.
+
 // The entry's bytes, inflated from `raw` into owned memory.
 TensorBytes inflate_whole(ByteSpan raw, const ZipEntry& e, const ErrorContext& place);
 
 // Inflates `raw` with zlib, handing the output to `consumer` in pieces of at most
-// ZipReader::kStreamPieceBytes: memory stays bounded whatever the entry's size (libdeflate,
+// ZipDirectory::kStreamPieceBytes: memory stays bounded whatever the entry's size (libdeflate,
 // faster, inflates only whole buffers); no piece past e.size bytes is handed on. Returns the
 // CRC-32 of the output.
 std::uint32_t inflate_in_pieces(ByteSpan raw, const ZipEntry& e, const ErrorContext& place,

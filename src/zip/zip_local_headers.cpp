@@ -207,9 +207,10 @@ void LocalHeaderReader::read(ZipEntry& e, const ZipEntry* next, ByteSpan first) 
   const Local& h = record.header;
   check_local_agrees(e, h, as_chars(record.bytes.subspan(Local::kSize, h.name_length)));
   const std::uint64_t extra_offset = e.local_header_offset + Local::kSize + h.name_length;
-  e.local_extra = record.bytes.subspan(Local::kSize + h.name_length, h.extra_length);
+  ZipLocalLayout layout;
+  layout.local_extra = record.bytes.subspan(Local::kSize + h.name_length, h.extra_length);
   const std::optional<ExtraRecord> zip64 =
-      read_extra_field(places_, e.local_extra, extra_offset, place, " in the local header",
+      read_extra_field(places_, layout.local_extra, extra_offset, place, " in the local header",
                        unknown_extras_ != nullptr ? &(*unknown_extras_)[e.central_index] : nullptr);
   if (zip64) e.zip64 = true;
   compare_local_sizes(e, h, local_sizes(h, zip64, place));
@@ -219,9 +220,9 @@ void LocalHeaderReader::read(ZipEntry& e, const ZipEntry* next, ByteSpan first) 
                     "/" + hex(h.modified_time, 4) + " vs " + hex(e.modified_date, 4) + "/" +
                     hex(e.modified_time, 4) + ")");
   }
-  e.data_offset = e.local_header_offset + record.bytes.size();
-  locate_entry_data(e, next);
-  e.local_header_read = true;
+  layout.data_offset = e.local_header_offset + record.bytes.size();
+  locate_entry_data(e, layout, next);
+  e.local = layout;
 }
 
 LocalHeaderReader::LocalRecord LocalHeaderReader::local_record_of(const ZipEntry& e,
@@ -319,28 +320,32 @@ void LocalHeaderReader::compare_local_sizes(const ZipEntry& e, const Local& h,
   compare("uncompressed size", sizes.uncompressed, e.size, false);
 }
 
-// Sets e.end_offset (after the data and its descriptor, if any) and notes what a reader of the
+// Sets layout.end_offset (after the data and its descriptor, if any) and notes what a reader of the
 // entry's data should know.
-void LocalHeaderReader::locate_entry_data(ZipEntry& e, const ZipEntry* next) const {
+void LocalHeaderReader::locate_entry_data(const ZipEntry& e, ZipLocalLayout& layout,
+                                          const ZipEntry* next) const {
   const std::uint64_t limit = limit_of(next);
   std::uint64_t data_end = 0;
-  if (__builtin_add_overflow(e.data_offset, e.compressed_size, &data_end) || data_end > limit) {
+  if (__builtin_add_overflow(layout.data_offset, e.compressed_size, &data_end) ||
+      data_end > limit) {
     places_.fail(ErrorCode::kCorrupt, places_.local_place(e),
-                 "the data at offset " + std::to_string(e.data_offset) + " of " +
+                 "the data at offset " + std::to_string(layout.data_offset) + " of " +
                      std::to_string(e.compressed_size) + " bytes overlaps " + limit_text(next));
   }
-  e.end_offset = e.has_data_descriptor ? read_data_descriptor(e, data_end, limit, next) : data_end;
-  if (e.end_offset < limit) {
-    add_finding(ZipFindingKind::kGap, e.name, e.end_offset,
-                std::to_string(limit - e.end_offset) + " bytes after the entry belong to no entry");
+  layout.end_offset =
+      e.has_data_descriptor ? read_data_descriptor(e, data_end, limit, next) : data_end;
+  if (layout.end_offset < limit) {
+    add_finding(
+        ZipFindingKind::kGap, e.name, layout.end_offset,
+        std::to_string(limit - layout.end_offset) + " bytes after the entry belong to no entry");
   }
   if (e.is_deflated()) {
     add_finding(ZipFindingKind::kDeflated, e.name, e.local_header_offset,
                 "deflated; not zero-copy");
-  } else if (!e.is_directory() && e.alignment() < kWantedAlignment) {
-    add_finding(ZipFindingKind::kUnaligned, e.name, e.data_offset,
-                "data at offset " + std::to_string(e.data_offset) + " is aligned to only " +
-                    std::to_string(e.alignment()) + " bytes");
+  } else if (!e.is_directory() && layout.alignment() < kWantedAlignment) {
+    add_finding(ZipFindingKind::kUnaligned, e.name, layout.data_offset,
+                "data at offset " + std::to_string(layout.data_offset) + " is aligned to only " +
+                    std::to_string(layout.alignment()) + " bytes");
   }
   if (e.has_data_descriptor) {
     add_finding(ZipFindingKind::kDataDescriptor, e.name, data_end,
@@ -395,9 +400,9 @@ void set_local_header_prefetch_for_testing(bool enabled) noexcept {
 }
 
 void read_local_headers(std::vector<ZipEntry>& entries, std::uint64_t directory_offset,
-                        LocalHeaderScope scope, std::size_t tail_entries, const HeldBytes& held,
-                        const ZipPlaces& places, UnknownExtras& unknown_extras,
-                        std::vector<ZipFinding>& findings, LocalHeaderCopies& copies) {
+                        bool every_entry, const HeldBytes& held, const ZipPlaces& places,
+                        UnknownExtras& unknown_extras, std::vector<ZipFinding>& findings,
+                        LocalHeaderCopies& copies) {
   if (entries.empty()) {
     if (directory_offset > 0) {
       findings.push_back({ZipFindingKind::kGap, "", 0,
@@ -418,19 +423,8 @@ void read_local_headers(std::vector<ZipEntry>& entries, std::uint64_t directory_
                         std::to_string(entries.front().local_header_offset) +
                             " bytes before the first local header belong to no entry"});
   }
-  // The entries before `first` keep what their central records say until their data is read
-  // (kOnRead), or for good (kTail); kOnReadAndHeld reads those held already too.
-  const std::size_t count = entries.size();
-  const bool on_read =
-      scope == LocalHeaderScope::kOnRead || scope == LocalHeaderScope::kOnReadAndHeld;
-  tail_entries = std::max<std::size_t>(tail_entries, 2);
-  std::size_t first = scope == LocalHeaderScope::kTail
-                          ? (count > tail_entries ? count - tail_entries : 0)
-                      : on_read ? count - 1
-                                : 0;
-  if (scope == LocalHeaderScope::kOnReadAndHeld) {
-    while (first > 0 && entries[first - 1].local_header_offset >= held.start()) --first;
-  }
+  // A directory's entries stay unlocated until they are read (ZipDirectory::locate).
+  const std::size_t first = every_entry ? 0 : entries.size();
   LocalHeaderPass(entries, directory_offset, held, places, unknown_extras, findings, copies)
       .run(first);
   for (const ZipEntry& e : entries) {

@@ -1,7 +1,7 @@
 // Private to the zip layer: the local headers of a ZIP archive's entries, checked against their
 // central records, and the data descriptors after their data (APPNOTE 4.3.7 to 4.3.9) -- at open
-// for the entries LocalHeaderScope names (read ahead on a second thread), and for the others of
-// LocalHeaderScope::kOnRead when their data is read.
+// for the entries the reader locates then (read ahead on a second thread), and for the others of
+// a ZipDirectory when their data is read.
 #ifndef ONNXZIP_SRC_ZIP_LOCAL_HEADERS_H_
 #define ONNXZIP_SRC_ZIP_LOCAL_HEADERS_H_
 
@@ -18,7 +18,7 @@
 namespace onnxzip::zip {
 
 // Reads one entry's local header and checks it against its central record: sets its
-// data_offset, end_offset, local_extra, zip64 and local_header_read.
+// local layout (ZipEntry::local) and zip64.
 class LocalHeaderReader final {
  public:
   // Bytes [offset, offset + size) of the archive, asked for within the entry's limit: from its
@@ -74,7 +74,7 @@ class LocalHeaderReader final {
                          const Place& place) const;
   void compare_local_sizes(const ZipEntry& e, const LocalFileHeader& h,
                            const LocalSizes& sizes) const;
-  void locate_entry_data(ZipEntry& e, const ZipEntry* next) const;
+  void locate_entry_data(const ZipEntry& e, ZipLocalLayout& layout, const ZipEntry* next) const;
   std::uint64_t read_data_descriptor(const ZipEntry& e, std::uint64_t at, std::uint64_t limit,
                                      const ZipEntry* next) const;
 
@@ -85,19 +85,19 @@ class LocalHeaderReader final {
   UnknownExtras* const unknown_extras_;
 };
 
-// The copies of local headers a reader keeps, for ZipEntry::local_extra: buffers that are filled
-// up to their reserved capacity and no further, so that each keeps its address.
+// The copies of local headers a reader keeps, for ZipLocalLayout::local_extra: buffers that are
+// filled up to their reserved capacity and no further, so that each keeps its address.
 using LocalHeaderCopies = std::vector<std::vector<std::uint8_t>>;
 
-// Reads at open the local headers `scope` names of `entries` (in file order; the central
-// directory at `directory_offset`; with kTail the last `tail_entries`, at least 2), checking that
+// Reads at open the local headers of `entries` (in file order; the central directory at
+// `directory_offset`) when `every_entry` (else none), checking in any case that
 // no two entries share one and that the last lies before the central directory; findings about them
 // (gaps, unknown extra fields...) go to `findings`. Headers come from `held` when it holds them and
 // reading them in place is cheap, else as copies kept in `copies`.
 void read_local_headers(std::vector<ZipEntry>& entries, std::uint64_t directory_offset,
-                        LocalHeaderScope scope, std::size_t tail_entries, const HeldBytes& held,
-                        const ZipPlaces& places, UnknownExtras& unknown_extras,
-                        std::vector<ZipFinding>& findings, LocalHeaderCopies& copies);
+                        bool every_entry, const HeldBytes& held, const ZipPlaces& places,
+                        UnknownExtras& unknown_extras, std::vector<ZipFinding>& findings,
+                        LocalHeaderCopies& copies);
 
 // Test seam: false makes the open read local headers on one thread, in order, without reading
 // them ahead (the plain twin of the read ahead, which tests compare it with); true (the

@@ -29,7 +29,7 @@ using zip::kMaxAlignment;
 
 }  // namespace
 
-std::uint64_t ZipEntry::alignment() const noexcept {
+std::uint64_t ZipLocalLayout::alignment() const noexcept {
   if (data_offset == 0) return kMaxAlignment;
   return std::min(data_offset & (~data_offset + 1), kMaxAlignment);
 }
@@ -62,8 +62,18 @@ std::string_view to_string(ZipFindingKind kind) noexcept {
   return "unknown";
 }
 
-ZipReader::ZipReader(std::shared_ptr<const ByteSource> source, ZipReaderOptions options)
+ZipDirectory::ZipDirectory(std::shared_ptr<const ByteSource> source, ZipReaderOptions options)
     : source_(std::move(source)), options_(std::move(options)) {}
+
+ZipDirectory ZipDirectory::open(std::shared_ptr<const ByteSource> source, ZipReaderOptions options,
+                                const ZipTrailerResolver& trailer) {
+  if (source == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument, "ZipDirectory::open: no source");
+  }
+  ZipDirectory directory(std::move(source), std::move(options));
+  directory.parse(trailer, false);
+  return directory;
+}
 
 ZipReader ZipReader::open(const std::filesystem::path& path, ZipReaderOptions options,
                           FileAccess access) {
@@ -85,11 +95,11 @@ ZipReader ZipReader::open(std::shared_ptr<const ByteSource> source, ZipReaderOpt
                           const ZipTrailerResolver& trailer) {
   if (source == nullptr) throw Error(ErrorCode::kInvalidArgument, "ZipReader::open: no source");
   ZipReader reader(std::move(source), std::move(options));
-  reader.parse(trailer);
+  reader.parse(trailer, true);
   return reader;
 }
 
-void ZipReader::parse(const ZipTrailerResolver& trailer) {
+void ZipDirectory::parse(const ZipTrailerResolver& trailer, bool locate_every_entry) {
   try {
     const auto held = std::make_shared<zip::HeldBytes>(source_);
     const zip::ZipPlaces places(source_->name());
@@ -118,9 +128,8 @@ void ZipReader::parse(const ZipTrailerResolver& trailer) {
     entries_ = std::move(directory.entries);
     by_name_ = std::move(directory.by_name);
     local_header_copies_ = std::make_shared<zip::LocalHeaderCopies>();
-    zip::read_local_headers(entries_, central_directory_offset_, options_.local_headers,
-                            options_.tail_local_headers, *held, places, directory.unknown_extras,
-                            findings_, *local_header_copies_);
+    zip::read_local_headers(entries_, central_directory_offset_, locate_every_entry, *held, places,
+                            directory.unknown_extras, findings_, *local_header_copies_);
     if (!comment_.empty()) {
       findings_.push_back({ZipFindingKind::kArchiveComment, "", end_record_offset_,
                            "archive comment of " + std::to_string(comment_.size()) + " bytes"});
@@ -132,17 +141,17 @@ void ZipReader::parse(const ZipTrailerResolver& trailer) {
   }
 }
 
-ByteSpan ZipReader::bytes() const noexcept {
+ByteSpan ZipDirectory::bytes() const noexcept {
   return source_->access() == ByteSource::Access::kRanges ? ByteSpan()
                                                           : source_->bytes().first(size_);
 }
 
-const ZipEntry* ZipReader::find(std::string_view name) const noexcept {
+const ZipEntry* ZipDirectory::find(std::string_view name) const noexcept {
   const auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : &entries_[it->second];
 }
 
-const ZipEntry& ZipReader::at(std::string_view name) const {
+const ZipEntry& ZipDirectory::at(std::string_view name) const {
   const ZipEntry* e = find(name);
   if (e == nullptr) {
     throw Error(ErrorCode::kNotFound, {.file = source_->name()}, "no entry named " + quote(name));
@@ -151,7 +160,7 @@ const ZipEntry& ZipReader::at(std::string_view name) const {
 }
 
 // Callers may pass copies of entries; the reader trusts only its own, validated one.
-const ZipEntry& ZipReader::own_entry(const ZipEntry& entry, const char* operation) const {
+const ZipEntry& ZipDirectory::own_entry(const ZipEntry& entry, const char* operation) const {
   if (entry.index >= entries_.size() ||
       entries_[entry.index].local_header_offset != entry.local_header_offset ||
       entries_[entry.index].central_header_offset != entry.central_header_offset) {
@@ -159,37 +168,29 @@ const ZipEntry& ZipReader::own_entry(const ZipEntry& entry, const char* operatio
                 std::string(operation) + ": entry " + quote(entry.name) +
                     " does not belong to this archive");
   }
-  const ZipEntry& own = entries_[entry.index];
-  if (!own.local_header_read && options_.local_headers != LocalHeaderScope::kOnRead &&
-      options_.local_headers != LocalHeaderScope::kOnReadAndHeld) {
-    throw Error(ErrorCode::kBadState, entry_place(own),
-                std::string(operation) +
-                    ": its local header was not read (the archive was opened with "
-                    "LocalHeaderScope::kTail, which reads only the last " +
-                    std::to_string(std::max<std::size_t>(options_.tail_local_headers, 2)) +
-                    " entries')");
-  }
-  return own;
+  return entries_[entry.index];
 }
 
-ErrorContext ZipReader::entry_place(const ZipEntry& e) const {
+ErrorContext ZipDirectory::entry_place(const ZipEntry& e) const {
   return {.file = source_->name(),
           .entry = "entry " + quote(e.name) + " at offset " + std::to_string(e.local_header_offset),
           .entry_name = e.name,
           .offset = e.local_header_offset};
 }
 
-// The local header, data and data descriptor of an entry whose local header the open left to
-// the read (kOnRead) are read in one read -- in an .onnxz, up to the next entry's local header --
-// and checked as the open checks them; `located` is then the entry with its data located.
-TensorBytes ZipReader::compressed_data(const ZipEntry& e, std::optional<ZipEntry>& located) const {
+// The local header, data and data descriptor of an entry not located at open are read in one read
+// -- in an .onnxz, up to the next entry's local header -- and checked as the open checks them;
+// `located` is then the entry with its data located.
+TensorBytes ZipDirectory::compressed_data(const ZipEntry& e,
+                                          std::optional<ZipEntry>& located) const {
   const ByteRange range = read_range(e);
   return located_data(e, held_->read(range.offset, range.length), located);
 }
 
-// What compressed_data reads: the data, or with kOnRead from the local header to its reach.
-ByteRange ZipReader::read_range(const ZipEntry& e) const {
-  if (e.local_header_read) return {e.data_offset, e.compressed_size};
+// What compressed_data reads: the data, or for an entry not located, from its local header to its
+// reach.
+ByteRange ZipDirectory::read_range(const ZipEntry& e) const {
+  if (e.local) return {e.local->data_offset, e.compressed_size};
   const ZipEntry* const next = e.index + 1 < entries_.size() ? &entries_[e.index + 1] : nullptr;
   const zip::ZipPlaces places(source_->name());
   const zip::LocalHeaderReader reader(places, central_directory_offset_, nullptr, nullptr, nullptr);
@@ -197,9 +198,9 @@ ByteRange ZipReader::read_range(const ZipEntry& e) const {
 }
 
 // The compressed data out of `read`, the bytes read_range(e) names.
-TensorBytes ZipReader::located_data(const ZipEntry& e, const TensorBytes& read,
-                                    std::optional<ZipEntry>& located) const {
-  if (e.local_header_read) return read;
+TensorBytes ZipDirectory::located_data(const ZipEntry& e, const TensorBytes& read,
+                                       std::optional<ZipEntry>& located) const {
+  if (e.local) return read;
   const ZipEntry* const next = e.index + 1 < entries_.size() ? &entries_[e.index + 1] : nullptr;
   const zip::ZipPlaces places(source_->name());
   const zip::LocalHeaderReader reader(
@@ -212,25 +213,52 @@ TensorBytes ZipReader::located_data(const ZipEntry& e, const TensorBytes& read,
   located = e;
   reader.read(*located, next);
   return TensorBytes::borrowed(
-      read.view().subspan(static_cast<std::size_t>(located->data_offset - e.local_header_offset),
-                          static_cast<std::size_t>(e.compressed_size)),
+      read.view().subspan(
+          static_cast<std::size_t>(located->local->data_offset - e.local_header_offset),
+          static_cast<std::size_t>(e.compressed_size)),
       read.owner());
 }
 
-std::uint64_t ZipReader::limit_of(const ZipEntry& entry) const {
+std::uint64_t ZipDirectory::limit_of(const ZipEntry& entry) const {
   const ZipEntry& e = own_entry(entry, "limit_of");
   return e.index + 1 < entries_.size() ? entries_[e.index + 1].local_header_offset
                                        : central_directory_offset_;
 }
 
-std::optional<ZipEntry> ZipReader::locate(const ZipEntry& entry, ByteSpan header) const {
+std::optional<ZipEntry> ZipDirectory::locate_held(const ZipEntry& entry) const {
+  const ZipEntry& e = own_entry(entry, "locate_held");
+  if (!e.local && e.local_header_offset < held_->start()) return std::nullopt;
+  return locate(e);
+}
+
+ZipEntry ZipDirectory::locate(const ZipEntry& entry) const {
+  const ZipEntry& e = own_entry(entry, "locate");
+  if (e.local) return e;
+  const ZipEntry* const next = e.index + 1 < entries_.size() ? &entries_[e.index + 1] : nullptr;
+  const zip::ZipPlaces places(source_->name());
+  // The header's bytes, read as the reader asks for them, are kept by the located entry's layout
+  // (its local_extra borrows from them).
+  std::vector<TensorBytes> reads;
+  const zip::LocalHeaderReader reader(
+      places, central_directory_offset_,
+      [&](std::uint64_t offset, std::uint64_t size) {
+        return reads.emplace_back(held_->read(offset, size)).view();
+      },
+      nullptr, nullptr);
+  ZipEntry located = e;
+  reader.read(located, next);
+  located.local->owner = std::make_shared<const std::vector<TensorBytes>>(std::move(reads));
+  return located;
+}
+
+std::optional<ZipEntry> ZipDirectory::locate(const ZipEntry& entry, ByteSpan header) const {
   const ZipEntry& e = own_entry(entry, "locate");
   if (!e.is_stored() || e.has_data_descriptor) {
     throw Error(ErrorCode::kUnsupported, entry_place(e),
                 "locate: only a stored entry without a data descriptor is located from its "
                 "local header alone");
   }
-  if (e.local_header_read) return e;
+  if (e.local) return e;
   if (header.size() < zip::LocalFileHeader::kSize) return std::nullopt;
   // The reader asks for more than `header` only when the header is longer than it.
   struct TooFew {};
@@ -255,7 +283,7 @@ std::optional<ZipEntry> ZipReader::locate(const ZipEntry& entry, ByteSpan header
 
 // A deflated entry inflated: whole, or above spill_threshold into a spill file whose CRC-32 is
 // checked on the way.
-TensorBytes ZipReader::inflated_data(const ZipEntry& e) const {
+TensorBytes ZipDirectory::inflated_data(const ZipEntry& e) const {
   const ErrorContext place = entry_place(e);
   zip::check_inflate_limits(e, options_, place);
   std::optional<ZipEntry> located;
@@ -266,7 +294,7 @@ TensorBytes ZipReader::inflated_data(const ZipEntry& e) const {
                                     [&](std::uint32_t crc) { check_crc(e, crc); });
 }
 
-ByteSpan ZipReader::stored_data(const ZipEntry& entry) const {
+ByteSpan ZipDirectory::stored_data(const ZipEntry& entry) const {
   const ZipEntry& e = own_entry(entry, "stored_data");
   if (!e.is_stored()) {
     throw Error(ErrorCode::kUnsupported, entry_place(e),
@@ -282,14 +310,14 @@ ByteSpan ZipReader::stored_data(const ZipEntry& entry) const {
   return compressed_data(e, located).view();
 }
 
-TensorBytes ZipReader::data(const ZipEntry& entry) const {
+TensorBytes ZipDirectory::data(const ZipEntry& entry) const {
   const ZipEntry& e = own_entry(entry, "data");
   std::optional<ZipEntry> located;
   // Offsets and sizes were checked against the file when the archive was opened.
   return e.is_stored() ? compressed_data(e, located) : inflated_data(e);
 }
 
-std::vector<TensorBytes> ZipReader::data(std::span<const ZipEntry* const> entries) const {
+std::vector<TensorBytes> ZipDirectory::data(std::span<const ZipEntry* const> entries) const {
   std::vector<TensorBytes> out(entries.size());
   // Stored entries by where their bytes start; deflated ones one by one (data()).
   std::vector<std::pair<ByteRange, std::size_t>> stored;
@@ -331,7 +359,7 @@ std::vector<TensorBytes> ZipReader::data(std::span<const ZipEntry* const> entrie
   return out;
 }
 
-TensorBytes ZipReader::verified_data(const ZipEntry& entry) const {
+TensorBytes ZipDirectory::verified_data(const ZipEntry& entry) const {
   const ZipEntry& e = own_entry(entry, "verify");
   // A spill file's CRC-32 is checked while it is written.
   if (e.is_deflated() && e.size > options_.spill_threshold) return inflated_data(e);
@@ -340,7 +368,8 @@ TensorBytes ZipReader::verified_data(const ZipEntry& entry) const {
   return bytes;
 }
 
-void ZipReader::stream(const ZipEntry& entry, const std::function<void(ByteSpan)>& consumer) const {
+void ZipDirectory::stream(const ZipEntry& entry,
+                          const std::function<void(ByteSpan)>& consumer) const {
   const ZipEntry& e = own_entry(entry, "stream");
   if (e.is_deflated() && e.size > options_.spill_threshold) {
     const ErrorContext place = entry_place(e);
@@ -363,11 +392,11 @@ void ZipReader::stream(const ZipEntry& entry, const std::function<void(ByteSpan)
   check_crc(e, crc);
 }
 
-void ZipReader::verify(const ZipEntry& entry) const {
+void ZipDirectory::verify(const ZipEntry& entry) const {
   stream(entry, [](ByteSpan) {});
 }
 
-void ZipReader::check_crc(const ZipEntry& e, std::uint32_t actual) const {
+void ZipDirectory::check_crc(const ZipEntry& e, std::uint32_t actual) const {
   if (actual != e.crc32) {
     throw Error(ErrorCode::kCorrupt, entry_place(e),
                 "CRC-32 mismatch: the data has " + hex(actual, 8) +

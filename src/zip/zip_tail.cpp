@@ -1,5 +1,7 @@
 #include "zip_tail.h"
 
+#include <algorithm>
+#include <optional>
 #include <string>
 
 #include "little_endian.h"
@@ -14,10 +16,12 @@ namespace {
 
 constexpr std::uint32_t kDefaultAlignment = 64;
 constexpr std::uint32_t kMaxAlignment = 65536;
+// How many entries at the end declared_alignment reads the local headers of, at most.
+constexpr std::size_t kAlignmentLookBack = 4;
 
 }  // namespace
 
-std::uint64_t last_entry_start(const ZipReader& zip, std::uint64_t file_size) {
+std::uint64_t last_entry_start(const ZipDirectory& zip, std::uint64_t file_size) {
   if (zip.entries().empty()) {
     throw Error(ErrorCode::kInvalidArgument, {.file = zip.source_name()},
                 "the archive has no entry");
@@ -25,7 +29,7 @@ std::uint64_t last_entry_start(const ZipReader& zip, std::uint64_t file_size) {
   return entries_start(zip, zip.entries().size() - 1, file_size);
 }
 
-std::uint64_t entries_start(const ZipReader& zip, std::size_t first, std::uint64_t file_size) {
+std::uint64_t entries_start(const ZipDirectory& zip, std::size_t first, std::uint64_t file_size) {
   const std::vector<ZipEntry>& entries = zip.entries();
   if (first >= entries.size()) {
     throw Error(ErrorCode::kInvalidArgument, {.file = zip.source_name()}, "no entry to replace");
@@ -42,29 +46,21 @@ std::uint64_t entries_start(const ZipReader& zip, std::size_t first, std::uint64
                     " bytes, fewer than the archive read from it");
   }
   if (first == 0) return entries[0].local_header_offset;
-  const ZipEntry& before = entries[first - 1];
-  if (!before.local_header_read) {
-    throw Error(ErrorCode::kBadState,
-                {.file = zip.source_name(),
-                 .entry = "entry " + detail::quote(before.name),
-                 .entry_name = before.name,
-                 .offset = before.local_header_offset},
-                "its local header was not read, so where it ends is not known");
-  }
-  return before.end_offset;
+  // Where the entry before them ends: its local header says (read now unless the open read it).
+  return zip.locate(entries[first - 1]).local->end_offset;
 }
 
-void check_last_entry_replaceable(const ZipReader& zip, std::uint64_t file_size) {
+void check_last_entry_replaceable(const ZipDirectory& zip, std::uint64_t file_size) {
   static_cast<void>(last_entry_start(zip, file_size));
 }
 
-EntryTail lay_out_tail(const ZipReader& zip, std::uint64_t position, ByteSpan data,
+EntryTail lay_out_tail(const ZipDirectory& zip, std::uint64_t position, ByteSpan data,
                        std::uint32_t crc, std::uint32_t alignment) {
   const TailEntry entry{zip.entries().back().name, data, crc};
   return lay_out_tail(zip, zip.entries().size() - 1, position, std::span(&entry, 1), alignment);
 }
 
-EntryTail lay_out_tail(const ZipReader& zip, std::size_t first, std::uint64_t position,
+EntryTail lay_out_tail(const ZipDirectory& zip, std::size_t first, std::uint64_t position,
                        std::span<const TailEntry> entries, std::uint32_t alignment) {
   const ZipEntry& first_replaced = zip.entries()[first];
   EntryTail tail;
@@ -97,14 +93,36 @@ EntryTail lay_out_tail(const ZipReader& zip, std::size_t first, std::uint64_t po
   return tail;
 }
 
-std::uint32_t declared_alignment(const ZipReader& zip) {
-  for (const ZipEntry& entry : zip.entries()) {
-    for (const ExtraRecord& record : split_extra_field(entry.local_extra, 0, entry.name)) {
-      if (record.id != kExtraAlignment || record.data.size() < 2) continue;
-      const std::uint32_t value = detail::load_le16(record.data.data());
-      const std::uint32_t alignment = value == 0 ? kMaxAlignment : value;
-      return alignment >= kDefaultAlignment && is_power_of_two(alignment) ? alignment
-                                                                          : kDefaultAlignment;
+namespace {
+
+// The alignment a local header's first 0xD935 record declares, if it has one.
+std::optional<std::uint32_t> alignment_record(const ZipEntry& entry) {
+  for (const ExtraRecord& record : split_extra_field(entry.local->local_extra, 0, entry.name)) {
+    if (record.id != kExtraAlignment || record.data.size() < 2) continue;
+    const std::uint32_t value = detail::load_le16(record.data.data());
+    const std::uint32_t alignment = value == 0 ? kMaxAlignment : value;
+    return alignment >= kDefaultAlignment && is_power_of_two(alignment) ? alignment
+                                                                        : kDefaultAlignment;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::uint32_t declared_alignment(const ZipDirectory& zip) {
+  const std::vector<ZipEntry>& entries = zip.entries();
+  for (const ZipEntry& entry : entries) {
+    if (!entry.local) continue;
+    if (const std::optional<std::uint32_t> alignment = alignment_record(entry)) return *alignment;
+  }
+  // A directory located none: the last few entries' headers, read now from the last back (the
+  // model's is held by the tail read). An entry whose data fell on its alignment has no record.
+  const std::size_t look_back = std::min(entries.size(), kAlignmentLookBack);
+  for (std::size_t k = 1; k <= look_back; ++k) {
+    const ZipEntry& entry = entries[entries.size() - k];
+    if (entry.local) continue;
+    if (const std::optional<std::uint32_t> alignment = alignment_record(zip.locate(entry))) {
+      return *alignment;
     }
   }
   return kDefaultAlignment;

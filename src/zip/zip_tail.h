@@ -48,29 +48,31 @@ struct TailEntry {
 // not the last one in the central directory, Error(kBadState) when the file is shorter than the
 // archive read. Writes nothing: a caller with work to do before it knows the new entry calls it
 // first, not to do that work for an archive that cannot take it.
-std::uint64_t last_entry_start(const ZipReader& zip, std::uint64_t file_size);
+std::uint64_t last_entry_start(const ZipDirectory& zip, std::uint64_t file_size);
 // The same checks alone.
-void check_last_entry_replaceable(const ZipReader& zip, std::uint64_t file_size);
+void check_last_entry_replaceable(const ZipDirectory& zip, std::uint64_t file_size);
 // The same for the entries from index `first` (file order) to the last: they must be the last
-// ones in the central directory too, in file order, else Error(kInvalidArgument); the entry
-// before them must have had its local header read (LocalHeaderScope::kAll, or kTail when it is
-// one of the last two), else Error(kBadState).
-std::uint64_t entries_start(const ZipReader& zip, std::size_t first, std::uint64_t file_size);
+// ones in the central directory too, in file order, else Error(kInvalidArgument). The entry
+// before them is located (ZipDirectory::locate: one read unless the open located it), with its
+// Errors.
+std::uint64_t entries_start(const ZipDirectory& zip, std::size_t first, std::uint64_t file_size);
 
 // The archive's last entry replaced by a stored entry of the same name holding `data` (whose
 // CRC-32 is `crc`), laid out as ZipWriter lays out entries (zip_layout.h) from `position` on, its
 // data aligned to `alignment`. Every other entry keeps its central record byte for byte, and the
 // archive keeps its comment. `data` is borrowed by the result.
-EntryTail lay_out_tail(const ZipReader& zip, std::uint64_t position, ByteSpan data,
+EntryTail lay_out_tail(const ZipDirectory& zip, std::uint64_t position, ByteSpan data,
                        std::uint32_t crc, std::uint32_t alignment);
 // The entries from index `first` on (see entries_start) replaced by `entries`, the same way:
 // the central records of the entries before `first` are kept byte for byte.
-EntryTail lay_out_tail(const ZipReader& zip, std::size_t first, std::uint64_t position,
+EntryTail lay_out_tail(const ZipDirectory& zip, std::size_t first, std::uint64_t position,
                        std::span<const TailEntry> entries, std::uint32_t alignment);
 
 // The alignment A the archive declares (spec §3.6): the value of the first 0xD935 record of a
-// local header, when it is a power of two in [64, 65536]; else 64.
-std::uint32_t declared_alignment(const ZipReader& zip);
+// local header, when it is a power of two in [64, 65536]; else 64. The headers are those the
+// reader located, in file order, then those of the last four entries, from the last back (read
+// now, for a directory).
+std::uint32_t declared_alignment(const ZipDirectory& zip);
 
 }  // namespace onnxzip::zip
 

@@ -1,18 +1,21 @@
 // A strict ZIP reader over a byte source: a mapped file, bytes in memory, or a file read in ranges.
 //
-// ZipReader owns the index of one ZIP archive (PKWARE APPNOTE 6.3.x, single disk, stored and
-// deflated entries, zip64) and reads the archive's bytes through a ByteSource (byte_source.h):
-// a file it maps itself (ZipReader::open), a caller's buffer (ZipReader::from_bytes), or any
-// source. Opening validates the whole structure -- end records, central directory, every local
-// header against its central record, data descriptors, and that no entry's bytes overlap
-// another's or the central directory -- without reading any payload, so its cost grows with the
-// number of entries, not their size. Payload CRCs are checked on demand (verify). An in-place
-// edit, which rewrites only the last entry, opens with LocalHeaderScope::kTail and reads two
-// local headers instead of all of them; a source that reads ranges (a remote file) opens with
-// LocalHeaderScope::kOnRead, reading the archive's tail in one or two reads
-// (ZipReaderOptions::tail_read_size) and each entry's local header with its data. A mapped
-// file's tail -- end records, central directory and, up to 64 MiB, its last entry -- is read
-// with pread into memory of the reader's own, never through the mapping: an in-place edit
+// Two types read one ZIP archive (PKWARE APPNOTE 6.3.x, single disk, stored and deflated entries,
+// zip64) through a ByteSource (byte_source.h):
+// - ZipDirectory: the end records and the central directory, read from the archive's tail in one
+//   or two reads (ZipReaderOptions::tail_read_size), whatever the number of entries. No entry's
+//   local layout is known at open (ZipEntry::local is nullopt): an entry is located, its local
+//   header read and checked, when its data is read (data(), stream()...), in one read from its
+//   local header to the end of its data (none when the tail read holds them), or by locate().
+//   What a remote archive and an in-place edit take: a fault in the local header of an entry
+//   they do not read is not theirs to report.
+// - ZipReader, the checked reader: a ZipDirectory whose every entry is located at open. Opening
+//   validates the whole structure -- end records, central directory, every local header against
+//   its central record, data descriptors, and that no entry's bytes overlap another's or the
+//   central directory -- without reading any payload, so its cost grows with the number of
+//   entries, not their size. Payload CRCs are checked on demand (verify).
+// A mapped file's tail -- end records, central directory and, up to 64 MiB, its last entry -- is
+// read with pread into memory of the reader's own, never through the mapping: an in-place edit
 // rewrites that tail and may shrink the file below it (spec §9.6), so a read through the
 // mapping could mix two edits or raise SIGBUS. data() and stored_data() of the last entry lend
 // that copy; every other entry's data stays in the mapping.
@@ -39,7 +42,7 @@
 //
 // Entries are indexed in file order (by local header offset). A stored entry's data is borrowed
 // from the source (zero copy from a mapping or memory; a buffer of its own from a source that
-// reads ranges); a deflated entry is inflated by data(). ZipReader is immutable after
+// reads ranges); a deflated entry is inflated by data(). Both types are immutable after
 // construction, so const calls may run concurrently. zip knows nothing of ONNX; the archive
 // layer builds on this header.
 //
@@ -87,40 +90,12 @@ namespace zip {
 class HeldBytes;
 }  // namespace zip
 
-// Which local headers ZipReader::open reads and checks against their central records.
-enum class LocalHeaderScope {
-  kAll,  // Every entry's: the whole structure is checked, and every entry can be read.
-  // Only the last ZipReaderOptions::tail_local_headers entries' (in file order; at least two):
-  // they can be read, and where the one before the last ends is known -- what rewriting the
-  // last entries in place needs (replace_model; a signed archive's edit, whose tail is
-  // `__DIGESTS`, `__SIGNATURE` and `__MODEL_PROTO`).
-  // Every other entry is known from its central record alone: its data_offset and end_offset
-  // are 0, its local_extra is empty, the findings say nothing of its local header, and data(),
-  // stored_data(), verified_data(), stream() and verify() refuse it (Error(kBadState)). Opening
-  // then costs the central directory, whatever the number of entries.
-  kTail,
-  // Only the last entry's at open; every other entry's is read and checked with its data, by
-  // data(), verified_data(), stream(), verify() and stored_data(), in one read from its local
-  // header to the end of its data, and the same Errors as kAll. Until then such an entry is as
-  // kTail leaves it, and the findings say nothing of its local header (nor do they after). What
-  // a source that reads ranges needs so that opening costs the tail's read(s) only.
-  kOnRead,
-  // kOnRead, and also at open the local headers of the entries the tail's read(s) brought
-  // whole (they cost no read): their data offsets are then known at open, and a broken one is
-  // an Error of the open. For a remote archive whose table of entries is shown (onnxzip info).
-  kOnReadAndHeld,
-};
-
-// The reader's options: the user's limits (read_limits.h) and how much of the structure it reads.
+// The reader's options: the user's limits (read_limits.h) and how much of the tail it reads first.
 struct ZipReaderOptions : ReadLimits {
-  LocalHeaderScope local_headers = LocalHeaderScope::kAll;
-  // With LocalHeaderScope::kTail: how many entries at the end have their local headers read
-  // (fewer than 2 count as 2).
-  std::size_t tail_local_headers = 2;
   // For a source that reads ranges (ByteSource::Access::kRanges): the bytes the open reads first
   // from the end of the archive (at least the 22 + 65535 an end record is searched in). When the
   // end records, the central directory and the last entry (in an .onnxz, the model) fit, that
-  // one read is all the open reads (with kOnRead); else one more read brings the rest, the last
+  // one read is all a ZipDirectory's open reads; else one more read brings the rest, the last
   // entry when it is at most 64 MiB (a larger one is read when asked for).
   std::uint64_t tail_read_size = std::uint64_t{1} << 20;
 };
@@ -132,16 +107,28 @@ inline ZipReaderOptions zip_reader_options(const ReadLimits& limits) {
   return options;
 }
 
+// Where an entry's bytes lie, as its local header places them: known once that header was read
+// and checked against the central record.
+struct ZipLocalLayout {
+  std::uint64_t data_offset = 0;  // First byte of the (compressed) data.
+  std::uint64_t end_offset = 0;   // One past the data, or past the data descriptor.
+  // The local header's extra fields, borrowed as ZipEntry's spans are -- or from `owner`, when
+  // the header was read after the open (ZipDirectory::locate).
+  ByteSpan local_extra;
+  OwnerToken owner;
+
+  // The largest power of two dividing data_offset, capped at 65536 (offset 0 counts as 65536).
+  std::uint64_t alignment() const noexcept;
+};
+
 struct ZipEntry {
   std::string name;               // Exactly the name bytes of the central record.
-  std::size_t index = 0;          // Position in ZipReader::entries() (file order).
+  std::size_t index = 0;          // Position in entries() (file order).
   std::size_t central_index = 0;  // Position of its record in the central directory.
   std::uint64_t local_header_offset = 0;
   std::uint64_t central_header_offset = 0;
-  std::uint64_t data_offset = 0;      // First byte of the (compressed) data.
-  std::uint64_t compressed_size = 0;  // Bytes at data_offset.
+  std::uint64_t compressed_size = 0;  // Bytes at the data offset.
   std::uint64_t size = 0;             // Uncompressed size.
-  std::uint64_t end_offset = 0;       // One past the data, or past the data descriptor.
   std::uint32_t crc32 = 0;            // Of the uncompressed data, from the central record.
   std::uint16_t method = 0;           // 0 stored, 8 deflated (others are refused).
   std::uint16_t flags = 0;            // General purpose flags of the central record.
@@ -151,25 +138,23 @@ struct ZipEntry {
   std::uint16_t modified_date = 0;
   std::uint16_t internal_attributes = 0;
   std::uint32_t external_attributes = 0;
-  bool zip64 = false;                // A zip64 extra field is in the local or central header.
+  // A zip64 extra field is in the central header, or in the local one when it is located.
+  bool zip64 = false;
   bool has_data_descriptor = false;  // Flag bit 3.
-  // Its local header was read and checked (always, unless LocalHeaderScope kTail or kOnRead left
-  // it for later).
-  bool local_header_read = false;
-  // The extra fields of both headers and the entry comment, for layers that check conformance
-  // beyond ZIP. Borrowed from the bytes the reader holds of the archive: valid while the reader,
-  // or a copy of it, lives (and the source's bytes, for a source in memory or mapped).
-  ByteSpan local_extra;
+  // The extra fields of the central header and the entry comment, for layers that check
+  // conformance beyond ZIP. Borrowed from the bytes the reader holds of the archive: valid while
+  // the reader, or a copy of it, lives (and the source's bytes, for a source in memory or mapped).
   ByteSpan central_extra;
   ByteSpan comment;
+  // Where its bytes lie: set for every entry of a ZipReader (located at open); nullopt for a
+  // ZipDirectory's (ZipDirectory::locate).
+  std::optional<ZipLocalLayout> local;
 
   bool is_stored() const noexcept { return method == 0; }
   bool is_deflated() const noexcept { return method == 8; }
   // Stored entries are served as borrowed spans of the archive, without a copy.
   bool zero_copy() const noexcept { return is_stored(); }
   bool is_directory() const noexcept { return !name.empty() && name.back() == '/'; }
-  // The largest power of two dividing data_offset, capped at 65536 (offset 0 counts as 65536).
-  std::uint64_t alignment() const noexcept;
 };
 
 // Things a strict reader accepts from other tools but a conforming .onnxz never contains.
@@ -211,28 +196,16 @@ struct ZipTrailer {
 // Error for a trailer that contradicts itself.
 using ZipTrailerResolver = std::function<std::optional<ZipTrailer>(const ByteSource& source)>;
 
-class ZipReader final {
+// The end records and the central directory of an archive (see the header comment): cheap to
+// open, whatever the number of entries; entries located when they are read.
+class ZipDirectory {
  public:
-  // Maps `path` (MappedFile; or reads it whole with FileAccess::kRead) and reads its structure.
-  // The mapping is the owner token of every stored entry's data, so that data stays valid after
-  // the reader is gone. No payload page of the mapping is touched: the cost is per entry,
-  // whatever the bytes between the entries. A path that is not a regular file is Error(kIo).
-  static ZipReader open(const std::filesystem::path& path, ZipReaderOptions options = {},
-                        FileAccess access = FileAccess::kMap);
-  // The same for a file already opened and checked (MappedFile::open or adopt): the reader reads
-  // that very file, whatever its path names by now. `file` is the owner token of stored data.
-  // Error(kInvalidArgument) when it is null.
-  static ZipReader open(std::shared_ptr<const MappedFile> file, ZipReaderOptions options = {});
-  // Reads an archive held in memory. Borrows `bytes`: they must outlive the reader and, when
-  // `owner` is kNoOwner, every TensorBytes it returns; `owner` is handed to those.
-  static ZipReader from_bytes(ByteSpan bytes, OwnerToken owner, ZipReaderOptions options = {},
-                              std::string source_name = "<memory>");
-  // Reads the archive `source` holds; the owner token of its borrowed reads (the mapping, the
-  // caller's token) is that of stored entries' data. `trailer`, when given, is asked what
-  // follows an archive whose end record does not end the source (ZipTrailerResolver).
+  // Reads the directory of the archive `source` holds; the owner token of its borrowed reads (the
+  // mapping, the caller's token) is that of stored entries' data. `trailer`, when given, is asked
+  // what follows an archive whose end record does not end the source (ZipTrailerResolver).
   // Error(kInvalidArgument) when `source` is null.
-  static ZipReader open(std::shared_ptr<const ByteSource> source, ZipReaderOptions options = {},
-                        const ZipTrailerResolver& trailer = {});
+  static ZipDirectory open(std::shared_ptr<const ByteSource> source, ZipReaderOptions options = {},
+                           const ZipTrailerResolver& trailer = {});
 
   // Every entry, in file order (ascending local header offset).
   const std::vector<ZipEntry>& entries() const noexcept { return entries_; }
@@ -240,6 +213,23 @@ class ZipReader final {
   const ZipEntry* find(std::string_view name) const noexcept;
   // The entry with exactly this name, or Error(kNotFound) naming it and the source.
   const ZipEntry& at(std::string_view name) const;
+
+  // The entry located: as it is when its local layout is known, else with its local header read
+  // now (one read, none when the tail read holds it) and checked as data() checks it, with
+  // data()'s Errors.
+  ZipEntry locate(const ZipEntry& entry) const;
+  // locate() when it needs no read of the source: for an entry located already, or whose local
+  // header the tail read holds; else nullopt. For what shows offsets without reading more (a
+  // remote archive's table of entries).
+  std::optional<ZipEntry> locate_held(const ZipEntry& entry) const;
+  // For a caller that gets an entry's bytes itself, in a stream of the whole archive (a remote
+  // extract): the entry as its local header places it -- the header checked against the central
+  // record with data()'s checks and Errors -- from `header`, the bytes that start at its
+  // local_header_offset; nullopt while they are too few to hold the whole local header. Its
+  // local_extra borrows from `header`. Only for a stored entry without a data descriptor, whose
+  // data then ends where its header says (Error(kUnsupported) otherwise): the stream needs
+  // nothing after it.
+  std::optional<ZipEntry> locate(const ZipEntry& entry, ByteSpan header) const;
 
   // A stored entry's bytes, borrowed from the archive in memory or mapped (a mapped file's last
   // entry: from the copy the open read, see the header comment). Error(kUnsupported)
@@ -249,10 +239,11 @@ class ZipReader final {
   // no read; from a source that reads ranges, one read into a buffer of its own, its first byte
   // 64-byte aligned when the entry's data is in the file); for a deflated one inflated into owned
   // memory, or above spill_threshold into a spill file borrowed with its mapping as owner token
-  // (the CRC-32 is then checked on the way). Errors: kCorrupt when the stream is bad or its length
-  // differs from the recorded sizes; kLimitExceeded above max_inflated_size or
-  // max_compression_ratio; kIo when the spill file cannot be created or written. Does not check the
-  // CRC-32 otherwise.
+  // (the CRC-32 is then checked on the way). An entry not located is located first, in the same
+  // read. Errors: kCorrupt when its local header contradicts the central record, when the stream
+  // is bad or its length differs from the recorded sizes; kLimitExceeded above
+  // max_inflated_size or max_compression_ratio; kIo when the spill file cannot be created or
+  // written. Does not check the CRC-32 otherwise.
   TensorBytes data(const ZipEntry& entry) const;
   // data() of each entry, in their order: from a source that reads ranges, the stored entries
   // whose bytes are adjacent in the file in one read, the reads made together
@@ -274,18 +265,11 @@ class ZipReader final {
   // them): Error(kCorrupt) as verify() when `actual` is not the CRC-32 the entry records.
   void check_crc(const ZipEntry& entry, std::uint32_t actual) const;
 
-  // For a caller that gets an entry's bytes itself, in a stream of the whole archive (a remote
-  // extract): the entry as its local header places it -- data_offset and end_offset set, the
-  // header checked against the central record with data()'s checks and Errors -- from `header`,
-  // the bytes that start at its local_header_offset; nullopt while they are too few to hold the
-  // whole local header. Its local_extra borrows from `header`. Only for a stored entry without a
-  // data descriptor, whose data then ends where its header says (Error(kUnsupported) otherwise):
-  // the stream needs nothing after it.
-  std::optional<ZipEntry> locate(const ZipEntry& entry, ByteSpan header) const;
   // Where the bytes of `entry` (its local header, data and data descriptor) must end: the next
   // entry's local header, or the central directory.
   std::uint64_t limit_of(const ZipEntry& entry) const;
 
+  // What the open found: of the central directory, and (a ZipReader's) of every local header.
   const std::vector<ZipFinding>& findings() const noexcept { return findings_; }
   // The trailer the ZipTrailerResolver found after the archive, if any.
   const std::optional<ZipTrailer>& trailer() const noexcept { return trailer_; }
@@ -308,14 +292,17 @@ class ZipReader final {
   bool has_zip64_end_record() const noexcept { return zip64_end_record_; }
   ByteSpan comment() const noexcept { return comment_; }
 
- private:
-  ZipReader(std::shared_ptr<const ByteSource> source, ZipReaderOptions options);
-  void parse(const ZipTrailerResolver& trailer);
+ protected:
+  ZipDirectory(std::shared_ptr<const ByteSource> source, ZipReaderOptions options);
+  // Reads the end records and the central directory, then, when `locate_every_entry`, every
+  // entry's local header.
+  void parse(const ZipTrailerResolver& trailer, bool locate_every_entry);
 
+ private:
   const ZipEntry& own_entry(const ZipEntry& entry, const char* operation) const;
   ErrorContext entry_place(const ZipEntry& entry) const;
-  // The entry's compressed bytes, its local header read and checked first when the open left
-  // that to the read (kOnRead): `located` is then the entry with its data located.
+  // The entry's compressed bytes, its local header read and checked first when it is not
+  // located: `located` is then the entry with its data located.
   TensorBytes compressed_data(const ZipEntry& e, std::optional<ZipEntry>& located) const;
   ByteRange read_range(const ZipEntry& e) const;
   TensorBytes located_data(const ZipEntry& e, const TensorBytes& read,
@@ -338,10 +325,37 @@ class ZipReader final {
   std::uint64_t tail_offset_ = 0;
   bool zip64_end_record_ = false;
   ByteSpan comment_;
-  // Local headers copied at open, for ZipEntry::local_extra, shared with copies of the reader,
-  // packed into buffers that are filled up to their reserved capacity and no further, so each
-  // keeps its address.
+  // Local headers copied at open, for ZipLocalLayout::local_extra, shared with copies of the
+  // reader, packed into buffers that are filled up to their reserved capacity and no further, so
+  // each keeps its address.
   std::shared_ptr<std::vector<std::vector<std::uint8_t>>> local_header_copies_;
+};
+
+// The checked reader: a ZipDirectory whose every entry is located at open (ZipEntry::local is
+// set for each), so that any entry can be read and the findings cover every local header.
+class ZipReader final : public ZipDirectory {
+ public:
+  // Maps `path` (MappedFile; or reads it whole with FileAccess::kRead, or in ranges with
+  // kRanges) and reads its structure. The mapping is the owner token of every stored entry's
+  // data, so that data stays valid after the reader is gone. No payload page of the mapping is
+  // touched: the cost is per entry, whatever the bytes between the entries. A path that is not a
+  // regular file is Error(kIo).
+  static ZipReader open(const std::filesystem::path& path, ZipReaderOptions options = {},
+                        FileAccess access = FileAccess::kMap);
+  // The same for a file already opened and checked (MappedFile::open or adopt): the reader reads
+  // that very file, whatever its path names by now. `file` is the owner token of stored data.
+  // Error(kInvalidArgument) when it is null.
+  static ZipReader open(std::shared_ptr<const MappedFile> file, ZipReaderOptions options = {});
+  // Reads an archive held in memory. Borrows `bytes`: they must outlive the reader and, when
+  // `owner` is kNoOwner, every TensorBytes it returns; `owner` is handed to those.
+  static ZipReader from_bytes(ByteSpan bytes, OwnerToken owner, ZipReaderOptions options = {},
+                              std::string source_name = "<memory>");
+  // ZipDirectory::open, every entry then located.
+  static ZipReader open(std::shared_ptr<const ByteSource> source, ZipReaderOptions options = {},
+                        const ZipTrailerResolver& trailer = {});
+
+ private:
+  using ZipDirectory::ZipDirectory;
 };
 
 }  // namespace onnxzip

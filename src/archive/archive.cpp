@@ -1,6 +1,7 @@
 // Reading .onnxz archives: load() and the Archive view (spec §9.4).
 //
-// Both open the ZIP (the ZipReader checks §9.1 to §9.3), find `__MODEL_PROTO` last, parse it,
+// Both open the ZIP (the ZipReader checks §9.1 to §9.3; an archive read in ranges over HTTP or
+// S3 opens its ZipDirectory only), find `__MODEL_PROTO` last, parse it,
 // and check every EXTERNAL reference (archive_references.cpp), without touching any payload byte
 // unless asked to check CRCs or the entry is deflated. load() then points each external tensor's
 // raw_data at its slice of the archive.
@@ -31,9 +32,11 @@ using NameIndex = std::unordered_map<std::string_view, std::size_t>;
 }  // namespace
 
 struct detail::ArchiveState {
-  explicit ArchiveState(ZipReader reader) : zip(std::move(reader)) {}
+  explicit ArchiveState(ZipDirectory directory) : zip(std::move(directory)) {}
 
-  ZipReader zip;
+  // A ZipReader's for a local archive or bytes in memory (every entry located), a ZipDirectory's
+  // for a remote one.
+  ZipDirectory zip;
   TensorBytes model_bytes;
   ModelProto model;
   std::vector<Archive::TensorInfo> tensors;
@@ -59,7 +62,7 @@ struct detail::ArchiveState {
 
 namespace {
 
-ErrorContext entry_context(const ZipReader& zip, std::string_view name) {
+ErrorContext entry_context(const ZipDirectory& zip, std::string_view name) {
   return {
       .file = zip.source_name(), .entry = "entry " + quote(name), .entry_name = std::string(name)};
 }
@@ -87,7 +90,7 @@ void check_digest_once(const detail::ArchiveState& state, const ZipEntry& entry,
 // signature with a public key.
 void open_digests(detail::ArchiveState& state, const ZipEntry& model_entry,
                   const LoadOptions& options) {
-  const ZipReader& zip = state.zip;
+  const ZipDirectory& zip = state.zip;
   const archive_detail::IntegrityPlace place =
       archive_detail::find_integrity_entries(zip, model_entry);
   if (place.digests == nullptr) {
@@ -145,7 +148,7 @@ void open_digests(detail::ArchiveState& state, const ZipEntry& model_entry,
 // edits' bytes must not parse), in memory of their own: an in-place edit rewrites the tail of the
 // file (spec §9.6), so bytes still in a mapping could change or vanish under the parsed model.
 // The zip reader holds a mapped file's tail in memory already, unless the model is very large.
-TensorBytes model_bytes_of(const ZipReader& zip, const ZipEntry& model_entry) {
+TensorBytes model_bytes_of(const ZipDirectory& zip, const ZipEntry& model_entry) {
   TensorBytes bytes = entry_payload(zip, model_entry, true);
   const ByteSpan mapped =
       zip.source().access() == ByteSource::Access::kMapped ? zip.bytes() : ByteSpan();
@@ -159,7 +162,7 @@ TensorBytes model_bytes_of(const ZipReader& zip, const ZipEntry& model_entry) {
 // The model entry's bytes, checked and parsed (the payloads it refers to are borrowed).
 const ZipEntry& open_model(detail::ArchiveState& state, const LoadOptions& options,
                            const archive_detail::IssueSink& fail) {
-  const ZipReader& reader = state.zip;
+  const ZipDirectory& reader = state.zip;
   const ZipEntry* model_entry = archive_detail::find_model_entry(reader, fail);
   state.model_bytes = model_bytes_of(reader, *model_entry);
   state.model = with_error_context(
@@ -200,7 +203,7 @@ void add_inline_tensor(detail::ArchiveState& state, const TensorProto& tensor,
 // a name (an empty one counts).
 std::vector<bool> open_tensors(detail::ArchiveState& state, const LoadOptions& options,
                                const archive_detail::IssueSink& fail) {
-  const ZipReader& reader = state.zip;
+  const ZipDirectory& reader = state.zip;
   // Each entry's payload is fetched once, however many tensors share it: the first tensor that
   // refers to entry e is first_tensor[e.index].
   constexpr std::size_t kNone = static_cast<std::size_t>(-1);
@@ -234,9 +237,14 @@ std::vector<bool> open_tensors(detail::ArchiveState& state, const LoadOptions& o
     info.size = entry->size;
     // With check_digests no unchecked byte is handed out: payload() is the way to them.
     if (!state.check_digests) info.data = state.payloads.back().view();
-    if (entry->local_header_read) {
-      info.offset = entry->data_offset;
-      info.alignment = entry->alignment();
+    // Known for every entry a ZipReader read; of a directory's, for those the tail read holds
+    // (their local headers checked now, at no cost).
+    if (entry->local) {
+      info.offset = entry->local->data_offset;
+      info.alignment = entry->local->alignment();
+    } else if (const std::optional<ZipEntry> located = reader.locate_held(*entry)) {
+      info.offset = located->local->data_offset;
+      info.alignment = located->local->alignment();
     }
     info.zero_copy = entry->zero_copy();
     state.inline_tensors.push_back(nullptr);
@@ -269,7 +277,7 @@ void drop_model(detail::ArchiveState& state) {
   state.model = ModelProto();
 }
 
-std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOptions& options) {
+std::unique_ptr<detail::ArchiveState> open_state(ZipDirectory zip, const LoadOptions& options) {
   auto state = std::make_unique<detail::ArchiveState>(std::move(zip));
   state->on_demand = state->zip.source().access() == ByteSource::Access::kRanges;
   state->verify_crc = options.verify_crc;
@@ -341,12 +349,14 @@ const Archive::TensorInfo* Archive::find_entry(std::string_view entry) const noe
 Archive Archive::open(std::shared_ptr<const ByteSource> source, const LoadOptions& options) {
   if (source == nullptr) throw Error(ErrorCode::kInvalidArgument, "Archive::open: no source");
   ZipReaderOptions zip = zip_reader_options(options.limits);
-  // Nothing but the tail is read at open (the local headers it holds checked, they cost no
-  // read); every other payload's local header is read with its data.
-  if (source->access() == ByteSource::Access::kRanges)
-    zip.local_headers = LocalHeaderScope::kOnReadAndHeld;
   // What the source's open brought of the end is what the first read takes, and no more.
   if (source->tail_size_held() != 0) zip.tail_read_size = source->tail_size_held();
+  // A source that reads ranges opens the directory only: nothing but the tail is read at open
+  // (the local headers it holds checked, they cost no read); every other payload's local header
+  // is read with its data.
+  if (source->access() == ByteSource::Access::kRanges) {
+    return Archive(open_state(archive_detail::open_zip_directory(std::move(source), zip), options));
+  }
   return Archive(open_state(archive_detail::open_zip(std::move(source), zip), options));
 }
 
@@ -405,14 +415,28 @@ std::vector<TensorBytes> Archive::payloads(std::span<const TensorInfo* const> in
   return out;
 }
 
-const ZipReader& Archive::zip() const noexcept { return state_->zip; }
+const ZipDirectory& Archive::zip() const noexcept { return state_->zip; }
 const OwnerToken& Archive::owner() const noexcept { return state_->zip.owner(); }
 
 namespace {
 
+// The payloads of an archive read in ranges (FileAccess::kRanges), whose open read none: read
+// now, as Archive::payloads reads them.
+void read_payloads(detail::ArchiveState& state) {
+  std::vector<TensorBytes> read = state.zip.data(state.entries);
+  for (std::size_t k = 0; k < read.size(); ++k) {
+    const ZipEntry& entry = *state.entries[k];
+    if (state.verify_crc || entry.is_deflated()) {
+      state.zip.check_crc(entry, onnxzip::crc32(read[k].view()));
+    }
+    state.payloads[k] = std::move(read[k]);
+  }
+}
+
 // Turns the references of `state`'s model into inline payloads, in the order open_state found
 // them (for_each_tensor visits in the same order every time).
 ModelProto resolve(detail::ArchiveState& state, const LoadOptions& options) {
+  if (state.on_demand) read_payloads(state);
   ModelProto model = std::move(state.model);
   std::size_t next = 0;
   for_each_tensor(model, [&](TensorProto& tensor, const TensorSite&) {
