@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -120,8 +121,21 @@ S3ProxyStats S3Server::stats() const {
 
 void S3Server::reset_stats() const { control(endpoint_, "POST", "/__proxy/reset"); }
 
-void S3Server::inject(const std::string& kind, int count) const {
-  control(endpoint_, "POST", "/__proxy/fault?kind=" + kind + "&count=" + std::to_string(count));
+void S3Server::inject(const std::string& kind, int count, const std::string& match) const {
+  std::string query = "kind=" + kind + "&count=" + std::to_string(count);
+  if (!match.empty()) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    query += "&match=";
+    for (const char c : match) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (std::isalnum(byte) != 0) {
+        query.push_back(c);
+      } else {
+        query += {'%', kHex[byte >> 4], kHex[byte & 15]};
+      }
+    }
+  }
+  control(endpoint_, "POST", "/__proxy/fault?" + query);
 }
 
 }  // namespace onnxzip::test_support

@@ -46,8 +46,9 @@ class S3Server final {
   S3ProxyStats stats() const;
   // Zeroes the counts and drops the faults not yet met.
   void reset_stats() const;
-  // The next `count` requests get `kind` ("slowdown", "reset"; see s3_server.py).
-  void inject(const std::string& kind, int count = 1) const;
+  // The next `count` requests (those with `match` in "METHOD PATH", when given) get `kind`
+  // ("slowdown", "reset", "cut", "error200"; see s3_server.py).
+  void inject(const std::string& kind, int count = 1, const std::string& match = "") const;
 
  private:
   ScratchDir dir_;

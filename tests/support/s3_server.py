@@ -19,8 +19,9 @@ answers these itself:
                                for the requests forwarded since the last reset;
   POST /__proxy/reset          forgets them and any fault still pending (the tests of a suite
                                share one store: what one test left must not reach the next);
-  POST /__proxy/fault?kind=K&count=N
-                               the next N forwarded requests get fault K:
+  POST /__proxy/fault?kind=K&count=N[&match=TEXT]
+                               the next N forwarded requests (with TEXT in "METHOD PATH",
+                               when given) get fault K:
                                  slowdown  503 with S3's SlowDown XML (the request not forwarded);
                                  region    301 PermanentRedirect to eu-west-3, as S3 answers a
                                            request signed for the bucket's wrong region;
@@ -65,7 +66,7 @@ SLOWDOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Cod
 
 lock = threading.Lock()
 stats = {"requests": 0, "bytes": 0, "log": []}
-faults = []  # Pending faults, one per request, in order.
+faults = []  # Pending faults, one per request, in order: (kind, text the request must hold).
 store = None  # A boto3 client of moto, for the proxy's own checks.
 
 
@@ -124,6 +125,19 @@ def failed_condition(method, path, headers):
     return False
 
 
+def take_fault(method, path, only=None):
+    """The first pending fault this request meets (of kind `only`, when given), taken off."""
+    with lock:
+        for index, (kind, match) in enumerate(faults):
+            if match and match not in f"{method} {path}":
+                continue
+            if only is not None and kind != only:
+                return None
+            del faults[index]
+            return kind
+    return None
+
+
 class Proxy(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     upstream = None
@@ -152,7 +166,7 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         elif url.path == "/__proxy/fault":
             query = dict(urllib.parse.parse_qsl(url.query))
             with lock:
-                faults.extend([query["kind"]] * int(query.get("count", "1")))
+                faults.extend([(query["kind"], query.get("match", ""))] * int(query.get("count", "1")))
             self._reply(200, b"{}")
         else:
             self._reply(404, b"{}")
@@ -163,9 +177,8 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             self.rfile.read(length)
             return self._admin()
         length = int(self.headers.get("Content-Length", "0"))
-        if faults and faults[0] == "cut":
+        if take_fault(self.command, self.path, "cut"):
             with lock:
-                faults.pop(0)
                 stats["requests"] += 1
                 stats["log"].append({"method": self.command, "path": self.path, "range": "",
                                      "fault": "cut"})
@@ -173,8 +186,8 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         body = self.rfile.read(length) if length else None
+        fault = take_fault(self.command, self.path)
         with lock:
-            fault = faults.pop(0) if faults else None
             stats["requests"] += 1
             stats["log"].append({"method": self.command, "path": self.path,
                                  "range": self.headers.get("Range", ""), "fault": fault or ""})
