@@ -75,6 +75,10 @@ TEST(ByteSource, EveryKindReadsTheSameBytes) {
        }},
       {"ranges", ByteSource::Access::kRanges,
        [](const fs::path& p, const Bytes&) { return ByteSource::open_ranges(p); }},
+      {"file opened for ranges", ByteSource::Access::kRanges,
+       [](const fs::path& p, const Bytes&) {
+         return ByteSource::of_file(MappedFile::open(p, FileAccess::kRanges));
+       }},
   };
   for (const Kind& kind : kinds) {
     SCOPED_TRACE(kind.label);
@@ -109,6 +113,21 @@ TEST(ByteSource, EveryKindReadsTheSameBytes) {
     expect_error([&] { source->read_into(~std::uint64_t{0}, out); }, ErrorCode::kInvalidArgument,
                  {path.string()});
   }
+  fs::remove(path);
+}
+
+// A file opened with FileAccess::kRanges is neither mapped nor read: it has no bytes, and its
+// source reads through its descriptor, which the source keeps open after the file's last user.
+TEST(ByteSource, AFileOpenedForRangesIsReadThroughItsDescriptor) {
+  const Bytes content = pattern(5000);
+  const fs::path path = temp_path("ranges.bin");
+  write_file(path, content);
+  std::shared_ptr<const MappedFile> file = MappedFile::open(path, FileAccess::kRanges);
+  EXPECT_TRUE(file->bytes().empty());
+  EXPECT_EQ(file->access(), FileAccess::kRanges);
+  const std::shared_ptr<const ByteSource> source = ByteSource::of_file(std::move(file));
+  const TensorBytes read = source->read(4000, 1000);
+  EXPECT_TRUE(std::equal(read.view().begin(), read.view().end(), content.begin() + 4000));
   fs::remove(path);
 }
 

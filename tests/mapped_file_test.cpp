@@ -74,6 +74,8 @@ INSTANTIATE_TEST_SUITE_P(Access, MappedFileTest,
                                return "Read";
                              case FileAccess::kMapPrivate:
                                return "MapPrivate";
+                             case FileAccess::kRanges:  // No bytes to give: byte_source_test.
+                               return "Ranges";
                            }
                            return "Unknown";
                          });

@@ -16,6 +16,10 @@ enum class FileAccess : std::uint8_t {
   // numpy's read-only flag): a write to a kMap mapping is a SIGSEGV. Writers never copy such
   // bytes from the file by extent, since the pages may differ from it.
   kMapPrivate,
+  // Read only the ranges a reader asks for, with pread(), into owned memory: nothing is mapped
+  // and nothing is read whole, so a file larger than the address space opens. For what needs an
+  // archive's tail only (info, edit); payloads are read when asked for, one read each.
+  kRanges,
 };
 
 }  // namespace onnxzip

@@ -39,18 +39,16 @@ def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int
     Runtime's and onnx's checkers refuse them as external data, unless `externalize_attributes`;
     sparse tensors' values and indices likewise unless `externalize_sparse`.
     """
-    _check_options("convert", alignment=alignment, threshold=threshold, dedupe=dedupe)
-    _check_int("convert", "max_file_size", max_file_size, 0, (1 << 64) - 1)
-    _check_int("convert", "data_alignment", data_alignment, 1, 1 << 30)
-    for option, value in (("digests", digests), ("externalize_attributes", externalize_attributes),
-                          ("externalize_sparse", externalize_sparse)):
-        _check_bool("convert", option, value)
+    options = _convert_options(alignment=alignment, threshold=threshold, dedupe=dedupe,
+                               external_data=external_data, max_file_size=max_file_size,
+                               data_alignment=data_alignment, digests=digests,
+                               externalize_attributes=externalize_attributes,
+                               externalize_sparse=externalize_sparse)
     kind = _source_kind(src)
     if kind == "buffer":
         raise TypeError("convert: src is a path or an http(s) URL, not a buffer")
     if kind != "url" and headers is not None:
         raise InvalidArgumentError("convert: headers apply to http(s) URLs only")
-    
     source = _path(src) if kind == "path" else src
     shown = _path(src) if kind == "path" else _onnxzip.display_url(src)
     target = _path(dst)
@@ -64,6 +62,21 @@ def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int
         else:
             _check_output_name("convert", target, True, f" (from {shown}, a legacy ONNX model)")
 
+    return _onnxzip.convert(source, kind, target, options, _header_lines("convert", headers),
+                            check_output)
+
+
+def _convert_options(*, alignment: int, threshold: int, dedupe: bool,
+                     external_data: Union[None, bool, str], max_file_size: int,
+                     data_alignment: int, digests: bool, externalize_attributes: bool,
+                     externalize_sparse: bool) -> "_onnxzip.ConvertOptions":
+    """convert()'s keywords, checked, as the extension module's ConvertOptions."""
+    _check_options("convert", alignment=alignment, threshold=threshold, dedupe=dedupe)
+    _check_int("convert", "max_file_size", max_file_size, 0, (1 << 64) - 1)
+    _check_int("convert", "data_alignment", data_alignment, 1, 1 << 30)
+    for option, value in (("digests", digests), ("externalize_attributes", externalize_attributes),
+                          ("externalize_sparse", externalize_sparse)):
+        _check_bool("convert", option, value)
     options = _onnxzip.ConvertOptions()
     options.alignment, options.threshold, options.dedupe = alignment, threshold, dedupe
     options.external_data = None if external_data is None else bool(external_data)
@@ -72,8 +85,7 @@ def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int
     options.digests = digests
     options.externalize_attributes = externalize_attributes
     options.externalize_sparse = externalize_sparse
-    return _onnxzip.convert(source, kind, target, options, _header_lines("convert", headers),
-                            check_output)
+    return options
 
 
 def _check_bool(function: str, option: str, value: object) -> None:

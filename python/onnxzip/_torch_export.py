@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import os
-from typing import Any, Dict, Set
+from typing import Any, Dict, List, Set
 
 import onnx
 
@@ -46,10 +46,35 @@ def export_torch(module: Any, args: Any, path: "str | os.PathLike[str]", *, alig
     from ._common import _check_output_name, _path
 
     _check_output_name("export_torch", _path(path), True)  # Before the export's minutes.
+    from ._writer import ArchiveWriter
+
+    model = _export_graph(module, args, export_kwargs)
+    state: Dict[str, Any] = dict(module.named_parameters())
+    state.update(module.named_buffers())
+    with ArchiveWriter(path, alignment=alignment, digests=digests) as writer:
+        weights = _Weights(model, writer)
+        kept_inputs = []
+        for graph_input in model.graph.input:
+            tensor = state.get(graph_input.name)
+            if tensor is None:
+                kept_inputs.append(graph_input)
+            else:
+                weights.add(graph_input.name, tensor)
+        if keep_state_dict:
+            _keep_state_dict(module, state, weights, kept_inputs)
+        # Initializers need not be inputs (IR >= 4); runtimes then treat them as constants.
+        del model.graph.input[:]
+        model.graph.input.extend(kept_inputs)
+        writer.finish(model)
+    return model
+
+
+def _export_graph(module: Any, args: Any, export_kwargs: Dict[str, Any]) -> onnx.ModelProto:
+    """torch.onnx.export's graph without its parameters, which stay graph inputs named as in
+    the state dict."""
     import torch
 
     from ._errors import InvalidArgumentError
-    from ._writer import ArchiveWriter
 
     if export_kwargs.get("do_constant_folding"):
         # A folded constant is a new tensor that exists only inside the exporter: with
@@ -57,11 +82,10 @@ def export_torch(module: Any, args: Any, path: "str | os.PathLike[str]", *, alig
         raise InvalidArgumentError(
             "export_torch: do_constant_folding=True is not supported (a folded constant would "
             "be left as a graph input with no data); onnxzip.save(onnx model) takes such models")
-    # The graph alone: with export_params=False the parameters become graph inputs named as in
-    # the state dict. Constant folding and the eval-mode fusions (Conv+BatchNorm) would compute
-    # new, unnamed parameters that exist only inside the exporter, so they stay off: PRESERVE
-    # exports the module in the mode it is in, and the module is put in eval() for the export
-    # (as torch.onnx.export's default, TrainingMode.EVAL, exports it) unless `training` is given.
+    # Constant folding and the eval-mode fusions (Conv+BatchNorm) would compute new, unnamed
+    # parameters that exist only inside the exporter, so they stay off: PRESERVE exports the
+    # module in the mode it is in, and the module is put in eval() for the export (as
+    # torch.onnx.export's default, TrainingMode.EVAL, exports it) unless `training` is given.
     export_kwargs.setdefault("do_constant_folding", False)
     training = export_kwargs.pop("training", None)
     was_training = bool(getattr(module, "training", False))
@@ -75,49 +99,45 @@ def export_torch(module: Any, args: Any, path: "str | os.PathLike[str]", *, alig
                           training=torch.onnx.TrainingMode.PRESERVE, **export_kwargs)
     finally:
         module.train(was_training)
-    model = onnx.load_from_string(graph_bytes.getvalue())
-    del graph_bytes
+    return onnx.load_from_string(graph_bytes.getvalue())
 
-    state: Dict[str, Any] = dict(module.named_parameters())
-    state.update(module.named_buffers())
-    with ArchiveWriter(path, alignment=alignment, digests=digests) as writer:
-        kept_inputs = []
-        written: Set[str] = set()
 
-        def add(name: str, tensor: Any) -> None:
-            tensor = tensor.detach()
-            if tensor.device.type != "cpu":
-                raise InvalidArgumentError(f"export_torch: parameter {name!r} is on "
-                                           f"{tensor.device}; move the module to the CPU first")
-            # add_tensor writes a bfloat16 tensor as BFLOAT16, from its bits.
-            model.graph.initializer.append(writer.add_tensor(name, tensor.contiguous()))
-            written.add(name)
+class _Weights:
+    """Streams parameters into the writer, each becoming an initializer of the model."""
 
-        for graph_input in model.graph.input:
-            tensor = state.get(graph_input.name)
-            if tensor is None:
-                kept_inputs.append(graph_input)
-                continue
-            add(graph_input.name, tensor)
-        if keep_state_dict:
-            # torch drops parameters the graph does not use and folds equal-valued ones into
-            # Identity nodes; the rest of the state dict goes in as unused initializers, so
-            # that load_state_dict(strict=True) finds every key.
-            # An Identity that gives a parameter's name to another's equal value is replaced
-            # by that parameter itself: the same value, and the key is there.
-            folded = [node for node in model.graph.node if node.op_type == "Identity" and
-                      len(node.output) == 1 and node.output[0] in state and
-                      node.output[0] not in written]
-            for node in folded:
-                model.graph.node.remove(node)
-                add(node.output[0], state[node.output[0]])
-            taken = {name for node in model.graph.node for name in node.output}
-            taken.update(i.name for i in kept_inputs)
-            for name, tensor in module.state_dict(keep_vars=True).items():
-                if name not in written and name not in taken:
-                    add(name, tensor)
-        # Initializers need not be inputs (IR >= 4); runtimes then treat them as constants.
-        del model.graph.input[:]
-        model.graph.input.extend(kept_inputs)
-        writer.finish(model)
-    return model
+    def __init__(self, model: onnx.ModelProto, writer: Any) -> None:
+        self.model = model
+        self.writer = writer
+        self.written: Set[str] = set()
+
+    def add(self, name: str, tensor: Any) -> None:
+        from ._errors import InvalidArgumentError
+
+        tensor = tensor.detach()
+        if tensor.device.type != "cpu":
+            raise InvalidArgumentError(f"export_torch: parameter {name!r} is on "
+                                       f"{tensor.device}; move the module to the CPU first")
+        # add_tensor writes a bfloat16 tensor as BFLOAT16, from its bits.
+        self.model.graph.initializer.append(self.writer.add_tensor(name, tensor.contiguous()))
+        self.written.add(name)
+
+
+def _keep_state_dict(module: Any, state: Dict[str, Any], weights: _Weights,
+                     kept_inputs: List[Any]) -> None:
+    """torch drops parameters the graph does not use and folds equal-valued ones into Identity
+    nodes; the rest of the state dict goes in as unused initializers, so that
+    load_state_dict(strict=True) finds every key."""
+    graph = weights.model.graph
+    # An Identity that gives a parameter's name to another's equal value is replaced by that
+    # parameter itself: the same value, and the key is there.
+    folded = [node for node in graph.node if node.op_type == "Identity" and
+              len(node.output) == 1 and node.output[0] in state and
+              node.output[0] not in weights.written]
+    for node in folded:
+        graph.node.remove(node)
+        weights.add(node.output[0], state[node.output[0]])
+    taken = {name for node in graph.node for name in node.output}
+    taken.update(i.name for i in kept_inputs)
+    for name, tensor in module.state_dict(keep_vars=True).items():
+        if name not in weights.written and name not in taken:
+            weights.add(name, tensor)

@@ -1,11 +1,13 @@
-// onnxzip._onnxzip: the C++ library as seen from Python. The public package (python/onnxzip/)
-// builds the Pythonic API on top: onnx.ModelProto in and out, numpy views, exceptions, docs.
-// This layer only moves bytes and calls the library: models cross as serialized bytes
-// (parse_model / serialize_model on this side, onnx on the other), payloads as buffers that are
-// borrowed, never copied. Every call that reads or writes a file releases the GIL.
+// onnxzip._onnxzip: the C++ library as seen from Python. The public package
+// (python/onnxzip/) builds the Pythonic API on top: onnx.ModelProto in and out,
+// numpy views, exceptions, docs. This layer only moves bytes and calls the
+// library: models cross as serialized bytes (parse_model / serialize_model on
+// this side, onnx on the other), payloads as buffers that are borrowed, never
+// copied. Every call that reads or writes a file releases the GIL.
 //
-// Errors: an onnxzip::Error becomes the Python class onnxzip._errors picks for its code (one
-// family under onnxzip.Error), with the library's message and the code as `.code`.
+// Errors: an onnxzip::Error becomes the Python class onnxzip._errors picks for
+// its code (one family under onnxzip.Error), with the library's message and the
+// code as `.code`.
 #include <fcntl.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -33,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "bindings.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/bytes.h"
 #include "onnxzip/convert.h"
@@ -52,33 +55,8 @@
 
 namespace py = pybind11;
 
-namespace {
+namespace onnxzip_python {
 
-// A C-contiguous buffer of any Python object (bytes, bytearray, memoryview, numpy array...),
-// held for the lifetime of this object. Acquire and release need the GIL; the bytes may be read
-// without it.
-class HeldBuffer final {
- public:
-  explicit HeldBuffer(const py::handle object) {
-    if (PyObject_GetBuffer(object.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0) {
-      throw py::error_already_set();
-    }
-  }
-  ~HeldBuffer() { PyBuffer_Release(&view_); }
-  HeldBuffer(const HeldBuffer&) = delete;
-  HeldBuffer& operator=(const HeldBuffer&) = delete;
-
-  onnxzip::ByteSpan span() const noexcept {
-    return {static_cast<const std::uint8_t*>(view_.buf), static_cast<std::size_t>(view_.len)};
-  }
-
- private:
-  Py_buffer view_{};
-};
-
-// An owner token over a caller's buffer (bytes, bytearray, memoryview, numpy array...): the
-// archive views it in place, and it and every array made from it keep the object alive (a
-// bytearray cannot be resized meanwhile). The last holder may let go without the GIL.
 onnxzip::OwnerToken hold_buffer(const py::handle object) {
   auto held = std::make_shared<HeldBuffer>(object);
   return {held.get(), [held](const void*) mutable {
@@ -87,20 +65,27 @@ onnxzip::OwnerToken hold_buffer(const py::handle object) {
           }};
 }
 
-// Text from a file (entry and tensor names) need not be UTF-8: undecodable bytes become lone
-// surrogates, as os.fsdecode does, so names still round-trip; messages get backslash escapes.
-py::str file_text(const std::string_view text, const char* const errors = "surrogateescape") {
+py::str file_text(const std::string_view text, const char* const errors) {
   PyObject* const decoded =
       PyUnicode_DecodeUTF8(text.data(), static_cast<py::ssize_t>(text.size()), errors);
   if (decoded == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(decoded);
 }
 
+}  // namespace onnxzip_python
+
+namespace {
+
+using onnxzip_python::file_text;
+using onnxzip_python::HeldBuffer;
+using onnxzip_python::hold_buffer;
+
 void translate_error(std::exception_ptr thrown) {
   try {
     if (thrown) std::rethrow_exception(thrown);
   } catch (const onnxzip::Error& e) {
-    // The place apart from the problem, as the library composed it (Python's Error attributes).
+    // The place apart from the problem, as the library composed it (Python's
+    // Error attributes).
     const py::object make = py::module_::import("onnxzip._errors").attr("_from_code");
     const onnxzip::ErrorContext& place = e.context();
     const auto text = [](const std::string& part) { return file_text(part, "backslashreplace"); };
@@ -121,7 +106,8 @@ onnxzip::SaveOptions save_options(const std::uint32_t alignment, const std::uint
   return options;
 }
 
-// A key given as PEM bytes (any buffer) or as the path of a PEM file; None is no key.
+// A key given as PEM bytes (any buffer) or as the path of a PEM file; None is
+// no key.
 template <typename Key>
 std::optional<Key> pem_key(const py::handle key) {
   if (key.is_none()) return std::nullopt;
@@ -134,7 +120,8 @@ std::optional<Key> pem_key(const py::handle key) {
   return Key::load(path);
 }
 
-// Parses serialized model bytes that the caller keeps alive for as long as the model is used.
+// Parses serialized model bytes that the caller keeps alive for as long as the
+// model is used.
 onnxzip::ModelProto parse_borrowed(const onnxzip::ByteSpan bytes) {
   onnxzip::ParseOptions options;
   options.no_copy = true;
@@ -150,8 +137,8 @@ void save_bytes(const py::handle model_bytes, const std::filesystem::path& path,
   onnxzip::save(model, path, save_options(alignment, threshold, dedupe, digests));
 }
 
-// The numpy dtype that views a payload of `data_type`; types numpy lacks are raw views of their
-// storage unit (the Python docs list them).
+// The numpy dtype that views a payload of `data_type`; types numpy lacks are
+// raw views of their storage unit (the Python docs list them).
 py::dtype dtype_for(const std::int32_t data_type) {
   using T = onnxzip::TensorProto;
   switch (data_type) {
@@ -190,7 +177,8 @@ py::dtype dtype_for(const std::int32_t data_type) {
   }
 }
 
-// One tensor of an opened archive, as onnxzip.TensorInfo shows it (spec/names.md).
+// One tensor of an opened archive, as onnxzip.TensorInfo shows it
+// (spec/names.md).
 struct TensorRecord {
   std::string name;
   std::string site;
@@ -211,9 +199,9 @@ onnxzip::FileAccess file_access(const std::string& access) {
                        "access must be \"map\" or \"read\", not \"" + access + "\"");
 }
 
-// A read-only numpy array over `bytes`, which the array's base (a capsule) then owns: a payload
-// read from a remote archive (owned, 64-byte aligned), or one checked against its digest
-// (borrowed from the mapping, with its owner token).
+// A read-only numpy array over `bytes`, which the array's base (a capsule) then
+// owns: a payload read from a remote archive (owned, 64-byte aligned), or one
+// checked against its digest (borrowed from the mapping, with its owner token).
 py::array array_owning(onnxzip::TensorBytes bytes, const py::dtype& dtype,
                        const std::vector<py::ssize_t>& shape) {
   auto* const held = new onnxzip::TensorBytes(std::move(bytes));
@@ -223,22 +211,26 @@ py::array array_owning(onnxzip::TensorBytes bytes, const py::dtype& dtype,
   return result;
 }
 
-// Remote payloads asked for together are read in groups of about this many bytes, several at
-// once: each group one request (adjacent entries merge), as `onnxzip extract` reads.
+// Remote payloads asked for together are read in groups of about this many
+// bytes, several at once: each group one request (adjacent entries merge), as
+// `onnxzip extract` reads.
 constexpr std::uint64_t kRemoteGroupBytes = std::uint64_t{64} << 20;
 constexpr unsigned kRemoteGroupsInFlight = 4;
 
-// An opened archive, shared with every numpy view made from it: a view of an inflated (deflated
-// in the file) payload keeps the whole Archive alive, a view of a stored one only the mapping.
+// An opened archive, shared with every numpy view made from it: a view of an
+// inflated (deflated in the file) payload keeps the whole Archive alive, a view
+// of a stored one only the mapping.
 class PyArchive final {
  public:
-  // `location`: a path, or with `remote` an http(s) URL read with range requests (`headers` go
-  // with each). `access`: "map" maps the file copy-on-write, so that a write through a view
-  // (torch ignores numpy's read-only flag) copies a page instead of killing the process with
-  // SIGSEGV; "read" reads the file into memory, for files that others may change.
-  // `check_digests` / `public_key`: LoadOptions' lazy digest checking; every payload is then
-  // handed out through Archive::payload(), which checks it.
-  // `kind` "buffer": `location` is the archive's bytes (any buffer object), viewed in place.
+  // `location`: a path, or with `remote` an http(s) URL read with range
+  // requests (`headers` go with each). `access`: "map" maps the file
+  // copy-on-write, so that a write through a view (torch ignores numpy's
+  // read-only flag) copies a page instead of killing the process with SIGSEGV;
+  // "read" reads the file into memory, for files that others may change.
+  // `check_digests` / `public_key`: LoadOptions' lazy digest checking; every
+  // payload is then handed out through Archive::payload(), which checks it.
+  // `kind` "buffer": `location` is the archive's bytes (any buffer object),
+  // viewed in place.
   PyArchive(const py::handle location, const std::string& access, const std::string& kind,
             const std::vector<std::string>& headers, const bool check_digests,
             const py::handle public_key) {
@@ -276,15 +268,17 @@ class PyArchive final {
     return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
   }
 
-  // Every tensor of the model, in for_each_tensor order: the archive's external tensors and the
-  // inline ones (small initializers save() kept in the model, Constant values...).
+  // Every tensor of the model, in for_each_tensor order: the archive's external
+  // tensors and the inline ones (small initializers save() kept in the model,
+  // Constant values...).
   std::vector<TensorRecord> tensors() const {
     std::vector<TensorRecord> result;
     for (std::size_t i = 0; i < rows_.size(); ++i) result.push_back(tensor(i));
     return result;
   }
 
-  // tensors()[index] alone: onnxzip.Archive makes these records only when asked for.
+  // tensors()[index] alone: onnxzip.Archive makes these records only when asked
+  // for.
   TensorRecord tensor(const std::size_t index) const {
     const Row& row = this->row(index);
     if (row.inline_tensor) {
@@ -301,7 +295,8 @@ class PyArchive final {
               .zero_copy = false};
     }
     const onnxzip::Archive::TensorInfo& t = info(row.external);
-    // A remote entry's data offset is not known before its local header is read.
+    // A remote entry's data offset is not known before its local header is
+    // read.
     return {.name = t.name,
             .site = t.site,
             .entry = t.entry,
@@ -314,8 +309,8 @@ class PyArchive final {
             .zero_copy = t.zero_copy};
   }
 
-  // The model's metadata_props as (key, value) pairs, from the model the Archive has parsed: the
-  // Python side need not parse the graph for them.
+  // The model's metadata_props as (key, value) pairs, from the model the
+  // Archive has parsed: the Python side need not parse the graph for them.
   std::vector<std::pair<py::str, py::str>> metadata() const {
     std::vector<std::pair<py::str, py::str>> result;
     for (const auto& entry : archive().model().metadata_props) {
@@ -329,8 +324,9 @@ class PyArchive final {
     return rows_.size();
   }
 
-  // (names, sites, entries) of tensors(), in its order ("" for an unnamed or inline tensor's
-  // missing part): what onnxzip.Archive looks tensors up by, without a record per tensor.
+  // (names, sites, entries) of tensors(), in its order ("" for an unnamed or
+  // inline tensor's missing part): what onnxzip.Archive looks tensors up by,
+  // without a record per tensor.
   py::tuple columns() const {
     archive();
     py::list names;
@@ -351,8 +347,8 @@ class PyArchive final {
     return py::make_tuple(names, sites, entries);
   }
 
-  // A read-only numpy array over tensor `index` of tensors(): no byte copied for an external
-  // tensor; an inline one's array owns a copy of its payload.
+  // A read-only numpy array over tensor `index` of tensors(): no byte copied
+  // for an external tensor; an inline one's array owns a copy of its payload.
   py::array array(const std::size_t index) const {
     const Row& row = this->row(index);
     if (row.inline_tensor) {
@@ -372,8 +368,8 @@ class PyArchive final {
       return array_of(t, std::move(read.front()));
     }
     const std::vector<py::ssize_t> shape = shape_of(t.data_type, t.dims, t.data.size());
-    // The capsule is the array's base: it owns a reference to the memory, so the array outlives
-    // this object and the Python Archive.
+    // The capsule is the array's base: it owns a reference to the memory, so
+    // the array outlives this object and the Python Archive.
     py::capsule base;
     if (t.zero_copy) {
       base = py::capsule(new onnxzip::OwnerToken(archive().owner()),
@@ -388,8 +384,8 @@ class PyArchive final {
     return result;
   }
 
-  // arrays of tensors()[indices], the payloads a remote archive holds read together (merged,
-  // in parallel), the GIL released meanwhile.
+  // arrays of tensors()[indices], the payloads a remote archive holds read
+  // together (merged, in parallel), the GIL released meanwhile.
   py::list arrays(const std::vector<std::size_t>& indices) const {
     std::vector<std::size_t> external;  // Positions in `indices` of what fetch() reads.
     std::vector<const onnxzip::Archive::TensorInfo*> infos;
@@ -412,8 +408,9 @@ class PyArchive final {
     return result;
   }
 
-  // Copies of the payloads of tensors()[indices] (for onnx's raw_data, which must own its
-  // bytes), read as arrays() reads them; each read buffer is let go once copied.
+  // Copies of the payloads of tensors()[indices] (for onnx's raw_data, which
+  // must own its bytes), read as arrays() reads them; each read buffer is let
+  // go once copied.
   py::list payloads(const std::vector<std::size_t>& indices) const {
     std::vector<const onnxzip::Archive::TensorInfo*> infos;
     std::vector<std::size_t> external;
@@ -437,7 +434,8 @@ class PyArchive final {
     return result;
   }
 
-  // A copy of tensor `index`'s payload (for onnx's raw_data, which must own its bytes).
+  // A copy of tensor `index`'s payload (for onnx's raw_data, which must own its
+  // bytes).
   py::bytes payload(const std::size_t index) const {
     const Row& row = this->row(index);
     if (row.inline_tensor) return copy_to_bytes(row.inline_tensor->bytes);
@@ -452,7 +450,8 @@ class PyArchive final {
   void close() { archive_.reset(); }
   bool closed() const { return archive_ == nullptr; }
   bool remote() const { return ranged_; }
-  // (requests, bytes) the remote archive's source has made and received; (0, 0) for a file.
+  // (requests, bytes) the remote archive's source has made and received; (0, 0)
+  // for a file.
   std::pair<std::uint64_t, std::uint64_t> http_stats() const {
     const auto* source = dynamic_cast<const onnxzip::HttpSource*>(&archive().zip().source());
     if (source == nullptr) return {0, 0};
@@ -471,8 +470,9 @@ class PyArchive final {
     return tensors[index];
   }
 
-  // An inline tensor's payload, copied at open: the model may borrow it from the mapping, and
-  // typed fields (float_data...) become raw little-endian bytes here once.
+  // An inline tensor's payload, copied at open: the model may borrow it from
+  // the mapping, and typed fields (float_data...) become raw little-endian
+  // bytes here once.
   struct InlineTensor {
     std::string name;
     std::string site;
@@ -511,8 +511,8 @@ class PyArchive final {
     return array_owning(std::move(bytes), dtype_for(t.data_type), shape);
   }
 
-  // fetch() of `infos` with the GIL released. The archive is held meanwhile: a close() from
-  // another thread while the GIL is released must not free it.
+  // fetch() of `infos` with the GIL released. The archive is held meanwhile: a
+  // close() from another thread while the GIL is released must not free it.
   std::vector<onnxzip::TensorBytes> fetch_without_gil(
       const std::vector<const onnxzip::Archive::TensorInfo*>& infos) const {
     const std::shared_ptr<const onnxzip::Archive> held = archive_;
@@ -520,18 +520,18 @@ class PyArchive final {
     return fetch(*held, infos);
   }
 
-  // a.payloads() of `infos` (called without the GIL, `a` held by the caller). A remote
-  // archive's are read in groups of about kRemoteGroupBytes in file order, up to
-  // kRemoteGroupsInFlight groups at once: a whole model is not one request of its size, and the
-  // requests overlap.
+  // a.payloads() of `infos` (called without the GIL, `a` held by the caller). A
+  // remote archive's are read in groups of about kRemoteGroupBytes in file
+  // order, up to kRemoteGroupsInFlight groups at once: a whole model is not one
+  // request of its size, and the requests overlap.
   std::vector<onnxzip::TensorBytes> fetch(
       const onnxzip::Archive& a,
       const std::vector<const onnxzip::Archive::TensorInfo*>& infos) const {
     if (!ranged_) return a.payloads(infos);
     std::vector<std::size_t> order(infos.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    // File order: a remote entry's data offset is known once its local header is read, the
-    // header's own offset from the central directory.
+    // File order: a remote entry's data offset is known once its local header
+    // is read, the header's own offset from the central directory.
     const auto header_offset = [&](std::size_t i) {
       const onnxzip::ZipEntry* const entry = a.zip().find(infos[i]->entry);
       return entry == nullptr ? 0 : entry->local_header_offset;
@@ -596,9 +596,10 @@ class PyArchive final {
     return {dims.begin(), dims.end()};
   }
 
-  // The archive's external tensors come in for_each_tensor order too: one walk merges them.
-  // Tensors without a fixed element size (STRING, UNDEFINED) and inline tensors whose payload
-  // breaks the payload rule (verify reports those) are left out.
+  // The archive's external tensors come in for_each_tensor order too: one walk
+  // merges them. Tensors without a fixed element size (STRING, UNDEFINED) and
+  // inline tensors whose payload breaks the payload rule (verify reports those)
+  // are left out.
   void collect_rows() {
     const onnxzip::Archive& a = *archive_;
     std::size_t external = 0;
@@ -629,8 +630,8 @@ class PyArchive final {
   bool checked_ = false;  // Payloads are checked against `__DIGESTS` when handed out.
 };
 
-// ArchiveWriter with an explicit abort(), so that Python's `with` decides when the temporary
-// file goes, not the garbage collector.
+// ArchiveWriter with an explicit abort(), so that Python's `with` decides when
+// the temporary file goes, not the garbage collector.
 class PyWriter final {
  public:
   PyWriter(const std::filesystem::path& path, const std::uint32_t alignment,
@@ -650,9 +651,10 @@ class PyWriter final {
     return {ref.location, ref.length};
   }
 
-  // Adds the payload of a serialized TensorProto (raw_data, or a typed field converted to raw
-  // little-endian bytes as save() does), named after the tensor. None for a tensor save() would
-  // leave inline whatever its size (STRING, UNDEFINED, a type this library does not know).
+  // Adds the payload of a serialized TensorProto (raw_data, or a typed field
+  // converted to raw little-endian bytes as save() does), named after the
+  // tensor. None for a tensor save() would leave inline whatever its size
+  // (STRING, UNDEFINED, a type this library does not know).
   std::optional<std::pair<std::string, std::uint64_t>> add_tensor_proto(
       const py::handle tensor_bytes) {
     onnxzip::ArchiveWriter& w = writer();
@@ -689,8 +691,8 @@ class PyWriter final {
     w.finish(parse_borrowed(buffer.span()));
   }
 
-  // finish() of an onnx.ModelProto read in place (protobuf_bridge.h); false when the bridge
-  // cannot be used, and nothing was done.
+  // finish() of an onnx.ModelProto read in place (protobuf_bridge.h); false
+  // when the bridge cannot be used, and nothing was done.
   bool finish_message(const py::handle model, const py::list& tensors,
                       const std::uint64_t threshold) {
     onnxzip::ArchiveWriter& w = writer();
@@ -698,8 +700,8 @@ class PyWriter final {
         model, tensors, threshold, [&](const onnxzip::ModelProto& parsed) { w.finish(parsed); });
   }
 
-  // Drops the writer: its temporary file is removed, nothing appears at the path (unless
-  // finish() succeeded before).
+  // Drops the writer: its temporary file is removed, nothing appears at the
+  // path (unless finish() succeeded before).
   void abort() {
     const py::gil_scoped_release unlocked;
     writer_.reset();
@@ -751,8 +753,9 @@ std::string format_name(const onnxzip::ModelFormat format) {
   return format == onnxzip::ModelFormat::kOnnxz ? "onnxz" : "legacy";
 }
 
-// A remote file downloaded whole into an unnamed temporary file (O_TMPFILE under TMPDIR, gone
-// with its descriptor): verify, repack and a legacy convert read it as a local file at `path`
+// A remote file downloaded whole into an unnamed temporary file (O_TMPFILE
+// under TMPDIR, gone with its descriptor): verify, repack and a legacy convert
+// read it as a local file at `path`
 // ("/proc/self/fd/N"), as the CLI does (src/cli/cli_remote.cpp).
 class Download final {
  public:
@@ -807,10 +810,11 @@ onnxzip::HttpOptions http_options(const std::vector<std::string>& headers) {
   return http;
 }
 
-// convert() of the file at `src` (`kind` "path") or URL (`kind` "url", `headers` with its
-// requests) into `dst`; `check_output(format)` runs first, with the input's format, and may
-// refuse the output's name. An archive at a URL is written while it downloads (convert_remote);
-// a legacy model is downloaded first and converted as a local file, as the CLI does. Returns the
+// convert() of the file at `src` (`kind` "path") or URL (`kind` "url",
+// `headers` with its requests) into `dst`; `check_output(format)` runs first,
+// with the input's format, and may refuse the output's name. An archive at a
+// URL is written while it downloads (convert_remote); a legacy model is
+// downloaded first and converted as a local file, as the CLI does. Returns the
 // input's format.
 std::string convert(const py::handle src, const std::string& kind, const std::filesystem::path& dst,
                     const PyConvertOptions& py_options, const std::vector<std::string>& headers,
@@ -846,7 +850,8 @@ std::string convert(const py::handle src, const std::string& kind, const std::fi
   return format_name(format);
 }
 
-// What verify() reads: a file, a caller's buffer or a URL's download, mapped or borrowed.
+// What verify() reads: a file, a caller's buffer or a URL's download, mapped or
+// borrowed.
 struct VerifySource {
   std::optional<std::filesystem::path> path;  // Set for a file (a legacy model's folder counts).
   std::optional<Download> download;
@@ -855,11 +860,11 @@ struct VerifySource {
   std::string name;  // What findings call it.
 };
 
-// ((severity, kind, entry, tensor, offset, message) per finding, digests, signature,
-// signature_key_id, checked): the C++ VerifyReport, statuses and kinds as spec/names.md spells
-// them; the message is the whole line, its place included (onnxzip::to_string(VerifyFinding)).
-// `kind`: "path", "url" (`headers` go with its requests) or "buffer" (`source` is the model's
-// bytes).
+// ((severity, kind, entry, tensor, offset, message) per finding, digests,
+// signature, signature_key_id, checked): the C++ VerifyReport, statuses and
+// kinds as spec/names.md spells them; the message is the whole line, its place
+// included (onnxzip::to_string(VerifyFinding)). `kind`: "path", "url"
+// (`headers` go with its requests) or "buffer" (`source` is the model's bytes).
 py::tuple verify(const py::handle source, const std::string& kind, const bool check_crc,
                  const py::handle public_key, const std::vector<std::string>& headers) {
   onnxzip::VerifyOptions options;
@@ -883,8 +888,8 @@ py::tuple verify(const py::handle source, const std::string& kind, const bool ch
       from.mapping = onnxzip::MappedFile::open(from.download->path());
       from.name = onnxzip::display_url(url);
     } else if (from.path && !std::filesystem::is_directory(*from.path)) {
-      // Opened once: an archive is verified from this mapping (a legacy model's external
-      // data is read by verify_model_file, from its folder).
+      // Opened once: an archive is verified from this mapping (a legacy model's
+      // external data is read by verify_model_file, from its folder).
       from.mapping = onnxzip::MappedFile::open(*from.path);
     }
     const onnxzip::ByteSpan bytes = from.buffer    ? from.buffer->span()
@@ -919,8 +924,8 @@ std::chrono::milliseconds lock_wait(const double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
 }
 
-// sign_archive() with a key (PEM bytes or a path) or None for `__DIGESTS` alone:
-// (entries, key_id, signature_removed, file_size).
+// sign_archive() with a key (PEM bytes or a path) or None for `__DIGESTS`
+// alone: (entries, key_id, signature_removed, file_size).
 py::tuple sign(const std::filesystem::path& path, const py::handle key, const bool durable,
                const double wait) {
   onnxzip::SignOptions options;
@@ -962,11 +967,12 @@ py::tuple replace_model(const std::filesystem::path& path, const py::handle mode
   return edit_result(result);
 }
 
-// edit_model() with `change` a Python callable from the serialized model to the new one
-// serialized: it runs, holding the GIL, while the library holds the archive open and locked.
-// An exception it raises goes back to Python with the archive left as it was. With
-// `properties_only`, edit_model_properties(): `change` gets and gives the model without its
-// graph, training_info and functions, which the library keeps as they are.
+// edit_model() with `change` a Python callable from the serialized model to the
+// new one serialized: it runs, holding the GIL, while the library holds the
+// archive open and locked. An exception it raises goes back to Python with the
+// archive left as it was. With `properties_only`, edit_model_properties():
+// `change` gets and gives the model without its graph, training_info and
+// functions, which the library keeps as they are.
 py::tuple edit_model(const std::filesystem::path& path, const py::function& change,
                      const bool compact, const bool durable, const bool properties_only,
                      const py::handle key, const double wait) {
@@ -992,8 +998,8 @@ py::tuple edit_model(const std::filesystem::path& path, const py::function& chan
   return edit_result(result);
 }
 
-// One row of the table of tensor sites (tensor.h), for onnxzip._model_walk, which walks an
-// onnx.ModelProto by these field names.
+// One row of the table of tensor sites (tensor.h), for onnxzip._model_walk,
+// which walks an onnx.ModelProto by these field names.
 struct SiteField {
   std::string parent;  // onnx.proto's message names: "GraphProto", ... "TensorProto".
   std::uint32_t number;
@@ -1027,90 +1033,22 @@ std::vector<std::string> tensor_site_paths(const py::handle model_bytes) {
 
 }  // namespace
 
-PYBIND11_MODULE(_onnxzip, m) {
+namespace onnxzip_python {
+
+// Python's default `wait=` for an edit or a signing, in seconds.
+constexpr double kDefaultWait = onnxzip::kDefaultEditWait.count() / 1000.0;
+
+// The module itself: its version, the error translation, and small queries on
+// names and URLs.
+void register_common(py::module_& m) {
   m.doc() = "The onnxzip C++ library (internal: use the onnxzip package).";
   m.attr("version") = ONNXZIP_VERSION;  // CMake's project VERSION.
   py::register_exception_translator(&translate_error);
 
-  m.def("save_bytes", &save_bytes, py::arg("model_bytes"), py::arg("path"), py::arg("alignment"),
-        py::arg("threshold"), py::arg("dedupe"), py::arg("digests") = false);
-  m.def(
-      "save_message",
-      [](const py::handle model, const py::list& tensors, const std::filesystem::path& path,
-         const std::uint32_t alignment, const std::uint64_t threshold, const bool dedupe,
-         const bool digests) {
-        const onnxzip::SaveOptions options = save_options(alignment, threshold, dedupe, digests);
-        return onnxzip_python::write_message(
-            model, tensors, threshold,
-            [&](const onnxzip::ModelProto& parsed) { onnxzip::save(parsed, path, options); });
-      },
-      py::arg("model"), py::arg("tensors"), py::arg("path"), py::arg("alignment"),
-      py::arg("threshold"), py::arg("dedupe"), py::arg("digests") = false);
-  m.def("message_bridge_available", &onnxzip_python::message_bridge_available);
   m.def("http_available", &onnxzip::http_available);
   m.def(
       "is_url", [](const std::string& text) { return onnxzip::is_url(text); }, py::arg("text"));
   m.def("display_url", &onnxzip::display_url, py::arg("url"));
-  py::class_<PyConvertOptions>(m, "ConvertOptions")
-      .def(py::init<>())
-      .def_readwrite("alignment", &PyConvertOptions::alignment)
-      .def_readwrite("threshold", &PyConvertOptions::threshold)
-      .def_readwrite("dedupe", &PyConvertOptions::dedupe)
-      .def_readwrite("external_data", &PyConvertOptions::external_data)
-      .def_readwrite("data_file_name", &PyConvertOptions::data_file_name)
-      .def_readwrite("max_file_size", &PyConvertOptions::max_file_size)
-      .def_readwrite("data_alignment", &PyConvertOptions::data_alignment)
-      .def_readwrite("digests", &PyConvertOptions::digests)
-      .def_readwrite("externalize_attributes", &PyConvertOptions::externalize_attributes)
-      .def_readwrite("externalize_sparse", &PyConvertOptions::externalize_sparse);
-  m.def("convert", &convert, py::arg("src"), py::arg("kind"), py::arg("dst"), py::arg("options"),
-        py::arg("headers"), py::arg("check_output"));
-  m.def("verify", &verify, py::arg("source"), py::arg("kind"), py::arg("check_crc"),
-        py::arg("public_key") = py::none(), py::arg("headers") = std::vector<std::string>());
-  constexpr double kDefaultWait = onnxzip::kDefaultEditWait.count() / 1000.0;
-  m.def("sign", &sign, py::arg("path"), py::arg("key"), py::arg("durable") = true,
-        py::arg("wait") = kDefaultWait);
-  m.def("replace_model", &replace_model, py::arg("path"), py::arg("model_bytes"),
-        py::arg("compact"), py::arg("durable"), py::arg("key") = py::none(),
-        py::arg("wait") = kDefaultWait);
-  m.def("edit_model", &edit_model, py::arg("path"), py::arg("change"), py::arg("compact"),
-        py::arg("durable"), py::arg("properties_only"), py::arg("key") = py::none(),
-        py::arg("wait") = kDefaultWait);
-  m.def(
-      "repack",
-      // `kind` "url": `src` is downloaded first (with `headers`), as the CLI does.
-      [](const py::handle src, const std::string& kind, const std::filesystem::path& out,
-         const std::uint32_t alignment, const std::uint64_t threshold, const bool digests,
-         const std::vector<std::string>& headers) {
-        const onnxzip::SaveOptions options = save_options(alignment, threshold, false, digests);
-        onnxzip::RepackResult r;
-        if (kind == "url") {
-          const auto url = py::cast<std::string>(src);
-          const py::gil_scoped_release unlocked;
-          const Download file(*onnxzip::HttpSource::open(url, http_options(headers)));
-          r = onnxzip::repack(file.path(), out, {.save = options});
-        } else {
-          const auto in = py::cast<std::filesystem::path>(src);
-          const py::gil_scoped_release unlocked;
-          r = onnxzip::repack(in, out, {.save = options});
-        }
-        const auto names = [](const std::vector<std::string>& entries) {
-          py::list list;
-          for (const std::string& entry : entries) list.append(file_text(entry));
-          return list;
-        };
-        return py::make_tuple(names(r.kept_entries), names(r.unpacked_entries),
-                              names(r.dropped_entries));
-      },
-      py::arg("src"), py::arg("kind"), py::arg("dst"), py::arg("alignment"), py::arg("threshold"),
-      py::arg("digests"), py::arg("headers"));
-  m.def(
-      "write_view_model",
-      [](const std::filesystem::path& archive, const std::filesystem::path& view) {
-        const py::gil_scoped_release unlocked;
-        onnxzip::write_view_model(archive, view);
-      },
-      py::arg("archive_path"), py::arg("view_path"));
   m.def(
       "data_type_name",
       [](const std::int32_t data_type) { return std::string(onnxzip::data_type_name(data_type)); },
@@ -1118,7 +1056,10 @@ PYBIND11_MODULE(_onnxzip, m) {
   m.def("element_bits", &onnxzip::element_bits, py::arg("data_type"));
   m.def("tensor_sites", &tensor_sites);
   m.def("tensor_site_paths", &tensor_site_paths, py::arg("model_bytes"));
+}
 
+// Reading: Archive, its tensor records, and the table of tensor sites.
+void register_archive(py::module_& m) {
   py::class_<SiteField>(m, "TensorSiteField")
       .def_readonly("parent", &SiteField::parent)
       .def_readonly("number", &SiteField::number)
@@ -1130,7 +1071,8 @@ PYBIND11_MODULE(_onnxzip, m) {
                " -> " + (f.repeated ? "repeated " : "") + f.child + ")";
       });
 
-  // Names from files may not be UTF-8: they cross as str with surrogate escapes (file_text).
+  // Names from files may not be UTF-8: they cross as str with surrogate escapes
+  // (file_text).
   const auto text = [](std::string TensorRecord::*field) {
     return [field](const TensorRecord& r) { return file_text(r.*field); };
   };
@@ -1166,7 +1108,25 @@ PYBIND11_MODULE(_onnxzip, m) {
       .def_property_readonly("remote", &PyArchive::remote)
       .def("close", &PyArchive::close)
       .def_property_readonly("closed", &PyArchive::closed);
+}
 
+// Writing an archive: save() and ArchiveWriter.
+void register_writer(py::module_& m) {
+  m.def("save_bytes", &save_bytes, py::arg("model_bytes"), py::arg("path"), py::arg("alignment"),
+        py::arg("threshold"), py::arg("dedupe"), py::arg("digests") = false);
+  m.def(
+      "save_message",
+      [](const py::handle model, const py::list& tensors, const std::filesystem::path& path,
+         const std::uint32_t alignment, const std::uint64_t threshold, const bool dedupe,
+         const bool digests) {
+        const onnxzip::SaveOptions options = save_options(alignment, threshold, dedupe, digests);
+        return onnxzip_python::write_message(
+            model, tensors, threshold,
+            [&](const onnxzip::ModelProto& parsed) { onnxzip::save(parsed, path, options); });
+      },
+      py::arg("model"), py::arg("tensors"), py::arg("path"), py::arg("alignment"),
+      py::arg("threshold"), py::arg("dedupe"), py::arg("digests") = false);
+  m.def("message_bridge_available", &onnxzip_python::message_bridge_available);
   py::class_<PyWriter>(m, "ArchiveWriter")
       .def(py::init<const std::filesystem::path&, std::uint32_t, std::uint64_t, bool, bool>(),
            py::arg("path"), py::arg("alignment"), py::arg("threshold"), py::arg("dedupe"),
@@ -1178,4 +1138,89 @@ PYBIND11_MODULE(_onnxzip, m) {
       .def("finish_message", &PyWriter::finish_message, py::arg("model"), py::arg("tensors"),
            py::arg("threshold"))
       .def("abort", &PyWriter::abort);
+}
+
+// Conversions between formats and layouts: convert, repack, views.
+void register_convert(py::module_& m) {
+  py::class_<PyConvertOptions>(m, "ConvertOptions")
+      .def(py::init<>())
+      .def_readwrite("alignment", &PyConvertOptions::alignment)
+      .def_readwrite("threshold", &PyConvertOptions::threshold)
+      .def_readwrite("dedupe", &PyConvertOptions::dedupe)
+      .def_readwrite("external_data", &PyConvertOptions::external_data)
+      .def_readwrite("data_file_name", &PyConvertOptions::data_file_name)
+      .def_readwrite("max_file_size", &PyConvertOptions::max_file_size)
+      .def_readwrite("data_alignment", &PyConvertOptions::data_alignment)
+      .def_readwrite("digests", &PyConvertOptions::digests)
+      .def_readwrite("externalize_attributes", &PyConvertOptions::externalize_attributes)
+      .def_readwrite("externalize_sparse", &PyConvertOptions::externalize_sparse);
+  m.def("convert", &convert, py::arg("src"), py::arg("kind"), py::arg("dst"), py::arg("options"),
+        py::arg("headers"), py::arg("check_output"));
+  m.def(
+      "repack",
+      // `kind` "url": `src` is downloaded first (with `headers`), as the CLI
+      // does.
+      [](const py::handle src, const std::string& kind, const std::filesystem::path& out,
+         const std::uint32_t alignment, const std::uint64_t threshold, const bool digests,
+         const std::vector<std::string>& headers) {
+        const onnxzip::SaveOptions options = save_options(alignment, threshold, false, digests);
+        onnxzip::RepackResult r;
+        if (kind == "url") {
+          const auto url = py::cast<std::string>(src);
+          const py::gil_scoped_release unlocked;
+          const Download file(*onnxzip::HttpSource::open(url, http_options(headers)));
+          r = onnxzip::repack(file.path(), out, {.save = options});
+        } else {
+          const auto in = py::cast<std::filesystem::path>(src);
+          const py::gil_scoped_release unlocked;
+          r = onnxzip::repack(in, out, {.save = options});
+        }
+        const auto names = [](const std::vector<std::string>& entries) {
+          py::list list;
+          for (const std::string& entry : entries) list.append(file_text(entry));
+          return list;
+        };
+        return py::make_tuple(names(r.kept_entries), names(r.unpacked_entries),
+                              names(r.dropped_entries));
+      },
+      py::arg("src"), py::arg("kind"), py::arg("dst"), py::arg("alignment"), py::arg("threshold"),
+      py::arg("digests"), py::arg("headers"));
+  m.def(
+      "write_view_model",
+      [](const std::filesystem::path& archive, const std::filesystem::path& view) {
+        const py::gil_scoped_release unlocked;
+        onnxzip::write_view_model(archive, view);
+      },
+      py::arg("archive_path"), py::arg("view_path"));
+}
+
+// verify and sign.
+void register_integrity(py::module_& m) {
+  m.def("verify", &verify, py::arg("source"), py::arg("kind"), py::arg("check_crc"),
+        py::arg("public_key") = py::none(), py::arg("headers") = std::vector<std::string>());
+  m.def("sign", &sign, py::arg("path"), py::arg("key"), py::arg("durable") = true,
+        py::arg("wait") = kDefaultWait);
+}
+
+// In-place edits of the model entry.
+void register_edit(py::module_& m) {
+  m.def("replace_model", &replace_model, py::arg("path"), py::arg("model_bytes"),
+        py::arg("compact"), py::arg("durable"), py::arg("key") = py::none(),
+        py::arg("wait") = kDefaultWait);
+  m.def("edit_model", &edit_model, py::arg("path"), py::arg("change"), py::arg("compact"),
+        py::arg("durable"), py::arg("properties_only"), py::arg("key") = py::none(),
+        py::arg("wait") = kDefaultWait);
+}
+
+}  // namespace onnxzip_python
+
+// One call per area (bindings.h); register_common first, for the error
+// translator.
+PYBIND11_MODULE(_onnxzip, m) {
+  onnxzip_python::register_common(m);
+  onnxzip_python::register_archive(m);
+  onnxzip_python::register_writer(m);
+  onnxzip_python::register_convert(m);
+  onnxzip_python::register_integrity(m);
+  onnxzip_python::register_edit(m);
 }

@@ -216,7 +216,10 @@ EditResult edit_archive(const std::filesystem::path& archive, const EditOptions&
   ZipReaderOptions tail_only = zip_reader_options(options.limits);
   tail_only.local_headers = LocalHeaderScope::kTail;
   tail_only.tail_local_headers = 4;
-  const ZipReader zip = archive_detail::open_zip(ByteSource::of_file(file.map()), tail_only);
+  // Read with pread, never mapped: the tail is all the edit reads, and a file larger than the
+  // address space is edited all the same.
+  const ZipReader zip =
+      archive_detail::open_zip(ByteSource::of_file(file.map(FileAccess::kRanges)), tail_only);
   const ZipEntry* const model_entry =
       archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
   // Before any work on the model: an archive whose last entry cannot be replaced in place.

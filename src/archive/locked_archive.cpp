@@ -107,13 +107,13 @@ std::uint64_t LockedArchive::size() const {
   return static_cast<std::uint64_t>(status.st_size);
 }
 
-std::shared_ptr<const MappedFile> LockedArchive::map() const {
+std::shared_ptr<const MappedFile> LockedArchive::map(FileAccess access) const {
   const int copy = ::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0);
   if (copy < 0) {
     throw Error(ErrorCode::kIo, {.file = source_},
                 std::string("cannot duplicate its descriptor: ") + std::strerror(errno));
   }
-  return MappedFile::adopt(copy, source_);
+  return MappedFile::adopt(copy, source_, access);
 }
 
 void LockedArchive::check_path_names_it() const {

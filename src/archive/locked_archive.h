@@ -37,8 +37,9 @@ class LockedArchive final {
   int fd() const noexcept { return fd_.get(); }
   // The file's size now (fstat). Error(kIo) naming the path.
   std::uint64_t size() const;
-  // The locked file, mapped for reading through a copy of its descriptor.
-  std::shared_ptr<const MappedFile> map() const;
+  // The locked file, opened for reading through a copy of its descriptor: mapped, or with
+  // FileAccess::kRanges read in ranges (what an edit that needs the tail only takes).
+  std::shared_ptr<const MappedFile> map(FileAccess access = FileAccess::kMap) const;
   // Error(kChanged), nothing written, when the path no longer names the locked file: checked
   // again just before the first write, since a writer that does not take the lock may rename
   // over the path at any time.

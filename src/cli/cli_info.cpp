@@ -307,8 +307,11 @@ InfoReport gather_archive(const std::string& file, const InfoArgs& args,
   LoadOptions options;
   options.inflate_payloads = false;
   options.limits = args.limits.zip_options();
-  options.access = global.access();
-  // A URL costs the request(s) for its tail: the model and the ZIP records.
+  // A local file is read with pread, never mapped nor read whole (whatever --no-mmap says):
+  // info reads the tail and the local headers, and a file larger than the address space is
+  // described all the same. A URL costs the request(s) for its tail: the model and the ZIP
+  // records.
+  options.access = FileAccess::kRanges;
   const bool remote = is_remote(file);
   ArchiveContents contents(remote ? Archive::open_url(file, options, http_options(global))
                                   : Archive::open(file, options));

@@ -1,5 +1,6 @@
 #include "onnxzip/internal/byte_source.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -102,7 +103,13 @@ class MappedSource final : public WholeSource {
 class RangeSource final : public ByteSource {
  public:
   RangeSource(detail::Fd fd, std::uint64_t size, std::string name)
-      : fd_(std::move(fd)), size_(size), name_(std::move(name)) {}
+      : own_fd_(std::move(fd)), fd_(own_fd_.get()), size_(size), name_(std::move(name)) {}
+  // A file opened with FileAccess::kRanges, read through its descriptor, which it keeps open.
+  RangeSource(std::shared_ptr<const MappedFile> file, std::uint64_t size)
+      : fd_(file->descriptor()),
+        size_(size),
+        name_(file->path().string()),
+        file_(std::move(file)) {}
 
   Access access() const noexcept override { return Access::kRanges; }
   std::uint64_t size() const noexcept override { return size_; }
@@ -120,7 +127,7 @@ class RangeSource final : public ByteSource {
 
   void read_into(std::uint64_t offset, MutableByteSpan out) const override {
     detail::check_read_range(*this, offset, out.size());
-    const ssize_t n = pread_all(fd_.get(), offset, out);
+    const ssize_t n = pread_all(fd_, offset, out);
     if (n < 0) {
       throw Error(ErrorCode::kIo, {.file = name_},
                   "cannot read " + std::to_string(out.size()) + " bytes at offset " +
@@ -136,9 +143,11 @@ class RangeSource final : public ByteSource {
   }
 
  private:
-  detail::Fd fd_;
+  detail::Fd own_fd_;  // Empty for a MappedFile's.
+  int fd_;
   std::uint64_t size_;
   std::string name_;
+  std::shared_ptr<const MappedFile> file_;  // Keeps fd_ open, when it is a MappedFile's.
 };
 
 }  // namespace
@@ -170,6 +179,15 @@ std::shared_ptr<const ByteSource> ByteSource::open(const std::filesystem::path& 
 
 std::shared_ptr<const ByteSource> ByteSource::of_file(std::shared_ptr<const MappedFile> file) {
   if (file == nullptr) throw Error(ErrorCode::kInvalidArgument, "ByteSource::of_file: no file");
+  if (file->access() == FileAccess::kRanges) {
+    struct stat status {};
+    if (::fstat(file->descriptor(), &status) != 0) {
+      throw Error(ErrorCode::kIo, {.file = file->path().string()},
+                  std::string("cannot stat: ") + std::strerror(errno));
+    }
+    const auto size = static_cast<std::uint64_t>(status.st_size);
+    return std::make_shared<RangeSource>(std::move(file), size);
+  }
   // A private mapping too: the library reads what the file holds, before anyone wrote a page.
   if (file->access() != FileAccess::kRead) return std::make_shared<MappedSource>(std::move(file));
   const ByteSpan bytes = file->bytes();

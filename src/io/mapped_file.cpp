@@ -257,6 +257,8 @@ std::shared_ptr<const MappedFile> MappedFile::adopt(int fd, std::filesystem::pat
     file->bytes_ = held.owned.span();
     return file;
   }
+  // Read in ranges through descriptor() (ByteSource::of_file): no bytes to lend.
+  if (access == FileAccess::kRanges) return file;
   // mmap refuses an empty mapping; an empty span describes the file exactly.
   if (size == 0) return file;
   // The descriptor itself is mapped, not its path, which may name another file by now.

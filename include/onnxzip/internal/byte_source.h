@@ -68,8 +68,9 @@ class ByteSource {
   // as MappedFile::open's.
   static std::shared_ptr<const ByteSource> open(const std::filesystem::path& path,
                                                 FileAccess access = FileAccess::kMap);
-  // A file already opened and checked: its bytes, whatever its path names by now. Error
-  // (kInvalidArgument) when `file` is null.
+  // A file already opened and checked: its bytes, whatever its path names by now (kMapped;
+  // kInMemory when it was read whole; kRanges, read through its descriptor, when it was opened
+  // with FileAccess::kRanges). Error(kInvalidArgument) when `file` is null.
   static std::shared_ptr<const ByteSource> of_file(std::shared_ptr<const MappedFile> file);
   // A caller's bytes (kInMemory), borrowed: they must outlive the source and, when `owner` is
   // kNoOwner, every read of it; `owner` is handed to those reads.

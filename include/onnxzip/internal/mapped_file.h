@@ -1,4 +1,6 @@
-// The bytes of a whole input file: memory-mapped read-only, or read into owned memory.
+// The bytes of a whole input file: memory-mapped read-only, or read into owned memory -- or,
+// with FileAccess::kRanges, neither: the file is opened and checked, bytes() is empty, and its
+// readers read ranges through descriptor() (ByteSource::of_file).
 //
 // MappedFile owns the bytes; bytes() borrows from them. Open it through MappedFile::open (or
 // adopt a descriptor), which returns a shared_ptr so the file can serve as the OwnerToken of
