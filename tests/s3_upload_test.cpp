@@ -9,6 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <exception>
 #include <fstream>
@@ -17,6 +22,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "check.h"
@@ -26,6 +33,7 @@
 #include "onnxzip/internal/http_source.h"
 #include "s3_client.h"
 #include "s3_source.h"
+#include "support/cli_run.h"
 #include "support/error_of.h"
 #include "support/external_tool.h"
 #include "support/model_builder.h"
@@ -226,15 +234,21 @@ TEST_F(S3UploadTest, ArchiveWriterStreamsAHeaderPartHeldUntilItsCrcWhileLaterPar
 }
 
 TEST_F(S3UploadTest, HoldsOnlyTheReservedPartAndTheOneBeingFilled) {
-  S3Upload upload("s3://models/held.bin", options());
+  S3Options one_at_a_time = options();
+  one_at_a_time.parts_in_flight = 1;  // Parts go in the order they are released.
+  S3Upload upload("s3://models/held.bin", one_at_a_time);
   const std::vector<std::uint8_t> chunk(1 << 20, 0x5A);
   upload.reserve(100);
-  for (int i = 0; i < 20; ++i) upload.write(chunk);  // 4 parts.
-  EXPECT_EQ(count_requests("PUT "), 3U);             // Parts 2 and 3, and part 4 is full.
+  for (int i = 0; i < 20; ++i) upload.write(chunk);  // 4 parts, 100 bytes in the last.
   const std::vector<std::uint8_t> header(100, 0xAB);
   upload.write_at(0, header);
   upload.commit();
-  EXPECT_EQ(upload.most_parts_held(), 2U);
+  EXPECT_EQ(upload.most_parts_held(), 2U);  // Part 1, and the one being filled.
+  std::vector<std::string> order;
+  for (const std::string& line : server_->stats().requests_seen) {
+    if (line.starts_with("PUT ")) order.push_back(line.substr(line.find("partNumber=") + 11, 1));
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"2", "3", "4", "1", "5"}));
   std::vector<std::uint8_t> expected(100, 0xAB);
   for (int i = 0; i < 20; ++i) expected.insert(expected.end(), chunk.begin(), chunk.end());
   EXPECT_EQ(boto3_read("held.bin"), expected);
@@ -353,6 +367,104 @@ TEST_F(S3UploadTest, ConvertAndRepackWriteIntoTheBucket) {
   EXPECT_EQ(error.message(),
             "s3://models/legacy.onnx: a legacy .onnx model (and its data files) cannot be "
             "written to object storage; write an .onnxz archive there");
+}
+
+// The tool's environment for the test store, as the AWS tools take it.
+std::vector<std::pair<std::string, std::string>> store_variables(const S3Server& server,
+                                                                 const fs::path& dir) {
+  return {{"AWS_ACCESS_KEY_ID", server.access_key_id()},
+          {"AWS_SECRET_ACCESS_KEY", server.secret_access_key()},
+          {"AWS_ENDPOINT_URL_S3", server.endpoint()},
+          {"AWS_REGION", "us-east-1"},
+          {"AWS_CONFIG_FILE", (dir / "none").string()},
+          {"AWS_SHARED_CREDENTIALS_FILE", (dir / "none").string()}};
+}
+
+// Starts the tool with `args` and the store's variables; its pid.
+pid_t start_tool(const std::vector<std::string>& args,
+                 const std::vector<std::pair<std::string, std::string>>& variables) {
+  std::vector<std::string> argv_text = {ONNXZIP_CLI_PATH};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    for (const auto& [name, value] : variables) ::setenv(name.c_str(), value.c_str(), 1);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    std::vector<char*> argv;
+    for (std::string& text : argv_text) argv.push_back(text.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int wait_status(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST_F(S3UploadTest, TheToolConvertsAndRepacksIntoABucket) {
+  const ModelProto model = float_model(3, 600'000);
+  save(model, dir_ / "m.onnxz");
+  ASSERT_EQ(test_support::run_cli(
+                dir_.path(), {"convert", (dir_ / "m.onnxz").string(), (dir_ / "m.onnx").string()})
+                .exit_code,
+            0);
+  ASSERT_EQ(test_support::run_cli(dir_.path(), {"convert", (dir_ / "m.onnx").string(),
+                                                (dir_ / "local.onnxz").string()})
+                .exit_code,
+            0);
+  const auto variables = store_variables(*server_, dir_.path());
+  const auto run = [&](const std::vector<std::string>& args) {
+    const int status = wait_status(start_tool(args, variables));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  };
+  server_->reset_stats();
+  EXPECT_EQ(run({"convert", (dir_ / "m.onnx").string(), "s3://models/tool.onnxz", "--part-size",
+                 "5M", "--parts-in-flight", "2"}),
+            0);
+  EXPECT_EQ(boto3_read("tool.onnxz"), read_file(dir_ / "local.onnxz"));
+  EXPECT_EQ(count_requests("PUT /models/tool.onnxz?partNumber="),
+            (read_file(dir_ / "local.onnxz").size() + kPart - 1) / kPart);
+  // An existing object: refused without --overwrite, replaced with it.
+  EXPECT_EQ(run({"repack", (dir_ / "m.onnxz").string(), "s3://models/tool.onnxz"}), 1);
+  EXPECT_EQ(run({"repack", (dir_ / "m.onnxz").string(), "s3://models/tool.onnxz", "--overwrite"}),
+            0);
+  ASSERT_EQ(test_support::run_cli(dir_.path(), {"repack", (dir_ / "m.onnxz").string(),
+                                                (dir_ / "repacked.onnxz").string()})
+                .exit_code,
+            0);
+  EXPECT_EQ(boto3_read("tool.onnxz"), read_file(dir_ / "repacked.onnxz"));
+  EXPECT_TRUE(client().list_multipart_uploads(kBucket).empty());
+  EXPECT_EQ(
+      run({"repack", (dir_ / "m.onnxz").string(), (dir_ / "x.onnxz").string(), "--overwrite"}),
+      2);  // A usage error: the S3 flags are for an s3:// OUT.
+}
+
+// Ctrl-C while parts are being uploaded: the tool aborts the upload, then dies of the signal.
+TEST_F(S3UploadTest, CtrlCAbortsTheToolsUpload) {
+  const ModelProto model = float_model(3, 600'000);
+  save(model, dir_ / "m.onnxz");
+  // Every part is refused with SlowDown for longer than the test needs (4 retries, from 200 ms
+  // doubling: 3 s), so the upload is surely under way when the signal comes.
+  server_->inject("slowdown", 100, "PUT /models/interrupted.onnxz");
+  const pid_t pid = start_tool(
+      {"repack", (dir_ / "m.onnxz").string(), "s3://models/interrupted.onnxz", "--part-size", "5M"},
+      store_variables(*server_, dir_.path()));
+  bool uploading = false;
+  for (int i = 0; i < 3000 && !uploading; ++i) {
+    uploading = count_requests("PUT /models/interrupted.onnxz") > 0;
+    if (!uploading) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGINT);
+  const int status = wait_status(pid);
+  ASSERT_TRUE(uploading);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  EXPECT_EQ(count_requests("DELETE /models/interrupted.onnxz?uploadId="), 1U);
+  expect_nothing_left("interrupted.onnxz");
 }
 
 }  // namespace
