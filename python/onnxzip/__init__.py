@@ -58,13 +58,14 @@ from ._errors import (BadStateError, ChangedError, CorruptError, Error, InvalidA
 from ._tools import (RepackResult, SignResult, VerifyFinding, VerifyReport, convert, repack, sign,
                      verify, write_view_model)
 from ._torch_export import export_torch
+from ._onnxzip import S3Options
 from ._writer import ArchiveWriter, save, save_file
 
 __all__ = [
     "save", "load", "open", "load_file", "save_file", "convert", "verify", "sign", "repack",
     "write_view_model", "export_torch",
     "replace_model", "edit_model", "edit_model_properties", "Archive", "ArchiveWriter", "TensorInfo", "VerifyReport",
-    "VerifyFinding", "RepackResult", "EditResult", "SignResult",
+    "VerifyFinding", "RepackResult", "EditResult", "SignResult", "S3Options",
     "Error", "CorruptError", "UnsupportedError", "NotFoundError", "IOFailure",
     "InvalidArgumentError", "LimitExceededError", "BadStateError", "ChangedError",
 ]
