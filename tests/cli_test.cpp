@@ -782,6 +782,7 @@ fs::path zip_r_archive(const ScratchDir& dir, const fs::path& archive) {
   write(folder / "__MODEL_PROTO", opened.model_bytes());
   std::string names;  // The model last, as load() wants it.
   for (const Archive::TensorInfo& info : opened.tensors()) {
+    if (info.is_inline) continue;  // In the model.
     write(folder / info.entry, info.data);
     names += " " + shell_quote(info.entry);
   }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -219,7 +220,20 @@ struct Vector {
   std::string verify_key;
   // The sites of the tensors that hold data, in walk order (spec/names.md); checked when given.
   std::optional<std::vector<std::string>> sites;
+  // Every tensor that holds data as one line of its record and its payload's SHA-256
+  // (tensor_line); checked when given. JS and Python check the same records.
+  std::optional<std::vector<std::string>> tensors;
 };
+
+// A tensor record as one comparable line: name, site, entry, data_type, dims, size, inline and
+// the SHA-256 of its payload, as the manifest gives them.
+std::string tensor_line(const std::string& name, const std::string& site, const std::string& entry,
+                        const std::string& data_type, const std::vector<std::string>& dims,
+                        const std::string& size, bool is_inline, const std::string& sha256) {
+  std::string line = name + " | " + site + " | " + entry + " | " + data_type + " | [";
+  for (const std::string& dim : dims) line += dim + ",";
+  return line + "] | " + size + " | " + (is_inline ? "inline" : "external") + " | " + sha256;
+}
 
 // gtest prints parameters in test listings and failures: the file names the vector.
 void PrintTo(const Vector& v, std::ostream* os) { *os << v.file; }
@@ -245,9 +259,20 @@ std::vector<Vector> load_manifest() {
       sites.emplace();
       for (const Json& site : it->second.items) sites->push_back(site.text);
     }
+    std::optional<std::vector<std::string>> tensors;
+    if (const auto it = v.members.find("tensors"); it != v.members.end()) {
+      tensors.emplace();
+      for (const Json& t : it->second.items) {
+        std::vector<std::string> dims;
+        for (const Json& dim : t.at("dims").items) dims.push_back(dim.text);
+        tensors->push_back(tensor_line(t.at("name").text, t.at("site").text, t.at("entry").text,
+                                       t.at("data_type").text, dims, t.at("size").text,
+                                       t.at("inline").flag, t.at("sha256").text));
+      }
+    }
     out.push_back({v.at("file").text, v.at("rule").text, v.at("description").text,
                    v.at("open").text, v.at("verify").text, std::move(names), v.string_or("key", ""),
-                   v.string_or("verify_key", ""), std::move(sites)});
+                   v.string_or("verify_key", ""), std::move(sites), std::move(tensors)});
   }
   return out;
 }
@@ -272,6 +297,20 @@ std::string verify_verdict(const VerifyReport& report) {
   return error ? "error" : "warning";
 }
 
+// tensor_line of each of archive.tensors(), its payload read by the record.
+std::vector<std::string> tensor_lines(const Archive& archive) {
+  std::vector<std::string> lines;
+  for (const Archive::TensorInfo& info : archive.tensors()) {
+    std::vector<std::string> dims;
+    for (const std::int64_t dim : info.dims) dims.push_back(std::to_string(dim));
+    const TensorBytes payload = archive.payload(info);
+    lines.push_back(tensor_line(info.name, info.site, info.entry, std::to_string(info.data_type),
+                                dims, std::to_string(info.size), info.is_inline,
+                                to_hex(Sha256::of(payload.view()))));
+  }
+  return lines;
+}
+
 class ConformanceTest : public testing::TestWithParam<Vector> {};
 
 TEST(ConformanceManifest, HoldsVectorsOfEveryVerdict) {
@@ -294,10 +333,19 @@ TEST_P(ConformanceTest, VerdictsMatchTheManifest) {
   const std::string open = verdict_of(
       [&] {
         const Archive archive = Archive::open(path);
-        if (!v.sites) return;
-        std::vector<std::string> sites;
-        for (const Archive::TensorInfo& info : archive.tensors()) sites.push_back(info.site);
-        EXPECT_EQ(sites, *v.sites);
+        if (v.sites) {
+          std::vector<std::string> sites;
+          for (const Archive::TensorInfo& info : archive.tensors()) sites.push_back(info.site);
+          EXPECT_EQ(sites, *v.sites);
+        }
+        if (v.tensors) {
+          // Every tensor listed, inline ones too, and each read by its record (spec/names.md);
+          // the same without the parsed model (LoadOptions::keep_model, as Python opens).
+          EXPECT_EQ(tensor_lines(archive), *v.tensors);
+          const Archive lean = Archive::open(path, {.keep_model = false});
+          EXPECT_EQ(tensor_lines(lean), *v.tensors);
+          EXPECT_FALSE(lean.model().graph);  // Let go once the tensors were listed.
+        }
       },
       open_message);
   EXPECT_EQ(open, v.open) << open_message;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 namespace onnxzip {
@@ -61,6 +62,30 @@ TEST(Error, WithContextKeepsThePartsTheErrorHas) {
             "CRC-32 mismatch");
   EXPECT_EQ(by_file.context().file, "m.onnxz");
   EXPECT_EQ(by_file.problem(), "CRC-32 mismatch");
+}
+
+// The same place as plain values (what Python's Error fields show) travels with the phrases:
+// each part kept from the layer that knew it, never taken back out of a phrase.
+TEST(Error, WithContextCarriesThePlainPlace) {
+  const Error thrown(
+      ErrorCode::kCorrupt,
+      {.entry = "entry 'w' (local header at offset 64)", .entry_name = "w", .offset = 64},
+      "CRC-32 mismatch");
+  const Error outer = thrown.with_context({.file = "m.onnxz",
+                                           .tensor = "tensor 'W' at graph/initializer[0]",
+                                           .entry_name = "x",
+                                           .tensor_name = "W",
+                                           .site = "graph/initializer[0]",
+                                           .offset = 8});
+  const ErrorContext& place = outer.context();
+  EXPECT_EQ(place.entry_name, "w");
+  EXPECT_EQ(place.offset, 64u);
+  EXPECT_EQ(place.tensor_name, "W");
+  EXPECT_EQ(place.site, "graph/initializer[0]");
+  EXPECT_EQ(outer.message(),
+            "m.onnxz: tensor 'W' at graph/initializer[0]: entry 'w' (local header at offset 64): "
+            "CRC-32 mismatch");
+  EXPECT_EQ(Error(ErrorCode::kIo, "m.onnxz: cannot read").context().offset, std::nullopt);
 }
 
 TEST(Error, WithErrorContextBuildsThePlaceOnlyOnFailure) {

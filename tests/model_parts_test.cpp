@@ -130,6 +130,20 @@ TEST(ModelParts, SplitReportsMalformedBytes) {
   EXPECT_THROW(parse_model(varint_graph), Error);
 }
 
+// splits_whole says, without throwing, which bytes split_model takes apart: the edit of a
+// model's properties decides its path on it before any change.
+TEST(ModelParts, SplitsWholeSaysWhatTheSplitTakes) {
+  const Bytes bytes = serialize_model(test_support::model_with_tensors_everywhere());
+  EXPECT_TRUE(splits_whole(bytes));
+  EXPECT_TRUE(splits_whole(Bytes{}));
+  const Bytes cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(bytes.size() / 2));
+  EXPECT_FALSE(splits_whole(cut));
+  EXPECT_THROW(split_model(cut, ParseOptions{}, "m.onnx"), Error);
+  // A group (field 30, start 0xF3 0x01, end 0xF4 0x01): the split leaves it to parse_model.
+  const Bytes group = concat({bytes, Bytes{0xF3, 0x01, 0xF4, 0x01}});
+  EXPECT_FALSE(splits_whole(group));
+}
+
 TEST(ModelParts, TheWalkFindsTheTensorsTheVisitorFinds) {
   const ModelProto model = test_support::model_with_tensors_everywhere();
   const Bytes bytes = serialize_model(model);

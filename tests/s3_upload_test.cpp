@@ -285,7 +285,7 @@ TEST_F(S3UploadTest, AFailedCompleteAbortsAndLeavesNothing) {
     S3Upload upload("s3://models/late error.onnxz", options(), process_environment,
                     {.retries = 1, .retry_delay = std::chrono::milliseconds(1)});
     upload.write(std::vector<std::uint8_t>(1000, 7));
-    server_->inject("error200", 2, "?uploadId=");  // The Complete and its retry.
+    server_->inject("error200", 2, "complete");  // The Complete and its retry.
     const Error error = error_of([&] { upload.commit(); });
     EXPECT_EQ(error.message(),
               "s3://models/late error.onnxz: completing the upload of 1 parts failed: HTTP 200 "
@@ -450,7 +450,7 @@ TEST_F(S3UploadTest, CtrlCAbortsTheToolsUpload) {
   save(model, dir_ / "m.onnxz");
   // Every part is refused with SlowDown for longer than the test needs (4 retries, from 200 ms
   // doubling: 3 s), so the upload is surely under way when the signal comes.
-  server_->inject("slowdown", 100, "PUT /models/interrupted.onnxz");
+  server_->inject("slowdown", 100, "part");
   const pid_t pid = start_tool(
       {"repack", (dir_ / "m.onnxz").string(), "s3://models/interrupted.onnxz", "--part-size", "5M"},
       store_variables(*server_, dir_.path()));

@@ -751,6 +751,13 @@ TEST_P(OverSources, VerifyNamesTheEntryOffsetAndBothCrcs) {
   expect_error(
       [&] { r.verify(w); }, ErrorCode::kCorrupt,
       {archive_name(), "'w'", "offset " + std::to_string(w.local_header_offset), expected, actual});
+  // The place as plain values too (Python's Error.entry and .offset).
+  try {
+    r.verify(w);
+  } catch (const Error& error) {
+    EXPECT_EQ(error.context().entry_name, "w");
+    EXPECT_EQ(error.context().offset, w.local_header_offset);
+  }
   EXPECT_NO_THROW(r.verify(r.at("a")));
   // data() itself does not check: it is the zero-copy path.
   EXPECT_NO_THROW((void)r.data(w));

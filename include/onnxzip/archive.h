@@ -144,6 +144,10 @@ class EntryNamer final {
   std::unordered_map<std::string, std::uint64_t> next_suffix_;  // Lower-cased name -> next n.
 };
 
+namespace archive_detail {
+struct ResumedWriter;  // Internal: the tail of an archive written in parts (parts.h).
+}  // namespace archive_detail
+
 // Writes an archive tensor by tensor, for exporters that produce weights one at a time and
 // cannot hold them all: memory stays bounded by one piece of one tensor (plus the model).
 //
@@ -203,6 +207,9 @@ class ArchiveWriter final {
 
  private:
   struct State;
+  friend struct archive_detail::ResumedWriter;
+  ArchiveWriter(std::filesystem::path path, std::unique_ptr<State> state);
+
   std::filesystem::path path_;
   std::unique_ptr<State> state_;
 };
@@ -226,6 +233,11 @@ struct LoadOptions {
   // that need only the model and the entries' sizes, such as `onnxzip info`. A deflated
   // `__MODEL_PROTO` is inflated all the same. load() resolves every payload whatever this says.
   bool inflate_payloads = true;
+  // Archive::open / from_bytes only: false lets the parsed model go once the tensors are listed
+  // (an inline tensor's payload kept, borrowed from model_bytes()), so that an open archive holds
+  // about the model's size rather than its parse, several times that: for a caller that parses
+  // the model itself when it needs it (the Python face). model() is then an empty ModelProto.
+  bool keep_model = true;
   // Limits for the ZIP structure.
   ReadLimits limits{};
   // How load(path) and Archive::open get at the file: mapped (borrowed payloads stay in the
@@ -274,28 +286,29 @@ struct ArchiveState;  // What an Archive holds: private to the library (archive_
 }  // namespace detail
 
 // A read-only view of an archive for runtimes with their own ONNX parser: the model bytes, and
-// every external tensor with its data type, dims and payload span. Opening validates the archive
-// exactly as load() does (same errors) without resolving anything. Immutable; const calls may
-// run concurrently. Movable.
+// every tensor that holds data with its data type, dims and payload span. Opening validates the
+// archive exactly as load() does (same errors) without resolving anything. Immutable; const calls
+// may run concurrently. Movable.
 class Archive final {
  public:
   // One tensor that holds data (spec/names.md, "The tensor record").
   struct TensorInfo {
     std::string name;   // TensorProto.name ("" when absent).
     std::string site;   // Where it sits, e.g. "graph/initializer[3]" (see TensorSite).
-    std::string entry;  // The payload entry's name.
+    std::string entry;  // The payload entry's name; "" for an inline tensor.
     std::int32_t data_type = 0;
     std::vector<std::int64_t> dims;
     std::uint64_t size = 0;  // Payload bytes (dims x element size, spec §7.3).
-    // The file offset of the entry's (compressed) data; none while a remote entry's local
-    // header is unread.
+    // The file offset of the entry's (compressed) data; none for an inline tensor and while a
+    // remote entry's local header is unread.
     std::optional<std::uint64_t> offset;
     std::uint64_t alignment = 0;  // Largest power of two dividing offset (<= 65536); 0 if none.
     bool is_inline = false;
-    bool zero_copy = true;  // False for a deflated entry.
+    bool zero_copy = true;  // False for a deflated entry and an inline tensor.
     // The payload: a slice of the archive bytes for a stored entry (valid while this Archive or
     // a copy of owner() lives), or inflated bytes the Archive owns for a deflated one (valid
-    // while this Archive lives; empty when LoadOptions::inflate_payloads is false).
+    // while this Archive lives; empty when LoadOptions::inflate_payloads is false). Empty for
+    // an inline tensor: payload() gives its bytes.
     ByteSpan data;
   };
 
@@ -328,15 +341,17 @@ class Archive final {
   ByteSpan model_bytes() const noexcept;
   // The parsed model; external tensors are left as references.
   const ModelProto& model() const noexcept;
-  // Every external tensor, in for_each_tensor order. Several may share one location (tied
-  // weights).
+  // Every tensor that holds data, external and inline, in for_each_tensor order (spec/names.md:
+  // no STRING or UNDEFINED tensor, nor an inline one whose payload breaks the payload rule,
+  // which verify reports). Several may share one location (tied weights).
   const std::vector<TensorInfo>& tensors() const noexcept;
-  // The first external tensor with this TensorProto.name, or nullptr. O(1).
+  // The first tensor with this TensorProto.name, or nullptr. O(1).
   const TensorInfo* find_tensor(std::string_view name) const noexcept;
   // The first external tensor whose payload is this entry, or nullptr. O(1).
   const TensorInfo* find_entry(std::string_view entry) const noexcept;
 
-  // The payload of `info` (one of tensors()): TensorInfo::data when the archive holds it, else
+  // The payload of `info` (one of tensors()): an inline tensor's raw bytes from the model (a
+  // typed field converted as RawPayload does); TensorInfo::data when the archive holds it, else
   // read from the source (one read; a deflated entry inflated, its CRC-32 checked), owned by the
   // result, 64-byte aligned when stored aligned. With LoadOptions::check_digests, its SHA-256
   // checked first (the first time, or every time for a source read in ranges). Errors: the

@@ -70,6 +70,9 @@ struct EditResult {
   bool signed_again = false;                 // `__SIGNATURE` was written with signing_key.
   bool signature_removed = false;            // `__SIGNATURE` went (no key, or a compaction).
   bool digests_removed = false;              // `__DIGESTS` went (a compaction).
+  // In a bucket: the object was uploaded whole, its prefix read and sent again -- one under the
+  // 5 MiB a part must have cannot be copied inside the store (spec §9.9).
+  bool object_rewritten = false;
 };
 
 // Replaces the model of the archive at `archive` by `model`. The model is checked against the
@@ -98,6 +101,19 @@ struct EditResult {
 // edit holds it (after EditOptions::wait), the space the edit may take cannot be reserved, or a
 // write fails -- the message then says whether the file holds the old model or the new one;
 // Error(kChanged) when files renamed over the path kept it from naming the file the edit locked.
+//
+// `archive` may be an object in a bucket, "s3://bucket/key" (s3.h: credentials, region and
+// endpoint as the AWS tools take them). The object is edited inside the store, with the result a
+// local edit of the same bytes gives, byte for byte: its tail is read (the open's suffix GET),
+// and a multipart upload composes the new object from its unchanged prefix, copied by the store
+// (UploadPartCopy, conditional on the ETag read), and the new tail uploaded; its Complete is
+// conditional on that ETag too, so the edit is a compare-and-swap. A prefix under 5 MiB cannot
+// be a copied part: it is read and uploaded with the tail (EditResult::object_rewritten). Spec
+// §9.9 says why and what each store supports. No lock, no wait, no durable: the store's Complete
+// is atomic. Errors there: Error(kChanged) naming s3://bucket/key when another client wrote the
+// object since it was read (nothing written, the upload aborted: edit it again);
+// Error(kUnsupported) for compact (it rewrites every entry) and for a store that gave no ETag;
+// the store's refusals (s3.h).
 EditResult replace_model(const std::filesystem::path& archive, const ModelProto& model,
                          const EditOptions& options = {});
 
@@ -117,11 +133,12 @@ EditResult edit_model(const std::filesystem::path& archive,
 // (Error(kInvalidArgument) otherwise: edit_model changes them). They are kept byte for byte, as
 // another writer encoded them; their tensors are found by a walk of their bytes and checked as
 // replace_model checks a model, and whatever the walk cannot vouch for -- a fault in a
-// reference, a reference to rewrite in canonical form, bytes it does not take -- has the edit
-// parse the model whole and go on as edit_model (the error is then the same, and the whole model
-// is written anew). The bytes the walk passes over (node names, types, shapes...) are not
-// checked: a property edit keeps them as they were, and verify() checks them. Costs
-// O(central directory + properties + tensors), not O(model): the metadata edits of the CLI.
+// reference (reported as edit_model reports it), a reference to rewrite in canonical form, bytes
+// it does not take -- has the edit parse the model whole and go on as edit_model (the whole model
+// is then written anew); which way it goes is decided on the stored bytes, before `change` runs.
+// The bytes the walk passes over (node names, types, shapes...) are not checked: a property edit
+// keeps them as they were, and verify() checks them. Costs O(central directory + properties +
+// tensors), not O(model): the metadata edits of the CLI.
 EditResult edit_model_properties(const std::filesystem::path& archive,
                                  const std::function<void(ModelProto&)>& change,
                                  const EditOptions& options = {});

@@ -12,6 +12,8 @@
 #ifndef ONNXZIP_ERROR_H_
 #define ONNXZIP_ERROR_H_
 
+#include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -37,10 +39,17 @@ std::string_view to_string(ErrorCode code) noexcept;
 //   file    the file the caller named ("model.onnxz", "model.onnx");
 //   tensor  the tensor and its place in the model ("tensor 'W' at graph/initializer[0]");
 //   entry   the archive entry, or a legacy model's data file ("entry 'w'", "location 'w.bin'").
+// The rest is the same place as plain values, where the thrower knows them, for a face that hands
+// the parts out as fields (Python's Error.entry, spec/names.md "Error codes"); the message is
+// made of the phrases alone.
 struct ErrorContext {
   std::string file{};
   std::string tensor{};
   std::string entry{};
+  std::string entry_name{};               // The entry's ZIP name.
+  std::string tensor_name{};              // The tensor's TensorProto.name.
+  std::string site{};                     // The tensor's site ("graph/initializer[0]").
+  std::optional<std::uint64_t> offset{};  // The file offset the entry phrase names.
 };
 
 // "<file>: <tensor>: <entry>: <problem>" over the parts of `context` that are not empty: the one

@@ -40,6 +40,9 @@ struct SignResult {
   std::string key_id;              // The signing key's id; "" without a key.
   bool signature_removed = false;  // A `__SIGNATURE` went (no key given).
   std::uint64_t file_size = 0;     // The archive's size afterwards.
+  // In a bucket: every entry was read (ranged GETs) to be hashed, the object having no
+  // `__DIGESTS` in its place; with one, its statement is signed as it stands (spec §9.9).
+  bool entries_read = false;
 };
 
 // Hashes every entry of the archive but `__DIGESTS` and `__SIGNATURE` (checking each CRC-32 on
@@ -50,6 +53,12 @@ struct SignResult {
 // and of an edit (edit.h: missing or misplaced model, a lock held, I/O); Error(kCorrupt) naming
 // the entry whose CRC-32 is wrong; Error(kUnsupported) when integrity entries of the archive are
 // not directly before the model (another tool wrote them: repack the archive first).
+//
+// `archive` may be "s3://bucket/key": the new tail is uploaded after the prefix copied inside the
+// store, as an edit in a bucket does (edit.h). An object with `__DIGESTS` in its place gets that
+// statement signed as it stands (as an edit with a key signs it; only the model is hashed again),
+// not every entry hashed: that would read the whole object. Without one, every entry is read by
+// ranged GETs to be hashed (SignResult::entries_read).
 SignResult sign_archive(const std::filesystem::path& archive, const SignOptions& options = {});
 
 // What an archive's integrity entries are, for `onnxzip info`: read, not verified.

@@ -62,6 +62,8 @@ std::optional<std::uint64_t> try_tensor_byte_size(const TensorProto& tensor) noe
 // stays one printable line, as every message shows text from a file) or "unnamed tensor", then
 // " at <site>" when `site` (a TensorSite path) is given: "tensor 'w' at graph/initializer[0]".
 std::string tensor_label(const TensorProto& tensor, std::string_view site = {});
+// The tensor as an error's place: tensor_label's phrase, and its name and site as plain values.
+ErrorContext tensor_place(const TensorProto& tensor, std::string_view site = {});
 
 // --- Typed fields and raw bytes ---
 

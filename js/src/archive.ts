@@ -4,7 +4,7 @@
 
 import { ByteWindow } from './bytes.js';
 import { crc32 } from './crc32.js';
-import { OnnxzipError, quote, type ErrorPlace } from './errors.js';
+import { OnnxzipError, quote, tensorPhrase, type ErrorPlace } from './errors.js';
 import { errorFinding, markKind, kindOf, withKind, type Finding } from './findings.js';
 import { inlinePayload } from './inline_payload.js';
 import { checkInflateLimits, inflateRaw, type InflateLimits } from './inflate.js';
@@ -238,7 +238,7 @@ export class Archive {
     const bytes = await this.readEntries(external.map((t) => t.entry));
     const byEntry = new Map(external.map((t, i) => [t.entry, bytes[i]!]));
     return found.map((t) => {
-      const place: ErrorPlace = { source: this.sourceName, tensor: tensorLabel(t.info) };
+      const place: ErrorPlace = { source: this.sourceName, tensor: t.info.name, site: t.info.site };
       const payload = t.entry === undefined ? this.inlineBytes(t, place) : byEntry.get(t.entry)!;
       return tensorView(payload, t.info, place);
     });
@@ -337,7 +337,7 @@ export class Archive {
   }
 
   private async inflate(e: ZipEntry, compressed: Uint8Array): Promise<Uint8Array> {
-    const place: ErrorPlace = { source: this.sourceName, entry: `entry ${quote(e.name)}` };
+    const place: ErrorPlace = { source: this.sourceName, entry: e.name };
     checkInflateLimits(e.compressedSize, e.size, this.limits, place);
     return inflateRaw(compressed, e.size, e.crc32, place);
   }
@@ -409,7 +409,7 @@ function modelEntry(dir: ZipDirectory, src: ErrorPlace, maxModelBytes: number): 
   if (model === undefined) {
     throw new OnnxzipError('corrupt', src, `no entry named ${kModelEntryName}: a ZIP archive, but not an .onnxz`);
   }
-  const modelPlace: ErrorPlace = { ...src, entry: `entry ${quote(kModelEntryName)}` };
+  const modelPlace: ErrorPlace = { ...src, entry: kModelEntryName };
   const lastInFile = dir.entries[dir.entries.length - 1]!;
   if (lastInFile !== model) {
     throw new OnnxzipError('corrupt', modelPlace, `is not the last entry: entry ${quote(lastInFile.name)} has its local header at offset ${lastInFile.localHeaderOffset}, after ${kModelEntryName}'s at ${model.localHeaderOffset} (spec §2.4)`, { offset: lastInFile.localHeaderOffset });
@@ -445,7 +445,7 @@ function trimTail(dir: ZipDirectory, model: ZipEntry): void {
 }
 
 function walkModelOf(modelBytes: Uint8Array, model: ZipEntry, src: ErrorPlace, maxDepth: number): readonly TensorRecord[] {
-  const modelPlace: ErrorPlace = { ...src, entry: `entry ${quote(kModelEntryName)}` };
+  const modelPlace: ErrorPlace = { ...src, entry: kModelEntryName };
   return walkModel(modelBytes, { maxDepth }, (problem, at) => {
     throw new OnnxzipError('corrupt', modelPlace, `the model does not parse as a ModelProto: ${problem} (byte ${at} of the model)`, {
       offset: model.local === undefined ? undefined : model.local.dataOffset + at,
@@ -487,7 +487,7 @@ async function readEntryData(source: ByteSource, dir: ZipDirectory, e: ZipEntry,
   const local = e.local!;
   const w = await dir.tail.ensure(local.dataOffset);
   const raw = w.contains(local.dataOffset, e.compressedSize) ? w.slice(local.dataOffset, e.compressedSize) : await source.read(local.dataOffset, e.compressedSize);
-  const place: ErrorPlace = { source: source.name, entry: `entry ${quote(e.name)}` };
+  const place: ErrorPlace = { source: source.name, entry: e.name };
   if (e.isStored) {
     // The model read while the file was edited may be another archive's bytes: its CRC-32 tells.
     const crc = crc32(raw);
@@ -516,7 +516,7 @@ export async function verify(source: ArchiveSource, options: OpenOptions & Verif
     // an error; what was read and is wrong is a finding.
     if (!(e instanceof OnnxzipError) || e.code === 'not_found' || e.code === 'io' || e.code === 'changed' || e.code === 'invalid_argument') throw e;
     const kind = kindOf(e) ?? 'zip';
-    const finding = errorFinding(kind, e.message, { entry: e.entry ?? '', tensor: e.tensor ?? '', offset: e.offset ?? 0 });
+    const finding = errorFinding(kind, e.message, { entry: e.entry ?? '', tensor: tensorPhrase(e), offset: e.offset ?? 0 });
     // Nothing vouches for digests or a signature of an archive that does not open.
     const checked = kind === 'zip' ? 'the ZIP structure, which does not read' : `the archive until opening refused it (a ${kind} finding)`;
     return { findings: [finding], ok: false, loadable: false, digests: 'failed', signature: 'failed', signatureKeyId: '', checked };

@@ -17,14 +17,26 @@ export type ErrorCode =
   | 'bad_state' // The call is not allowed in the object's current state.
   | 'changed'; // The file changed while it was read (another writer): retrying may succeed.
 
-/** Where a problem lies, outermost first; each part a finished phrase. */
+/**
+ * Where a problem lies, as plain values (spec/names.md, "Error codes"): OnnxzipError words them
+ * in its message ("<source>: tensor 'W' at graph/initializer[0]: entry 'W': <problem>").
+ */
 export interface ErrorPlace {
   /** The file path, the URL (without its query, which may hold credentials) or "<memory>". */
   readonly source?: string | undefined;
-  /** The tensor and its site in the model: "tensor 'W' at graph/initializer[0]". */
+  /** The tensor's name ("" for an unnamed one). */
   readonly tensor?: string | undefined;
-  /** The archive entry: "entry 'W'". */
+  /** The tensor's site in the model: "graph/initializer[0]". */
+  readonly site?: string | undefined;
+  /** The archive entry's name. */
   readonly entry?: string | undefined;
+}
+
+/** How a message names the tensor of `place`: "tensor 'W' at graph/initializer[0]", or "". */
+export function tensorPhrase(place: ErrorPlace): string {
+  if (place.tensor === undefined && place.site === undefined) return '';
+  const name = `tensor ${quote(place.tensor ?? '')}`;
+  return place.site === undefined ? name : `${name} at ${place.site}`;
 }
 
 export class OnnxzipError extends Error {
@@ -33,7 +45,9 @@ export class OnnxzipError extends Error {
   /** What is wrong, without the place (the message is "<source>: <tensor>: <entry>: <problem>"). */
   readonly problem: string;
   readonly source: string | undefined;
+  /** The tensor's name, its site and the entry's name: plain values, as in ErrorPlace. */
   readonly tensor: string | undefined;
+  readonly site: string | undefined;
   readonly entry: string | undefined;
   /** The byte offset of the problem in the source, when it has one. */
   readonly offset: number | undefined;
@@ -44,14 +58,14 @@ export class OnnxzipError extends Error {
     problem: string,
     options: { offset?: number | undefined; cause?: unknown } = {},
   ) {
-    const parts = [place.source, place.tensor, place.entry].filter(
-      (part): part is string => part !== undefined && part !== '',
-    );
+    const entry = place.entry === undefined ? '' : `entry ${quote(place.entry)}`;
+    const parts = [place.source ?? '', tensorPhrase(place), entry].filter((part) => part !== '');
     super([...parts, problem].join(': '), options.cause === undefined ? {} : { cause: options.cause });
     this.code = code;
     this.problem = problem;
     this.source = place.source;
     this.tensor = place.tensor;
+    this.site = place.site;
     this.entry = place.entry;
     this.offset = options.offset;
   }
@@ -63,6 +77,7 @@ export class OnnxzipError extends Error {
       {
         source: this.source ?? outer.source,
         tensor: this.tensor ?? outer.tensor,
+        site: this.site ?? outer.site,
         entry: this.entry ?? outer.entry,
       },
       this.problem,

@@ -49,7 +49,7 @@ const kLowerHex = /^[0-9a-f]*$/;
 
 /** Parses and checks `__DIGESTS` (spec §12.2), the subject digest included. */
 export async function decodeDigests(bytes: Uint8Array, source: string, limit = kDefaultMaxDigestsBytes): Promise<DigestStatement> {
-  const place: ErrorPlace = { source, entry: `entry ${quote(kDigestsEntryName)}` };
+  const place: ErrorPlace = { source, entry: kDigestsEntryName };
   const doc = parseJson(bytes, place, limit, 'option maxDigestsBytes');
   const j: JsonReader = new JsonReader(doc, place);
   const root = doc.value;
@@ -146,7 +146,7 @@ export interface SignatureBundle {
 
 /** Parses `__SIGNATURE` (spec §12.3). Verifies nothing. */
 export function decodeSignature(bytes: Uint8Array, source: string, limit = kDefaultMaxSignatureBytes): SignatureBundle {
-  const place: ErrorPlace = { source, entry: `entry ${quote(kSignatureEntryName)}` };
+  const place: ErrorPlace = { source, entry: kSignatureEntryName };
   const doc = parseJson(bytes, place, limit, 'option maxSignatureBytes');
   const j: JsonReader = new JsonReader(doc, place);
   const root = doc.value;

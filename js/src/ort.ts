@@ -20,7 +20,7 @@
 //    through JavaScript.
 
 import { tensorLabel, type Archive, type ResolvedTensor } from './archive.js';
-import { OnnxzipError, quote } from './errors.js';
+import { OnnxzipError } from './errors.js';
 import { kTensorFieldDataLocation, kTensorFieldExternalData, kTensorFieldRawData, type TensorRecord } from './onnx.js';
 import { lengthDelimitedPrefix, Pieces, spliceSubmessages, stringField, WireReader, type SubmessageEdit } from './protobuf.js';
 
@@ -139,7 +139,7 @@ export async function ortFileModel(archive: Archive, fileName: string, inlineBel
       };
     }
     const local = t.entry.local;
-    if (local === undefined) throw new OnnxzipError('bad_state', { source: archive.sourceName, entry: `entry ${quote(t.entry.name)}` }, 'its local header has not been read');
+    if (local === undefined) throw new OnnxzipError('bad_state', { source: archive.sourceName, entry: t.entry.name }, 'its local header has not been read');
     return {
       path: t.record.path,
       payload: rewriteTensor(archive.modelBytes, t.record, (out) => {

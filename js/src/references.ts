@@ -111,27 +111,28 @@ function referencedEntry(r: TensorRecord, location: string | undefined, dir: Zip
 function resolveExternal(r: TensorRecord, dir: ZipDirectory, src: ErrorPlace, sourceKind: SourceKind, findings: Finding[]): ResolvedTensor {
   // Labels and places are built when a finding or an error needs them.
   const label = (): string => tensorLabel({ name: r.name ?? '', site: r.site });
-  const place = (): ErrorPlace => ({ ...src, tensor: label() });
+  const place = (): ErrorPlace => ({ ...src, tensor: r.name ?? '', site: r.site });
   const reject = (problem: string): never => {
     throw new OnnxzipError('corrupt', place(), problem);
   };
   const keys = externalDataKeys(r, reject);
   const e = referencedEntry(r, keys.get('location'), dir, reject);
-  const entryPlace = (): ErrorPlace => ({ ...place(), entry: `entry ${quote(e.name)}` });
+  const entryPlace = (): ErrorPlace => ({ ...place(), entry: e.name });
+  const atEntry = { offset: e.localHeaderOffset }; // As the C++ reader: the entry's local header.
   const bits = elementBits(r.dataType);
   if (bits === undefined) throw new OnnxzipError('unsupported', place(), `data type ${r.dataType} is not one this reader knows`);
   const size = payloadSize(r.dims, bits);
   if (typeof size === 'string') reject(size);
   if (BigInt(e.size) !== size) {
-    throw new OnnxzipError('corrupt', entryPlace(), `the entry has ${e.size} bytes, the tensor's dims ${dimsText(r.dims)} of ${dataTypeName(r.dataType)} need ${size} (spec §7.3)`);
+    throw new OnnxzipError('corrupt', entryPlace(), `the entry has ${e.size} bytes, the tensor's dims ${dimsText(r.dims)} of ${dataTypeName(r.dataType)} need ${size} (spec §7.3)`, atEntry);
   }
   const length = keys.get('length');
   if (length !== undefined && BigInt(length) !== BigInt(e.size)) {
-    throw new OnnxzipError('corrupt', entryPlace(), `external_data length ${length} differs from the entry's size ${e.size}`);
+    throw new OnnxzipError('corrupt', entryPlace(), `external_data length ${length} differs from the entry's size ${e.size}`, atEntry);
   }
   const offset = keys.get('offset');
   if (offset !== undefined && BigInt(offset) !== 0n) {
-    throw new OnnxzipError('corrupt', entryPlace(), `external_data offset ${offset} is not 0: a payload starts at its entry's first byte (spec §7.2 item 4)`);
+    throw new OnnxzipError('corrupt', entryPlace(), `external_data offset ${offset} is not 0: a payload starts at its entry's first byte (spec §7.2 item 4)`, atEntry);
   }
   const keyFinding = externalDataKeysFinding(r, length);
   if (keyFinding !== undefined) findings.push(warning('reference', keyFinding, { tensor: label(), entry: e.name }));

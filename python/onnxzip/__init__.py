@@ -33,10 +33,14 @@ sign(path, key=PEM) adds `__SIGNATURE` too; verify(path, public_key=PEM) checks 
 their status; edits keep them true (key= re-signs). open(..., check_digests=True) checks the model
 at open and each tensor the first time it is handed out (CorruptError naming the entry).
 
+Many writers, one archive (ranks of a training job, spec §13): plan_parts, begin_parts, PartWriter,
+finish_parts, abort_parts (see onnxzip._parts).
+
 Functions: save, load, open, load_file, save_file, convert, verify, sign, repack,
-write_view_model, replace_model, edit_model, edit_model_properties, export_torch.
+write_view_model, replace_model, edit_model, edit_model_properties, export_torch, plan_parts,
+begin_parts, finish_parts, abort_parts.
 Classes: Archive (what open returns), ArchiveWriter, TensorInfo, VerifyReport, VerifyFinding,
-SignResult, EditResult, RepackResult.
+SignResult, EditResult, RepackResult, PartsPlan, PartWriter, PlannedEntry.
 Errors: Error and its subclasses (see onnxzip.Error), one per code, ChangedError included.
 
 Data types: get_tensor returns numpy's own dtype for FLOAT, DOUBLE, FLOAT16, the integer types,
@@ -55,6 +59,8 @@ from ._archive import Archive, TensorInfo, load, load_file, open
 from ._edit import EditResult, edit_model, edit_model_properties, replace_model
 from ._errors import (BadStateError, ChangedError, CorruptError, Error, InvalidArgumentError,
                       IOFailure, LimitExceededError, NotFoundError, UnsupportedError)
+from ._parts import (PartsPlan, PartWriter, PlannedEntry, abort_parts, begin_parts, finish_parts,
+                     plan_parts)
 from ._tools import (RepackResult, SignResult, VerifyFinding, VerifyReport, convert, repack, sign,
                      verify, write_view_model)
 from ._torch_export import export_torch
@@ -64,6 +70,8 @@ from ._writer import ArchiveWriter, save, save_file
 __all__ = [
     "save", "load", "open", "load_file", "save_file", "convert", "verify", "sign", "repack",
     "write_view_model", "export_torch",
+    "plan_parts", "begin_parts", "finish_parts", "abort_parts", "PartsPlan", "PartWriter",
+    "PlannedEntry",
     "replace_model", "edit_model", "edit_model_properties", "Archive", "ArchiveWriter", "TensorInfo", "VerifyReport",
     "VerifyFinding", "RepackResult", "EditResult", "SignResult", "S3Options",
     "Error", "CorruptError", "UnsupportedError", "NotFoundError", "IOFailure",
@@ -73,6 +81,6 @@ __version__ = "0.1.0"
 
 # Tracebacks and repr() show the public names (onnxzip.Archive), not the private modules.
 for _public in (Archive, TensorInfo, EditResult, RepackResult, SignResult, VerifyFinding,
-                VerifyReport, ArchiveWriter):
+                VerifyReport, ArchiveWriter, PartsPlan, PartWriter, PlannedEntry):
     _public.__module__ = "onnxzip"
 del _public

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import os
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
@@ -64,7 +65,7 @@ def _open_archive(source: Source, access: str, *, headers: Headers = None,
         if not hint:
             raise
         raise CorruptError(f"{e} ({hint})", source=e.source or path, entry=e.entry,
-                           tensor=e.tensor, offset=e.offset,
+                           tensor=e.tensor, site=e.site, offset=e.offset,
                            problem=f"{e.problem} ({hint})") from None
 
 
@@ -233,7 +234,10 @@ class Archive:
         self._archive = _open_archive(_location_of(path), access,
                                       headers=headers, check_digests=check_digests,
                                       public_key=public_key)
-        self._model: Optional[onnx.ModelProto] = None
+        # The model, parsed when asked for and held weakly: an open archive keeps the model's
+        # bytes (read at open), not a parsed copy several times their size that a caller may
+        # no longer use.
+        self._model: Optional["weakref.ReferenceType[onnx.ModelProto]"] = None
         # TensorInfo objects are made when asked for: building a frozen dataclass per tensor took
         # longer than opening the archive, and most callers only want keys() and get_tensor().
         self._count = self._archive.tensor_count()
@@ -246,10 +250,15 @@ class Archive:
 
     @property
     def model(self) -> onnx.ModelProto:
-        """The onnx.ModelProto as stored: tensors that are entries refer to them (EXTERNAL)."""
-        if self._model is None:
-            self._model = _parse_stored_model(self._archive.model_bytes(), self.path)
-        return self._model
+        """The onnx.ModelProto as stored: tensors that are entries refer to them (EXTERNAL).
+        Parsed from the model's bytes read at open (a later change of the file does not show),
+        and held only while the caller holds it: the same object while it lives, a new parse
+        after that."""
+        model = self._model() if self._model is not None else None
+        if model is None:
+            model = _parse_stored_model(self._archive.model_bytes(), self.path)
+            self._model = weakref.ref(model)
+        return model
 
     def keys(self, key: str = "name") -> List[str]:
         """Every tensor of the model in model order (the payload entries and the small tensors

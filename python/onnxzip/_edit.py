@@ -24,7 +24,9 @@ class EditResult:
     size afterwards. For an archive with integrity entries (spec §12): digests_updated
     (`__DIGESTS` rewritten with the new model's digest, nothing else hashed), signed_again
     (`__SIGNATURE` written anew with `key`), signature_removed (it went: no key was given, or a
-    compaction), digests_removed (`__DIGESTS` went with a compaction)."""
+    compaction), digests_removed (`__DIGESTS` went with a compaction). In a bucket
+    (s3://bucket/key): object_rewritten (the object was uploaded whole: the bytes before the model
+    were under the 5 MiB a part copied inside the store must have)."""
 
     compacted: bool
     dropped_entries: Tuple[str, ...]
@@ -35,6 +37,7 @@ class EditResult:
     signed_again: bool = False
     signature_removed: bool = False
     digests_removed: bool = False
+    object_rewritten: bool = False
 
 
 def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact: bool = False,
@@ -63,6 +66,14 @@ def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact:
     The edit locks the file; readers hold its lock for a moment while they read the archive's
     tail, another edit for as long as it takes. `wait` is how long, in seconds, the edit waits for
     it before it gives up with IOFailure "locked by another process" (the archive unchanged).
+
+    `path` may be "s3://bucket/key" (credentials, region and endpoint as the AWS tools take
+    them): the object is edited inside the bucket, byte for byte as a local edit of the same
+    bytes -- the store copies the bytes before the model, the new tail is uploaded, and the
+    upload completes only if the object is still the one read (ChangedError otherwise, the
+    object left as the other client wrote it). `durable` and `wait` do not apply there; an
+    object whose bytes before the model are under 5 MiB is uploaded whole
+    (EditResult.object_rewritten). The same holds for edit_model() and edit_model_properties().
 
         with onnxzip.open("model.onnxz") as archive:
             model = archive.model
@@ -194,6 +205,7 @@ def _edit(function: str, path: PathLike, change: Change, compact: bool, durable:
 
 def _edit_result(fields: _onnxzip.EditTuple) -> EditResult:
     (compacted, dropped, model_offset, model_size, file_size, digests_updated, signed_again,
-     signature_removed, digests_removed) = fields
+     signature_removed, digests_removed, object_rewritten) = fields
     return EditResult(compacted, tuple(dropped), model_offset, model_size, file_size,
-                      digests_updated, signed_again, signature_removed, digests_removed)
+                      digests_updated, signed_again, signature_removed, digests_removed,
+                      object_rewritten)

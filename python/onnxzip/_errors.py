@@ -13,10 +13,14 @@ class Error(Exception):
     - ``code``: the library's error code ("corrupt", "unsupported", "not_found", "io",
       "invalid_argument", "limit_exceeded", "bad_state", "changed");
     - ``source``: the file path, URL (without its query) or "<memory>" ("" when none);
-    - ``entry``: the archive entry, as the message names it ("" when none);
-    - ``tensor``: the tensor, as the message names it (its name and site; "" when none);
-    - ``offset``: a byte offset in the source, or None;
+    - ``entry``: the archive entry's name ("" when none);
+    - ``tensor``: the tensor's name ("" when none, or unnamed);
+    - ``site``: the tensor's site, "graph/initializer[0]" ("" when none);
+    - ``offset``: the byte offset in the source the message names (an entry's local header),
+      or None;
     - ``problem``: what is wrong, without the place.
+
+    The fields are plain values, not phrases: ``error.entry`` equals a ``TensorInfo.entry``.
 
     Each code has a subclass that also derives from the matching built-in exception, so
     ``except ValueError`` or ``except OSError`` catch what they would catch from the standard
@@ -27,12 +31,14 @@ class Error(Exception):
     code: str = "error"
 
     def __init__(self, message: str = "", *, source: str = "", entry: str = "", tensor: str = "",
-                 offset: Optional[int] = None, problem: Optional[str] = None) -> None:
+                 site: str = "", offset: Optional[int] = None,
+                 problem: Optional[str] = None) -> None:
         super().__init__(message)
         self.message = message
         self.source = source
         self.entry = entry
         self.tensor = tensor
+        self.site = site
         self.offset = offset
         self.problem = message if problem is None else problem
         if isinstance(self, OSError) and source:
@@ -110,10 +116,11 @@ _BY_CODE = {cls.code: cls for cls in (CorruptError, UnsupportedError, NotFoundEr
 
 
 def _from_code(code: str, message: str, source: str = "", entry: str = "", tensor: str = "",
-               offset: Optional[int] = None, problem: Optional[str] = None) -> Error:
+               site: str = "", offset: Optional[int] = None,
+               problem: Optional[str] = None) -> Error:
     """The exception for a library error (called by the extension module)."""
     cls = _BY_CODE.get(code, Error)
-    error = cls(message, source=source, entry=entry, tensor=tensor, offset=offset,
+    error = cls(message, source=source, entry=entry, tensor=tensor, site=site, offset=offset,
                 problem=problem)
     if cls is Error:
         error.code = code

@@ -192,12 +192,15 @@ def verify(path: Source, *, check_crc: bool = True, public_key: Optional[KeyLike
 class SignResult:
     """What sign() did: entries (how many `__DIGESTS` lists), key_id (the signing key's id, ""
     for digests_only), signature_removed (digests_only removed a `__SIGNATURE` the archive had:
-    it would no longer verify), file_size (the archive's size afterwards)."""
+    it would no longer verify), file_size (the archive's size afterwards). In a bucket
+    (s3://bucket/key): entries_read (the object had no `__DIGESTS`, so every entry was read to
+    be hashed; with one, its statement is signed as it stands, only the model hashed again)."""
 
     entries: int
     key_id: str
     signature_removed: bool
     file_size: int
+    entries_read: bool = False
 
 
 def sign(path: PathLike, *, key: Optional[KeyLike] = None, digests_only: bool = False,
@@ -212,6 +215,11 @@ def sign(path: PathLike, *, key: Optional[KeyLike] = None, digests_only: bool = 
     `openssl ecparam -name prime256v1 -genkey` writes it). `digests_only=True` writes
     `__DIGESTS` alone (and removes a `__SIGNATURE`, which would no longer verify). One of the two
     is needed.
+
+    `path` may be "s3://bucket/key": the new tail is uploaded after the bytes before it, copied
+    inside the bucket, as replace_model() does there. An object with `__DIGESTS` gets that
+    statement signed as it stands (only the model is hashed again); one without has every entry
+    read to be hashed (SignResult.entries_read).
 
         onnxzip.sign("model.onnxz", key="signer.pem")
         onnxzip.verify("model.onnxz", public_key="signer.pub.pem").signature   # "valid"

@@ -194,34 +194,7 @@ class ArchiveWriter:
             # Two initializers of one name make an invalid model (ONNX IR: names are unique);
             # the second would have been stored as entry "<name>_2" and the model kept both.
             raise InvalidArgumentError(f"{self.path}: tensor {name!r} was added already")
-        data, implied_type = _as_array(array)
-        if data.dtype.byteorder == ">":
-            raise InvalidArgumentError(
-                f"{self.path}: tensor {name!r}: big-endian arrays are not accepted "
-                "(payloads are little-endian): pass array.astype(array.dtype.newbyteorder('<'))")
-        if data.dtype.hasobject or data.dtype.kind in "OUSVMm":
-            raise InvalidArgumentError(
-                f"{self.path}: tensor {name!r}: numpy dtype {data.dtype} has no ONNX data type")
-        if data_type is None:
-            data_type = implied_type
-        if data_type is None:
-            try:
-                data_type = _NUMPY_TO_ONNX[data.dtype]
-            except KeyError:
-                raise InvalidArgumentError(
-                    f"{self.path}: tensor {name!r}: numpy dtype {data.dtype} has no ONNX data type; "
-                    "pass data_type= for raw views") from None
-        else:
-            _check_int("add_tensor", "data_type", data_type, 1, (1 << 31) - 1)
-            _check_raw_view(self.path, name, data.dtype, data_type)
-        if dims is not None and not all(isinstance(d, (int, np.integer)) and
-                                        not isinstance(d, bool) for d in dims):
-            raise TypeError(f"add_tensor: dims must be a sequence of ints, not {dims!r}"[:200])
-        shape = [int(d) for d in (dims if dims is not None else data.shape)]
-        if not data.flags.c_contiguous:
-            raise InvalidArgumentError(
-                f"{self.path}: tensor {name!r}: the array is not C-contiguous "
-                "(numpy.ascontiguousarray makes a contiguous copy)")
+        data, data_type, shape = _payload_of(self.path, name, array, data_type, dims)
         location, length = self._writer.add_tensor(name, data_type, shape, data)
         self._names.add(name)
         tensor = onnx.TensorProto()
@@ -264,6 +237,42 @@ class ArchiveWriter:
         if exc_type is None and not self._finished and not self._aborted:
             raise BadStateError(
                 f"{self.path}: ArchiveWriter left without finish(model): nothing was written")
+
+
+def _payload_of(where: str, name: str, array: Any, data_type: Optional[int],
+                dims: Optional[List[int]]) -> Tuple[np.ndarray[Any, Any], int, List[int]]:
+    """What add_tensor writes for `array`: its bytes as a contiguous numpy array, its ONNX data
+    type (`data_type`, else the dtype's) and its shape (`dims`, else the array's), each checked;
+    InvalidArgumentError naming `where` and the tensor otherwise. Shared with PartWriter."""
+    data, implied_type = _as_array(array)
+    if data.dtype.byteorder == ">":
+        raise InvalidArgumentError(
+            f"{where}: tensor {name!r}: big-endian arrays are not accepted "
+            "(payloads are little-endian): pass array.astype(array.dtype.newbyteorder('<'))")
+    if data.dtype.hasobject or data.dtype.kind in "OUSVMm":
+        raise InvalidArgumentError(
+            f"{where}: tensor {name!r}: numpy dtype {data.dtype} has no ONNX data type")
+    if data_type is None:
+        data_type = implied_type
+    if data_type is None:
+        try:
+            data_type = _NUMPY_TO_ONNX[data.dtype]
+        except KeyError:
+            raise InvalidArgumentError(
+                f"{where}: tensor {name!r}: numpy dtype {data.dtype} has no ONNX data type; "
+                "pass data_type= for raw views") from None
+    else:
+        _check_int("add_tensor", "data_type", data_type, 1, (1 << 31) - 1)
+        _check_raw_view(where, name, data.dtype, data_type)
+    if dims is not None and not all(isinstance(d, (int, np.integer)) and
+                                    not isinstance(d, bool) for d in dims):
+        raise TypeError(f"add_tensor: dims must be a sequence of ints, not {dims!r}"[:200])
+    shape = [int(d) for d in (dims if dims is not None else data.shape)]
+    if not data.flags.c_contiguous:
+        raise InvalidArgumentError(
+            f"{where}: tensor {name!r}: the array is not C-contiguous "
+            "(numpy.ascontiguousarray makes a contiguous copy)")
+    return data, data_type, shape
 
 
 def _as_array(array: Any) -> Tuple[np.ndarray[Any, Any], Optional[int]]:

@@ -18,6 +18,8 @@ void register_writer(pybind11::module_& m);
 void register_convert(pybind11::module_& m);
 void register_integrity(pybind11::module_& m);
 void register_edit(pybind11::module_& m);
+// Many writers, one archive (parts.h): parts_bindings.cpp.
+void register_parts(pybind11::module_& m);
 
 // A C-contiguous buffer of any Python object (bytes, bytearray, memoryview, numpy array...),
 // held for the lifetime of this object. Acquire and release need the GIL; the bytes may be read

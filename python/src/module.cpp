@@ -1,13 +1,11 @@
-// onnxzip._onnxzip: the C++ library as seen from Python. The public package
-// (python/onnxzip/) builds the Pythonic API on top: onnx.ModelProto in and out,
-// numpy views, exceptions, docs. This layer only moves bytes and calls the
-// library: models cross as serialized bytes (parse_model / serialize_model on
-// this side, onnx on the other), payloads as buffers that are borrowed, never
-// copied. Every call that reads or writes a file releases the GIL.
+// onnxzip._onnxzip: the C++ library as seen from Python. The public package (python/onnxzip/)
+// builds the Pythonic API on top: onnx.ModelProto in and out, numpy views, exceptions, docs.
+// This layer only moves bytes and calls the library: models cross as serialized bytes
+// (parse_model / serialize_model on this side, onnx on the other), payloads as buffers that are
+// borrowed, never copied. Every call that reads or writes a file releases the GIL.
 //
-// Errors: an onnxzip::Error becomes the Python class onnxzip._errors picks for
-// its code (one family under onnxzip.Error), with the library's message and the
-// code as `.code`.
+// Errors: an onnxzip::Error becomes the Python class onnxzip._errors picks for its code (one
+// family under onnxzip.Error), with the library's message and the code as `.code`.
 #include <fcntl.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -85,14 +83,16 @@ void translate_error(std::exception_ptr thrown) {
   try {
     if (thrown) std::rethrow_exception(thrown);
   } catch (const onnxzip::Error& e) {
-    // The place apart from the problem, as the library composed it (Python's
-    // Error attributes).
+    // The place apart from the problem as plain values (Python's Error attributes): names
+    // surrogate-escaped as tensors() gives them, so that they compare equal.
     const py::object make = py::module_::import("onnxzip._errors").attr("_from_code");
     const onnxzip::ErrorContext& place = e.context();
     const auto text = [](const std::string& part) { return file_text(part, "backslashreplace"); };
     const py::object exception =
-        make(std::string(onnxzip::to_string(e.code())), text(e.message()), text(place.file),
-             text(place.entry), text(place.tensor), py::none(), text(e.problem()));
+        make(std::string(onnxzip::to_string(e.code())), text(e.message()), file_text(place.file),
+             file_text(place.entry_name), file_text(place.tensor_name), file_text(place.site),
+             place.offset ? py::object(py::int_(*place.offset)) : py::object(py::none()),
+             text(e.problem()));
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr())), exception.ptr());
   }
 }
@@ -109,8 +109,7 @@ onnxzip::SaveOptions save_options(const std::uint32_t alignment, const std::uint
   return options;
 }
 
-// A key given as PEM bytes (any buffer) or as the path of a PEM file; None is
-// no key.
+// A key given as PEM bytes (any buffer) or as the path of a PEM file; None is no key.
 template <typename Key>
 std::optional<Key> pem_key(const py::handle key) {
   if (key.is_none()) return std::nullopt;
@@ -123,8 +122,7 @@ std::optional<Key> pem_key(const py::handle key) {
   return Key::load(path);
 }
 
-// Parses serialized model bytes that the caller keeps alive for as long as the
-// model is used.
+// Parses serialized model bytes that the caller keeps alive for as long as the model is used.
 onnxzip::ModelProto parse_borrowed(const onnxzip::ByteSpan bytes) {
   onnxzip::ParseOptions options;
   options.no_copy = true;
@@ -140,8 +138,8 @@ void save_bytes(const py::handle model_bytes, const std::filesystem::path& path,
   onnxzip::save(model, path, save_options(alignment, threshold, dedupe, digests));
 }
 
-// The numpy dtype that views a payload of `data_type`; types numpy lacks are
-// raw views of their storage unit (the Python docs list them).
+// The numpy dtype that views a payload of `data_type`; types numpy lacks are raw views of their
+// storage unit (the Python docs list them).
 py::dtype dtype_for(const std::int32_t data_type) {
   using T = onnxzip::TensorProto;
   switch (data_type) {
@@ -180,8 +178,7 @@ py::dtype dtype_for(const std::int32_t data_type) {
   }
 }
 
-// One tensor of an opened archive, as onnxzip.TensorInfo shows it
-// (spec/names.md).
+// One tensor of an opened archive, as onnxzip.TensorInfo shows it (spec/names.md).
 struct TensorRecord {
   std::string name;
   std::string site;
@@ -202,9 +199,9 @@ onnxzip::FileAccess file_access(const std::string& access) {
                        "access must be \"map\" or \"read\", not \"" + access + "\"");
 }
 
-// A read-only numpy array over `bytes`, which the array's base (a capsule) then
-// owns: a payload read from a remote archive (owned, 64-byte aligned), or one
-// checked against its digest (borrowed from the mapping, with its owner token).
+// A read-only numpy array over `bytes`, which the array's base (a capsule) then owns: a payload
+// read from a remote archive (owned, 64-byte aligned), or one checked against its digest
+// (borrowed from the mapping, with its owner token).
 py::array array_owning(onnxzip::TensorBytes bytes, const py::dtype& dtype,
                        const std::vector<py::ssize_t>& shape) {
   auto* const held = new onnxzip::TensorBytes(std::move(bytes));
@@ -214,30 +211,30 @@ py::array array_owning(onnxzip::TensorBytes bytes, const py::dtype& dtype,
   return result;
 }
 
-// Remote payloads asked for together are read in groups of about this many
-// bytes, several at once: each group one request (adjacent entries merge), as
-// `onnxzip extract` reads.
+// Remote payloads asked for together are read in groups of about this many bytes, several at
+// once: each group one request (adjacent entries merge), as `onnxzip extract` reads.
 constexpr std::uint64_t kRemoteGroupBytes = std::uint64_t{64} << 20;
 constexpr unsigned kRemoteGroupsInFlight = 4;
 
-// An opened archive, shared with every numpy view made from it: a view of an
-// inflated (deflated in the file) payload keeps the whole Archive alive, a view
-// of a stored one only the mapping.
+// An opened archive, shared with every numpy view made from it: a view of an inflated (deflated
+// in the file) payload keeps the whole Archive alive, a view of a stored one only the mapping.
 class PyArchive final {
  public:
-  // `location`: a path, or with `remote` an http(s) URL read with range
-  // requests (`headers` go with each). `access`: "map" maps the file
-  // copy-on-write, so that a write through a view (torch ignores numpy's
-  // read-only flag) copies a page instead of killing the process with SIGSEGV;
-  // "read" reads the file into memory, for files that others may change.
-  // `check_digests` / `public_key`: LoadOptions' lazy digest checking; every
-  // payload is then handed out through Archive::payload(), which checks it.
-  // `kind` "buffer": `location` is the archive's bytes (any buffer object),
-  // viewed in place.
+  // `location`: a path, or with `remote` an http(s) URL read with range requests (`headers` go
+  // with each). `access`: "map" maps the file copy-on-write, so that a write through a view
+  // (torch ignores numpy's read-only flag) copies a page instead of killing the process with
+  // SIGSEGV; "read" reads the file into memory, for files that others may change.
+  // `check_digests` / `public_key`: LoadOptions' lazy digest checking; every payload is then
+  // handed out through Archive::payload(), which checks it.
+  // `kind` "buffer": `location` is the archive's bytes (any buffer object), viewed in place.
   PyArchive(const py::handle location, const std::string& access, const std::string& kind,
             const std::vector<std::string>& headers, const bool check_digests,
             const py::handle public_key) {
-    onnxzip::LoadOptions options{.parse = {.no_copy = true}};
+    // An open archive holds the model's bytes, about its size, and not the library's parse of
+    // it (several times that): Python parses the model when asked for it (Archive.model), and
+    // every inline payload is borrowed from those bytes.
+    onnxzip::LoadOptions options{.parse = {.no_copy = true, .raw_data_threshold = 0}};
+    options.keep_model = false;
     options.access = file_access(access);
     options.check_digests = check_digests;
     options.check_digests_name = "check_digests=True";  // Python's name, not the C++ one.
@@ -263,7 +260,6 @@ class PyArchive final {
       archive_ = std::make_shared<const onnxzip::Archive>(onnxzip::Archive::open(path, options));
     }
     ranged_ = archive_->zip().source().access() == onnxzip::ByteSource::Access::kRanges;
-    collect_rows();
   }
 
   py::bytes model_bytes() const {
@@ -271,108 +267,74 @@ class PyArchive final {
     return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
   }
 
-  // Every tensor of the model, in for_each_tensor order: the archive's external
-  // tensors and the inline ones (small initializers save() kept in the model,
-  // Constant values...).
+  // Every tensor of the model that holds data, in for_each_tensor order: Archive::tensors(),
+  // external and inline (small initializers save() kept in the model, Constant values...).
   std::vector<TensorRecord> tensors() const {
     std::vector<TensorRecord> result;
-    for (std::size_t i = 0; i < rows_.size(); ++i) result.push_back(tensor(i));
+    for (std::size_t i = 0; i < archive().tensors().size(); ++i) result.push_back(tensor(i));
     return result;
   }
 
-  // tensors()[index] alone: onnxzip.Archive makes these records only when asked
-  // for.
+  // tensors()[index] alone: onnxzip.Archive makes these records only when asked for.
   TensorRecord tensor(const std::size_t index) const {
-    const Row& row = this->row(index);
-    if (row.inline_tensor) {
-      const InlineTensor& t = *row.inline_tensor;
-      return {.name = t.name,
-              .site = t.site,
-              .entry = "",
-              .data_type = t.data_type,
-              .dims = t.dims,
-              .size = t.bytes.size(),
-              .offset = std::nullopt,
-              .alignment = 0,
-              .is_inline = true,
-              .zero_copy = false};
-    }
-    const onnxzip::Archive::TensorInfo& t = info(row.external);
-    // A remote entry's data offset is not known before its local header is
-    // read.
+    const onnxzip::Archive::TensorInfo& t = info(index);
+    // A remote entry's data offset is not known before its local header is read.
     return {.name = t.name,
             .site = t.site,
             .entry = t.entry,
             .data_type = t.data_type,
             .dims = t.dims,
-            .size = entry_size(t),
+            .size = t.size,
             .offset = ranged_ ? std::nullopt : t.offset,
             .alignment = ranged_ ? 0 : t.alignment,
-            .is_inline = false,
+            .is_inline = t.is_inline,
             .zero_copy = t.zero_copy};
   }
 
-  // The model's metadata_props as (key, value) pairs, from the model the
-  // Archive has parsed: the Python side need not parse the graph for them.
+  // The model's metadata_props as (key, value) pairs, parsed here from the model's bytes (the
+  // Archive keeps no parse): the Python side need not parse the graph for them.
   std::vector<std::pair<py::str, py::str>> metadata() const {
+    archive();                                                      // Closed: BadStateError.
+    const std::shared_ptr<const onnxzip::Archive> held = archive_;  // Against a close meanwhile.
+    onnxzip::ModelProto model;
+    {
+      const py::gil_scoped_release unlocked;
+      model = parse_borrowed(held->model_bytes());
+    }
     std::vector<std::pair<py::str, py::str>> result;
-    for (const auto& entry : archive().model().metadata_props) {
+    for (const auto& entry : model.metadata_props) {
       result.emplace_back(file_text(entry.key.value_or("")), file_text(entry.value.value_or("")));
     }
     return result;
   }
 
-  std::size_t tensor_count() const {
-    archive();
-    return rows_.size();
-  }
+  std::size_t tensor_count() const { return archive().tensors().size(); }
 
-  // (names, sites, entries) of tensors(), in its order ("" for an unnamed or
-  // inline tensor's missing part): what onnxzip.Archive looks tensors up by,
-  // without a record per tensor.
+  // (names, sites, entries) of tensors(), in its order ("" for an unnamed or inline tensor's
+  // missing part): what onnxzip.Archive looks tensors up by, without a record per tensor.
   py::tuple columns() const {
-    archive();
     py::list names;
     py::list sites;
     py::list entries;
-    for (const Row& row : rows_) {
-      if (row.inline_tensor) {
-        names.append(file_text(row.inline_tensor->name));
-        sites.append(file_text(row.inline_tensor->site));
-        entries.append(py::str(""));
-      } else {
-        const onnxzip::Archive::TensorInfo& t = archive().tensors()[row.external];
-        names.append(file_text(t.name));
-        sites.append(file_text(t.site));
-        entries.append(file_text(t.entry));
-      }
+    for (const onnxzip::Archive::TensorInfo& t : archive().tensors()) {
+      names.append(file_text(t.name));
+      sites.append(file_text(t.site));
+      entries.append(file_text(t.entry));
     }
     return py::make_tuple(names, sites, entries);
   }
 
-  // A read-only numpy array over tensor `index` of tensors(): no byte copied
-  // for an external tensor; an inline one's array owns a copy of its payload.
+  // A read-only numpy array over tensor `index` of tensors(): no byte copied for an external
+  // tensor; an inline one's array owns a copy of its payload (Archive::payload).
   py::array array(const std::size_t index) const {
-    const Row& row = this->row(index);
-    if (row.inline_tensor) {
-      const InlineTensor& t = *row.inline_tensor;
-      py::array result(dtype_for(t.data_type), shape_of(t.data_type, t.dims, t.bytes.size()));
-      if (static_cast<std::size_t>(result.nbytes()) != t.bytes.size()) {
-        throw onnxzip::Error(onnxzip::ErrorCode::kCorrupt,
-                             "tensor at " + t.site + ": its payload does not match its dims");
-      }
-      if (!t.bytes.empty()) std::memcpy(result.mutable_data(), t.bytes.data(), t.bytes.size());
-      py::detail::array_proxy(result.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
-      return result;
-    }
-    const onnxzip::Archive::TensorInfo& t = info(row.external);
-    if (ranged_ || checked_) {
+    const onnxzip::Archive::TensorInfo& t = info(index);
+    if (t.is_inline || ranged_ || checked_) {
       std::vector<onnxzip::TensorBytes> read = fetch_without_gil({&t});
       return array_of(t, std::move(read.front()));
     }
     const std::vector<py::ssize_t> shape = shape_of(t.data_type, t.dims, t.data.size());
-    // The capsule is the array's base: it owns a reference to the memory, so
-    // the array outlives this object and the Python Archive.
+    // The capsule is the array's base: it owns a reference to the memory, so the array outlives
+    // this object and the Python Archive.
     py::capsule base;
     if (t.zero_copy) {
       base = py::capsule(new onnxzip::OwnerToken(archive().owner()),
@@ -387,16 +349,16 @@ class PyArchive final {
     return result;
   }
 
-  // arrays of tensors()[indices], the payloads a remote archive holds read
-  // together (merged, in parallel), the GIL released meanwhile.
+  // arrays of tensors()[indices], the payloads a remote archive holds read together (merged,
+  // in parallel), the GIL released meanwhile.
   py::list arrays(const std::vector<std::size_t>& indices) const {
     std::vector<std::size_t> external;  // Positions in `indices` of what fetch() reads.
     std::vector<const onnxzip::Archive::TensorInfo*> infos;
     for (std::size_t k = 0; k < indices.size(); ++k) {
-      const Row& row = this->row(indices[k]);
-      if (!row.inline_tensor && (ranged_ || checked_)) {
+      const onnxzip::Archive::TensorInfo& t = info(indices[k]);
+      if (!t.is_inline && (ranged_ || checked_)) {
         external.push_back(k);
-        infos.push_back(&info(row.external));
+        infos.push_back(&t);
       }
     }
     std::vector<onnxzip::TensorBytes> read = fetch_without_gil(infos);
@@ -411,17 +373,16 @@ class PyArchive final {
     return result;
   }
 
-  // Copies of the payloads of tensors()[indices] (for onnx's raw_data, which
-  // must own its bytes), read as arrays() reads them; each read buffer is let
-  // go once copied.
+  // Copies of the payloads of tensors()[indices] (for onnx's raw_data, which must own its
+  // bytes), read as arrays() reads them; each read buffer is let go once copied.
   py::list payloads(const std::vector<std::size_t>& indices) const {
     std::vector<const onnxzip::Archive::TensorInfo*> infos;
     std::vector<std::size_t> external;
     for (std::size_t k = 0; k < indices.size(); ++k) {
-      const Row& row = this->row(indices[k]);
-      if (!row.inline_tensor) {
+      const onnxzip::Archive::TensorInfo& t = info(indices[k]);
+      if (!t.is_inline) {
         external.push_back(k);
-        infos.push_back(&info(row.external));
+        infos.push_back(&t);
       }
     }
     std::vector<onnxzip::TensorBytes> read = fetch_without_gil(infos);
@@ -437,13 +398,10 @@ class PyArchive final {
     return result;
   }
 
-  // A copy of tensor `index`'s payload (for onnx's raw_data, which must own its
-  // bytes).
+  // A copy of tensor `index`'s payload (for onnx's raw_data, which must own its bytes).
   py::bytes payload(const std::size_t index) const {
-    const Row& row = this->row(index);
-    if (row.inline_tensor) return copy_to_bytes(row.inline_tensor->bytes);
-    const onnxzip::Archive::TensorInfo& t = info(row.external);
-    if (ranged_ || checked_) {
+    const onnxzip::Archive::TensorInfo& t = info(index);
+    if (t.is_inline || ranged_ || checked_) {
       std::vector<onnxzip::TensorBytes> read = fetch_without_gil({&t});
       return copy_to_bytes(read.front().view());
     }
@@ -453,8 +411,7 @@ class PyArchive final {
   void close() { archive_.reset(); }
   bool closed() const { return archive_ == nullptr; }
   bool remote() const { return ranged_; }
-  // (requests, bytes) the remote archive's source has made and received; (0, 0)
-  // for a file.
+  // (requests, bytes) the remote archive's source has made and received; (0, 0) for a file.
   std::pair<std::uint64_t, std::uint64_t> http_stats() const {
     const auto* source = dynamic_cast<const onnxzip::HttpSource*>(&archive().zip().source());
     if (source == nullptr) return {0, 0};
@@ -471,30 +428,6 @@ class PyArchive final {
     const auto& tensors = archive().tensors();
     if (index >= tensors.size()) throw py::index_error("no tensor " + std::to_string(index));
     return tensors[index];
-  }
-
-  // An inline tensor's payload, copied at open: the model may borrow it from
-  // the mapping, and typed fields (float_data...) become raw little-endian
-  // bytes here once.
-  struct InlineTensor {
-    std::string name;
-    std::string site;
-    std::int32_t data_type = 0;
-    std::vector<std::int64_t> dims;
-    std::vector<std::uint8_t> bytes;
-  };
-  struct Row {
-    std::size_t external = 0;                           // Index into archive().tensors()...
-    std::shared_ptr<const InlineTensor> inline_tensor;  // ...unless this is set.
-  };
-
-  std::uint64_t entry_size(const onnxzip::Archive::TensorInfo& t) const {
-    return entry_size(archive(), t);
-  }
-  static std::uint64_t entry_size(const onnxzip::Archive& a,
-                                  const onnxzip::Archive::TensorInfo& t) {
-    const onnxzip::ZipEntry* const entry = a.zip().find(t.entry);
-    return entry == nullptr ? t.data.size() : entry->size;
   }
 
   static py::bytes copy_to_bytes(const onnxzip::ByteSpan data) {
@@ -514,8 +447,8 @@ class PyArchive final {
     return array_owning(std::move(bytes), dtype_for(t.data_type), shape);
   }
 
-  // fetch() of `infos` with the GIL released. The archive is held meanwhile: a
-  // close() from another thread while the GIL is released must not free it.
+  // fetch() of `infos` with the GIL released. The archive is held meanwhile: a close() from
+  // another thread while the GIL is released must not free it.
   std::vector<onnxzip::TensorBytes> fetch_without_gil(
       const std::vector<const onnxzip::Archive::TensorInfo*>& infos) const {
     const std::shared_ptr<const onnxzip::Archive> held = archive_;
@@ -523,18 +456,18 @@ class PyArchive final {
     return fetch(*held, infos);
   }
 
-  // a.payloads() of `infos` (called without the GIL, `a` held by the caller). A
-  // remote archive's are read in groups of about kRemoteGroupBytes in file
-  // order, up to kRemoteGroupsInFlight groups at once: a whole model is not one
-  // request of its size, and the requests overlap.
+  // a.payloads() of `infos` (called without the GIL, `a` held by the caller). A remote
+  // archive's are read in groups of about kRemoteGroupBytes in file order, up to
+  // kRemoteGroupsInFlight groups at once: a whole model is not one request of its size, and the
+  // requests overlap.
   std::vector<onnxzip::TensorBytes> fetch(
       const onnxzip::Archive& a,
       const std::vector<const onnxzip::Archive::TensorInfo*>& infos) const {
     if (!ranged_) return a.payloads(infos);
     std::vector<std::size_t> order(infos.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    // File order: a remote entry's data offset is known once its local header
-    // is read, the header's own offset from the central directory.
+    // File order: a remote entry's data offset is known once its local header is read, the
+    // header's own offset from the central directory.
     const auto header_offset = [&](std::size_t i) {
       const onnxzip::ZipEntry* const entry = a.zip().find(infos[i]->entry);
       return entry == nullptr ? 0 : entry->local_header_offset;
@@ -544,7 +477,7 @@ class PyArchive final {
     std::vector<std::vector<std::size_t>> groups;
     std::uint64_t group_bytes = 0;
     for (const std::size_t i : order) {
-      const std::uint64_t size = entry_size(a, *infos[i]);
+      const std::uint64_t size = infos[i]->size;
       if (groups.empty() || (group_bytes > 0 && group_bytes + size > kRemoteGroupBytes)) {
         groups.emplace_back();
         group_bytes = 0;
@@ -586,12 +519,6 @@ class PyArchive final {
     return out;
   }
 
-  const Row& row(const std::size_t index) const {
-    archive();
-    if (index >= rows_.size()) throw py::index_error("no tensor " + std::to_string(index));
-    return rows_[index];
-  }
-
   static std::vector<py::ssize_t> shape_of(const std::int32_t data_type,
                                            const std::vector<std::int64_t>& dims,
                                            const std::size_t nbytes) {
@@ -599,42 +526,13 @@ class PyArchive final {
     return {dims.begin(), dims.end()};
   }
 
-  // The archive's external tensors come in for_each_tensor order too: one walk
-  // merges them. Tensors without a fixed element size (STRING, UNDEFINED) and
-  // inline tensors whose payload breaks the payload rule (verify reports those)
-  // are left out.
-  void collect_rows() {
-    const onnxzip::Archive& a = *archive_;
-    std::size_t external = 0;
-    onnxzip::for_each_tensor(
-        a.model(), [&](const onnxzip::TensorProto& tensor, const onnxzip::TensorSite& site) {
-          if (tensor.data_location.value_or(0) == onnxzip::TensorProto::kExternal) {
-            if (external < a.tensors().size()) rows_.push_back({external++, nullptr});
-            return;
-          }
-          const std::int32_t data_type = tensor.data_type.value_or(0);
-          if (onnxzip::element_bits(data_type) == 0 || !onnxzip::payload_problem(tensor).empty()) {
-            return;
-          }
-          auto t = std::make_shared<InlineTensor>();
-          t->name = std::string(tensor.name.value_or(""));
-          t->site = std::string(site.path);
-          t->data_type = data_type;
-          t->dims.assign(tensor.dims.begin(), tensor.dims.end());
-          const onnxzip::RawPayload payload(tensor);
-          t->bytes.assign(payload.view().begin(), payload.view().end());
-          rows_.push_back({0, std::move(t)});
-        });
-  }
-
   std::shared_ptr<const onnxzip::Archive> archive_;
-  std::vector<Row> rows_;
   bool ranged_ = false;   // Payloads are read when asked for (a remote archive).
   bool checked_ = false;  // Payloads are checked against `__DIGESTS` when handed out.
 };
 
-// ArchiveWriter with an explicit abort(), so that Python's `with` decides when
-// the temporary file goes, not the garbage collector.
+// ArchiveWriter with an explicit abort(), so that Python's `with` decides when the temporary
+// file goes, not the garbage collector.
 class PyWriter final {
  public:
   PyWriter(const std::filesystem::path& path, const std::uint32_t alignment,
@@ -655,10 +553,9 @@ class PyWriter final {
     return {ref.location, ref.length};
   }
 
-  // Adds the payload of a serialized TensorProto (raw_data, or a typed field
-  // converted to raw little-endian bytes as save() does), named after the
-  // tensor. None for a tensor save() would leave inline whatever its size
-  // (STRING, UNDEFINED, a type this library does not know).
+  // Adds the payload of a serialized TensorProto (raw_data, or a typed field converted to raw
+  // little-endian bytes as save() does), named after the tensor. None for a tensor save() would
+  // leave inline whatever its size (STRING, UNDEFINED, a type this library does not know).
   std::optional<std::pair<std::string, std::uint64_t>> add_tensor_proto(
       const py::handle tensor_bytes) {
     onnxzip::ArchiveWriter& w = writer();
@@ -695,8 +592,8 @@ class PyWriter final {
     w.finish(parse_borrowed(buffer.span()));
   }
 
-  // finish() of an onnx.ModelProto read in place (protobuf_bridge.h); false
-  // when the bridge cannot be used, and nothing was done.
+  // finish() of an onnx.ModelProto read in place (protobuf_bridge.h); false when the bridge
+  // cannot be used, and nothing was done.
   bool finish_message(const py::handle model, const py::list& tensors,
                       const std::uint64_t threshold) {
     onnxzip::ArchiveWriter& w = writer();
@@ -704,8 +601,8 @@ class PyWriter final {
         model, tensors, threshold, [&](const onnxzip::ModelProto& parsed) { w.finish(parsed); });
   }
 
-  // Drops the writer: its temporary file is removed, nothing appears at the
-  // path (unless finish() succeeded before).
+  // Drops the writer: its temporary file is removed, nothing appears at the path (unless
+  // finish() succeeded before).
   void abort() {
     const py::gil_scoped_release unlocked;
     writer_.reset();
@@ -758,9 +655,8 @@ std::string format_name(const onnxzip::ModelFormat format) {
   return format == onnxzip::ModelFormat::kOnnxz ? "onnxz" : "legacy";
 }
 
-// A remote file downloaded whole into an unnamed temporary file (O_TMPFILE
-// under TMPDIR, gone with its descriptor): verify, repack and a legacy convert
-// read it as a local file at `path`
+// A remote file downloaded whole into an unnamed temporary file (O_TMPFILE under TMPDIR, gone
+// with its descriptor): verify, repack and a legacy convert read it as a local file at `path`
 // ("/proc/self/fd/N"), as the CLI does (src/cli/cli_remote.cpp).
 class Download final {
  public:
@@ -823,11 +719,10 @@ std::shared_ptr<const onnxzip::HttpSource> remote_source(const std::string& url,
   return onnxzip::HttpSource::open(url, http_options(headers));
 }
 
-// convert() of the file at `src` (`kind` "path") or URL (`kind` "url",
-// `headers` with its requests) into `dst`; `check_output(format)` runs first,
-// with the input's format, and may refuse the output's name. An archive at a
-// URL is written while it downloads (convert_remote); a legacy model is
-// downloaded first and converted as a local file, as the CLI does. Returns the
+// convert() of the file at `src` (`kind` "path") or URL (`kind` "url", `headers` with its
+// requests) into `dst`; `check_output(format)` runs first, with the input's format, and may
+// refuse the output's name. An archive at a URL is written while it downloads (convert_remote);
+// a legacy model is downloaded first and converted as a local file, as the CLI does. Returns the
 // input's format.
 std::string convert(const py::handle src, const std::string& kind, const std::filesystem::path& dst,
                     const PyConvertOptions& py_options, const std::vector<std::string>& headers,
@@ -863,8 +758,7 @@ std::string convert(const py::handle src, const std::string& kind, const std::fi
   return format_name(format);
 }
 
-// What verify() reads: a file, a caller's buffer or a URL's download, mapped or
-// borrowed.
+// What verify() reads: a file, a caller's buffer or a URL's download, mapped or borrowed.
 struct VerifySource {
   std::optional<std::filesystem::path> path;  // Set for a file (a legacy model's folder counts).
   std::optional<Download> download;
@@ -873,11 +767,11 @@ struct VerifySource {
   std::string name;  // What findings call it.
 };
 
-// ((severity, kind, entry, tensor, offset, message) per finding, digests,
-// signature, signature_key_id, checked): the C++ VerifyReport, statuses and
-// kinds as spec/names.md spells them; the message is the whole line, its place
-// included (onnxzip::to_string(VerifyFinding)). `kind`: "path", "url"
-// (`headers` go with its requests) or "buffer" (`source` is the model's bytes).
+// ((severity, kind, entry, tensor, offset, message) per finding, digests, signature,
+// signature_key_id, checked): the C++ VerifyReport, statuses and kinds as spec/names.md spells
+// them; the message is the whole line, its place included (onnxzip::to_string(VerifyFinding)).
+// `kind`: "path", "url" (`headers` go with its requests) or "buffer" (`source` is the model's
+// bytes).
 py::tuple verify(const py::handle source, const std::string& kind, const bool check_crc,
                  const py::handle public_key, const std::vector<std::string>& headers) {
   onnxzip::VerifyOptions options;
@@ -901,8 +795,8 @@ py::tuple verify(const py::handle source, const std::string& kind, const bool ch
       from.mapping = onnxzip::MappedFile::open(from.download->path());
       from.name = onnxzip::display_url(url);
     } else if (from.path && !std::filesystem::is_directory(*from.path)) {
-      // Opened once: an archive is verified from this mapping (a legacy model's
-      // external data is read by verify_model_file, from its folder).
+      // Opened once: an archive is verified from this mapping (a legacy model's external
+      // data is read by verify_model_file, from its folder).
       from.mapping = onnxzip::MappedFile::open(*from.path);
     }
     const onnxzip::ByteSpan bytes = from.buffer    ? from.buffer->span()
@@ -937,8 +831,8 @@ std::chrono::milliseconds lock_wait(const double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
 }
 
-// sign_archive() with a key (PEM bytes or a path) or None for `__DIGESTS`
-// alone: (entries, key_id, signature_removed, file_size).
+// sign_archive() with a key (PEM bytes or a path) or None for `__DIGESTS` alone:
+// (entries, key_id, signature_removed, file_size, entries_read).
 py::tuple sign(const std::filesystem::path& path, const py::handle key, const bool durable,
                const double wait) {
   onnxzip::SignOptions options;
@@ -950,7 +844,8 @@ py::tuple sign(const std::filesystem::path& path, const py::handle key, const bo
     const py::gil_scoped_release unlocked;
     result = onnxzip::sign_archive(path, options);
   }
-  return py::make_tuple(result.entries, result.key_id, result.signature_removed, result.file_size);
+  return py::make_tuple(result.entries, result.key_id, result.signature_removed, result.file_size,
+                        result.entries_read);
 }
 
 // (compacted, dropped_entries, model_offset, model_size, file_size)
@@ -960,7 +855,7 @@ py::tuple edit_result(const onnxzip::EditResult& result) {
   for (const std::string& entry : result.dropped_entries) dropped.append(file_text(entry));
   return py::make_tuple(result.compacted, dropped, result.model_offset, result.model_size,
                         result.file_size, result.digests_updated, result.signed_again,
-                        result.signature_removed, result.digests_removed);
+                        result.signature_removed, result.digests_removed, result.object_rewritten);
 }
 
 py::tuple replace_model(const std::filesystem::path& path, const py::handle model_bytes,
@@ -980,12 +875,11 @@ py::tuple replace_model(const std::filesystem::path& path, const py::handle mode
   return edit_result(result);
 }
 
-// edit_model() with `change` a Python callable from the serialized model to the
-// new one serialized: it runs, holding the GIL, while the library holds the
-// archive open and locked. An exception it raises goes back to Python with the
-// archive left as it was. With `properties_only`, edit_model_properties():
-// `change` gets and gives the model without its graph, training_info and
-// functions, which the library keeps as they are.
+// edit_model() with `change` a Python callable from the serialized model to the new one
+// serialized: it runs, holding the GIL, while the library holds the archive open and locked.
+// An exception it raises goes back to Python with the archive left as it was. With
+// `properties_only`, edit_model_properties(): `change` gets and gives the model without its
+// graph, training_info and functions, which the library keeps as they are.
 py::tuple edit_model(const std::filesystem::path& path, const py::function& change,
                      const bool compact, const bool durable, const bool properties_only,
                      const py::handle key, const double wait) {
@@ -1011,8 +905,8 @@ py::tuple edit_model(const std::filesystem::path& path, const py::function& chan
   return edit_result(result);
 }
 
-// One row of the table of tensor sites (tensor.h), for onnxzip._model_walk,
-// which walks an onnx.ModelProto by these field names.
+// One row of the table of tensor sites (tensor.h), for onnxzip._model_walk, which walks an
+// onnx.ModelProto by these field names.
 struct SiteField {
   std::string parent;  // onnx.proto's message names: "GraphProto", ... "TensorProto".
   std::uint32_t number;
@@ -1051,8 +945,7 @@ namespace onnxzip_python {
 // Python's default `wait=` for an edit or a signing, in seconds.
 constexpr double kDefaultWait = onnxzip::kDefaultEditWait.count() / 1000.0;
 
-// The module itself: its version, the error translation, and small queries on
-// names and URLs.
+// The module itself: its version, the error translation, and small queries on names and URLs.
 void register_common(py::module_& m) {
   m.doc() = "The onnxzip C++ library (internal: use the onnxzip package).";
   m.attr("version") = ONNXZIP_VERSION;  // CMake's project VERSION.
@@ -1084,8 +977,7 @@ void register_archive(py::module_& m) {
                " -> " + (f.repeated ? "repeated " : "") + f.child + ")";
       });
 
-  // Names from files may not be UTF-8: they cross as str with surrogate escapes
-  // (file_text).
+  // Names from files may not be UTF-8: they cross as str with surrogate escapes (file_text).
   const auto text = [](std::string TensorRecord::*field) {
     return [field](const TensorRecord& r) { return file_text(r.*field); };
   };
@@ -1224,8 +1116,7 @@ void register_convert(py::module_& m) {
         py::arg("headers"), py::arg("check_output"));
   m.def(
       "repack",
-      // `kind` "url": `src` is downloaded first (with `headers`), as the CLI
-      // does.
+      // `kind` "url": `src` is downloaded first (with `headers`), as the CLI does.
       [](const py::handle src, const std::string& kind, const std::filesystem::path& out,
          const std::uint32_t alignment, const std::uint64_t threshold, const bool digests,
          const std::vector<std::string>& headers, const onnxzip::S3Options& s3) {
@@ -1280,8 +1171,7 @@ void register_edit(py::module_& m) {
 
 }  // namespace onnxzip_python
 
-// One call per area (bindings.h); register_common first, for the error
-// translator.
+// One call per area (bindings.h); register_common first, for the error translator.
 PYBIND11_MODULE(_onnxzip, m) {
   onnxzip_python::register_common(m);
   onnxzip_python::register_archive(m);
@@ -1289,4 +1179,5 @@ PYBIND11_MODULE(_onnxzip, m) {
   onnxzip_python::register_convert(m);
   onnxzip_python::register_integrity(m);
   onnxzip_python::register_edit(m);
+  onnxzip_python::register_parts(m);
 }

@@ -85,6 +85,45 @@ def base_model(subgraph=False, function=False, empty=False, tied=False):
     return model
 
 
+def inline_model():
+    """The base model with inline tensors beside the external W and B: a raw and a typed-field
+    initializer, a Constant's value in the graph, and a STRING initializer (no fixed-size payload:
+    listed by no face)."""
+    model = base_model()
+    graph = model.graph
+    graph.initializer.append(tensor("S", [0.5, -1.5, 2.0, 4.0]))
+    graph.initializer.append(helper.make_tensor("T", TensorProto.INT64, [3], [7, -8, 9]))
+    graph.initializer.append(helper.make_tensor("Str", TensorProto.STRING, [2], [b"a", b"bc"]))
+    graph.node.insert(0, helper.make_node("Constant", [], ["k"], value=tensor("K", [1.0, 2.0])))
+    return model
+
+
+def tensor_records(data):
+    """Every tensor that holds data, as spec/names.md's record (offset and alignment aside, which a
+    face reading over HTTP may not know yet), with the SHA-256 of the payload read by the record."""
+    import io
+    import zipfile
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as z:
+        entries = {info.filename: z.read(info.filename) for info in z.infolist()}
+    model = onnx.load_from_string(entries["__MODEL_PROTO"])
+    records = []
+    walk = [(t, f"graph/initializer[{i}]") for i, t in enumerate(model.graph.initializer)]
+    walk += [(a.t, f"graph/node[{i}]/{a.name}") for i, n in enumerate(model.graph.node)
+             for a in n.attribute if a.type == onnx.AttributeProto.TENSOR]
+    # The model's walk order (spec §7.5): the graph's nodes before its initializers.
+    walk = walk[len(model.graph.initializer):] + walk[:len(model.graph.initializer)]
+    for t, site in walk:
+        if t.data_type == TensorProto.STRING:
+            continue
+        external = t.data_location == TensorProto.EXTERNAL
+        entry = next(kv.value for kv in t.external_data if kv.key == "location") if external else ""
+        payload = entries[entry] if external else numpy_helper.to_array(t).tobytes()
+        records.append({"name": t.name, "site": site, "entry": entry, "data_type": t.data_type,
+                        "dims": list(t.dims), "size": len(payload), "inline": not external,
+                        "sha256": hashlib.sha256(payload).hexdigest()})
+    return records
+
+
 def convert(cli, model, *options):
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "m.onnx")
@@ -403,11 +442,12 @@ def digests_text(statement):
 def build(cli, out=HERE):
     vectors = []
 
-    def add(name, data, rule, description, open_verdict, verify_verdict, names=None, verify_key=None, sites=None):
+    def add(name, data, rule, description, open_verdict, verify_verdict, names=None, verify_key=None, sites=None,
+            tensors=None):
         vectors.append({"name": name, "data": bytes(data), "rule": rule, "description": description,
                         "open": open_verdict, "verify": verify_verdict, **({"names": names} if names else {}),
                         **({"key": PUBLIC_KEY, "verify_key": verify_key} if verify_key else {}),
-                        **({"sites": sites} if sites else {})})
+                        **({"sites": sites} if sites else {}), **({"tensors": tensors} if tensors else {})})
 
     base = convert(cli, base_model(), "--threshold", "64")
     z = Zip(base)
@@ -422,6 +462,10 @@ def build(cli, out=HERE):
         "external tensors in an If subgraph's Constants and in a function's Constant", "ok", "ok",
         sites=["graph/node[2]/else_branch/node[0]/value", "graph/node[2]/then_branch/node[0]/value",
                "graph/initializer[0]", "graph/initializer[1]", "functions[0]/node[0]/value"])
+    inline = convert(cli, inline_model(), "--threshold", "64")
+    add("valid_inline_tensors", inline, "§7.4", "inline tensors (raw, typed field, a Constant's value, STRING) beside "
+        "external ones: every face lists the same records and reads each by its record", "ok", "ok",
+        tensors=tensor_records(inline))
     add("valid_zero_length_entry", convert(cli, base_model(empty=True), "--threshold", "0"), "§4.1, §7.4",
         "a zero-length payload entry (FLOAT[0]), aligned like any other", "ok", "ok")
     add("valid_tied_weights", convert(cli, base_model(tied=True), "--threshold", "64", "--dedupe"), "§7.2",
@@ -904,7 +948,9 @@ def main():
                     "key": "a public key (PEM) to verify the signature with (spec §12.5 item 4)",
                     "verify_key": "what verification with that key reports",
                     "sites": "the site of every tensor that holds data, in the model's walk order "
-                             "(spec/names.md)"},
+                             "(spec/names.md)",
+                    "tensors": "every tensor that holds data, as spec/names.md's record (offset and alignment "
+                               "aside), in walk order, with the SHA-256 of the payload read by the record"},
                 "vectors": []}
     differ = []
     for v in vectors:

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "archive_internal.h"
+#include "bucket_tail.h"
+#include "check.h"
 #include "crc32.h"
 #include "integrity_entries.h"
 #include "interrupted_edit.h"
@@ -18,6 +20,7 @@
 #include "model_parts.h"
 #include "onnxzip/internal/byte_source.h"
 #include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/s3.h"
 #include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/signing.h"
@@ -31,16 +34,11 @@
 namespace onnxzip {
 namespace {
 
+using archive_detail::NewEntry;
 using archive_detail::quote;
 
 // Names in messages: the first few, then how many more.
 constexpr std::size_t kNamesInMessage = 8;
-
-// A new integrity entry of the tail: its text, borrowed.
-zip::TailEntry text_entry(std::string_view name, const std::string& text) {
-  const ByteSpan bytes(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
-  return {name, bytes, crc32(bytes)};
-}
 
 std::string name_list(const std::vector<std::string>& names) {
   std::string text;
@@ -99,38 +97,47 @@ CheckedModel check_and_serialize(const ModelProto& model, const ZipReader& zip,
   return checked;
 }
 
-// The references inside the graph, functions and training_info bytes of a split model, checked
-// by the rule check_and_serialize applies, tensor by tensor, without building the graph: the
-// referenced entries, or nothing when the bytes need what only the whole model gives (a fault to
-// report with its place, a reference to rewrite in canonical form, bytes the walk does not take).
-std::optional<std::vector<bool>> check_kept_references(const detail::SplitModel& split,
-                                                       const ZipReader& zip,
-                                                       const ZipEntry& model_entry,
-                                                       const std::string& source) {
+// The fast path of a property edit: the stored model split (split_model), its graph, functions
+// and training_info kept as the bytes they are, their references checked in those bytes, tensor
+// by tensor as the walk finds them (walk_kept_tensors), by the rule check_and_serialize applies to
+// the parsed model, with its errors (the walk spells the same sites). Only references: an inline
+// tensor may be large, and its payload is borrowed, not copied.
+struct KeptGraph {
+  detail::SplitModel split;
+  std::vector<bool> referenced;  // Per zip entry index.
+};
+
+// The stored model kept as KeptGraph, or nullopt -- decided on the stored bytes alone, before any
+// change -- when the kept bytes need what only the whole model gives: top-level fields the split
+// does not take (parse_model reports them, offsets and all, or takes them), tensors the walk
+// cannot vouch for (malformed, too deep, a singular message given twice, which protobuf merges),
+// a reference to rewrite in canonical form. The plain twin, edit_properties_parsed, takes those.
+std::optional<KeptGraph> keep_graph(ByteSpan stored, const ZipReader& zip,
+                                    const ZipEntry& model_entry, const std::string& source) {
+  if (!detail::splits_whole(stored)) return std::nullopt;
+  KeptGraph kept{detail::split_model(stored, ParseOptions{}, source), {}};
+  std::vector<std::pair<ByteSpan, std::string>> tensors;  // Bytes and site, in the bytes' order.
+  const bool walked = detail::walk_kept_tensors(
+      kept.split.kept, ParseOptions{}.max_depth,
+      [&](ByteSpan bytes, const TensorSite& site) { tensors.emplace_back(bytes, site.path); });
+  if (!walked) return std::nullopt;
   const Payloads payloads(zip, model_entry);
-  std::vector<bool> referenced(zip.entries().size(), false);
-  // Payloads borrowed, not copied: an inline tensor may be large, and only references matter.
+  kept.referenced.assign(zip.entries().size(), false);
   ParseOptions borrow;
   borrow.no_copy = true;
   borrow.raw_data_threshold = 0;
-  bool plain = true;
-  const bool walked =
-      detail::walk_kept_tensors(split.kept, ParseOptions{}.max_depth, [&](ByteSpan bytes) {
-        if (!plain) return;
-        try {
-          const TensorProto tensor = parse_message<TensorProto>(bytes, borrow, source);
-          if (tensor.data_location != TensorProto::kExternal) return;
-          const std::size_t found = archive_detail::check_writer_reference(
-              tensor, {}, payloads.index, source, "which is not a payload entry of the archive");
-          const archive_detail::PayloadIndex::Entry& entry = payloads.index.entries()[found];
-          referenced[payloads.entry_of[found]] = true;
-          plain = archive_detail::is_canonical_reference(tensor, entry.location, entry.size);
-        } catch (const Error&) {
-          plain = false;
-        }
-      });
-  if (!walked || !plain) return std::nullopt;
-  return referenced;
+  for (const auto& [bytes, site] : tensors) {
+    const TensorProto tensor = parse_message<TensorProto>(bytes, borrow, source);
+    if (tensor.data_location != TensorProto::kExternal) continue;
+    const std::size_t found = archive_detail::check_writer_reference(
+        tensor, site, payloads.index, source, "which is not a payload entry of the archive");
+    const archive_detail::PayloadIndex::Entry& entry = payloads.index.entries()[found];
+    if (!archive_detail::is_canonical_reference(tensor, entry.location, entry.size)) {
+      return std::nullopt;
+    }
+    kept.referenced[payloads.entry_of[found]] = true;
+  }
+  return kept;
 }
 
 // Writes the archive anew at its path without the entries no tensor refers to.
@@ -200,108 +207,216 @@ std::future<DigestStatement> read_digests_ahead(const ZipReader& zip,
   return std::async(std::launch::deferred, read);
 }
 
-// Opens and locks the archive, reads its ZIP once, and puts in the model `prepare` makes from it
-// (the caller's, or the stored one changed), checked: the three edits differ only there.
+// The model an edit puts in, made from the archive's ZIP (the caller's, or the stored one
+// changed), checked: the three edits differ only there.
 using PrepareModel = std::function<CheckedModel(const ZipReader&, const ZipEntry& model_entry)>;
 
-EditResult edit_archive(const std::filesystem::path& archive, const EditOptions& options,
-                        const PrepareModel& prepare) {
-  const std::string source = archive.string();
-  const archive_detail::LockedArchive file(archive, options.output.follow_symlinks, options.wait);
-  // An in-place edit rewrites the model entry, which starts where the entry before it ends, and
-  // keeps every other entry's bytes as they are: it needs their central records, not their local
-  // headers, whose reading would be most of its cost (one read per entry). A signed archive's
-  // tail is `__DIGESTS`, `__SIGNATURE` and the model (spec §12.1), and the edit rewrites it from
-  // where the payload before it ends: four local headers at most.
-  ZipReaderOptions tail_only = zip_reader_options(options.limits);
-  tail_only.local_headers = LocalHeaderScope::kTail;
-  tail_only.tail_local_headers = 4;
-  // Read with pread, never mapped: the tail is all the edit reads, and a file larger than the
-  // address space is edited all the same.
-  const ZipReader zip =
-      archive_detail::open_zip(ByteSource::of_file(file.map(FileAccess::kRanges)), tail_only);
-  const ZipEntry* const model_entry =
-      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
-  // Before any work on the model: an archive whose last entry cannot be replaced in place.
-  const std::uint64_t file_size = file.size();
-  zip::check_last_entry_replaceable(zip, file_size);
-  const archive_detail::IntegrityPlace place =
-      archive_detail::find_integrity_entries(zip, *model_entry);
-  std::future<DigestStatement> old_statement = read_digests_ahead(zip, place, options.integrity);
-  const CheckedModel checked = prepare(zip, *model_entry);
-  // The statement may still be on its way: time for the signature's setup.
-  if (options.signing_key && old_statement.valid()) prepare_signing();
-
+// The payload entries no tensor of the checked model refers to.
+std::vector<std::string> unreferenced_entries(const ZipReader& zip, const ZipEntry& model_entry,
+                                              const CheckedModel& checked) {
   std::vector<std::string> unreferenced;
   for (const ZipEntry& entry : zip.entries()) {
-    if (entry.index != model_entry->index && !entry.name.starts_with("__") &&
+    if (entry.index != model_entry.index && !entry.name.starts_with("__") &&
         !checked.referenced[entry.index]) {
       unreferenced.push_back(entry.name);
     }
   }
-  if (!unreferenced.empty() && !options.compact) {
-    throw Error(ErrorCode::kInvalidArgument, {.file = source},
-                std::string("no tensor of the new model refers to ") +
-                    (unreferenced.size() == 1 ? "entry " : "entries ") + name_list(unreferenced) +
-                    " (spec §7.2: every payload entry must be referred to); refer to " +
-                    (unreferenced.size() == 1 ? "it" : "them") +
-                    " (a tensor holding the same bytes inline may refer instead), or, to " +
-                    "delete " + (unreferenced.size() == 1 ? "its" : "their") +
-                    " bytes from the archive, compact it");
-  }
-  const OwnedBytes& bytes = checked.bytes;
-  if (!unreferenced.empty()) {
-    // Compacting copies every entry it keeps, so it reads them all, checked as any reader does.
-    ZipReaderOptions every_header = zip_reader_options(options.limits);
-    every_header.local_headers = LocalHeaderScope::kAll;
-    const ZipReader whole = archive_detail::open_zip(ByteSource::of_file(file.map()), every_header);
-    file.check_path_names_it();
-    EditResult result = compact(archive, whole, whole.entries()[model_entry->index],
-                                checked.referenced, bytes.span(), options);
-    result.file_size = std::filesystem::file_size(archive);
-    return result;
-  }
+  return unreferenced;
+}
 
-  detail::ProgressMeter meter(options.progress, bytes.size());
-  const std::uint32_t model_crc = crc32(bytes.span());
-  EditResult result;
-  archive_detail::TailReplacement replaced;
-  file.check_path_names_it();
-  if (zip.find(kDigestsEntryName) == nullptr && zip.find(kSignatureEntryName) == nullptr) {
-    replaced = archive_detail::replace_last_entry(zip, bytes.span(), model_crc,
-                                                  zip::declared_alignment(zip), file.fd(),
-                                                  file_size, options.output.durable);
-  } else {
-    // spec §12.4: the integrity entries before the model are rewritten with it. In their place
-    // (checked here) they are among the tail whose local headers were read, with the entry
-    // before them.
+[[noreturn]] void refuse_unreferenced(const std::vector<std::string>& unreferenced,
+                                      const std::string& source) {
+  const bool one = unreferenced.size() == 1;
+  throw Error(ErrorCode::kInvalidArgument, {.file = source},
+              std::string("no tensor of the new model refers to ") + (one ? "entry " : "entries ") +
+                  name_list(unreferenced) +
+                  " (spec §7.2: every payload entry must be referred to); refer to " +
+                  (one ? "it" : "them") +
+                  " (a tensor holding the same bytes inline may refer instead), or, to " +
+                  "delete " + (one ? "its" : "their") + " bytes from the archive, compact it");
+}
+
+NewEntry text_entry(std::string_view name, const std::string& text) {
+  const ByteSpan bytes(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+  return {std::string(name), OwnedBytes::copy_of(bytes), crc32(bytes)};
+}
+
+// The new tail for `model`, with the integrity entries before it rewritten (spec §12.4) when the
+// archive has them; `result` says what became of them.
+archive_detail::NewTail tail_for_model(const ZipReader& zip, std::uint64_t size,
+                                       const archive_detail::IntegrityPlace& place,
+                                       std::future<DigestStatement>& old_statement,
+                                       OwnedBytes model, const EditOptions& options,
+                                       EditResult& result) {
+  const std::uint32_t model_crc = crc32(model.span());
+  std::vector<NewEntry> entries;
+  if (place.digests != nullptr || place.signature != nullptr) {
+    // In their place (checked here) the integrity entries are among the tail whose local
+    // headers were read, with the entry before them.
     if (!place.misplaced.empty()) {
-      throw Error(ErrorCode::kUnsupported, {.file = source},
+      throw Error(ErrorCode::kUnsupported, {.file = zip.source_name()},
                   place.misplaced + "; repack the archive to edit it");
     }
     std::optional<DigestStatement> statement;
     if (old_statement.valid()) statement = old_statement.get();
     const archive_detail::IntegrityRewrite rewrite = archive_detail::rewrite_for_model(
-        zip, place, std::move(statement), bytes.span(), model_crc, options.signing_key);
-    std::vector<zip::TailEntry> tail;
-    if (!rewrite.digests.empty()) tail.push_back(text_entry(kDigestsEntryName, rewrite.digests));
+        zip, place, std::move(statement), model.span(), model_crc, options.signing_key);
+    if (!rewrite.digests.empty()) entries.push_back(text_entry(kDigestsEntryName, rewrite.digests));
     if (!rewrite.signature.empty()) {
-      tail.push_back(text_entry(kSignatureEntryName, rewrite.signature));
+      entries.push_back(text_entry(kSignatureEntryName, rewrite.signature));
     }
-    tail.push_back({kModelEntryName, bytes.span(), model_crc});
-    replaced = archive_detail::replace_last_entries(zip, place.tail_start, tail,
-                                                    zip::declared_alignment(zip), file.fd(),
-                                                    file_size, options.output.durable);
     result.digests_updated = !rewrite.digests.empty();
     result.signed_again = !rewrite.signature.empty();
     result.signature_removed = rewrite.signature_removed;
   }
-  meter.advance(bytes.size());
+  result.model_size = model.size();
+  entries.push_back({std::string(kModelEntryName), std::move(model), model_crc});
+  return archive_detail::make_new_tail(zip, place.tail_start, size, std::move(entries));
+}
+
+// What an edit makes of the archive `zip` read from `size` bytes: the new tail (the model
+// `prepare` makes, and the integrity entries), or -- when that model leaves entries no tensor
+// refers to and the caller asked to compact -- the model alone, for a rewrite of the archive.
+// Reads nothing but the tail, writes nothing.
+struct EditPlan {
+  std::optional<archive_detail::NewTail> tail;
+  CheckedModel compacted;  // When there is no tail.
+  EditResult result;
+};
+
+EditPlan plan_edit(const ZipReader& zip, std::uint64_t size, const EditOptions& options,
+                   const PrepareModel& prepare) {
+  const std::string& source = zip.source_name();
+  const ZipEntry* const model_entry =
+      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
+  // Before any work on the model: an archive whose last entry cannot be replaced in place.
+  zip::check_last_entry_replaceable(zip, size);
+  const archive_detail::IntegrityPlace place =
+      archive_detail::find_integrity_entries(zip, *model_entry);
+  std::future<DigestStatement> old_statement = read_digests_ahead(zip, place, options.integrity);
+  CheckedModel checked = prepare(zip, *model_entry);
+  // The statement may still be on its way: time for the signature's setup.
+  if (options.signing_key && old_statement.valid()) prepare_signing();
+
+  EditPlan plan;
+  const std::vector<std::string> unreferenced = unreferenced_entries(zip, *model_entry, checked);
+  if (!unreferenced.empty()) {
+    if (!options.compact) refuse_unreferenced(unreferenced, source);
+    plan.compacted = std::move(checked);
+    return plan;
+  }
+  plan.tail = tail_for_model(zip, size, place, old_statement, std::move(checked.bytes), options,
+                             plan.result);
+  return plan;
+}
+
+// The ZIP reading of an edit: the central directory, and the local headers of the tail it
+// rewrites -- a signed archive's tail is `__DIGESTS`, `__SIGNATURE` and the model (spec §12.1),
+// rewritten from where the payload before it ends: four local headers at most. Every other
+// entry's local header is left unread: reading them would be most of an edit's cost.
+ZipReaderOptions tail_reader_options(const ReadLimits& limits) {
+  ZipReaderOptions options = zip_reader_options(limits);
+  options.local_headers = LocalHeaderScope::kTail;
+  options.tail_local_headers = 4;
+  return options;
+}
+
+// The archive written anew at its path with the compacted model, without the entries no tensor
+// refers to: it copies every entry it keeps, so it reads them all, checked as any reader does.
+EditResult compact_in_place(const archive_detail::LockedArchive& file,
+                            const std::filesystem::path& archive, const ZipReader& tail_zip,
+                            const CheckedModel& model, const EditOptions& options) {
+  ZipReaderOptions every_header = zip_reader_options(options.limits);
+  every_header.local_headers = LocalHeaderScope::kAll;
+  const ZipReader whole = archive_detail::open_zip(ByteSource::of_file(file.map()), every_header);
+  const ZipEntry* const model_entry =
+      archive_detail::find_model_entry(whole, archive_detail::throwing_sink(archive.string()));
+  ONNXZIP_DCHECK(whole.entries().size() == tail_zip.entries().size());
+  file.check_path_names_it();
+  EditResult result =
+      compact(archive, whole, *model_entry, model.referenced, model.bytes.span(), options);
+  result.file_size = std::filesystem::file_size(archive);
+  return result;
+}
+
+// Writes the new tail over the file's, crash-safe (spec §9.6).
+EditResult write_in_place(const archive_detail::LockedArchive& file, const ZipReader& zip,
+                          const archive_detail::NewTail& tail, EditResult result,
+                          const EditOptions& options) {
+  detail::ProgressMeter meter(options.progress, result.model_size);
+  file.check_path_names_it();
+  const archive_detail::TailReplacement replaced =
+      archive_detail::replace_tail(zip, tail, file.fd(), file.size(), options.output.durable);
+  meter.advance(result.model_size);
   meter.finish();
   result.model_offset = replaced.local_header_offset;
-  result.model_size = bytes.size();
   result.file_size = replaced.file_size;
   return result;
+}
+
+// Writes the new tail into the object `source` was read from, after its prefix copied inside the
+// store (bucket_tail.h).
+EditResult write_to_bucket(const HttpSource& source, const ZipReader& zip,
+                           const archive_detail::NewTail& tail, EditResult result,
+                           const EditOptions& options) {
+  detail::ProgressMeter meter(options.progress, result.model_size);
+  const archive_detail::BucketReplacement replaced =
+      archive_detail::replace_tail_in_bucket(source, zip, tail);
+  meter.advance(result.model_size);
+  meter.finish();
+  result.model_offset = replaced.local_header_offset;
+  result.file_size = replaced.object_size;
+  result.object_rewritten = replaced.rewritten_whole;
+  return result;
+}
+
+// The ZIP of an object in a bucket, read for an edit: the local headers of the tail it rewrites
+// and of the entry before it, and no others -- each outside the open's suffix read costs a
+// request. Read first with the last two (the model and the entry before it), and again with the
+// exact count when integrity entries come before the model: the source holds what it read, so
+// reading the directory again costs no request.
+ZipReader open_bucket_tail(const std::shared_ptr<const HttpSource>& source,
+                           const ReadLimits& limits) {
+  ZipReaderOptions options = tail_reader_options(limits);
+  options.tail_local_headers = 2;
+  ZipReader zip = archive_detail::open_zip(source, options);
+  const ZipEntry* const model_entry =
+      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source->name()));
+  const std::size_t rewritten =
+      zip.entries().size() - archive_detail::find_integrity_entries(zip, *model_entry).tail_start;
+  if (rewritten + 1 <= options.tail_local_headers) return zip;
+  options.tail_local_headers = rewritten + 1;
+  return archive_detail::open_zip(source, options);
+}
+
+// The edit of an object in a bucket: its tail read (the open's suffix GET), the plan a local edit
+// makes, and its new tail uploaded. No lock: the upload's Complete is conditional on the ETag read.
+EditResult edit_in_bucket(const std::string& url, const EditOptions& options,
+                          const PrepareModel& prepare) {
+  const std::shared_ptr<const HttpSource> source = open_s3_source(url);
+  const ZipReader zip = open_bucket_tail(source, options.limits);
+  EditPlan plan = plan_edit(zip, source->size(), options, prepare);
+  if (!plan.tail) {
+    throw Error(ErrorCode::kUnsupported, {.file = url},
+                "compacting an archive in a bucket rewrites every entry: download it, edit it "
+                "with compact, and upload it");
+  }
+  return write_to_bucket(*source, zip, *plan.tail, std::move(plan.result), options);
+}
+
+// Opens and locks the archive, reads its tail once, and puts in the model `prepare` makes. An
+// s3://bucket/key names an object in a bucket, edited there.
+EditResult edit_archive(const std::filesystem::path& archive, const EditOptions& options,
+                        const PrepareModel& prepare) {
+  if (is_s3_url(archive.native())) return edit_in_bucket(archive.native(), options, prepare);
+  const archive_detail::LockedArchive file(archive, options.output.follow_symlinks, options.wait);
+  // Read with pread, never mapped: the tail is all the edit reads, and a file larger than the
+  // address space is edited all the same.
+  const ZipReader zip = archive_detail::open_zip(ByteSource::of_file(file.map(FileAccess::kRanges)),
+                                                 tail_reader_options(options.limits));
+  EditPlan plan = plan_edit(zip, file.size(), options, prepare);
+  if (!plan.tail) return compact_in_place(file, archive, zip, plan.compacted, options);
+  return write_in_place(file, zip, *plan.tail, std::move(plan.result), options);
 }
 
 // The archive's own model, parsed whole into owned memory (ParseOptions{} copies): the edit
@@ -341,6 +456,132 @@ void require_no_graph_parts(const ModelProto& properties, const std::string& sou
   }
 }
 
+// A property edit on the kept graph (keep_graph's): only the properties are parsed and written.
+CheckedModel edit_properties_kept(KeptGraph& kept, const std::function<void(ModelProto&)>& change,
+                                  const std::string& source) {
+  ModelProto& properties = kept.split.properties;
+  change(properties);
+  require_no_graph_parts(properties, source);
+  return CheckedModel{detail::join_model(properties, kept.split.kept), std::move(kept.referenced)};
+}
+
+// The plain twin of edit_properties_kept: the model parsed whole, the change given it without its
+// graph parts, checked and written whole as edit_model writes it.
+CheckedModel edit_properties_parsed(ByteSpan stored, const ZipReader& zip,
+                                    const ZipEntry& model_entry,
+                                    const std::function<void(ModelProto&)>& change,
+                                    const std::string& source) {
+  ModelProto model = parse_stored_model(stored, source);
+  GraphParts parts = take_graph_parts(model);
+  change(model);
+  require_no_graph_parts(model, source);
+  put_graph_parts(model, std::move(parts));
+  return check_and_serialize(model, zip, model_entry, source);
+}
+
+// What signing makes of the archive `zip` read from `size` bytes (every entry readable): a
+// `__DIGESTS` statement named `name` of every entry's bytes, hashed here, signed with the
+// options' key or unsigned, and the model after them, as the new tail. Writes nothing.
+struct SignPlan {
+  archive_detail::NewTail tail;
+  SignResult result;
+};
+
+SignPlan plan_sign(const ZipReader& zip, std::uint64_t size, const std::string& name,
+                   const SignOptions& options) {
+  const std::string& source = zip.source_name();
+  const ZipEntry* const model_entry =
+      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
+  const archive_detail::IntegrityPlace place =
+      archive_detail::find_integrity_entries(zip, *model_entry);
+  if (!place.misplaced.empty()) {
+    throw Error(ErrorCode::kUnsupported, {.file = source},
+                place.misplaced + "; repack the archive to sign it");
+  }
+  static_cast<void>(zip::entries_start(zip, place.tail_start, size));
+
+  std::uint64_t total = 0;
+  for (const ZipEntry& entry : zip.entries()) {
+    if (!archive_detail::is_integrity_entry(entry.name)) total += entry.size;
+  }
+  detail::ProgressMeter meter(options.progress, total);
+  std::vector<EntryDigest> digests;
+  for (const ZipEntry& entry : zip.entries()) {
+    if (archive_detail::is_integrity_entry(entry.name)) continue;
+    digests.push_back(archive_detail::digest_entry(zip, entry, &meter));
+  }
+  SignPlan plan;
+  plan.result.entries = digests.size();
+  const std::string statement = encode_digests(name, std::move(digests));
+  std::vector<NewEntry> entries{text_entry(kDigestsEntryName, statement)};
+  if (options.key) {
+    const ByteSpan signed_bytes(reinterpret_cast<const std::uint8_t*>(statement.data()),
+                                statement.size());
+    entries.push_back(
+        text_entry(kSignatureEntryName, encode_signature(signed_bytes, *options.key)));
+    plan.result.key_id = options.key->key_id();
+  } else {
+    plan.result.signature_removed = place.signature != nullptr;
+  }
+  // The model is written again from a copy: its new place may overlap its old bytes.
+  entries.push_back({std::string(kModelEntryName),
+                     OwnedBytes::copy_of(zip.data(*model_entry).view()), model_entry->crc32});
+  meter.finish();
+  plan.tail = archive_detail::make_new_tail(zip, place.tail_start, size, std::move(entries));
+  return plan;
+}
+
+// The stored model as it is, every payload entry referred to: an edit that changes nothing but
+// the integrity entries.
+CheckedModel stored_model(const ZipReader& zip, const ZipEntry& model_entry) {
+  return {OwnedBytes::copy_of(zip.data(model_entry).view()),
+          std::vector<bool>(zip.entries().size(), true)};
+}
+
+// Signing an object whose `__DIGESTS` is in its place: the statement it holds signed as it
+// stands, the model's digest checked again, as an edit with a key does -- hashing every entry
+// would read the whole object. Without a key the signature goes.
+SignResult sign_statement_in_bucket(const HttpSource& source, const ZipReader& zip,
+                                    const ZipEntry& digests, const SignOptions& options) {
+  EditOptions edit;
+  edit.limits = options.limits;
+  edit.signing_key = options.key;
+  edit.progress = options.progress;
+  EditPlan plan = plan_edit(zip, source.size(), edit, stored_model);
+  SignResult result;
+  result.entries = archive_detail::read_digests(zip, digests, edit.integrity).entries.size();
+  if (options.key) result.key_id = options.key->key_id();
+  result.signature_removed = plan.result.signature_removed;
+  result.file_size = write_to_bucket(source, zip, *plan.tail, plan.result, edit).file_size;
+  return result;
+}
+
+// Signing an object in a bucket. Without `__DIGESTS` (or with it out of place) every entry is
+// hashed, read by ranged GETs (SignResult::entries_read); the new tail alone is uploaded either
+// way.
+SignResult sign_in_bucket(const std::string& url, const SignOptions& options) {
+  const std::shared_ptr<const HttpSource> source = open_s3_source(url);
+  const ZipReader tail = open_bucket_tail(source, options.limits);
+  const ZipEntry* const model_entry =
+      archive_detail::find_model_entry(tail, archive_detail::throwing_sink(url));
+  const archive_detail::IntegrityPlace place =
+      archive_detail::find_integrity_entries(tail, *model_entry);
+  if (place.digests != nullptr && place.misplaced.empty()) {
+    return sign_statement_in_bucket(*source, tail, *place.digests, options);
+  }
+  // The open's tail is held by the source: reading the directory again costs no request.
+  ZipReaderOptions every_header = zip_reader_options(options.limits);
+  every_header.local_headers = LocalHeaderScope::kAll;
+  const ZipReader zip = archive_detail::open_zip(source, every_header);
+  SignPlan plan =
+      plan_sign(zip, source->size(), std::filesystem::path(url).stem().string(), options);
+  plan.result.entries_read = true;
+  EditResult written;
+  written.model_size = plan.tail.entries.back().data.size();
+  plan.result.file_size = write_to_bucket(*source, zip, plan.tail, written, {}).file_size;
+  return plan.result;
+}
+
 }  // namespace
 
 EditResult replace_model(const std::filesystem::path& archive, const ModelProto& model,
@@ -365,89 +606,26 @@ EditResult edit_model_properties(const std::filesystem::path& archive,
   const std::string source = archive.string();
   return edit_archive(archive, options, [&](const ZipReader& zip, const ZipEntry& model_entry) {
     const TensorBytes stored = zip.data(model_entry);
-    std::optional<detail::SplitModel> split;
-    try {
-      split = detail::split_model(stored.view(), ParseOptions{}, source);
-    } catch (const Error&) {
-      // Bytes the split does not take: the whole parse reports them as edit_model does, offsets
-      // and all (or takes them).
+    if (std::optional<KeptGraph> kept = keep_graph(stored.view(), zip, model_entry, source)) {
+      return edit_properties_kept(*kept, change, source);
     }
-    if (!split) {
-      ModelProto model = parse_stored_model(stored.view(), source);
-      GraphParts parts = take_graph_parts(model);
-      change(model);
-      require_no_graph_parts(model, source);
-      put_graph_parts(model, std::move(parts));
-      return check_and_serialize(model, zip, model_entry, source);
-    }
-    ModelProto& properties = split->properties;
-    change(properties);
-    require_no_graph_parts(properties, source);
-    if (std::optional<std::vector<bool>> referenced =
-            check_kept_references(*split, zip, model_entry, source)) {
-      return CheckedModel{detail::join_model(properties, split->kept), std::move(*referenced)};
-    }
-    // The walk cannot vouch for the references: the model is parsed whole and checked as
-    // edit_model checks it, with the changed properties.
-    ModelProto model = parse_stored_model(stored.view(), source);
-    put_graph_parts(properties, take_graph_parts(model));
-    return check_and_serialize(properties, zip, model_entry, source);
+    return edit_properties_parsed(stored.view(), zip, model_entry, change, source);
   });
 }
 
 SignResult sign_archive(const std::filesystem::path& archive, const SignOptions& options) {
-  const std::string source = archive.string();
+  if (is_s3_url(archive.native())) return sign_in_bucket(archive.native(), options);
   const archive_detail::LockedArchive file(archive, options.output.follow_symlinks, options.wait);
   // Every entry is read, so every local header is: the tail rewrite needs the one before it.
   ZipReaderOptions every_header = zip_reader_options(options.limits);
   every_header.local_headers = LocalHeaderScope::kAll;
   const ZipReader zip = archive_detail::open_zip(ByteSource::of_file(file.map()), every_header);
-  const ZipEntry* const model_entry =
-      archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
-  const std::uint64_t file_size = file.size();
-  const archive_detail::IntegrityPlace place =
-      archive_detail::find_integrity_entries(zip, *model_entry);
-  if (!place.misplaced.empty()) {
-    throw Error(ErrorCode::kUnsupported, {.file = source},
-                place.misplaced + "; repack the archive to sign it");
-  }
-  static_cast<void>(zip::entries_start(zip, place.tail_start, file_size));
-
-  std::uint64_t total = 0;
-  for (const ZipEntry& entry : zip.entries()) {
-    if (!archive_detail::is_integrity_entry(entry.name)) total += entry.size;
-  }
-  detail::ProgressMeter meter(options.progress, total);
-  std::vector<EntryDigest> digests;
-  for (const ZipEntry& entry : zip.entries()) {
-    if (archive_detail::is_integrity_entry(entry.name)) continue;
-    digests.push_back(archive_detail::digest_entry(zip, entry, &meter));
-  }
-  SignResult result;
-  result.entries = digests.size();
-  const std::string statement = encode_digests(archive.stem().string(), std::move(digests));
-  std::string signature;
-  if (options.key) {
-    signature = encode_signature(
-        ByteSpan(reinterpret_cast<const std::uint8_t*>(statement.data()), statement.size()),
-        *options.key);
-    result.key_id = options.key->key_id();
-  } else {
-    result.signature_removed = place.signature != nullptr;
-  }
-  // The model is written again from a copy: its new place may overlap its old bytes.
-  const TensorBytes stored_model = zip.data(*model_entry);
-  const OwnedBytes model = OwnedBytes::copy_of(stored_model.view());
-  std::vector<zip::TailEntry> tail{text_entry(kDigestsEntryName, statement)};
-  if (!signature.empty()) tail.push_back(text_entry(kSignatureEntryName, signature));
-  tail.push_back({kModelEntryName, model.span(), model_entry->crc32});
-  meter.finish();
+  SignPlan plan = plan_sign(zip, file.size(), archive.stem().string(), options);
   file.check_path_names_it();
-  const archive_detail::TailReplacement replaced = archive_detail::replace_last_entries(
-      zip, place.tail_start, tail, zip::declared_alignment(zip), file.fd(), file_size,
-      options.output.durable);
-  result.file_size = replaced.file_size;
-  return result;
+  const archive_detail::TailReplacement replaced =
+      archive_detail::replace_tail(zip, plan.tail, file.fd(), file.size(), options.output.durable);
+  plan.result.file_size = replaced.file_size;
+  return plan.result;
 }
 
 }  // namespace onnxzip

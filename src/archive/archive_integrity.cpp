@@ -55,7 +55,9 @@ TensorBytes integrity_entry_bytes(const ZipReader& zip, const ZipEntry& entry, s
                                   std::string_view limit_name) {
   if (entry.size > limit) {
     throw Error(ErrorCode::kLimitExceeded,
-                ErrorContext{zip.source_name(), "", "entry " + quote(entry.name)},
+                ErrorContext{.file = zip.source_name(),
+                             .entry = "entry " + quote(entry.name),
+                             .entry_name = entry.name},
                 std::to_string(entry.size) + " bytes, more than the limit of " +
                     std::to_string(limit) + " (" + std::string(limit_name) + ")");
   }
@@ -74,7 +76,9 @@ DigestStatement read_digests(const ZipReader& zip, const ZipEntry& entry,
 namespace {
 
 // A finding's place in the archive; verify() names the file.
-ErrorContext entry_place(std::string_view name) { return {.entry = "entry " + quote(name)}; }
+ErrorContext entry_place(std::string_view name) {
+  return {.entry = "entry " + quote(name), .entry_name = std::string(name)};
+}
 
 // `error`'s place and problem, naming the entry `name` when the error did not.
 std::pair<ErrorContext, std::string> error_finding(const Error& error, std::string_view name) {
@@ -243,7 +247,9 @@ IntegrityRewrite rewrite_for_model(const ZipReader& zip, const IntegrityPlace& p
   }
   if (!found) {
     throw Error(ErrorCode::kCorrupt,
-                ErrorContext{zip.source_name(), "", "entry " + quote(kDigestsEntryName)},
+                ErrorContext{.file = zip.source_name(),
+                             .entry = "entry " + quote(kDigestsEntryName),
+                             .entry_name = std::string(kDigestsEntryName)},
                 "does not list __MODEL_PROTO, so an edit cannot keep it true; sign the archive "
                 "again");
   }

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -19,6 +21,7 @@
 #include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_model.h"
 #include "posix_file.h"
+#include "zip_writer.h"
 
 namespace onnxzip::archive_detail {
 
@@ -51,6 +54,22 @@ bool is_canonical_reference(const TensorProto& tensor, std::string_view location
 std::string other_key(std::string_view key);
 
 // --- Writing side ---
+
+// The payload size of an added tensor (ArchiveWriter::add_tensor, a planned part), dims x
+// element size (spec §7.3). Error(kInvalidArgument) at `label` for a type without a fixed
+// element size (STRING, UNDEFINED, unknown) or dims whose size cannot be computed.
+std::uint64_t added_payload_size(const std::string& label, std::int32_t data_type,
+                                 std::span<const std::int64_t> dims);
+
+// An ArchiveWriter that continues an archive whose payload entries are already in `zip` (written
+// in parts, parts.h): `tensor_names` are the names they were added under, in order (so that the
+// entries finish() adds are named as one writer would name them), `digests` theirs when
+// options.digests. finish() then also writes `__SIGNATURE` by `key`, after `__DIGESTS`.
+struct ResumedWriter {
+  static ArchiveWriter make(std::filesystem::path path, ZipWriter zip, const SaveOptions& options,
+                            std::span<const std::string> tensor_names,
+                            std::vector<EntryDigest> digests, std::optional<PrivateKey> key);
+};
 
 // The payload entries a model about to be written may refer to: the entries an ArchiveWriter
 // added, or those an archive being edited holds. Looked up by exact name.
@@ -100,12 +119,14 @@ struct Issue {
   std::string entry{};                   // The entry's name, for VerifyFinding::entry.
   std::string tensor{};                  // The tensor's label, for VerifyFinding::tensor.
   std::uint64_t offset = 0;
-  ErrorContext place{};  // The tensor and entry phrases; the sink adds the file.
+  ErrorContext place{};  // The tensor and entry; the sink adds the file.
   std::string problem{};
 
   // The issue as an Error naming `source` first.
   Error error(const std::string& source) const {
-    return Error(code, ErrorContext{source, place.tensor, place.entry}, problem);
+    ErrorContext context = place;
+    context.file = source;
+    return Error(code, std::move(context), problem);
   }
 };
 using IssueSink = std::function<void(Issue)>;

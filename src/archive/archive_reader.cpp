@@ -42,7 +42,10 @@ struct detail::ArchiveState {
   std::vector<TensorBytes> payloads;
   bool on_demand = false;
   bool verify_crc = false;
-  std::vector<const ZipEntry*> entries;  // The payload entry of tensors[i].
+  std::vector<const ZipEntry*> entries;  // The payload entry of tensors[i]; null when inline.
+  // The TensorProto of each inline tensors[i] (in `model`), which payload() reads; else null
+  // (also once drop_model kept the inline payloads in `payloads`).
+  std::vector<const TensorProto*> inline_tensors;
   NameIndex by_name;
   NameIndex by_entry;
   // LoadOptions::check_digests: what `__DIGESTS` lists for each ZIP entry (by its index; null
@@ -57,7 +60,8 @@ struct detail::ArchiveState {
 namespace {
 
 ErrorContext entry_context(const ZipReader& zip, std::string_view name) {
-  return {zip.source_name(), "", "entry " + quote(name)};
+  return {
+      .file = zip.source_name(), .entry = "entry " + quote(name), .entry_name = std::string(name)};
 }
 
 // Throws unless `bytes` are what `__DIGESTS` lists for `entry` (spec §12.5).
@@ -132,7 +136,9 @@ void open_digests(detail::ArchiveState& state, const ZipEntry& model_entry,
   expect(model_entry);
   // The model is handed out now (model(), model_bytes()), so it is checked now.
   check_digest_once(state, model_entry, state.model_bytes.view());
-  for (const ZipEntry* entry : state.entries) expect(*entry);
+  for (const ZipEntry* entry : state.entries) {
+    if (entry != nullptr) expect(*entry);  // Null for an inline tensor.
+  }
 }
 
 // The model's bytes, CRC-32 checked whatever LoadOptions::verify_crc says (a model that mixes two
@@ -165,8 +171,30 @@ const ZipEntry& open_model(detail::ArchiveState& state, const LoadOptions& optio
   return *model_entry;
 }
 
-// Each EXTERNAL tensor of the model, its reference checked, as a TensorInfo with its payload.
-// Returns whether each has a name (an empty one counts).
+// An inline tensor that holds data, as a TensorInfo (spec/names.md): no entry, no offset, and
+// `data` empty, since a typed field's payload has no raw bytes to lend (payload() converts it).
+// Tensors without a fixed element size (STRING, UNDEFINED) and those whose payload breaks the
+// payload rule (verify reports them) hold no payload to read and are left out.
+void add_inline_tensor(detail::ArchiveState& state, const TensorProto& tensor,
+                       const TensorSite& site) {
+  const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
+  if (element_bits(data_type) == 0 || !payload_problem(tensor).empty()) return;
+  Archive::TensorInfo& info = state.tensors.emplace_back();
+  info.name = tensor.name.value_or("");
+  info.site = std::string(site.path);
+  info.data_type = data_type;
+  info.dims = tensor.dims;
+  info.size = tensor_byte_size(tensor);  // payload_problem found none of its errors.
+  info.is_inline = true;
+  info.zero_copy = false;
+  state.entries.push_back(nullptr);
+  state.payloads.emplace_back();
+  state.inline_tensors.push_back(&tensor);
+}
+
+// Each tensor of the model that holds data, as a TensorInfo: an EXTERNAL one with its reference
+// checked and its payload, an inline one as add_inline_tensor makes it. Returns whether each has
+// a name (an empty one counts).
 std::vector<bool> open_tensors(detail::ArchiveState& state, const LoadOptions& options,
                                const archive_detail::IssueSink& fail) {
   const ZipReader& reader = state.zip;
@@ -176,7 +204,12 @@ std::vector<bool> open_tensors(detail::ArchiveState& state, const LoadOptions& o
   std::vector<std::size_t> first_tensor(reader.entries().size(), kNone);
   std::vector<bool> named;
   for_each_tensor(state.model, [&](const TensorProto& tensor, const TensorSite& site) {
-    if (tensor.data_location != TensorProto::kExternal) return;
+    if (tensor.data_location != TensorProto::kExternal) {
+      const std::size_t before = state.tensors.size();
+      add_inline_tensor(state, tensor, site);
+      if (state.tensors.size() != before) named.push_back(tensor.name.has_value());
+      return;
+    }
     const ZipEntry* entry = archive_detail::check_reference(tensor, site.path, reader, fail);
     const std::size_t index = state.tensors.size();
     std::size_t& first = first_tensor[entry->index];
@@ -203,6 +236,7 @@ std::vector<bool> open_tensors(detail::ArchiveState& state, const LoadOptions& o
       info.alignment = entry->alignment();
     }
     info.zero_copy = entry->zero_copy();
+    state.inline_tensors.push_back(nullptr);
     named.push_back(tensor.name.has_value());
   });
   return named;
@@ -215,8 +249,21 @@ void index_tensors(detail::ArchiveState& state, const std::vector<bool>& named) 
   for (std::size_t i = 0; i < state.tensors.size(); ++i) {
     const Archive::TensorInfo& info = state.tensors[i];
     if (named[i]) state.by_name.try_emplace(info.name, i);
-    state.by_entry.try_emplace(info.entry, i);
+    if (!info.is_inline) state.by_entry.try_emplace(info.entry, i);
   }
+}
+
+// LoadOptions::keep_model false: each inline tensor's payload kept apart (raw_data shares its
+// bytes, a typed field is converted once), then the parsed model let go.
+void drop_model(detail::ArchiveState& state) {
+  for (std::size_t i = 0; i < state.tensors.size(); ++i) {
+    const TensorProto* const tensor = state.inline_tensors[i];
+    if (tensor == nullptr) continue;
+    state.payloads[i] =
+        tensor->raw_data ? *tensor->raw_data : TensorBytes::owned(typed_data_to_raw(*tensor));
+    state.inline_tensors[i] = nullptr;
+  }
+  state.model = ModelProto();
 }
 
 std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOptions& options) {
@@ -229,6 +276,7 @@ std::unique_ptr<detail::ArchiveState> open_state(ZipReader zip, const LoadOption
   const std::vector<bool> named = open_tensors(*state, options, fail);
   if (state->check_digests) open_digests(*state, model_entry, options);
   index_tensors(*state, named);
+  if (!options.keep_model) drop_model(*state);
   return state;
 }
 
@@ -321,6 +369,14 @@ std::vector<TensorBytes> Archive::payloads(std::span<const TensorInfo* const> in
                   state.zip.source_name() + ": Archive::payloads: a TensorInfo of another archive");
     }
     const std::size_t index = static_cast<std::size_t>(info - state.tensors.data());
+    if (info->is_inline) {
+      // Owned: the model's raw_data may borrow from the archive, a typed field has no raw bytes.
+      // Without the model (LoadOptions::keep_model), the payload open kept.
+      const TensorProto* const tensor = state.inline_tensors[index];
+      out[i] = tensor != nullptr ? TensorBytes::copy_of(RawPayload(*tensor).view())
+                                 : state.payloads[index];
+      continue;
+    }
     const ZipEntry& entry = *state.entries[index];
     if (!state.on_demand) {
       // Empty only for a deflated entry left alone (LoadOptions::inflate_payloads).
@@ -358,6 +414,7 @@ ModelProto resolve(detail::ArchiveState& state, const LoadOptions& options) {
   std::size_t next = 0;
   for_each_tensor(model, [&](TensorProto& tensor, const TensorSite&) {
     if (tensor.data_location != TensorProto::kExternal) return;
+    while (state.tensors[next].is_inline) ++next;  // Inline tensors keep their payload.
     if (state.check_digests) {
       check_digest_once(state, *state.entries[next], state.payloads[next].view());
     }
@@ -372,6 +429,7 @@ ModelProto resolve(detail::ArchiveState& state, const LoadOptions& options) {
 // load() resolves every payload, so it inflates whatever inflate_payloads says.
 LoadOptions inflating(LoadOptions options) {
   options.inflate_payloads = true;
+  options.keep_model = true;  // resolve() turns it into the loaded model.
   return options;
 }
 

@@ -179,10 +179,12 @@ std::size_t check_writer_reference(const TensorProto& tensor, std::string_view s
                                    const PayloadIndex& index, const std::string& source,
                                    std::string_view unknown_location) {
   // Messages are built only on failure: a model may hold very many tensors.
-  ErrorContext place;
+  ErrorContext entry_place;  // Set once the entry is known.
   const auto fail = [&](const std::string& problem) {
+    ErrorContext place = tensor_place(tensor, site);
     place.file = source;
-    place.tensor = tensor_label(tensor, site);
+    place.entry = entry_place.entry;
+    place.entry_name = entry_place.entry_name;
     throw Error(ErrorCode::kInvalidArgument, std::move(place), problem);
   };
   const ExternalData data = detail::read_external_data(tensor);
@@ -199,7 +201,8 @@ std::size_t check_writer_reference(const TensorProto& tensor, std::string_view s
   }
   const PayloadIndex::Entry& entry = index.entries()[found];
   const auto fail_at_entry = [&](const std::string& problem) {
-    place.entry = entry_label(entry.location);
+    entry_place.entry = entry_label(entry.location);
+    entry_place.entry_name = std::string(entry.location);
     fail(problem);
   };
   if (const std::string problem = carried_payload(tensor); !problem.empty()) {
@@ -272,14 +275,18 @@ class ReferenceReport final {
  private:
   void issue(Severity severity, ErrorCode code, std::string problem) {
     const std::string entry_name = entry_ != nullptr ? entry_->name : std::string();
-    const std::string label = tensor_label(tensor_, site_);
+    ErrorContext place = tensor_place(tensor_, site_);
+    if (entry_ != nullptr) {
+      place.entry = entry_label(entry_name);
+      place.entry_name = entry_name;
+      place.offset = entry_->local_header_offset;
+    }
     report_({.severity = severity,
              .code = code,
              .entry = entry_name,
-             .tensor = label,
+             .tensor = place.tensor,
              .offset = entry_ != nullptr ? entry_->local_header_offset : 0,
-             .place = {.tensor = label,
-                       .entry = entry_ != nullptr ? entry_label(entry_name) : std::string()},
+             .place = std::move(place),
              .problem = std::move(problem)});
   }
 

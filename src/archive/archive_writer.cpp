@@ -108,6 +108,8 @@ struct ArchiveWriter::State {
                                    .output = save_options.output,
                                    .s3 = save_options.s3}),
         source(path.string()) {}
+  State(const std::filesystem::path& path, const SaveOptions& save_options, ZipWriter resumed)
+      : options(save_options), zip(std::move(resumed)), source(path.string()) {}
 
   void ensure_open(const char* operation) const {
     if (finished) {
@@ -144,15 +146,14 @@ struct ArchiveWriter::State {
   EntryNamer namer;
   archive_detail::PayloadIndex added;
   std::map<std::pair<std::uint64_t, std::uint32_t>, std::vector<WrittenPayload>> by_content;
-  std::vector<EntryDigest> digests;  // With options.digests: every entry written.
+  std::vector<EntryDigest> digests;       // With options.digests: every entry written.
+  std::optional<PrivateKey> signing_key;  // Signs `__DIGESTS` (ResumedWriter).
   bool finished = false;
   bool broken = false;
 };
 
-void ArchiveWriter::State::check_added_tensor(std::string_view tensor_name, std::int32_t data_type,
-                                              std::span<const std::int64_t> dims,
-                                              std::uint64_t size) const {
-  const std::string label = source + ": add_tensor " + quote(tensor_name);
+std::uint64_t archive_detail::added_payload_size(const std::string& label, std::int32_t data_type,
+                                                 std::span<const std::int64_t> dims) {
   if (element_bits(data_type) == 0) {
     const std::string_view type_name = data_type_name(data_type);
     throw Error(ErrorCode::kInvalidArgument, {.file = label},
@@ -160,13 +161,19 @@ void ArchiveWriter::State::check_added_tensor(std::string_view tensor_name, std:
                     (type_name.empty() ? "" : " (" + std::string(type_name) + ")") +
                     " has no fixed element size, so it cannot be a payload entry (spec §7.2)");
   }
-  std::uint64_t expected = 0;
   try {
-    expected = tensor_byte_size(dims, data_type, "dims");
+    return tensor_byte_size(dims, data_type, "dims");
   } catch (const Error& e) {
     // The caller's dims: an invalid argument, whatever code the size helper gives it.
     throw Error(ErrorCode::kInvalidArgument, {.file = label}, e.message());
   }
+}
+
+void ArchiveWriter::State::check_added_tensor(std::string_view tensor_name, std::int32_t data_type,
+                                              std::span<const std::int64_t> dims,
+                                              std::uint64_t size) const {
+  const std::string label = source + ": add_tensor " + quote(tensor_name);
+  const std::uint64_t expected = archive_detail::added_payload_size(label, data_type, dims);
   if (size != expected) {
     throw Error(ErrorCode::kInvalidArgument, {.file = label},
                 std::to_string(size) + " bytes given, but dims x element size of " +
@@ -255,8 +262,9 @@ std::vector<Candidate> ArchiveWriter::State::plan(const ModelProto& model,
     }
     // Messages are built only on failure: a model may hold very many tensors.
     const auto fail = [&](const std::string& what) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  {.file = source, .tensor = tensor_label(tensor, site.path)}, what);
+      ErrorContext place = tensor_place(tensor, site.path);
+      place.file = source;
+      throw Error(ErrorCode::kInvalidArgument, std::move(place), what);
     };
     const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
 
@@ -335,6 +343,28 @@ std::string ArchiveWriter::State::write_candidate(const Candidate& candidate,
 ArchiveWriter::ArchiveWriter(std::filesystem::path path, const SaveOptions& options)
     : path_(std::move(path)), state_(std::make_unique<State>(path_, options)) {}
 
+ArchiveWriter::ArchiveWriter(std::filesystem::path path, std::unique_ptr<State> state)
+    : path_(std::move(path)), state_(std::move(state)) {}
+
+ArchiveWriter archive_detail::ResumedWriter::make(std::filesystem::path path, ZipWriter zip,
+                                                  const SaveOptions& options,
+                                                  std::span<const std::string> tensor_names,
+                                                  std::vector<EntryDigest> digests,
+                                                  std::optional<PrivateKey> key) {
+  auto state = std::make_unique<ArchiveWriter::State>(path, options, std::move(zip));
+  ONNXZIP_DCHECK(tensor_names.size() == state->zip.entries().size());
+  for (std::size_t i = 0; i < tensor_names.size(); ++i) {
+    const WrittenEntry& entry = state->zip.entries()[i];
+    // The names one writer would have handed out, so that later ones continue its sequence.
+    const std::string name = state->namer.name_for(tensor_names[i]);
+    ONNXZIP_DCHECK(name == entry.name);
+    state->added.add(entry.name, entry.size);
+  }
+  state->digests = std::move(digests);
+  state->signing_key = std::move(key);
+  return ArchiveWriter(std::move(path), std::move(state));
+}
+
 ArchiveWriter::~ArchiveWriter() = default;
 ArchiveWriter::ArchiveWriter(ArchiveWriter&& other) noexcept = default;
 ArchiveWriter& ArchiveWriter::operator=(ArchiveWriter&& other) noexcept = default;
@@ -404,9 +434,16 @@ void ArchiveWriter::finish(const ModelProto& model) {
       digests.push_back({std::string(kModelEntryName), model_digest.hasher.finish(),
                          model_digest.size, model_digest.crc});
       const std::string statement = encode_digests(path_.stem().string(), std::move(digests));
-      state.zip.add(
-          kDigestsEntryName,
-          ByteSpan(reinterpret_cast<const std::uint8_t*>(statement.data()), statement.size()));
+      const ByteSpan statement_bytes(reinterpret_cast<const std::uint8_t*>(statement.data()),
+                                     statement.size());
+      state.zip.add(kDigestsEntryName, statement_bytes);
+      if (state.signing_key) {
+        // spec §12.1: __SIGNATURE directly after __DIGESTS, as sign_archive places it.
+        const std::string signature = encode_signature(statement_bytes, *state.signing_key);
+        state.zip.add(
+            kSignatureEntryName,
+            ByteSpan(reinterpret_cast<const std::uint8_t*>(signature.data()), signature.size()));
+      }
     }
     // spec §2.4: the model entry comes last.
     state.zip.add(kModelEntryName, serializer.size(), [&](EntrySink& sink) {

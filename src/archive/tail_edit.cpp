@@ -10,7 +10,9 @@
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "check.h"
 #include "crc32.h"
 #include "interrupted_edit.h"
 #include "onnxzip/error.h"
@@ -35,9 +37,9 @@ TailStepHook& step_hook() {
 
 // More than the new tail, written twice, can take: the entry and the central directory, each
 // with headers and padding, and the end records and comment.
-std::uint64_t largest_tails(const ZipReader& zip, std::span<const zip::TailEntry> entries) {
+std::uint64_t largest_tails(const ZipReader& zip, const NewTail& tail) {
   std::uint64_t data = 0;
-  for (const zip::TailEntry& entry : entries) {
+  for (const NewEntry& entry : tail.entries) {
     if (entry.data.size() > kMaxFileSize / 4 - data) {
       return std::numeric_limits<std::uint64_t>::max();
     }
@@ -137,50 +139,83 @@ class TailWriter final {
   std::string aftermath_ = "the archive is unchanged";
 };
 
-}  // namespace
-
-TailReplacement replace_last_entry(const ZipReader& zip, ByteSpan data, std::uint32_t crc,
-                                   std::uint32_t alignment, int fd, std::uint64_t file_size,
-                                   bool durable) {
-  if (zip.entries().empty()) {
-    throw Error(ErrorCode::kInvalidArgument, {.file = zip.source_name()},
-                "the archive has no entry");
-  }
-  const zip::TailEntry entry{zip.entries().back().name, data, crc};
-  return replace_last_entries(zip, zip.entries().size() - 1, std::span(&entry, 1), alignment, fd,
-                              file_size, durable);
-}
-
-TailReplacement replace_last_entries(const ZipReader& zip, std::size_t first,
-                                     std::span<const zip::TailEntry> entries,
-                                     std::uint32_t alignment, int fd, std::uint64_t file_size,
-                                     bool durable) {
-  const std::uint64_t start = zip::entries_start(zip, first, file_size);
-  const std::uint64_t archive_end = zip.size();
-  std::uint64_t data_size = 0;
-  for (const zip::TailEntry& entry : entries) data_size += entry.data.size();  // Bytes in memory.
-  check_room(zip, file_size, largest_tails(zip, entries),
-             (entries.size() == 1 ? "an entry of " : "entries of ") + std::to_string(data_size) +
-                 " bytes");
-  TailWriter writer(zip, fd, durable);
-  const zip::EntryTail final_tail = zip::lay_out_tail(zip, first, start, entries, alignment);
-  // The new tail goes after the archive and after the final tail's place, so that neither the
-  // old archive nor step 3 overwrites it while it is the live one.
-  const std::uint64_t temporary_offset = std::max(archive_end, start + final_tail.size());
-  const zip::EntryTail temporary_tail =
-      zip::lay_out_tail(zip, first, temporary_offset, entries, alignment);
+// The interrupted edit record of step 1 for the new tail `temporary`, laid out at `offset`
+// after the archive `zip` read from a file of `file_size` bytes.
+InterruptedEditRecord record_for(const ZipReader& zip, const zip::EntryTail& temporary,
+                                 std::uint64_t offset, std::uint64_t file_size) {
   InterruptedEditRecord record;
-  record.old_end = archive_end;
-  record.new_start = temporary_offset;
-  record.new_end = temporary_offset + temporary_tail.size();
+  record.old_end = zip.size();
+  record.new_start = offset;
+  record.new_end = offset + temporary.size();
   std::uint32_t tail_crc = 0;
-  for (const zip::EntryTail::Part& part : temporary_tail.entries) {
+  for (const zip::EntryTail::Part& part : temporary.entries) {
     tail_crc = crc32(part.data, crc32(part.head, tail_crc));
   }
-  record.new_crc32 = crc32(temporary_tail.rest, tail_crc);
+  record.new_crc32 = crc32(temporary.rest, tail_crc);
   // Past the new tail, and past anything the file holds after the archive (an earlier
   // interrupted edit's record among it), so that the file ends with this record.
   record.record_offset = record_place(std::max(record.new_end, file_size));
+  return record;
+}
+
+std::vector<zip::TailEntry> borrowed_entries(const NewTail& tail) {
+  std::vector<zip::TailEntry> entries;
+  entries.reserve(tail.entries.size());
+  for (const NewEntry& entry : tail.entries) {
+    entries.push_back({entry.name, entry.data.span(), entry.crc});
+  }
+  return entries;
+}
+
+}  // namespace
+
+zip::EntryTail NewTail::lay_out(const ZipReader& zip, std::uint64_t position) const {
+  const std::vector<zip::TailEntry> borrowed = borrowed_entries(*this);
+  return zip::lay_out_tail(zip, first, position, borrowed, alignment);
+}
+
+OwnedBytes NewTail::bytes(const ZipReader& zip) const {
+  const zip::EntryTail tail = lay_out(zip, start);
+  OwnedBytes out(static_cast<std::size_t>(tail.size()));
+  std::uint8_t* at = out.data();
+  const auto put = [&](ByteSpan part) {
+    if (!part.empty()) std::memcpy(at, part.data(), part.size());
+    at += part.size();
+  };
+  for (const zip::EntryTail::Part& part : tail.entries) {
+    put(part.head);
+    put(part.data);
+  }
+  put(tail.rest);
+  return out;
+}
+
+NewTail make_new_tail(const ZipReader& zip, std::size_t first, std::uint64_t size,
+                      std::vector<NewEntry> entries) {
+  NewTail tail;
+  tail.first = first;
+  tail.start = zip::entries_start(zip, first, size);
+  tail.alignment = zip::declared_alignment(zip);
+  tail.entries = std::move(entries);
+  return tail;
+}
+
+TailReplacement replace_tail(const ZipReader& zip, const NewTail& tail, int fd,
+                             std::uint64_t file_size, bool durable) {
+  const std::uint64_t start = zip::entries_start(zip, tail.first, file_size);
+  ONNXZIP_DCHECK(start == tail.start);
+  std::uint64_t data_size = 0;
+  for (const NewEntry& entry : tail.entries) data_size += entry.data.size();  // Bytes in memory.
+  check_room(zip, file_size, largest_tails(zip, tail),
+             (tail.entries.size() == 1 ? "an entry of " : "entries of ") +
+                 std::to_string(data_size) + " bytes");
+  TailWriter writer(zip, fd, durable);
+  const zip::EntryTail final_tail = tail.lay_out(zip, start);
+  // The new tail goes after the archive and after the final tail's place, so that neither the
+  // old archive nor step 3 overwrites it while it is the live one.
+  const std::uint64_t temporary_offset = std::max(zip.size(), start + final_tail.size());
+  const zip::EntryTail temporary_tail = tail.lay_out(zip, temporary_offset);
+  const InterruptedEditRecord record = record_for(zip, temporary_tail, temporary_offset, file_size);
   std::array<std::uint8_t, kRecordSize> record_bytes{};
   record.encode(record_bytes);
   // Every block steps 1 to 3 write, before the first of them: a full disk fails the edit here,
@@ -192,12 +227,12 @@ TailReplacement replace_last_entries(const ZipReader& zip, std::size_t first,
     writer.write(record.record_offset, record_bytes, "cannot write the interrupted edit record");
     writer.step(TailStep::kMark, false);
     // Step 2: the new tail. Once whole it has the record's CRC-32: it is the archive.
-    writer.write(temporary_tail, temporary_offset, "cannot write the new entry after the archive");
+    writer.write(temporary_tail, record.new_start, "cannot write the new entry after the archive");
     writer.step(TailStep::kAppend);
   } catch (...) {
     // Before the switch the archive read is the live one: what the edit appended goes, and with
     // it whatever an earlier interrupted edit left after that archive.
-    static_cast<void>(::ftruncate(fd, static_cast<off_t>(archive_end)));
+    static_cast<void>(::ftruncate(fd, static_cast<off_t>(zip.size())));
     throw;
   }
   writer.set_aftermath(

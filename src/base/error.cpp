@@ -54,9 +54,11 @@ Error::Error(ErrorCode code, ErrorContext context, std::string problem)
 
 Error Error::with_context(const ErrorContext& outer) const {
   ErrorContext context = context_;
-  for (auto part : {&ErrorContext::file, &ErrorContext::tensor, &ErrorContext::entry}) {
+  for (auto part : {&ErrorContext::file, &ErrorContext::tensor, &ErrorContext::entry,
+                    &ErrorContext::entry_name, &ErrorContext::tensor_name, &ErrorContext::site}) {
     if ((context.*part).empty()) context.*part = outer.*part;
   }
+  if (!context.offset) context.offset = outer.offset;
   return Error(code_, std::move(context), problem_);
 }
 

@@ -14,6 +14,7 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/edit.h"
 #include "onnxzip/integrity.h"
+#include "onnxzip/internal/s3.h"
 #include "onnxzip/onnx_codec.h"
 
 namespace onnxzip::cli {
@@ -132,7 +133,8 @@ int run_edit(const EditArgs& args, const CLI::Option& producer_option,
              const CLI::Option& doc_option, const CLI::Option& model_option,
              const GlobalOptions& global) {
   const EditPlan plan = plan_edit(args, producer_option, doc_option, model_option);
-  require_archive(args.archive);
+  // An object in a bucket is edited there (edit.h); its open says whether it is an archive.
+  if (!is_s3_url(args.archive)) require_archive(args.archive);
   // --model FILE: a legacy .onnx whose tensors refer to the archive's entries, parsed into owned
   // memory (the edit rewrites its bytes).
   std::optional<ModelProto> replacement;
@@ -166,6 +168,12 @@ int run_edit(const EditArgs& args, const CLI::Option& producer_option,
                    "to sign again)\n",
                    printable(args.archive).c_str());
     }
+    if (result.object_rewritten) {
+      std::fprintf(stderr,
+                   "onnxzip: note: %s: uploaded whole: the bytes before the model are under the "
+                   "5 MiB a copied part must have\n",
+                   printable(args.archive).c_str());
+    }
     if (result.digests_removed) {
       std::fprintf(stderr, "onnxzip: note: %s: __DIGESTS removed by the compaction\n",
                    printable(args.archive).c_str());
@@ -185,7 +193,10 @@ Command add_edit_command(CLI::App& app, const GlobalOptions& global) {
       "edit",
       "Change an .onnxz archive's model (metadata, graph) in place, without moving a weight");
   auto args = std::make_shared<EditArgs>();
-  sub->add_option("ARCHIVE", args->archive, "The .onnxz archive to edit, in place")->required();
+  sub->add_option("ARCHIVE", args->archive,
+                  "The .onnxz archive to edit, in place (or s3://bucket/key, edited in the "
+                  "bucket)")
+      ->required();
   sub->add_option("--set-metadata", args->set_metadata,
                   "Set the model's metadata KEY to VALUE, replacing the key's value if it has one "
                   "(repeatable)")
@@ -222,11 +233,15 @@ Command add_edit_command(CLI::App& app, const GlobalOptions& global) {
       "weight keeps its bytes and offset, so an edit takes milliseconds whatever the archive's\n"
       "size. At every instant the file holds the old model or the new one. The new model's\n"
       "tensors must refer to every entry of the archive (see --compact), with the right sizes.\n"
+      "An archive in a bucket (s3://bucket/key) is edited there: the store copies the bytes\n"
+      "before the model, the new tail is uploaded, and the edit fails if another client wrote\n"
+      "the object meanwhile.\n"
       "\n"
       "Examples:\n"
       "  onnxzip edit model.onnxz --set-metadata license=MIT --producer mytool:1.2\n"
       "  unzip model.onnxz __MODEL_PROTO -d m && (edit m/__MODEL_PROTO with any ONNX tool)\n"
-      "  onnxzip edit model.onnxz --model m/__MODEL_PROTO");
+      "  onnxzip edit model.onnxz --model m/__MODEL_PROTO\n"
+      "  onnxzip edit s3://models/resnet50.onnxz --set-metadata license=MIT");
   return {sub, [args, producer, doc, model, &global] {
             return run_edit(*args, *producer, *doc, *model, global);
           }};

@@ -18,6 +18,7 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/bytes.h"
 #include "onnxzip/internal/http_source.h"
+#include "onnxzip/internal/json_text.h"
 #include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/signing.h"
@@ -209,7 +210,7 @@ std::map<std::string, std::vector<const Archive::TensorInfo*>> tensors_by_locati
     const Archive& archive) {
   std::map<std::string, std::vector<const Archive::TensorInfo*>> by_location;
   for (const Archive::TensorInfo& info : archive.tensors()) {
-    by_location[info.entry].push_back(&info);
+    if (!info.is_inline) by_location[info.entry].push_back(&info);
   }
   return by_location;
 }
@@ -389,7 +390,7 @@ InfoReport gather_legacy(const std::string& file, FileAccess access) {
 
 // --- JSON ---
 
-void optional_string_json(JsonWriter& json, const char* key, const std::optional<Text>& value) {
+void optional_string_json(JsonText& json, const char* key, const std::optional<Text>& value) {
   json.key(key);
   if (value) {
     json.string(*value);
@@ -398,7 +399,7 @@ void optional_string_json(JsonWriter& json, const char* key, const std::optional
   }
 }
 
-void optional_number_json(JsonWriter& json, const char* key,
+void optional_number_json(JsonText& json, const char* key,
                           const std::optional<std::uint64_t>& value) {
   json.key(key);
   if (value) {
@@ -408,7 +409,7 @@ void optional_number_json(JsonWriter& json, const char* key,
   }
 }
 
-void optional_number_json(JsonWriter& json, const char* key,
+void optional_number_json(JsonText& json, const char* key,
                           const std::optional<std::int64_t>& value) {
   json.key(key);
   if (value) {
@@ -419,7 +420,7 @@ void optional_number_json(JsonWriter& json, const char* key,
 }
 
 // What describes a tensor in both formats.
-void write_tensor_type_json(JsonWriter& json, const TensorType& type) {
+void write_tensor_type_json(JsonText& json, const TensorType& type) {
   json.key("data_type");
   json.string(type_name(type.data_type));
   json.key("shape");
@@ -428,7 +429,7 @@ void write_tensor_type_json(JsonWriter& json, const TensorType& type) {
   json.end_array();
 }
 
-void write_opsets_json(JsonWriter& json, const ModelProto& model) {
+void write_opsets_json(JsonText& json, const ModelProto& model) {
   json.key("opset_import");
   json.begin_array();
   for (const OperatorSetIdProto& opset : model.opset_import) {
@@ -441,7 +442,7 @@ void write_opsets_json(JsonWriter& json, const ModelProto& model) {
   json.end_array();
 }
 
-void write_metadata_json(JsonWriter& json, const ModelProto& model) {
+void write_metadata_json(JsonText& json, const ModelProto& model) {
   json.key("metadata_props");
   json.begin_array();
   for (const StringStringEntryProto& kv : model.metadata_props) {
@@ -455,7 +456,7 @@ void write_metadata_json(JsonWriter& json, const ModelProto& model) {
 
 // A graph input or output: {"name", "data_type", "shape"}; data_type null when the type is not
 // given, shape null when unknown, each dimension a number, a symbolic name or null.
-void write_value_json(JsonWriter& json, const ValueInfoProto& value) {
+void write_value_json(JsonText& json, const ValueInfoProto& value) {
   json.begin_object();
   optional_string_json(json, "name", value.name);
   json.key("data_type");
@@ -485,15 +486,14 @@ void write_value_json(JsonWriter& json, const ValueInfoProto& value) {
   json.end_object();
 }
 
-void write_values_json(JsonWriter& json, const char* key,
-                       const std::vector<ValueInfoProto>& values) {
+void write_values_json(JsonText& json, const char* key, const std::vector<ValueInfoProto>& values) {
   json.key(key);
   json.begin_array();
   for (const ValueInfoProto& value : values) write_value_json(json, value);
   json.end_array();
 }
 
-void write_graph_json(JsonWriter& json, const ModelProto& model) {
+void write_graph_json(JsonText& json, const ModelProto& model) {
   json.key("graph");
   if (!model.graph) {
     json.null();
@@ -511,7 +511,7 @@ void write_graph_json(JsonWriter& json, const ModelProto& model) {
   json.end_object();
 }
 
-void write_model_json(JsonWriter& json, const ModelProto& model) {
+void write_model_json(JsonText& json, const ModelProto& model) {
   json.key("model");
   json.begin_object();
   optional_number_json(json, "ir_version", model.ir_version);
@@ -528,7 +528,7 @@ void write_model_json(JsonWriter& json, const ModelProto& model) {
   json.end_object();
 }
 
-void write_entry_json(JsonWriter& json, const EntryRow& row) {
+void write_entry_json(JsonText& json, const EntryRow& row) {
   json.begin_object();
   json.key("name");
   json.string(row.name);
@@ -548,7 +548,7 @@ void write_entry_json(JsonWriter& json, const EntryRow& row) {
   json.end_object();
 }
 
-void write_tensor_record_json(JsonWriter& json, const TensorRecord& t) {
+void write_tensor_record_json(JsonText& json, const TensorRecord& t) {
   json.begin_object();
   json.key("name");
   json.string(t.name);
@@ -569,7 +569,7 @@ void write_tensor_record_json(JsonWriter& json, const TensorRecord& t) {
   json.end_object();
 }
 
-void write_contents_json(JsonWriter& json, const ArchiveContents& contents) {
+void write_contents_json(JsonText& json, const ArchiveContents& contents) {
   json.key("zip_findings");
   json.number(std::uint64_t{contents.zip_findings});
   json.key("tensors");
@@ -603,7 +603,7 @@ void write_contents_json(JsonWriter& json, const ArchiveContents& contents) {
   json.end_object();
 }
 
-void write_legacy_tensor_json(JsonWriter& json, const LegacyTensor& t) {
+void write_legacy_tensor_json(JsonText& json, const LegacyTensor& t) {
   json.begin_object();
   json.key("name");
   json.string(t.name);
@@ -622,7 +622,7 @@ void write_legacy_tensor_json(JsonWriter& json, const LegacyTensor& t) {
   json.end_object();
 }
 
-void write_contents_json(JsonWriter& json, const LegacyContents& contents) {
+void write_contents_json(JsonText& json, const LegacyContents& contents) {
   json.key("tensors");
   json.begin_array();
   for (const LegacyTensor& t : contents.tensors) write_legacy_tensor_json(json, t);
@@ -636,7 +636,7 @@ std::string_view format_name(const InfoReport& report) {
   return archive->zip_findings == 0 ? "onnxz" : "zip";
 }
 
-void write_report_json(JsonWriter& json, const InfoReport& report) {
+void write_report_json(JsonText& json, const InfoReport& report) {
   json.begin_object();
   json.key("file");
   json.string(report.file);
@@ -829,7 +829,7 @@ InfoReport gather(const std::string& file, const InfoArgs& args, const GlobalOpt
 int run_info(const InfoArgs& args, const GlobalOptions& global) {
   int status = kExitOk;
   const bool several = args.files.size() > 1;
-  JsonWriter json;
+  JsonText json;
   if (several) json.begin_array();
   for (std::size_t i = 0; i < args.files.size(); ++i) {
     const std::string& file = args.files[i];
@@ -849,7 +849,7 @@ int run_info(const InfoArgs& args, const GlobalOptions& global) {
     std::fflush(stdout);
   }
   if (several) json.end_array();
-  if (args.json) std::fputs(json.str().c_str(), stdout);
+  if (args.json) std::fputs(std::move(json).finish().c_str(), stdout);
   return status;
 }
 

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "cli_common.h"
-
 namespace onnxzip::cli {
 namespace {
 
@@ -54,127 +52,6 @@ std::string Table::render() const {
   emit(titles);
   for (const auto& row : rows_) emit(row);
   return out;
-}
-
-std::string json_string(std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  while (!text.empty()) {
-    const auto byte = static_cast<unsigned char>(text.front());
-    if (byte >= 0x80) {
-      const std::size_t length = utf8_sequence_length(text);
-      if (length == 0) {
-        out += "\\ufffd";
-        text.remove_prefix(1);
-      } else {
-        out.append(text.substr(0, length));
-        text.remove_prefix(length);
-      }
-      continue;
-    }
-    text.remove_prefix(1);
-    switch (byte) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (byte < 0x20 || byte == 0x7F) {
-          out += "\\u00";
-          out += kHex[byte >> 4];
-          out += kHex[byte & 0xF];
-        } else {
-          out += static_cast<char>(byte);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-void JsonWriter::newline() {
-  out_ += '\n';
-  out_.append(2 * first_.size(), ' ');
-}
-
-void JsonWriter::before_value() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
-  }
-  if (!first_.empty()) {
-    if (!first_.back()) out_ += ',';
-    first_.back() = false;
-    newline();
-  }
-}
-
-void JsonWriter::begin_object() {
-  before_value();
-  out_ += '{';
-  first_.push_back(true);
-}
-
-void JsonWriter::end_object() {
-  const bool empty = first_.back();
-  first_.pop_back();
-  if (!empty) newline();
-  out_ += '}';
-}
-
-void JsonWriter::begin_array() {
-  before_value();
-  out_ += '[';
-  first_.push_back(true);
-}
-
-void JsonWriter::end_array() {
-  const bool empty = first_.back();
-  first_.pop_back();
-  if (!empty) newline();
-  out_ += ']';
-}
-
-void JsonWriter::key(std::string_view name) {
-  before_value();
-  out_ += json_string(name);
-  out_ += ": ";
-  after_key_ = true;
-}
-
-void JsonWriter::string(std::string_view text) {
-  before_value();
-  out_ += json_string(text);
-}
-
-void JsonWriter::number(std::uint64_t value) {
-  before_value();
-  out_ += std::to_string(value);
-}
-
-void JsonWriter::number(std::int64_t value) {
-  before_value();
-  out_ += std::to_string(value);
-}
-
-void JsonWriter::boolean(bool value) {
-  before_value();
-  out_ += value ? "true" : "false";
-}
-
-void JsonWriter::null() {
-  before_value();
-  out_ += "null";
 }
 
 }  // namespace onnxzip::cli

@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "cli_progress.h"
 #include "onnxzip/integrity.h"
+#include "onnxzip/internal/s3.h"
 #include "onnxzip/signing.h"
 
 namespace onnxzip::cli {
@@ -26,7 +27,8 @@ int run_sign(const SignArgs& args, const GlobalOptions& global) {
   if (args.key.empty() == !args.digests_only) {
     throw UsageError("give --key PRIVATE.pem to sign, or --digests-only (not both)");
   }
-  require_archive(args.archive);
+  // An object in a bucket is signed there (signing.h); its open says whether it is an archive.
+  if (!is_s3_url(args.archive)) require_archive(args.archive);
   SignOptions options;
   if (!args.key.empty()) options.key = PrivateKey::load(args.key);
   options.output.durable = !args.no_sync;
@@ -39,6 +41,17 @@ int run_sign(const SignArgs& args, const GlobalOptions& global) {
     result = sign_archive(args.archive, options);
   }
   if (!global.quiet) {
+    if (result.entries_read) {
+      std::fprintf(stderr,
+                   "onnxzip: note: %s: no __DIGESTS: every entry was read from the bucket to be "
+                   "hashed\n",
+                   printable(args.archive).c_str());
+    } else if (is_s3_url(args.archive)) {
+      std::fprintf(stderr,
+                   "onnxzip: note: %s: the __DIGESTS it holds were kept as they stand (only the "
+                   "model hashed again); 'onnxzip verify' checks them against the bytes\n",
+                   printable(args.archive).c_str());
+    }
     if (result.signature_removed) {
       std::fprintf(stderr, "onnxzip: note: %s: the old __SIGNATURE was removed (no --key)\n",
                    printable(args.archive).c_str());
@@ -56,7 +69,9 @@ Command add_sign_command(CLI::App& app, const GlobalOptions& global) {
   CLI::App* sub = app.add_subcommand(
       "sign", "Add SHA-256 digests of every entry, and a signature of them, to an archive");
   auto args = std::make_shared<SignArgs>();
-  sub->add_option("ARCHIVE", args->archive, "The .onnxz archive to sign, in place")->required();
+  sub->add_option("ARCHIVE", args->archive,
+                  "The .onnxz archive to sign, in place (or s3://bucket/key, signed in the bucket)")
+      ->required();
   sub->add_option("--key", args->key,
                   "ECDSA P-256 private key (PEM) that signs the digests: __DIGESTS and "
                   "__SIGNATURE are added or replaced")

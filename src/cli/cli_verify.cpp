@@ -15,6 +15,7 @@
 #include "onnxzip/convert.h"
 #include "onnxzip/integrity.h"
 #include "onnxzip/internal/http_source.h"
+#include "onnxzip/internal/json_text.h"
 
 namespace onnxzip::cli {
 namespace {
@@ -94,7 +95,7 @@ void print_text(const FileOutcome& outcome, const GlobalOptions& global) {
   }
 }
 
-void write_json(JsonWriter& json, const FileOutcome& outcome) {
+void write_json(JsonText& json, const FileOutcome& outcome) {
   const VerifyReport& report = outcome.report;
   json.begin_object();
   json.key("file");
@@ -141,7 +142,7 @@ int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
   std::optional<PublicKey> public_key;
   if (!args.public_key.empty()) public_key = PublicKey::load(args.public_key);
   int status = kExitOk;
-  JsonWriter json;
+  JsonText json;
   json.begin_array();
   for (const std::string& given : args.files) {
     const FileOutcome outcome = verify_file(given, args, public_key, global);
@@ -154,7 +155,7 @@ int run_verify(const VerifyArgs& args, const GlobalOptions& global) {
     }
   }
   json.end_array();
-  if (args.json) std::fputs(json.str().c_str(), stdout);
+  if (args.json) std::fputs(std::move(json).finish().c_str(), stdout);
   return status;
 }
 

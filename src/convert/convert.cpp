@@ -104,6 +104,7 @@ ModelProto model_with_payloads(const Archive& archive) {
   auto info = archive.tensors().begin();  // In for_each_tensor order, as the walk below.
   for_each_tensor(model, [&](TensorProto& tensor, const TensorSite&) {
     if (tensor.data_location != TensorProto::kExternal) return;
+    while (info->is_inline) ++info;  // An inline tensor keeps its payload where it is.
     tensor.raw_data = TensorBytes::borrowed((info++)->data, kNoOwner);
     tensor.external_data.clear();
     tensor.data_location.reset();

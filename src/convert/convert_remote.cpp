@@ -408,12 +408,15 @@ RemoteConversion::RemoteConversion(const std::shared_ptr<const HttpSource>& sour
   for_each_tensor(model_, [&](TensorProto& tensor, const TensorSite&) {
     if (tensor.data_location == TensorProto::kExternal) tensors_.push_back(&tensor);
   });
-  const std::vector<Archive::TensorInfo>& infos = archive_.tensors();
+  std::vector<const Archive::TensorInfo*> infos;
+  for (const Archive::TensorInfo& info : archive_.tensors()) {
+    if (!info.is_inline) infos.push_back(&info);
+  }
   if (infos.size() != tensors_.size()) {
     throw Error(ErrorCode::kBadState, {.file = name_}, "the model's external tensors changed");
   }
-  for (const Archive::TensorInfo& info : infos) {
-    const ZipEntry& entry = archive_.zip().at(info.entry);
+  for (const Archive::TensorInfo* info : infos) {
+    const ZipEntry& entry = archive_.zip().at(info->entry);
     entries_.push_back(&entry);
     payload_bytes_ = checked_add(payload_bytes_, entry.size, name_ + ": payload bytes");
     largest_ = std::max(largest_, entry.size);

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "json_input.h"
-#include "json_output.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/integrity.h"
+#include "onnxzip/internal/json_text.h"
 
 namespace onnxzip {
 namespace {
@@ -505,8 +505,7 @@ DigestStatement DigestsReader::finish(const JsonSource& source) && {
 namespace {
 
 // The statement's parts, in document order (spec §12.2).
-void write_subject(integrity_detail::JsonText& json, std::string_view model_name,
-                   const Sha256Digest& root) {
+void write_subject(JsonText& json, std::string_view model_name, const Sha256Digest& root) {
   json.key("subject");
   json.begin_array();
   json.begin_object();
@@ -521,7 +520,7 @@ void write_subject(integrity_detail::JsonText& json, std::string_view model_name
   json.end_array();
 }
 
-void write_serialization(integrity_detail::JsonText& json) {
+void write_serialization(JsonText& json) {
   json.key("serialization");
   json.begin_object();
   json.key("method");
@@ -538,7 +537,7 @@ void write_serialization(integrity_detail::JsonText& json) {
   json.end_object();
 }
 
-void write_resources(integrity_detail::JsonText& json, const std::vector<EntryDigest>& entries) {
+void write_resources(JsonText& json, const std::vector<EntryDigest>& entries) {
   json.key("resources");
   json.begin_array();
   for (const EntryDigest& entry : entries) {
@@ -555,8 +554,7 @@ void write_resources(integrity_detail::JsonText& json, const std::vector<EntryDi
 }
 
 // What the model signing format does not say: each entry's size and CRC-32.
-void write_onnxzip_facts(integrity_detail::JsonText& json,
-                         const std::vector<EntryDigest>& entries) {
+void write_onnxzip_facts(JsonText& json, const std::vector<EntryDigest>& entries) {
   json.key("onnxzip");
   json.begin_object();
   json.key("format_version");
@@ -592,7 +590,7 @@ std::string encode_digests(std::string_view model_name, std::vector<EntryDigest>
     }
   }
   // About 250 bytes an entry: its resource and its facts.
-  integrity_detail::JsonText json(1024 + 256 * entries.size());
+  JsonText json(1024 + 256 * entries.size());
   json.begin_object();
   json.key("_type");
   json.string(kStatementType);

@@ -29,7 +29,7 @@ struct JsonSource {
   std::string_view limit_name;  // The option that sets `limit`.
 
   [[noreturn]] void fail(const std::string& problem, ErrorCode code = ErrorCode::kCorrupt) const {
-    throw Error(code, ErrorContext{file, "", entry}, problem);
+    throw Error(code, ErrorContext{.file = file, .entry = entry}, problem);
   }
 };
 

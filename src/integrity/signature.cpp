@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "json_input.h"
-#include "json_output.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
 #include "onnxzip/integrity.h"
+#include "onnxzip/internal/json_text.h"
 #include "openssl_handles.h"
 
 namespace onnxzip {
@@ -47,7 +47,7 @@ std::size_t write_base64(ByteSpan bytes, char* out) {
 }
 
 // The bytes as a JSON string of base64, encoded in place.
-void base64_string(integrity_detail::JsonText& json, ByteSpan bytes) {
+void base64_string(JsonText& json, ByteSpan bytes) {
   json.ascii_string(base64_size(bytes.size()) + 1,
                     [&](char* out) { return write_base64(bytes, out); });
 }
@@ -109,7 +109,7 @@ std::string encode_signature(ByteSpan digests, const PrivateKey& key) {
     throw Error(ErrorCode::kIo, "__SIGNATURE: OpenSSL cannot sign: " + openssl_reason());
   }
   signature.resize(length);
-  integrity_detail::JsonText json(base64_size(digests.size()) + 1024);
+  JsonText json(base64_size(digests.size()) + 1024);
   json.begin_object();
   json.key("mediaType");
   json.string(kBundleMediaType);

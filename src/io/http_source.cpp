@@ -80,6 +80,10 @@ const HttpOptions& HttpSource::options() const noexcept {
   static const HttpOptions kDefaults;
   return kDefaults;
 }
+const std::string& HttpSource::etag() const noexcept {
+  static const std::string kNone;
+  return kNone;
+}
 
 #else  // ONNXZIP_HAVE_CURL
 
@@ -665,6 +669,7 @@ HttpStats HttpSource::stats() const noexcept {
   return {state_->requests.load(), state_->bytes.load()};
 }
 const HttpOptions& HttpSource::options() const noexcept { return state_->options; }
+const std::string& HttpSource::etag() const noexcept { return state_->etag; }
 
 TensorBytes HttpSource::read(std::uint64_t offset, std::uint64_t length) const {
   detail::check_read_range(*this, offset, length);

@@ -231,6 +231,63 @@ AtomicOutputFile::AtomicOutputFile(fs::path destination, OutputFileOptions optio
   buffer_.reserve(buffer_size_);
 }
 
+fs::path AtomicOutputFile::make_shared_temporary(const fs::path& destination,
+                                                 const OutputFileOptions& options,
+                                                 std::uint64_t size) {
+  if (destination.filename().empty()) {
+    throw Error(ErrorCode::kInvalidArgument, {.file = destination.string()}, "not a file name");
+  }
+  const fs::path checked = replaceable_destination(destination, options.follow_symlinks);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    fs::path temporary = temporary_name(checked);
+    const detail::Fd fd(::open(temporary.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+    if (fd.get() < 0 && errno == EEXIST) continue;
+    if (fd.get() < 0) {
+      throw Error(ErrorCode::kIo, {.file = checked.string()},
+                  "cannot create temporary file " + temporary.string() + ": " + errno_text(errno));
+    }
+    // Reserved up front: a full disk fails here, before any writer has written a byte.
+    int error = size == 0 ? 0 : ::posix_fallocate(fd.get(), 0, static_cast<off_t>(size));
+    if (error == EOPNOTSUPP || error == EINVAL) {
+      error = ::ftruncate(fd.get(), static_cast<off_t>(size)) == 0 ? 0 : errno;
+    }
+    if (error != 0) {
+      ::unlink(temporary.c_str());
+      throw Error(ErrorCode::kIo, {.file = checked.string()},
+                  "cannot reserve " + std::to_string(size) + " bytes for " + temporary.string() +
+                      ": " + errno_text(error));
+    }
+    return temporary;
+  }
+  throw Error(ErrorCode::kIo, {.file = checked.string()}, "cannot find a free temporary name");
+}
+
+std::unique_ptr<AtomicOutputFile> AtomicOutputFile::adopt(fs::path destination, fs::path temporary,
+                                                          OutputFileOptions options,
+                                                          std::uint64_t position) {
+  return std::unique_ptr<AtomicOutputFile>(new AtomicOutputFile(
+      Adopted{}, std::move(destination), std::move(temporary), options, position));
+}
+
+AtomicOutputFile::AtomicOutputFile(Adopted, fs::path destination, fs::path temporary,
+                                   OutputFileOptions options, std::uint64_t position)
+    : options_(options), buffer_size_(kDefaultBufferSize), adopted_(true) {
+  destination_ = replaceable_destination(destination, options_.follow_symlinks);
+  folder_ = folder_of(destination_);
+  fd_ = ::open(temporary.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd_ < 0) {
+    const int error = errno;
+    throw Error(error == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
+                {.file = destination_.string()},
+                "cannot open the temporary " + temporary.string() + ": " + errno_text(error));
+  }
+  temporary_ = std::move(temporary);
+  position_ = position;
+  flushed_position_ = position;
+  detail::SplicePipeShelf::instance().add_user();
+  buffer_.reserve(buffer_size_);
+}
+
 AtomicOutputFile::~AtomicOutputFile() { discard(); }
 
 int AtomicOutputFile::close_file() noexcept {
@@ -242,7 +299,7 @@ int AtomicOutputFile::close_file() noexcept {
 
 void AtomicOutputFile::discard() noexcept {
   if (fd_ >= 0) static_cast<void>(close_file());
-  if (!committed_ && !temporary_.empty()) {
+  if (!committed_ && !adopted_ && !temporary_.empty()) {
     ::unlink(temporary_.c_str());
     temporary_.clear();
   }
@@ -508,6 +565,10 @@ void AtomicOutputFile::seal() {
     discard();
     throw Error(ErrorCode::kIo, {.file = destination_.string()}, what + ": " + errno_text(error));
   };
+  // An adopted file may hold more than was written: an earlier attempt's tail.
+  if (adopted_ && ::ftruncate(fd_, static_cast<off_t>(position_)) != 0) {
+    fail("cannot cut the file at its end", errno);
+  }
   if (options_.durable && ::fsync(fd_) != 0) fail("fsync failed", errno);
   if (temporary_.empty()) {
     // The unnamed file gets a hidden name for the rename. Through /proc the descriptor's file is

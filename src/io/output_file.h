@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,6 +52,21 @@ class AtomicOutputFile final : public Output {
                             std::size_t buffer_size = kDefaultBufferSize);
   ~AtomicOutputFile() override;
   AtomicOutputFile(const AtomicOutputFile&) = delete;
+
+  // For many writers of one file (parts.h): makes a hidden temporary next to `destination`
+  // (checked as the constructor checks it), preallocated to `size` bytes, and returns its name.
+  // The file outlives the call: part writers open it by name, adopt() finishes it, and its
+  // owner removes it (abort). Errors as the constructor's.
+  static std::filesystem::path make_shared_temporary(const std::filesystem::path& destination,
+                                                     const OutputFileOptions& options,
+                                                     std::uint64_t size);
+  // Takes over `temporary` (from make_shared_temporary for `destination`) with its first
+  // `position` bytes written: writes append from there, commit() cuts the file at the end of
+  // what was written and renames it. Destroyed without commit(), it leaves the temporary in place
+  // for its owner. Error(kNotFound) when the temporary is gone, else as the constructor.
+  static std::unique_ptr<AtomicOutputFile> adopt(std::filesystem::path destination,
+                                                 std::filesystem::path temporary,
+                                                 OutputFileOptions options, std::uint64_t position);
   AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
 
   // Appends at the current position. Bytes that lie in a live mapping of a MappedFile
@@ -93,6 +109,9 @@ class AtomicOutputFile final : public Output {
   friend void commit_together(std::span<AtomicOutputFile* const> others, AtomicOutputFile& primary,
                               std::span<const std::filesystem::path> retired);
 
+  struct Adopted {};
+  AtomicOutputFile(Adopted, std::filesystem::path destination, std::filesystem::path temporary,
+                   OutputFileOptions options, std::uint64_t position);
   void flush_buffer();
   void copy_from_file(const detail::FileExtent& extent, ByteSpan bytes);
   std::uint64_t share_blocks(const detail::FileExtent& extent, std::uint64_t size);
@@ -124,6 +143,7 @@ class AtomicOutputFile final : public Output {
   std::size_t buffer_size_;
   int fd_ = -1;
   bool committed_ = false;
+  bool adopted_ = false;                // The temporary is another's (adopt): kept when abandoned.
   std::uint64_t position_ = 0;          // Logical end of the file, buffer included.
   std::uint64_t flushed_position_ = 0;  // Bytes already handed to the OS.
   std::vector<std::uint8_t> buffer_;

@@ -185,6 +185,17 @@ SplitModel split_model(ByteSpan bytes, const ParseOptions& options, std::string_
   return split;
 }
 
+bool splits_whole(ByteSpan bytes) noexcept {
+  const std::uint8_t* p = bytes.data();
+  const std::uint8_t* const end = p + bytes.size();
+  while (p < end) {
+    const ScannedField field = wire::scan_field(p, end);
+    if (!whole_field(field)) return false;
+    p = field.value.next;
+  }
+  return true;
+}
+
 OwnedBytes join_model(const ModelProto& properties, const std::vector<KeptField>& kept) {
   if (properties.graph || !properties.training_info.empty() || !properties.functions.empty()) {
     throw Error(ErrorCode::kInvalidArgument,

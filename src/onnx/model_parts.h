@@ -43,6 +43,10 @@ struct SplitModel {
 // in parse_model. Errors: parse_model's, for the properties; the kept bytes are not looked into.
 SplitModel split_model(ByteSpan bytes, const ParseOptions& options, std::string_view source);
 
+// Whether split_model takes `bytes` apart: every top-level field whole (a malformed one, or a
+// group, is left to parse_model, which reports the first with its offset and takes the second).
+bool splits_whole(ByteSpan bytes) noexcept;
+
 // `properties` serialized, with `kept` (split_model's, whose bytes must still be alive) put back
 // at their field numbers' places: each before the first field of a larger number. Repeated
 // fields keep their order. `properties` must hold no graph, training_info or functions

@@ -71,7 +71,7 @@ const DataTypeInfo& require_known(const TensorProto& tensor) {
   const std::int32_t data_type = tensor.data_type.value_or(TensorProto::kUndefined);
   const DataTypeInfo* info = info_of(data_type);
   if (info == nullptr || info->field == TypedField::kNone) {
-    throw Error(ErrorCode::kUnsupported, {.tensor = tensor_label(tensor)},
+    throw Error(ErrorCode::kUnsupported, tensor_place(tensor),
                 "data type " + type_label(data_type) + " has no typed field");
   }
   return *info;
@@ -173,7 +173,7 @@ std::vector<Text> raw_to_strings(ByteSpan raw, const TensorProto& tensor) {
   std::vector<Text> strings;
   // The reader names no file; the tensor is the place it knows.
   wire::WireReader reader(raw, "");
-  with_error_context([&] { return ErrorContext{.tensor = tensor_label(tensor)}; },
+  with_error_context([&] { return tensor_place(tensor); },
                      [&] {
                        while (!reader.at_end()) {
                          const ByteSpan s = reader.read_length_delimited("string element");
@@ -395,6 +395,12 @@ std::string tensor_label(const TensorProto& tensor, std::string_view site) {
   std::string label = tensor.name ? "tensor " + detail::quote(*tensor.name) : "unnamed tensor";
   if (!site.empty()) label.append(" at ").append(site);
   return label;
+}
+
+ErrorContext tensor_place(const TensorProto& tensor, std::string_view site) {
+  return {.tensor = tensor_label(tensor, site),
+          .tensor_name = std::string(tensor.name.value_or("")),
+          .site = std::string(site)};
 }
 
 std::string_view to_string(KeptInline::Reason reason) noexcept {

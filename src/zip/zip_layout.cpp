@@ -1,5 +1,6 @@
 #include "zip_layout.h"
 
+#include <limits>
 #include <string>
 
 #include "check.h"
@@ -8,7 +9,10 @@
 namespace onnxzip::zip {
 namespace {
 
+constexpr std::uint32_t kMinAlignment = 64;
 constexpr std::uint32_t kMaxAlignment = 65536;
+// A name's length is a u16 in both headers (APPNOTE 4.4.10).
+constexpr std::uint64_t kMaxNameLength = 0xFFFF;
 // The largest value an extra field length (u16) can hold.
 constexpr std::uint64_t kMaxExtraLength = 0xFFFF;
 // MS-DOS date 1980-01-01 (day 1, month 1, year 0), time 00:00:00: fixed for reproducible output.
@@ -31,7 +35,24 @@ std::uint16_t alignment_field(std::uint32_t alignment) noexcept {
   return alignment == kMaxAlignment ? 0 : static_cast<std::uint16_t>(alignment);
 }
 
+// The largest file offset the OS accepts (off_t).
+constexpr std::uint64_t kMaxFileSize = std::numeric_limits<std::int64_t>::max();
+
 }  // namespace
+
+std::string alignment_problem(std::uint32_t alignment) {
+  if (is_power_of_two(alignment) && alignment >= kMinAlignment && alignment <= kMaxAlignment) {
+    return "";
+  }
+  return "alignment " + std::to_string(alignment) + " is not a power of two between 64 and 65536";
+}
+
+bool entry_fits_file(std::uint64_t position, std::uint64_t size) noexcept {
+  // More than any local header with its name and extra field, a gap and the padding can take.
+  constexpr std::uint64_t kHeadroom =
+      LocalFileHeader::kSize + kMaxNameLength + kMaxExtraLength + kGapStep + kMaxAlignment;
+  return position <= kMaxFileSize - kHeadroom && size <= kMaxFileSize - kHeadroom - position;
+}
 
 EntryLayout plan_entry(std::uint64_t position, std::size_t name_length, std::uint64_t size,
                        std::uint32_t alignment) {

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,6 +19,15 @@ namespace onnxzip::zip {
 // Zero bytes left before a local header whose padding would not fit in the extra field
 // (spec §4.4: alignment 65536 with a natural padding of 1 to 5 bytes).
 inline constexpr std::uint64_t kGapStep = 64;
+
+// Why `alignment` cannot be an archive's alignment (a power of two in [64, 65536], spec §4.1),
+// or "" when it can.
+std::string alignment_problem(std::uint32_t alignment);
+
+// Whether an entry of `size` bytes whose bytes (gap included) start at `position` ends within the
+// largest file the system allows, with room for any header and padding: checked before an entry
+// is laid out, so that plan_entry's offset arithmetic cannot overflow.
+bool entry_fits_file(std::uint64_t position, std::uint64_t size) noexcept;
 
 // Where one entry goes. Computed before any byte of the entry is written: the size is known up
 // front, so the zip64 decision and the padding are exact.

@@ -65,12 +65,16 @@ class ZipPlaces final {
   ErrorContext central_place(std::string_view name, std::uint64_t offset) const {
     return {.file = source_,
             .entry = "entry " + detail::quote(name) + " (central directory record at offset " +
-                     std::to_string(offset) + ")"};
+                     std::to_string(offset) + ")",
+            .entry_name = std::string(name),
+            .offset = offset};
   }
   ErrorContext local_place(const ZipEntry& e) const {
     return {.file = source_,
             .entry = "entry " + detail::quote(e.name) + " (local header at offset " +
-                     std::to_string(e.local_header_offset) + ")"};
+                     std::to_string(e.local_header_offset) + ")",
+            .entry_name = e.name,
+            .offset = e.local_header_offset};
   }
 
  private:

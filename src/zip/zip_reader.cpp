@@ -173,9 +173,10 @@ const ZipEntry& ZipReader::own_entry(const ZipEntry& entry, const char* operatio
 }
 
 ErrorContext ZipReader::entry_place(const ZipEntry& e) const {
-  return {
-      .file = source_->name(),
-      .entry = "entry " + quote(e.name) + " at offset " + std::to_string(e.local_header_offset)};
+  return {.file = source_->name(),
+          .entry = "entry " + quote(e.name) + " at offset " + std::to_string(e.local_header_offset),
+          .entry_name = e.name,
+          .offset = e.local_header_offset};
 }
 
 // The local header, data and data descriptor of an entry whose local header the open left to

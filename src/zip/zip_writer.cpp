@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <iterator>
-#include <limits>
 #include <utility>
 
 #include "check.h"
@@ -24,18 +23,8 @@ using detail::quote;
 
 // A name's length is a u16 in both headers (APPNOTE 4.4.10).
 constexpr std::size_t kMaxNameLength = 0xFFFF;
-constexpr std::uint32_t kMinAlignment = 64;
-constexpr std::uint32_t kMaxAlignment = 65536;
 // Offset of the CRC-32 field inside a local file header (APPNOTE 4.3.7), patched after streaming.
 constexpr std::uint64_t kLocalHeaderCrcOffset = 14;
-// The largest value an extra field length (u16) can hold.
-constexpr std::uint64_t kMaxExtraLength = 0xFFFF;
-// The largest file offset the OS accepts (off_t); entry sizes are checked against it before
-// anything is written, so no offset computation below can overflow.
-constexpr std::uint64_t kMaxFileSize = std::numeric_limits<std::int64_t>::max();
-// More than any local header with its name and extra field can take.
-constexpr std::uint64_t kLocalHeaderLimit =
-    zip::LocalFileHeader::kSize + kMaxNameLength + kMaxExtraLength;
 // Central directory records are gathered and written in batches of about this size.
 constexpr std::size_t kCentralBatchSize = 64 * 1024;
 // Data at least this large has its CRC-32 computed by the job queue, read back from the output,
@@ -103,12 +92,24 @@ class StreamingSink final : public EntrySink {
 
 ZipWriter::ZipWriter(std::filesystem::path destination, ZipWriterOptions options)
     : alignment_(options.alignment) {
-  if (!is_power_of_two(alignment_) || alignment_ < kMinAlignment || alignment_ > kMaxAlignment) {
-    throw Error(
-        ErrorCode::kInvalidArgument, {.file = destination.string()},
-        "alignment " + std::to_string(alignment_) + " is not a power of two between 64 and 65536");
+  if (std::string problem = zip::alignment_problem(alignment_); !problem.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, {.file = destination.string()}, std::move(problem));
   }
   file_ = open_output(destination, options.output, options.s3, options.buffer_size);
+}
+
+ZipWriter::ZipWriter(std::unique_ptr<AtomicOutputFile> file, std::vector<WrittenEntry> written,
+                     std::uint32_t alignment)
+    : file_(std::move(file)), alignment_(alignment) {
+  ONNXZIP_DCHECK(zip::alignment_problem(alignment).empty());
+  for (WrittenEntry& entry : written) {
+    check_unique(entry.name);
+    ONNXZIP_DCHECK(entry.data_offset % alignment_ == 0);
+    lowered_names_.emplace(ascii_lower(entry.name), entries_.size());
+    entries_.push_back(std::move(entry));
+  }
+  ONNXZIP_DCHECK(entries_.empty() ||
+                 file_->position() == entries_.back().data_offset + entries_.back().size);
 }
 
 ZipWriter::~ZipWriter() = default;
@@ -176,9 +177,7 @@ void ZipWriter::check_unique(std::string_view name) const {
 
 void ZipWriter::check_size(std::string_view name, std::uint64_t size) const {
   // Checked before anything is written, so the layout's offset arithmetic cannot overflow.
-  const std::uint64_t headroom = kLocalHeaderLimit + zip::kGapStep + kMaxAlignment;
-  const std::uint64_t position = file_->position();
-  if (position > kMaxFileSize - headroom || size > kMaxFileSize - headroom - position) {
+  if (!zip::entry_fits_file(file_->position(), size)) {
     throw Error(ErrorCode::kInvalidArgument, entry_label(name),
                 "size " + std::to_string(size) +
                     " would take the file past the largest size"

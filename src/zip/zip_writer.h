@@ -73,6 +73,11 @@ class ZipWriter final {
   // an alignment that is not a power of two in [64, 65536] and Error(kIo) when the temporary
   // cannot be created.
   explicit ZipWriter(std::filesystem::path destination, ZipWriterOptions options = {});
+  // Continues the archive whose first entries, `written` (with their CRC-32s, in file order), are
+  // already in `file`, whose position is the end of the last one: the tail of an archive written
+  // in parts (parts.h). Error(kInvalidArgument) for a name given twice.
+  ZipWriter(std::unique_ptr<AtomicOutputFile> file, std::vector<WrittenEntry> written,
+            std::uint32_t alignment);
   // Without a successful finish() the temporary is removed and the destination is untouched.
   ~ZipWriter();
   ZipWriter(ZipWriter&& other) noexcept;

@@ -155,12 +155,12 @@ def test_every_error_class_prints_its_place_and_problem(code):
 
     from onnxzip._errors import _from_code
 
-    error = _from_code(code, "m.onnxz: entry 'w': bad", "m.onnxz", "entry 'w'", "", 12, "bad")
+    error = _from_code(code, "m.onnxz: entry 'w': bad", "m.onnxz", "w", "", "", 12, "bad")
     assert type(error).__module__ == "onnxzip" and error.code == code
     assert isinstance(error, onnxzip.Error)
     assert str(error) == "m.onnxz: entry 'w': bad" and "Errno" not in repr(error)
-    assert (error.source, error.entry, error.tensor, error.offset, error.problem) == \
-        ("m.onnxz", "entry 'w'", "", 12, "bad")
+    assert (error.source, error.entry, error.tensor, error.site, error.offset, error.problem) == \
+        ("m.onnxz", "w", "", "", 12, "bad")
     again = pickle.loads(pickle.dumps(error))
     assert type(again) is type(error) and str(again) == str(error) and again.offset == 12
     assert onnxzip.ChangedError.code == "changed" and issubclass(onnxzip.ChangedError, OSError)
@@ -227,3 +227,47 @@ def test_too_many_open_files_says_so(small_archive):
     assert len(archives) >= 30
     assert "Too many open files" in str(raised.value)
     assert "Errno None" not in str(raised.value)
+
+
+CONFORMANCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "spec",
+                           "conformance", "vectors")
+
+
+def _local_header_offset(path, entry):
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        return z.getinfo(entry).header_offset
+
+
+def test_a_crc_error_gives_the_entry_and_its_offset_as_fields(small_archive, tmp_path):
+    path, _, _ = small_archive
+    header = _local_header_offset(path, "encoder_weight")
+    data = bytearray(path.read_bytes())
+    with onnxzip.open(path) as archive:
+        at = archive.tensor_info("encoder.weight").offset
+    data[at + 5] ^= 0xFF  # A payload byte: only its CRC-32 can tell.
+    damaged = tmp_path / "damaged.onnxz"
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(onnxzip.CorruptError) as raised:
+        onnxzip.convert(damaged, tmp_path / "out.onnx")  # Checks every CRC-32, as the CLI.
+    error = raised.value
+    assert (error.source, error.entry, error.offset) == (str(damaged), "encoder_weight", header)
+    assert (error.tensor, error.site) == ("", "")
+    assert "CRC-32" in error.problem and "entry 'encoder_weight'" not in error.problem
+
+
+@pytest.mark.parametrize("vector, tensor, site, entry", [
+    ("reject_9_4_3_location_missing.onnxz", "W", "graph/initializer[0]", ""),
+    ("reject_9_4_3_size_mismatch.onnxz", "W", "graph/initializer[0]", "W"),
+    ("reject_9_4_3_subgraph_location_missing.onnxz", "then_K",
+     "graph/node[2]/then_branch/node[0]/value", ""),
+])
+def test_a_bad_tensor_reference_gives_the_tensor_as_fields(vector, tensor, site, entry):
+    path = os.path.join(CONFORMANCE, vector)
+    with pytest.raises(onnxzip.CorruptError) as raised:
+        onnxzip.open(path)
+    error = raised.value
+    assert (error.source, error.tensor, error.site, error.entry) == (path, tensor, site, entry)
+    assert error.offset == (_local_header_offset(path, entry) if entry else None)
+    assert str(error).startswith(f"{path}: tensor '{tensor}' at {site}: ")

@@ -113,3 +113,27 @@ def test_verify_of_a_legacy_models_bytes_reports_its_external_data(small_archive
     errors = [f for f in report.findings if f.severity == "error"]
     assert errors and all("external data" in f.message and f.message.startswith("<memory>: ")
                           for f in errors)
+
+
+@pytest.mark.parametrize("access", ["map", "read"])
+def test_an_open_archive_holds_its_model_bytes_not_a_parsed_model(small_archive, access):
+    # Was: the parsed onnx.ModelProto stayed with the archive for its whole life, beside the
+    # model's bytes and the library's own parse (about 3x the model's size).
+    import weakref
+
+    path, _, _ = small_archive
+    with onnxzip.open(path, access=access) as archive:
+        model = archive.model
+        assert archive.model is model  # The same object while the caller holds it.
+        first = model.SerializeToString()
+        held = weakref.ref(model)
+        del model
+        gc.collect()
+        assert held() is None
+        # The file changes under the open archive (an in-place edit rewrites its tail): the model
+        # read again is still the one read at open, from the bytes the archive holds.
+        onnxzip.edit_model_properties(path, lambda m: setattr(m, "doc_string", "edited") or m)
+        with onnxzip.open(path) as reopened:
+            assert reopened.model.doc_string == "edited"
+        again = archive.model
+        assert again.SerializeToString() == first and again.doc_string != "edited"

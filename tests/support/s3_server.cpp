@@ -29,6 +29,23 @@ std::string control(const std::string& endpoint, const std::string& method,
   return result.output;
 }
 
+// `text` as a query value: every byte but unreserved ones as %XX.
+std::string percent_encoded(const std::string& text) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (std::isalnum(byte) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 15];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<std::string> S3Server::python() {
@@ -111,31 +128,39 @@ S3ProxyStats S3Server::stats() const {
   S3ProxyStats out;
   out.requests = json["requests"];
   out.bytes = json["bytes"];
+  out.received = json.value("received", std::uint64_t{0});
   for (const nlohmann::json& entry : json["log"]) {
     out.requests_seen.push_back(entry["method"].get<std::string>() + " " +
                                 entry["path"].get<std::string>() + " " +
                                 entry["range"].get<std::string>());
+    out.log.push_back({entry.value("op", ""), entry.value("if_match", ""),
+                       entry.value("copy_source_range", ""),
+                       entry.value("copy_source_if_match", "")});
   }
   return out;
 }
 
 void S3Server::reset_stats() const { control(endpoint_, "POST", "/__proxy/reset"); }
 
-void S3Server::inject(const std::string& kind, int count, const std::string& match) const {
-  std::string query = "kind=" + kind + "&count=" + std::to_string(count);
-  if (!match.empty()) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    query += "&match=";
-    for (const char c : match) {
-      const auto byte = static_cast<unsigned char>(c);
-      if (std::isalnum(byte) != 0) {
-        query.push_back(c);
-      } else {
-        query += {'%', kHex[byte >> 4], kHex[byte & 15]};
-      }
-    }
-  }
-  control(endpoint_, "POST", "/__proxy/fault?" + query);
+void S3Server::inject(const std::string& kind, int count, const std::string& operation) const {
+  control(endpoint_, "POST",
+          "/__proxy/fault?kind=" + kind + "&count=" + std::to_string(count) +
+              (operation.empty() ? "" : "&op=" + operation));
+}
+
+void S3Server::put(const std::string& key, const std::string& file) const {
+  control(endpoint_, "POST",
+          "/__proxy/put?key=" + percent_encoded(key) + "&path=" + percent_encoded(file));
+}
+
+void S3Server::get(const std::string& key, const std::string& file) const {
+  control(endpoint_, "POST",
+          "/__proxy/get?key=" + percent_encoded(key) + "&path=" + percent_encoded(file));
+}
+
+std::vector<std::string> S3Server::pending_uploads() const {
+  return nlohmann::json::parse(control(endpoint_, "GET", "/__proxy/uploads"))
+      .get<std::vector<std::string>>();
 }
 
 }  // namespace onnxzip::test_support

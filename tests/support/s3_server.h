@@ -21,7 +21,17 @@ namespace onnxzip::test_support {
 struct S3ProxyStats {
   std::uint64_t requests = 0;
   std::uint64_t bytes = 0;                 // Body bytes sent to the client.
+  std::uint64_t received = 0;              // Body bytes the client sent.
   std::vector<std::string> requests_seen;  // "METHOD PATH RANGE" each.
+  // Each request's S3 operation ("get", "create", "copy", "part", "complete", "abort", ...)
+  // and the headers an edit conditions its requests with, in order.
+  struct Request {
+    std::string operation;
+    std::string if_match;
+    std::string copy_source_range;
+    std::string copy_source_if_match;
+  };
+  std::vector<Request> log;
 };
 
 class S3Server final {
@@ -46,9 +56,15 @@ class S3Server final {
   S3ProxyStats stats() const;
   // Zeroes the counts and drops the faults not yet met.
   void reset_stats() const;
-  // The next `count` requests (those with `match` in "METHOD PATH", when given) get `kind`
-  // ("slowdown", "reset", "cut", "error200"; see s3_server.py).
-  void inject(const std::string& kind, int count = 1, const std::string& match = "") const;
+  // The next `count` requests (of S3 operation `operation` when not empty: "copy", "complete"...)
+  // get `kind` ("slowdown", "reset", "conflict", "overwrite"; see s3_server.py).
+  void inject(const std::string& kind, int count = 1, const std::string& operation = "") const;
+
+  // boto3, the independent client: `file` uploaded as `key`, and `key` downloaded to `file`.
+  void put(const std::string& key, const std::string& file) const;
+  void get(const std::string& key, const std::string& file) const;
+  // The keys of the bucket's multipart uploads in progress (boto3's ListMultipartUploads).
+  std::vector<std::string> pending_uploads() const;
 
  private:
   ScratchDir dir_;

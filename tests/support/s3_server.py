@@ -19,9 +19,16 @@ answers these itself:
                                for the requests forwarded since the last reset;
   POST /__proxy/reset          forgets them and any fault still pending (the tests of a suite
                                share one store: what one test left must not reach the next);
-  POST /__proxy/fault?kind=K&count=N[&match=TEXT]
-                               the next N forwarded requests (with TEXT in "METHOD PATH",
-                               when given) get fault K:
+  POST /__proxy/put?key=KEY&path=PATH
+                               boto3 uploads the local file PATH as KEY (not counted);
+  POST /__proxy/get?key=KEY&path=PATH
+                               boto3 downloads KEY to the local file PATH (not counted);
+  GET  /__proxy/uploads        the keys of the multipart uploads in progress in the bucket
+                               (boto3's ListMultipartUploads);
+  POST /__proxy/fault?kind=K&count=N[&op=OP]
+                               the next N forwarded requests (of operation OP when given:
+                               get, head, create, part, copy, complete, abort, list, put,
+                               delete) get fault K:
                                  slowdown  503 with S3's SlowDown XML (the request not forwarded);
                                  region    301 PermanentRedirect to eu-west-3, as S3 answers a
                                            request signed for the bucket's wrong region;
@@ -31,12 +38,21 @@ answers these itself:
                                            closed without an answer (not forwarded: a reset
                                            mid-upload);
                                  error200  200 with S3's InternalError XML (not forwarded), as
-                                           S3 answers a CompleteMultipartUpload that failed late.
-
-It also enforces what moto ignores on CompleteMultipartUpload (POST ?uploadId=...): with
-`If-None-Match: *` it answers 412 PreconditionFailed when the object exists, and with
-`If-Match: ETAG` when the object is absent or has another ETag (checked with a HeadObject of its
-own, signed by the test key); the request is then not forwarded.
+                                           S3 answers a CompleteMultipartUpload that failed late;
+                                 conflict  409 ConditionalRequestConflict (the request not
+                                           forwarded), as S3 answers a conditional Complete that
+                                           raced another write of the key;
+                                 overwrite the request's object (its copy source for a copy)
+                                           replaced by other bytes, through boto3, just before
+                                           the request is forwarded: a concurrent writer.
+  Conditions moto ignores are checked here, against the object's ETag as moto reports it (HEAD
+  through boto3, signed by the test key), and the request is then not forwarded: on
+  CompleteMultipartUpload, `If-None-Match: *` answers 412 PreconditionFailed when the object
+  exists, and `If-Match: ETAG` when the object has another ETag (404 NoSuchKey when there is
+  none, as S3 answers); x-amz-copy-source-if-match on UploadPartCopy likewise for the source.
+The stats count "received" too: body bytes clients sent. Each log line names the operation,
+the conditional and copy headers the request carried and, once moto answered, the seconds moto
+took ("store_seconds"), for the benches.
 """
 import http.client
 import http.server
@@ -44,6 +60,7 @@ import json
 import socketserver
 import sys
 import threading
+import time
 import urllib.parse
 
 import boto3
@@ -56,18 +73,24 @@ PERMANENT_REDIRECT = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>Per
                       b"</Code><Message>The bucket you are attempting to access must be addressed "
                       b"using the specified endpoint.</Message><Endpoint>s3.eu-west-3.amazonaws.com"
                       b"</Endpoint><Region>eu-west-3</Region></Error>")
+CONFLICT = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>ConditionalRequestConflict'
+            b"</Code><Message>A conflicting operation occurred. If using PutObject you can retry "
+            b"the request. If using multipart upload you should initiate another "
+            b"CreateMultipartUpload request and re-upload each part.</Message></Error>")
+PRECONDITION_FAILED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PreconditionFailed'
+                       b"</Code><Message>At least one of the pre-conditions you specified did not "
+                       b"hold</Message><Condition>If-Match</Condition></Error>")
 INTERNAL_ERROR = (b'<?xml version="1.0" encoding="UTF-8"?>\n\n<Error><Code>InternalError</Code>'
                   b"<Message>We encountered an internal error. Please try again.</Message></Error>")
-PRECONDITION_FAILED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>PreconditionFailed'
-                       b"</Code><Message>At least one of the pre-conditions you specified did not"
-                       b" hold</Message><Condition>If-None-Match</Condition></Error>")
+NO_SUCH_KEY = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchKey</Code>'
+               b"<Message>The specified key does not exist.</Message></Error>")
 SLOWDOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
             b"<Message>Please reduce your request rate.</Message></Error>")
 
 lock = threading.Lock()
-stats = {"requests": 0, "bytes": 0, "log": []}
-faults = []  # Pending faults, one per request, in order: (kind, text the request must hold).
-store = None  # A boto3 client of moto, for the proxy's own checks.
+stats = {"requests": 0, "bytes": 0, "received": 0, "log": []}
+faults = []  # Pending faults, one per request, in order: (kind, operation or None).
+store = None  # A boto3 client of moto, for the checks and the concurrent writer.
 
 
 def start_moto():
@@ -96,45 +119,80 @@ def set_up_store(moto_url):
     s3 = boto3.client("s3", endpoint_url=moto_url, region_name="us-east-1",
                       aws_access_key_id=key["AccessKeyId"],
                       aws_secret_access_key=key["SecretAccessKey"])
+    global store
+    store = s3
     s3.create_bucket(Bucket=BUCKET)
     for name, path in UPLOADS:
         s3.upload_file(path, BUCKET, name)
-    global store
-    store = s3
     return key
 
 
-def current_etag(path):
-    """The ETag of the object a path-style PATH names, None when there is none."""
-    bucket, _, key = urllib.parse.unquote(urllib.parse.urlsplit(path).path).lstrip("/").partition("/")
-    try:
-        return store.head_object(Bucket=bucket, Key=key)["ETag"]
-    except store.exceptions.ClientError:
-        return None
+def operation_of(method, path, headers):
+    """The S3 operation of a request, by its method, query and headers."""
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(path).query,
+                                        keep_blank_values=True))
+    if method == "POST" and "uploads" in query:
+        return "create"
+    if method == "POST" and "uploadId" in query:
+        return "complete"
+    if method == "PUT" and "partNumber" in query:
+        return "copy" if "x-amz-copy-source" in headers else "part"
+    if method == "DELETE" and "uploadId" in query:
+        return "abort"
+    if method == "GET" and ("uploads" in query or "list-type" in query):
+        return "list"
+    return {"GET": "get", "HEAD": "head", "PUT": "put", "DELETE": "delete"}.get(method, method)
 
 
-def failed_condition(method, path, headers):
-    """Whether a CompleteMultipartUpload's If-None-Match / If-Match does not hold."""
-    query = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)
-    if method != "POST" or "uploadId" not in query:
-        return False
-    if headers.get("If-None-Match") == "*":
-        return current_etag(path) is not None
-    if headers.get("If-Match"):
-        return current_etag(path) != headers.get("If-Match")
-    return False
-
-
-def take_fault(method, path, only=None):
-    """The first pending fault this request meets (of kind `only`, when given), taken off."""
-    with lock:
-        for index, (kind, match) in enumerate(faults):
-            if match and match not in f"{method} {path}":
-                continue
-            if only is not None and kind != only:
-                return None
+def take_fault(operation):
+    """The first pending fault for `operation`, removed from the list; None when there is none."""
+    for index, (kind, wanted) in enumerate(faults):
+        if wanted is None or wanted == operation:
             del faults[index]
             return kind
+    return None
+
+
+def bucket_and_key(path):
+    """Bucket and key of a path-style request path, or of a copy source ("/bucket/key")."""
+    parts = urllib.parse.unquote(urllib.parse.urlsplit(path).path).lstrip("/").split("/", 1)
+    return parts[0], parts[1] if len(parts) > 1 else ""
+
+
+def current_etag(bucket, key):
+    """The ETag moto reports for the object now, or None when there is no such key."""
+    try:
+        return store.head_object(Bucket=bucket, Key=key)["ETag"]
+    except store.exceptions.ClientError as error:
+        if error.response["Error"]["Code"] in ("404", "NoSuchKey"):
+            return None
+        raise
+
+
+def overwrite(path, headers):
+    """A concurrent writer: the request's object (a copy's source) replaced by other bytes."""
+    source = headers.get("x-amz-copy-source")
+    bucket, key = bucket_and_key(source if source else path)
+    store.put_object(Bucket=bucket, Key=key, Body=b"written by another client meanwhile")
+
+
+def failed_condition(operation, path, headers):
+    """(status, body) when a condition moto ignores does not hold, else None."""
+    if operation == "complete" and headers.get("If-None-Match") == "*":
+        if current_etag(*bucket_and_key(path)) is not None:
+            return 412, PRECONDITION_FAILED
+    if operation == "complete" and headers.get("If-Match"):
+        etag = current_etag(*bucket_and_key(path))
+        if etag is None:
+            return 404, NO_SUCH_KEY
+        if etag != headers["If-Match"]:
+            return 412, PRECONDITION_FAILED
+    if operation == "copy" and headers.get("x-amz-copy-source-if-match"):
+        etag = current_etag(*bucket_and_key(headers["x-amz-copy-source"]))
+        if etag is None:
+            return 404, NO_SUCH_KEY
+        if etag != headers["x-amz-copy-source-if-match"]:
+            return 412, PRECONDITION_FAILED
     return None
 
 
@@ -160,13 +218,25 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             self._reply(200, body)
         elif url.path == "/__proxy/reset":
             with lock:
-                stats.update(requests=0, bytes=0, log=[])
+                stats.update(requests=0, bytes=0, received=0, log=[])
                 faults.clear()
             self._reply(200, b"{}")
+        elif url.path in ("/__proxy/put", "/__proxy/get"):
+            # boto3, the independent client: a local file uploaded as KEY, or KEY downloaded.
+            query = dict(urllib.parse.parse_qsl(url.query))
+            if url.path == "/__proxy/put":
+                store.upload_file(query["path"], BUCKET, query["key"])
+            else:
+                store.download_file(BUCKET, query["key"], query["path"])
+            self._reply(200, b"{}")
+        elif url.path == "/__proxy/uploads":
+            listing = store.list_multipart_uploads(Bucket=BUCKET)
+            body = json.dumps([upload["Key"] for upload in listing.get("Uploads", [])]).encode()
+            self._reply(200, body)
         elif url.path == "/__proxy/fault":
             query = dict(urllib.parse.parse_qsl(url.query))
             with lock:
-                faults.extend([(query["kind"], query.get("match", ""))] * int(query.get("count", "1")))
+                faults.extend([(query["kind"], query.get("op"))] * int(query.get("count", "1")))
             self._reply(200, b"{}")
         else:
             self._reply(404, b"{}")
@@ -177,28 +247,43 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             self.rfile.read(length)
             return self._admin()
         length = int(self.headers.get("Content-Length", "0"))
-        if take_fault(self.command, self.path, "cut"):
+        operation = operation_of(self.command, self.path, self.headers)
+        with lock:
+            fault = take_fault(operation)
+        if fault == "cut":
             with lock:
                 stats["requests"] += 1
-                stats["log"].append({"method": self.command, "path": self.path, "range": "",
-                                     "fault": "cut"})
+                stats["log"].append({"method": self.command, "path": self.path, "op": operation,
+                                     "range": "", "fault": "cut"})
             self.rfile.read(length // 2)
             self.close_connection = True
             return
         body = self.rfile.read(length) if length else None
-        fault = take_fault(self.command, self.path)
         with lock:
             stats["requests"] += 1
-            stats["log"].append({"method": self.command, "path": self.path,
-                                 "range": self.headers.get("Range", ""), "fault": fault or ""})
+            stats["received"] += length
+            entry = {
+                "method": self.command, "path": self.path, "op": operation,
+                "range": self.headers.get("Range", ""), "fault": fault or "",
+                "if_match": self.headers.get("If-Match", ""),
+                "if_none_match": self.headers.get("If-None-Match", ""),
+                "copy_source_range": self.headers.get("x-amz-copy-source-range", ""),
+                "copy_source_if_match": self.headers.get("x-amz-copy-source-if-match", "")}
+            stats["log"].append(entry)
         if fault == "slowdown":
             return self._reply(503, SLOWDOWN, "application/xml")
         if fault == "region":
             return self._reply(301, PERMANENT_REDIRECT, "application/xml")
         if fault == "error200":
             return self._reply(200, INTERNAL_ERROR, "application/xml")
-        if failed_condition(self.command, self.path, self.headers):
-            return self._reply(412, PRECONDITION_FAILED, "application/xml")
+        if fault == "conflict":
+            return self._reply(409, CONFLICT, "application/xml")
+        if fault == "overwrite":
+            overwrite(self.path, self.headers)
+        refusal = failed_condition(operation, self.path, self.headers)
+        if refusal is not None:
+            return self._reply(refusal[0], refusal[1], "application/xml")
+        started = time.monotonic()
         connection = http.client.HTTPConnection(self.upstream)
         connection.putrequest(self.command, self.path, skip_host=True,
                               skip_accept_encoding=True)
@@ -207,6 +292,8 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         connection.endheaders(body)
         answer = connection.getresponse()
         data = answer.read()
+        with lock:
+            entry["store_seconds"] = time.monotonic() - started
         self.send_response(answer.status)
         for name, value in answer.getheaders():
             if name.lower() not in ("transfer-encoding", "connection", "content-length"):

@@ -88,6 +88,9 @@ class HttpSource final : public ByteSource {
   HttpStats stats() const noexcept;
   // The options it was opened with.
   const HttpOptions& options() const noexcept;
+  // The first answer's strong ETag, quotes included ("" when it had none): the version every
+  // later read is checked against, and the one an edit of the object in a bucket replaces.
+  const std::string& etag() const noexcept;
 
   struct State;
 

@@ -478,3 +478,23 @@ describe('getTensors over inline and external tensors', () => {
     await a.close();
   });
 });
+
+describe('errors give their place as plain values (spec/names.md, as Python and C++)', () => {
+  for (const [name, tensor, site, entry] of [
+    ['reject_9_4_3_location_missing', 'W', 'graph/initializer[0]', undefined],
+    ['reject_9_4_3_size_mismatch', 'W', 'graph/initializer[0]', 'W'],
+    ['reject_9_4_3_subgraph_location_missing', 'then_K', 'graph/node[2]/then_branch/node[0]/value', undefined],
+  ]) {
+    it(`${name}: the tensor, its site and the entry`, async () => {
+      const path = vector(name);
+      await assert.rejects(openArchive(path), (e) => {
+        assert.ok(e instanceof OnnxzipError, String(e));
+        assert.deepEqual([e.source, e.tensor, e.site, e.entry], [path, tensor, site, entry]);
+        // The entry's local header, as C++ and Python give it; none without an entry.
+        assert.equal(e.offset === undefined, entry === undefined);
+        assert.ok(e.message.startsWith(`${path}: tensor '${tensor}' at ${site}: `), e.message);
+        return true;
+      });
+    });
+  }
+});

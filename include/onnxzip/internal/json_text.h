@@ -1,20 +1,24 @@
-// Private to the integrity layer: the JSON text of `__DIGESTS` and `__SIGNATURE`, written straight
-// into a string, laid out byte for byte as nlohmann/json's dump(2) lays it out (the spec's
-// vectors and signatures over earlier archives were made that way). An edit re-encodes a
-// statement of one item per entry: a document tree of a few thousand nodes, built only to be
-// printed, was most of a signed edit's time.
-#ifndef ONNXZIP_SRC_JSON_OUTPUT_H_
-#define ONNXZIP_SRC_JSON_OUTPUT_H_
+// The one JSON writer of the library and the tool: a pretty-printed document written in order
+// straight into a string, laid out byte for byte as nlohmann/json's dump(2) lays it out. The
+// integrity entries (`__DIGESTS`, `__SIGNATURE`) are written with it -- the spec's vectors and
+// signatures over earlier archives were made by dump(2), so its bytes are pinned -- and so is the
+// tool's --json output. No document tree: an edit re-encodes a statement of one item per entry,
+// and a tree of a few thousand nodes built only to be printed was most of a signed edit's time.
+// Internal (not installed); implemented in the integrity layer, which holds nlohmann/json.
+#ifndef ONNXZIP_INTERNAL_JSON_TEXT_H_
+#define ONNXZIP_INTERNAL_JSON_TEXT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 
-namespace onnxzip::integrity_detail {
+namespace onnxzip {
 
 // Appends `text` as a JSON string, quoted, escaped as nlohmann's dump(ensure_ascii = false)
-// escapes it; invalid UTF-8 becomes U+FFFD (its error_handler_t::replace).
+// escapes it; invalid UTF-8 becomes U+FFFD (its error_handler_t::replace), so the output is
+// valid JSON (RFC 8259) whatever a model holds.
 void append_json_string(std::string& out, std::string_view text);
 
 // A pretty-printed JSON document (two spaces a level, "key": value, [] and {} when empty),
@@ -22,7 +26,8 @@ void append_json_string(std::string& out, std::string_view text);
 // exactly one value.
 class JsonText final {
  public:
-  explicit JsonText(std::size_t expected_size) { text_.reserve(expected_size); }
+  // `expected_size`: what to reserve, a guess.
+  explicit JsonText(std::size_t expected_size = 0) { text_.reserve(expected_size); }
 
   void begin_object() { open('{'); }
   void end_object() { close('}'); }
@@ -45,7 +50,9 @@ class JsonText final {
   // The bytes as a string of lower-case hex digits, two a byte.
   void hex_string(std::span<const std::uint8_t> bytes);
   void number(std::uint64_t value);
+  void number(std::int64_t value);
   void boolean(bool value);
+  void null();
   // The document with a final newline.
   std::string finish() &&;
 
@@ -61,6 +68,6 @@ class JsonText final {
   bool after_key_ = false;
 };
 
-}  // namespace onnxzip::integrity_detail
+}  // namespace onnxzip
 
-#endif  // ONNXZIP_SRC_JSON_OUTPUT_H_
+#endif  // ONNXZIP_INTERNAL_JSON_TEXT_H_

@@ -1,8 +1,8 @@
-#include "json_output.h"
+#include "onnxzip/internal/json_text.h"
 
 #include <nlohmann/json.hpp>
 
-namespace onnxzip::integrity_detail {
+namespace onnxzip {
 
 void append_json_string(std::string& out, std::string_view text) {
   // Names, hex and base64: printable ASCII, copied as they are. Anything else takes nlohmann's
@@ -55,9 +55,19 @@ void JsonText::number(std::uint64_t value) {
   text_ += std::to_string(value);
 }
 
+void JsonText::number(std::int64_t value) {
+  before_value();
+  text_ += std::to_string(value);
+}
+
 void JsonText::boolean(bool value) {
   before_value();
   text_ += value ? "true" : "false";
+}
+
+void JsonText::null() {
+  before_value();
+  text_ += "null";
 }
 
 std::string JsonText::finish() && {
@@ -97,4 +107,4 @@ void JsonText::new_line(std::size_t depth) {
   text_.append(2 * depth, ' ');
 }
 
-}  // namespace onnxzip::integrity_detail
+}  // namespace onnxzip

@@ -1,7 +1,7 @@
-// json_output: the integrity entries' JSON written without a document tree must be the bytes
-// nlohmann/json's dump(2) writes for the same document (earlier archives and the spec's vectors
-// were made that way), escaping included.
-#include "json_output.h"
+// json_text: the one JSON writer (the integrity entries, the tool's --json), written without a
+// document tree, must give the bytes nlohmann/json's dump(2) writes for the same document
+// (earlier archives and the spec's vectors were made that way), escaping included.
+#include "onnxzip/internal/json_text.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include "support/scratch_dir.h"
 #include "support/test_keys.h"
 
-namespace onnxzip::integrity_detail {
+namespace onnxzip {
 namespace {
 
 using Ordered = nlohmann::ordered_json;
@@ -40,8 +40,12 @@ void write(JsonText& json, const Ordered& value) {
     json.string(value.get_ref<const std::string&>());
   } else if (value.is_boolean()) {
     json.boolean(value.get<bool>());
-  } else {
+  } else if (value.is_null()) {
+    json.null();
+  } else if (value.is_number_unsigned()) {
     json.number(value.get<std::uint64_t>());
+  } else {
+    json.number(value.get<std::int64_t>());
   }
 }
 
@@ -51,13 +55,14 @@ std::string json_text(const Ordered& document) {
   return std::move(json).finish();
 }
 
-TEST(JsonOutputTest, LaysOutNestedAndEmptyContainersAsNlohmannDump) {
+TEST(JsonTextTest, LaysOutNestedAndEmptyContainersAsNlohmannDump) {
   const Ordered document = {
       {"a", "b"},
       {"empty array", Ordered::array()},
       {"empty object", Ordered::object()},
       {"nested", {{"list", {1, 2, Ordered::array({Ordered::object(), "x"})}}, {"flag", false}}},
-      {"numbers", {0, 18446744073709551615ull}},
+      {"numbers", {0, 18446744073709551615ull, -1, -9223372036854775807ll - 1}},
+      {"null", nullptr},
       {"true", true},
       {"objects", Ordered::array({{{"k", "v"}}, {{"k", "w"}, {"l", Ordered::array()}}})}};
   EXPECT_EQ(json_text(document), nlohmann_text(document));
@@ -65,7 +70,7 @@ TEST(JsonOutputTest, LaysOutNestedAndEmptyContainersAsNlohmannDump) {
   EXPECT_EQ(json_text(Ordered::object()), "{}\n");
 }
 
-TEST(JsonOutputTest, EscapesStringsAsNlohmannDumpAndReplacesInvalidUtf8) {
+TEST(JsonTextTest, EscapesStringsAsNlohmannDumpAndReplacesInvalidUtf8) {
   for (const std::string& text :
        {std::string("plain ASCII ~!@#$%^&*()"), std::string("quote \" and backslash \\"),
         std::string("controls \b\f\n\r\t \x01 \x1f and DEL \x7f"),
@@ -80,7 +85,7 @@ TEST(JsonOutputTest, EscapesStringsAsNlohmannDumpAndReplacesInvalidUtf8) {
   }
 }
 
-TEST(JsonOutputTest, DigestsAndSignatureAreNlohmannsLayoutOfTheirOwnContent) {
+TEST(JsonTextTest, DigestsAndSignatureAreNlohmannsLayoutOfTheirOwnContent) {
   std::vector<EntryDigest> entries;
   for (const std::string name : {"w\"1", "__MODEL_PROTO", "caf\xc3\xa9", "a\\b"}) {
     entries.push_back(
@@ -92,7 +97,7 @@ TEST(JsonOutputTest, DigestsAndSignatureAreNlohmannsLayoutOfTheirOwnContent) {
   EXPECT_EQ(digests, nlohmann_text(Ordered::parse(digests)));
   EXPECT_NE(digests.find("\"name\": \"model \xef\xbf\xbd \\\"x\\\"\""), std::string::npos);
   if (!test_support::find_tool("openssl")) GTEST_SKIP() << "no openssl tool";
-  const test_support::ScratchDir dir("json_output");
+  const test_support::ScratchDir dir("json_text");
   const PrivateKey key =
       PrivateKey::load(test_support::make_key_pair(dir.path(), "key").private_pem);
   const std::string signature = encode_signature(
@@ -102,4 +107,4 @@ TEST(JsonOutputTest, DigestsAndSignatureAreNlohmannsLayoutOfTheirOwnContent) {
 }
 
 }  // namespace
-}  // namespace onnxzip::integrity_detail
+}  // namespace onnxzip
