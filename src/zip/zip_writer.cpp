@@ -98,7 +98,7 @@ ZipWriter::ZipWriter(std::filesystem::path destination, ZipWriterOptions options
   file_ = open_output(destination, options.output, options.s3, options.buffer_size);
 }
 
-ZipWriter::ZipWriter(std::unique_ptr<AtomicOutputFile> file, std::vector<WrittenEntry> written,
+ZipWriter::ZipWriter(std::unique_ptr<Output> file, std::vector<WrittenEntry> written,
                      std::uint32_t alignment)
     : file_(std::move(file)), alignment_(alignment) {
   ONNXZIP_DCHECK(zip::alignment_problem(alignment).empty());

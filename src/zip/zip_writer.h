@@ -76,7 +76,7 @@ class ZipWriter final {
   // Continues the archive whose first entries, `written` (with their CRC-32s, in file order), are
   // already in `file`, whose position is the end of the last one: the tail of an archive written
   // in parts (parts.h). Error(kInvalidArgument) for a name given twice.
-  ZipWriter(std::unique_ptr<AtomicOutputFile> file, std::vector<WrittenEntry> written,
+  ZipWriter(std::unique_ptr<Output> file, std::vector<WrittenEntry> written,
             std::uint32_t alignment);
   // Without a successful finish() the temporary is removed and the destination is untouched.
   ~ZipWriter();
