@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "onnxzip/archive.h"
@@ -223,6 +224,43 @@ TEST(SharedFileLock, WaitsForAnEditThenSaysItIsBeingEdited) {
   EXPECT_TRUE(lock.held());
   ::close(reader);
   ::close(editor);
+}
+
+// flock alone would let readers whose shared locks overlap keep an editor out for ever: an editor
+// waiting for its lock claims the file, and a reader arriving meanwhile waits behind it.
+TEST(SharedFileLock, AReaderArrivingWhileAnEditorWaitsWaitsBehindIt) {
+  ScratchDir dir("reader_behind_editor");
+  const fs::path path = dir / "m.onnxz";
+  save(model_named("old", 10), path);
+  const int first_reader = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int next_reader = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(first_reader, 0);
+  ASSERT_GE(next_reader, 0);
+  auto held = std::make_unique<detail::SharedFileLock>(first_reader, path.string());
+  ASSERT_TRUE(held->held());
+
+  EditOptions options;
+  options.wait = std::chrono::minutes(5);  // It gets the lock once the first reader is done.
+  std::thread editor([&] {
+    edit_model_properties(
+        path, [](ModelProto& model) { model.producer_name = "edited"; }, options);
+  });
+  // The editor has claimed the file once a reader sees the claim (bounded, for a broken build).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (!detail::claimed_for_editing(next_reader) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(detail::claimed_for_editing(next_reader));
+  // The file is not locked exclusively yet (the first reader holds it shared), and still the
+  // next reader is held back.
+  EXPECT_THROW(detail::SharedFileLock(next_reader, path.string(), std::chrono::milliseconds(50)),
+               Error);
+  held.reset();
+  editor.join();
+  EXPECT_FALSE(detail::claimed_for_editing(next_reader));
+  EXPECT_EQ(load(path).producer_name, "edited");
+  ::close(next_reader);
+  ::close(first_reader);
 }
 
 // A file truncated below the archive's tail but not below its payloads (what an edit to a

@@ -564,7 +564,29 @@ TEST_F(S3PartsTest, WritersInThreadsGiveOneWritersBytesInParts_Plus2Requests) {
     const std::size_t pieces =
         bucket_pieces(PartsPlan::make(split(tensors, parts), options), url).size();
     // Create, one UploadPart per piece and the tail, Complete.
-    EXPECT_EQ(server_->stats().requests, pieces + 1 + 2) << parts;
+    const test_support::S3ProxyStats stats = server_->stats();
+    EXPECT_EQ(stats.requests, pieces + 1 + 2) << parts;
+    // What each writer sent is its own range: its payloads with their headers and gaps.
+    const PartsPlan plan = PartsPlan::make(split(tensors, parts), options);
+    std::vector<std::uint64_t> sent(parts + 1, 0);  // By writer part; the last: the tail.
+    for (std::size_t i = 0; i < stats.requests_seen.size(); ++i) {
+      const std::string& seen = stats.requests_seen[i];
+      const std::size_t at = seen.find("partNumber=");
+      if (!seen.starts_with("PUT ") || at == std::string::npos) continue;
+      const unsigned number = static_cast<unsigned>(std::stoul(seen.substr(at + 11)));
+      std::size_t writer = parts;
+      for (const BucketPiece& piece : bucket_pieces(plan, url)) {
+        if (piece.number == number) writer = piece.part;
+      }
+      sent[writer] += stats.bytes_received[i];
+    }
+    for (std::size_t p = 0; p < parts; ++p) {
+      const auto [first, end] = plan.part_range(p);
+      std::uint64_t payload = 0;
+      for (const PlannedEntry& planned : plan.part(p)) payload += planned.size;
+      EXPECT_EQ(sent[p], end - first) << "writer " << p << " of " << parts;
+      EXPECT_LT(sent[p] - payload, 4096u) << "writer " << p << ": headers and gaps only";
+    }
     EXPECT_TRUE(read_object(url) == read_file_bytes(dirs.one())) << parts;
     EXPECT_TRUE(client().list_multipart_uploads("models").empty());
   }

@@ -163,7 +163,10 @@ const ZipEntry& open_model(detail::ArchiveState& state, const LoadOptions& optio
   const ZipEntry* model_entry = archive_detail::find_model_entry(reader, fail);
   state.model_bytes = model_bytes_of(reader, *model_entry);
   state.model = with_error_context(
-      [] { return ErrorContext{.entry = "entry " + quote(kModelEntryName)}; },
+      [] {
+        return ErrorContext{.entry = "entry " + quote(kModelEntryName),
+                            .entry_name = std::string(kModelEntryName)};
+      },
       [&] {
         return parse_message<ModelProto>(state.model_bytes.view(), state.model_bytes.owner(),
                                          options.parse, reader.source_name());

@@ -56,12 +56,16 @@ std::string seconds_text(std::chrono::milliseconds wait) {
   return std::to_string(count) + " ms";
 }
 
-// LOCK_EX on `fd`, polled until `wait` is over.
+// The editor's claim (which keeps new readers out, posix_file.h), then LOCK_EX on `fd`, both
+// polled until `wait` is over.
 void lock_exclusive(int fd, const std::string& source, std::chrono::milliseconds wait) {
   const auto deadline = std::chrono::steady_clock::now() + wait;
   std::chrono::milliseconds poll = kFirstPoll;
-  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int error = errno;
+  for (;;) {
+    // Another editor's claim is waited for as its lock is.
+    const bool claimed = detail::claim_for_editing(fd);
+    if (claimed && ::flock(fd, LOCK_EX | LOCK_NB) == 0) return;
+    const int error = claimed ? errno : EWOULDBLOCK;
     if (error == EINTR) continue;
     if (error != EWOULDBLOCK) {
       throw Error(ErrorCode::kIo, {.file = source},

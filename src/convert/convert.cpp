@@ -150,7 +150,8 @@ class PayloadCrcCheck final {
         const std::uint32_t crc = with_error_context(
             [&] {
               return ErrorContext{.file = zip.source_name(),
-                                  .entry = "entry " + quote(entry->name)};
+                                  .entry = "entry " + quote(entry->name),
+                                  .entry_name = entry->name};
             },
             [&] { return detail::crc32_of(info.data, 0, buffer); });
         zip.check_crc(*entry, crc);
@@ -281,9 +282,11 @@ Reference Repacker::resolve(TensorProto& tensor, std::string_view site,
                             std::string_view prefix) const {
   ErrorContext place;  // Filled only on failure: a model may hold very many tensors.
   const auto fail_tensor = [&](const std::string& problem) {
-    place.file = in_.string();
-    place.tensor = tensor_label(tensor, site);
-    throw Error(ErrorCode::kCorrupt, std::move(place), problem);
+    ErrorContext at = tensor_place(tensor, site);
+    at.file = in_.string();
+    at.entry = std::move(place.entry);
+    at.entry_name = std::move(place.entry_name);
+    throw Error(ErrorCode::kCorrupt, std::move(at), problem);
   };
   // Any key but location, offset and length locates nothing: checksum, basepath and unknown
   // keys are ignored, as the legacy reader does.
@@ -300,10 +303,15 @@ Reference Repacker::resolve(TensorProto& tensor, std::string_view site,
   }
   const auto fail_in_entry = [&](const std::string& problem) {
     place.entry = "entry " + quote(entry->name);
+    place.entry_name = entry->name;
     fail_tensor(problem);
   };
   const std::uint64_t expected = with_error_context(
-      [&] { return ErrorContext{.file = in_.string(), .tensor = tensor_label(tensor, site)}; },
+      [&] {
+        ErrorContext at = tensor_place(tensor, site);
+        at.file = in_.string();
+        return at;
+      },
       [&] {
         return tensor_byte_size(tensor.dims, tensor.data_type.value_or(TensorProto::kUndefined),
                                 "dims");
@@ -473,8 +481,9 @@ void check_input_model(const fs::path& in, const ModelProto& model, const std::s
   }
   for_each_tensor(model, [&](const TensorProto& tensor, const TensorSite& site) {
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
-      throw Error(ErrorCode::kCorrupt, {.file = name, .tensor = tensor_label(tensor, site.path)},
-                  problem);
+      ErrorContext at = tensor_place(tensor, site.path);
+      at.file = name;
+      throw Error(ErrorCode::kCorrupt, std::move(at), problem);
     }
   });
 }

@@ -300,8 +300,10 @@ void RemoteWrite::run() {
 void RemoteWrite::check_entry(const StreamedEntry& e) const {
   const ZipEntry& entry = *e.entry;
   const auto fail = [&](const std::string& problem) {
-    throw Error(ErrorCode::kCorrupt,
-                {.file = source_.name(), .entry = "entry " + quote(entry.name)}, problem);
+    throw Error(
+        ErrorCode::kCorrupt,
+        {.file = source_.name(), .entry = "entry " + quote(entry.name), .entry_name = entry.name},
+        problem);
   };
   if (!e.located) fail("its local header did not arrive whole");
   std::vector<Run> runs = e.runs;

@@ -74,7 +74,10 @@ struct ReferenceContext {
 // check the data).
 ExternalReference parse_reference(const TensorProto& tensor, ReferenceContext& ctx) {
   const detail::ExternalData data = detail::read_external_data(tensor);
-  if (data.location) ctx.place.entry = "location " + quote(*data.location);
+  if (data.location) {
+    ctx.place.entry = "location " + quote(*data.location);
+    ctx.place.entry_name = std::string(*data.location);  // A data file: a legacy model's entry.
+  }
   if (const std::string fault = detail::reference_fault(data); !fault.empty()) {
     ctx.fail(ErrorCode::kCorrupt, fault);
   }
@@ -274,7 +277,8 @@ class DataFiles final {
 
 void resolve_external(TensorProto& tensor, const TensorSite& site, const std::string& model,
                       DataFiles& files) {
-  ReferenceContext ctx{.place = {.file = model, .tensor = tensor_label(tensor, site.path)}};
+  ReferenceContext ctx{.place = tensor_place(tensor, site.path)};
+  ctx.place.file = model;
   const ExternalReference ref = parse_reference(tensor, ctx);
   if (tensor.raw_data || !present_typed_field(tensor).empty()) {
     ctx.fail(ErrorCode::kCorrupt,
@@ -488,8 +492,9 @@ LegacyWriter::LegacyWriter(const ModelProto& model, const std::filesystem::path&
     // A payload that disagrees with its dims would be written with a reference whose length
     // readers refuse (or, inline, a model they misread).
     if (const std::string problem = payload_problem(tensor); !problem.empty()) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  {.file = target_, .tensor = tensor_label(tensor, site.path)}, problem);
+      ErrorContext at = tensor_place(tensor, site.path);
+      at.file = target_;
+      throw Error(ErrorCode::kInvalidArgument, std::move(at), problem);
     }
   });
 }

@@ -52,10 +52,14 @@ SharedFileLock::SharedFileLock(int fd, const std::string& name, std::chrono::mil
   const auto deadline = std::chrono::steady_clock::now() + wait;
   // Polled rather than blocking, so that an edit that never ends cannot hang a reader.
   std::chrono::microseconds pause{100};
-  while (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
-    const int error = errno;
-    if (error == EINTR) continue;
-    if (error != EWOULDBLOCK) return;  // No locks here (ENOLCK, EOPNOTSUPP, EINVAL): hold none.
+  for (;;) {
+    // An editor's claim is waited for as its exclusive lock is.
+    if (!claimed_for_editing(fd)) {
+      if (::flock(fd, LOCK_SH | LOCK_NB) == 0) break;
+      const int error = errno;
+      if (error == EINTR) continue;
+      if (error != EWOULDBLOCK) return;  // No locks here (ENOLCK, EOPNOTSUPP, EINVAL): hold none.
+    }
     if (std::chrono::steady_clock::now() >= deadline) {
       throw Error(ErrorCode::kChanged, {.file = name},
                   "it is being edited (another process holds its lock for longer than " +
@@ -69,6 +73,35 @@ SharedFileLock::SharedFileLock(int fd, const std::string& name, std::chrono::mil
 
 SharedFileLock::~SharedFileLock() {
   if (fd_ >= 0) ::flock(fd_, LOCK_UN);
+}
+
+namespace {
+
+// The byte an editor's claim covers: the archive's first, which no reader's lock ever covers.
+struct flock claim_range(short type) noexcept {
+  struct flock range {};
+  range.l_type = type;
+  range.l_whence = SEEK_SET;
+  range.l_start = 0;
+  range.l_len = 1;
+  return range;
+}
+
+}  // namespace
+
+bool claim_for_editing(int fd) noexcept {
+  struct flock range = claim_range(F_WRLCK);
+  while (::fcntl(fd, F_OFD_SETLK, &range) != 0) {
+    if (errno == EINTR) continue;
+    return errno != EAGAIN && errno != EACCES;  // Held by another editor, or no such locks here.
+  }
+  return true;
+}
+
+bool claimed_for_editing(int fd) noexcept {
+  struct flock range = claim_range(F_RDLCK);
+  if (::fcntl(fd, F_OFD_GETLK, &range) != 0) return false;
+  return range.l_type != F_UNLCK;
 }
 
 bool path_names_file_of(const std::filesystem::path& path, int fd) noexcept {

@@ -57,6 +57,16 @@ struct FileIdentity {
 };
 FileIdentity identity_of(const struct stat& status) noexcept;
 
+// An editor's claim on the file open on `fd` (opened for writing): an open-file-description lock
+// (F_OFD_SETLK) on its first byte, which is independent of flock and is released when the last
+// descriptor of that open file closes. Returns false when another editor holds the claim; true
+// when this one now holds it, or when the file system has no such locks (then readers see none
+// either, and the editor waits for LOCK_EX as before).
+bool claim_for_editing(int fd) noexcept;
+// Whether another open file holds an editor's claim on the file open on `fd`
+// (claim_for_editing); false where the file system has no such locks.
+bool claimed_for_editing(int fd) noexcept;
+
 // True when `path` (symbolic links followed) names the very file open on `fd` now: the one
 // place the library checks that a path it opens or resolves a second time is still the file it
 // opened and checked first. False when either cannot be examined.
@@ -95,6 +105,11 @@ std::optional<FileVersion> version_of_descriptor(int fd) noexcept;
 // FileVersion and CRC-32s is then what protects it. The lock belongs to the open file
 // description: never take it on a duplicate of a descriptor whose exclusive lock an editor holds
 // (flock would convert that lock).
+//
+// flock has no writer preference: readers whose shared locks overlap without a gap would keep an
+// editor out for ever. So an editor first claims the file (claim_for_editing), and a reader that
+// finds the claim waits as it waits for the exclusive lock; the readers already in finish their
+// tail reads, and the editor's LOCK_EX then comes within one tail read.
 class SharedFileLock final {
  public:
   static constexpr std::chrono::milliseconds kDefaultWait{10'000};

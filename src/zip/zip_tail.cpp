@@ -45,7 +45,10 @@ std::uint64_t entries_start(const ZipReader& zip, std::size_t first, std::uint64
   const ZipEntry& before = entries[first - 1];
   if (!before.local_header_read) {
     throw Error(ErrorCode::kBadState,
-                {.file = zip.source_name(), .entry = "entry " + detail::quote(before.name)},
+                {.file = zip.source_name(),
+                 .entry = "entry " + detail::quote(before.name),
+                 .entry_name = before.name,
+                 .offset = before.local_header_offset},
                 "its local header was not read, so where it ends is not known");
   }
   return before.end_offset;

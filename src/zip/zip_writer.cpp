@@ -118,7 +118,8 @@ ZipWriter& ZipWriter::operator=(ZipWriter&& other) noexcept = default;
 
 void ZipWriter::validate_name(std::string_view name) {
   const auto fail = [&](const std::string& reason) {
-    throw Error(ErrorCode::kInvalidArgument, {.entry = "entry name " + quote(name)}, reason);
+    throw Error(ErrorCode::kInvalidArgument,
+                {.entry = "entry name " + quote(name), .entry_name = std::string(name)}, reason);
   };
   if (name.empty()) fail("is empty");
   if (name.size() > kMaxNameLength) {
@@ -142,7 +143,7 @@ void ZipWriter::validate_name(std::string_view name) {
 }
 
 ErrorContext ZipWriter::entry_label(std::string_view name) const {
-  return {.file = file_->name(), .entry = "entry " + quote(name)};
+  return {.file = file_->name(), .entry = "entry " + quote(name), .entry_name = std::string(name)};
 }
 
 void ZipWriter::ensure_usable(const char* operation) const {

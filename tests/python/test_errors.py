@@ -271,3 +271,22 @@ def test_a_bad_tensor_reference_gives_the_tensor_as_fields(vector, tensor, site,
     assert (error.source, error.tensor, error.site, error.entry) == (path, tensor, site, entry)
     assert error.offset == (_local_header_offset(path, entry) if entry else None)
     assert str(error).startswith(f"{path}: tensor '{tensor}' at {site}: ")
+
+
+def test_a_missing_data_file_gives_the_tensor_and_the_file_as_fields(tmp_path):
+    import onnx
+
+    weight = nh.from_array(np.arange(300, dtype=np.float32), "w")
+    weight.ClearField("raw_data")
+    weight.data_location = onnx.TensorProto.EXTERNAL
+    location = weight.external_data.add()
+    location.key, location.value = "location", "missing.bin"
+    legacy = tmp_path / "m.onnx"
+    onnx.save(make_model([weight]), legacy)
+    with pytest.raises(onnxzip.NotFoundError) as raised:
+        onnxzip.convert(legacy, tmp_path / "m.onnxz")
+    error = raised.value
+    # A legacy model's data file is its entry (spec/names.md).
+    assert (error.source, error.entry, error.tensor, error.site, error.offset) == \
+        (str(legacy), "missing.bin", "w", "graph/initializer[0]", None)
+    assert error.problem == "the file does not exist"

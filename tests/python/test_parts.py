@@ -290,15 +290,22 @@ dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank
                         world_size=world)
 torch.manual_seed(0)  # Every rank builds the same model; each writes its shard.
 def make():
-    m = torch.nn.Sequential(torch.nn.Embedding(1000, 64), torch.nn.Linear(64, 256),
-                            torch.nn.LayerNorm(256), torch.nn.Linear(256, 1000))
-    m[2].to(torch.bfloat16)
+    # Four weights of 6 MiB, so that each rank holds the 5 MiB a bucket's part needs.
+    m = torch.nn.Sequential(torch.nn.Embedding(12288, 128), torch.nn.Linear(128, 12288),
+                            torch.nn.Linear(12288, 128), torch.nn.LayerNorm(128),
+                            torch.nn.Linear(128, 12288))
+    m[3].to(torch.bfloat16)
     m.register_buffer("steps", torch.arange(3, dtype=torch.int64))
     return m
 model = make()
 state = model.state_dict()
-names = list(state)
-shards = [names[r::world] for r in range(world)]
+# Shards balanced by bytes, largest first to the lightest rank (in the order the names come).
+shards, loads = [[] for _ in range(world)], [0] * world
+for name in sorted(state, key=lambda n: -state[n].numel() * state[n].element_size()):
+    lightest = loads.index(min(loads))
+    shards[lightest].append(name)
+    loads[lightest] += state[name].numel() * state[name].element_size()
+shards = [[n for n in state if n in shard] for shard in shards]
 # One rank plans, every rank gets the plan's bytes.
 box = [None]
 if rank == 0:
@@ -337,7 +344,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _run_ranks(tmp_path, world, kill_rank):
+def _run_ranks(tmp_path, world, kill_rank, target=None):
     torch = pytest.importorskip("torch")
     import torch.distributed
     if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
@@ -345,7 +352,7 @@ def _run_ranks(tmp_path, world, kill_rank):
     script = tmp_path / "worker.py"
     script.write_text(TORCH_WORKER)
     port = str(_free_port())
-    path = str(tmp_path / "out" / "state.onnxz")
+    path = target or str(tmp_path / "out" / "state.onnxz")
     os.makedirs(tmp_path / "out")
     env = dict(os.environ, OMP_NUM_THREADS="1")
     ranks = [subprocess.Popen([sys.executable, str(script), str(r), str(world), port, path,
@@ -361,7 +368,7 @@ def test_torch_distributed_ranks_write_one_state_dict(tmp_path):
     outputs = [rank.communicate(timeout=600) for rank in ranks]
     for rank, (out, err) in zip(ranks, outputs):
         assert rank.returncode == 0, err[-3000:]
-    assert "LOADED 8" in outputs[0][0]  # 7 parameters and a buffer.
+    assert "LOADED 10" in outputs[0][0]  # 9 parameters and a buffer.
     assert onnxzip.verify(path).digests == "verified"
     assert os.listdir(os.path.dirname(path)) == ["state.onnxz"]
 
@@ -383,3 +390,12 @@ def test_torch_distributed_rank_killed_mid_write_leaves_nothing(tmp_path):
     # Whoever coordinates aborts with the token: nothing at all is left.
     onnxzip.abort_parts((tmp_path / "token").read_bytes())
     assert os.listdir(folder) == []
+
+
+@pytest.mark.slow
+def test_torch_distributed_ranks_write_one_object_in_a_bucket(aws_environment, tmp_path):
+    path, ranks = _run_ranks(tmp_path, 4, kill_rank=-1, target="s3://models/torch/state.onnxz")
+    outputs = [rank.communicate(timeout=600) for rank in ranks]
+    for rank, (out, err) in zip(ranks, outputs):
+        assert rank.returncode == 0, err[-3000:]
+    assert "LOADED 10" in outputs[0][0]

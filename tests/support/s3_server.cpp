@@ -133,6 +133,7 @@ S3ProxyStats S3Server::stats() const {
     out.requests_seen.push_back(entry["method"].get<std::string>() + " " +
                                 entry["path"].get<std::string>() + " " +
                                 entry["range"].get<std::string>());
+    out.bytes_received.push_back(entry.value("received", std::uint64_t{0}));
     out.log.push_back({entry.value("op", ""), entry.value("if_match", ""),
                        entry.value("copy_source_range", ""),
                        entry.value("copy_source_if_match", "")});

@@ -32,6 +32,7 @@ struct S3ProxyStats {
     std::string copy_source_if_match;
   };
   std::vector<Request> log;
+  std::vector<std::uint64_t> bytes_received;  // Each request's body bytes, as requests_seen.
 };
 
 class S3Server final {

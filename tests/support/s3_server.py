@@ -16,6 +16,7 @@ Runs until killed.
 The proxy forwards every request unchanged (Host included, so signatures still match) and
 answers these itself:
   GET  /__proxy/stats          {"requests": N, "bytes": body bytes sent to clients, "log": [...]}
+                               (each logged request with its "received" body bytes)
                                for the requests forwarded since the last reset;
   POST /__proxy/reset          forgets them and any fault still pending (the tests of a suite
                                share one store: what one test left must not reach the next);
@@ -268,7 +269,8 @@ class Proxy(http.server.BaseHTTPRequestHandler):
                 "if_match": self.headers.get("If-Match", ""),
                 "if_none_match": self.headers.get("If-None-Match", ""),
                 "copy_source_range": self.headers.get("x-amz-copy-source-range", ""),
-                "copy_source_if_match": self.headers.get("x-amz-copy-source-if-match", "")}
+                "copy_source_if_match": self.headers.get("x-amz-copy-source-if-match", ""),
+                "received": length}
             stats["log"].append(entry)
         if fault == "slowdown":
             return self._reply(503, SLOWDOWN, "application/xml")
