@@ -8,7 +8,7 @@ cmake_minimum_required(VERSION 3.25)
 
 set(public_base bytes error text)
 set(public_io file_access http_options internal/byte_source internal/http_source
-              internal/mapped_file internal/s3 output_options progress)
+              internal/mapped_file internal/s3 output_options progress s3_options)
 set(public_zip entry_sink internal/zip_reader read_limits)
 set(public_onnx internal/protobuf_wire ir_check onnx_codec onnx_model tensor unknown_fields)
 set(public_integrity integrity internal/json_text)

@@ -28,6 +28,7 @@
 #include "onnxzip/output_options.h"
 #include "onnxzip/progress.h"
 #include "onnxzip/read_limits.h"
+#include "onnxzip/s3_options.h"
 #include "onnxzip/tensor.h"
 
 namespace onnxzip {
@@ -76,6 +77,11 @@ struct SaveOptions {
   // Called as finish()/save() writes the payloads it externalizes (progress.h); `total` is their
   // byte count (tensors added to an ArchiveWriter are not counted: their caller writes them).
   ProgressCallback progress = nullptr;
+  // For a path "s3://bucket/key": the archive is written as an object in a bucket, a multipart
+  // upload that completes at the end (spec/object-storage.md), with these settings (where the
+  // store is, how to sign, part size, parts in flight, overwrite; s3_options.h). A local path
+  // ignores them.
+  S3Options s3{};
 };
 
 // Writes `model` to `path` as an .onnxz archive. Every tensor of a known fixed-size data type

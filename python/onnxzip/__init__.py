@@ -64,6 +64,7 @@ from ._parts import (PartsPlan, PartWriter, PlannedEntry, abort_parts, begin_par
 from ._tools import (RepackResult, SignResult, VerifyFinding, VerifyReport, convert, repack, sign,
                      verify, write_view_model)
 from ._torch_export import export_torch
+from ._onnxzip import S3Options
 from ._writer import ArchiveWriter, save, save_file
 
 __all__ = [
@@ -72,7 +73,7 @@ __all__ = [
     "plan_parts", "begin_parts", "finish_parts", "abort_parts", "PartsPlan", "PartWriter",
     "PlannedEntry",
     "replace_model", "edit_model", "edit_model_properties", "Archive", "ArchiveWriter", "TensorInfo", "VerifyReport",
-    "VerifyFinding", "RepackResult", "EditResult", "SignResult",
+    "VerifyFinding", "RepackResult", "EditResult", "SignResult", "S3Options",
     "Error", "CorruptError", "UnsupportedError", "NotFoundError", "IOFailure",
     "InvalidArgumentError", "LimitExceededError", "BadStateError", "ChangedError",
 ]

@@ -14,6 +14,20 @@ def is_url(text: str) -> bool: ...
 def display_url(url: str) -> str: ...
 def save_message(model: Any, tensors: List[Any], path: str, alignment: int, threshold: int,
                  dedupe: bool, digests: bool = False) -> bool: ...
+# Where an s3:// destination's store is and how the upload goes; repr() never shows the keys.
+class S3Options:
+    region: str
+    endpoint_url: str
+    profile: str
+    part_size: int
+    fixed_part_size: bool
+    parts_in_flight: int
+    overwrite: bool
+    def __init__(self, *, region: str = "", endpoint_url: str = "", profile: str = "",
+                 access_key_id: Optional[str] = None, secret_access_key: Optional[str] = None,
+                 session_token: str = "", part_size: int = 67108864,
+                 fixed_part_size: bool = False, parts_in_flight: int = 4,
+                 overwrite: bool = False) -> None: ...
 class ConvertOptions:
     alignment: int
     threshold: int
@@ -25,6 +39,7 @@ class ConvertOptions:
     digests: bool
     externalize_attributes: bool
     externalize_sparse: bool
+    s3: S3Options
     def __init__(self) -> None: ...
 # kind: "path" or "url"; check_output(input_format) may refuse the output's name.
 def convert(src: str, kind: str, dst: str, options: ConvertOptions, headers: List[str],
@@ -41,7 +56,7 @@ def verify(source: Any, kind: str, check_crc: bool, public_key: Key = None,
 def sign(path: str, key: Key, durable: bool = True,
          wait: float = 5.0) -> Tuple[int, str, bool, int, bool]: ...
 def repack(src: str, kind: str, dst: str, alignment: int, threshold: int, digests: bool,
-           headers: List[str]) -> Tuple[List[str], List[str], List[str]]: ...
+           headers: List[str], s3: S3Options = ...) -> Tuple[List[str], List[str], List[str]]: ...
 # (compacted, dropped_entries, model_offset, model_size, file_size, digests_updated, signed_again,
 # signature_removed, digests_removed)
 EditTuple = Tuple[bool, List[str], int, int, int, bool, bool, bool, bool, bool]
@@ -98,7 +113,7 @@ class Archive:
 
 class ArchiveWriter:
     def __init__(self, path: str, alignment: int, threshold: int, dedupe: bool,
-                 digests: bool = False) -> None: ...
+                 digests: bool = False, s3: S3Options = ...) -> None: ...
     def add_tensor(self, name: str, data_type: int, dims: List[int],
                    data: Buffer | np.ndarray[Any, Any]) -> Tuple[str, int]: ...
     def add_tensor_proto(self, tensor_bytes: Buffer) -> Optional[Tuple[str, int]]: ...

@@ -17,7 +17,8 @@ def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int
             dedupe: bool = False, external_data: Union[None, bool, str] = None,
             max_file_size: int = 0, data_alignment: int = 4096, digests: bool = False,
             externalize_attributes: bool = False, externalize_sparse: bool = False,
-            headers: Optional[Mapping[str, str]] = None) -> str:
+            headers: Optional[Mapping[str, str]] = None,
+            s3: Optional[_onnxzip.S3Options] = None) -> str:
     """Converts a legacy .onnx model (weights inline or in any external-data layout) to an .onnxz
     archive, or an archive to a legacy model; the direction comes from `src`'s content. Returns
     the input's format, "legacy" or "onnxz". `dst` appears atomically; `src` is never written.
@@ -44,6 +45,10 @@ def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int
                                data_alignment=data_alignment, digests=digests,
                                externalize_attributes=externalize_attributes,
                                externalize_sparse=externalize_sparse)
+    if s3 is not None:
+        if not isinstance(s3, _onnxzip.S3Options):
+            raise TypeError(f"convert: s3 must be an onnxzip.S3Options, not {type(s3).__name__}")
+        options.s3 = s3
     kind = _source_kind(src)
     if kind == "buffer":
         raise TypeError("convert: src is a path or an http(s) URL, not a buffer")
@@ -242,13 +247,15 @@ class RepackResult:
 
 
 def repack(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int = 1024,
-           digests: bool = False, headers: Optional[Mapping[str, str]] = None) -> RepackResult:
+           digests: bool = False, headers: Optional[Mapping[str, str]] = None,
+           s3: Optional[_onnxzip.S3Options] = None) -> RepackResult:
     """Writes a conforming .onnxz at `dst` from a ZIP archive of an ONNX model that another tool
     made (deflated or unaligned entries, data descriptors, the model entry anywhere). Entries
     referred to whole are kept (kept_entries), others resolved per tensor (unpacked_entries),
     unreferenced ones dropped (dropped_entries). With `digests`, the output gets `__DIGESTS`
     (see save()); the input's integrity entries are never carried over (they describe other
-    bytes). `src` may be an http(s) URL, downloaded first (with `headers`)."""
+    bytes). `src` may be an http(s) URL, downloaded first (with `headers`). `dst` may be
+    "s3://bucket/key", uploaded as it is written, with `s3` as save() takes it."""
     _check_options("repack", alignment=alignment, threshold=threshold)
     _check_output_name("repack", _path(dst), True)
     _check_bool("repack", "digests", digests)
@@ -260,7 +267,8 @@ def repack(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int 
     
     kept, unpacked, dropped = _onnxzip.repack(_path(src) if kind == "path" else src, kind,
                                               _path(dst), alignment, threshold, digests,
-                                              _header_lines("repack", headers))
+                                              _header_lines("repack", headers),
+                                              _onnxzip.S3Options() if s3 is None else s3)
     return RepackResult(tuple(kept), tuple(unpacked), tuple(dropped))
 
 

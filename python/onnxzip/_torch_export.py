@@ -11,7 +11,7 @@ import onnx
 
 def export_torch(module: Any, args: Any, path: "str | os.PathLike[str]", *, alignment: int = 64,
                  keep_state_dict: bool = False, digests: bool = False,
-                 **export_kwargs: Any) -> onnx.ModelProto:
+                 s3: Any = None, **export_kwargs: Any) -> onnx.ModelProto:
     """Exports a torch.nn.Module to an .onnxz archive without ever building a protobuf that holds
     the weights (so models over 2 GiB export): torch.onnx.export writes the graph only
     (export_params=False, do_constant_folding=False, so that no parameter is computed by the
@@ -51,7 +51,7 @@ def export_torch(module: Any, args: Any, path: "str | os.PathLike[str]", *, alig
     model = _export_graph(module, args, export_kwargs)
     state: Dict[str, Any] = dict(module.named_parameters())
     state.update(module.named_buffers())
-    with ArchiveWriter(path, alignment=alignment, digests=digests) as writer:
+    with ArchiveWriter(path, alignment=alignment, digests=digests, s3=s3) as writer:
         weights = _Weights(model, writer)
         kept_inputs = []
         for graph_input in model.graph.input:

@@ -10,6 +10,7 @@ import onnx
 import onnx.helper
 
 from . import _onnxzip
+from ._onnxzip import S3Options
 from ._errors import BadStateError, InvalidArgumentError
 from ._model_walk import model_tensors
 from ._common import (ModelLike, PathLike, _check_int, _check_options, _check_output_name,
@@ -69,7 +70,7 @@ def _tensor_objects(model: onnx.ModelProto) -> List[onnx.TensorProto]:
 
 
 def save(model: ModelLike, path: PathLike, *, threshold: int = 1024, alignment: int = 64,
-         dedupe: bool = False, digests: bool = False) -> None:
+         dedupe: bool = False, digests: bool = False, s3: Optional[S3Options] = None) -> None:
     """Writes `model` (an onnx.ModelProto, or its serialized bytes) to `path` as an .onnxz archive.
 
     Every tensor of a fixed-size data type whose payload has at least `threshold` bytes becomes a
@@ -94,6 +95,12 @@ def save(model: ModelLike, path: PathLike, *, threshold: int = 1024, alignment: 
     With `digests`, the archive also gets `__DIGESTS` (spec §12): the SHA-256 of every entry,
     computed as it is written (nothing is read back). sign() then signs it; verify() and
     open(check_digests=True) check it.
+
+    `path` may be "s3://bucket/key": the archive is uploaded as it is written (one multipart
+    upload, no local file), with the store's settings from `s3` (an onnxzip.S3Options: region,
+    endpoint_url, keys, part_size, parts_in_flight, overwrite) and else from the AWS variables
+    and files. An existing object is kept unless S3Options(overwrite=True); a failure aborts the
+    upload.
     """
     _check_options("save", alignment=alignment, threshold=threshold, dedupe=dedupe)
     _check_output_name("save", _path(path), True)
@@ -102,11 +109,16 @@ def save(model: ModelLike, path: PathLike, *, threshold: int = 1024, alignment: 
     # An ArchiveWriter with no tensor added: finish() is save()'s one path (the C++ writer
     # externalizes exactly as the C++ save does).
     writer = ArchiveWriter(path, alignment=alignment, threshold=threshold, dedupe=dedupe,
-                           digests=digests)
+                           digests=digests, s3=s3)
     try:
         writer.finish(model)
     finally:
         writer.abort()  # After a successful finish this only closes; else no file is left.
+
+
+def _check_s3(function: str, s3: Any) -> None:
+    if s3 is not None and not isinstance(s3, S3Options):
+        raise TypeError(f"{function}: s3 must be an onnxzip.S3Options, not {type(s3).__name__}")
 
 
 def _check_flag(function: str, option: str, value: Any) -> None:
@@ -148,14 +160,17 @@ class ArchiveWriter:
     """
 
     def __init__(self, path: PathLike, *, alignment: int = 64, threshold: int = 1024,
-                 dedupe: bool = False, digests: bool = False) -> None:
+                 dedupe: bool = False, digests: bool = False,
+                 s3: Optional[S3Options] = None) -> None:
         _check_options("ArchiveWriter", alignment=alignment, threshold=threshold, dedupe=dedupe)
         _check_output_name("ArchiveWriter", _path(path), True)
         _check_flag("ArchiveWriter", "digests", digests)
         self.path = _path(path)
         self._threshold = threshold
         self._dedupe = dedupe
-        self._writer = _onnxzip.ArchiveWriter(self.path, alignment, threshold, dedupe, digests)
+        _check_s3("ArchiveWriter", s3)
+        self._writer = _onnxzip.ArchiveWriter(self.path, alignment, threshold, dedupe, digests,
+                                              s3 or S3Options())
         self._finished = False
         self._aborted = False
         self._names: Set[str] = set()
@@ -283,7 +298,7 @@ def _as_array(array: Any) -> Tuple[np.ndarray[Any, Any], Optional[int]]:
 
 def save_file(tensors: Mapping[str, Any], path: PathLike,
               metadata: Optional[Mapping[str, str]] = None, *, alignment: int = 64,
-              digests: bool = False) -> None:
+              digests: bool = False, s3: Optional[S3Options] = None) -> None:
     """Writes named tensors with no graph to build, as safetensors' save_file does: an archive
     whose model is a graph of initializers only (spec §7.6), every tensor a payload entry.
 
@@ -295,7 +310,7 @@ def save_file(tensors: Mapping[str, Any], path: PathLike,
             them; written in the mapping's order, straight from their memory.
         path: the archive to write (appears atomically).
         metadata: string pairs for the model's metadata_props (Archive.metadata reads them).
-        alignment, digests: as for save().
+        alignment, digests, s3: as for save().
 
     Raises:
         TypeError: a metadata key or value that is not a str.
@@ -306,7 +321,7 @@ def save_file(tensors: Mapping[str, Any], path: PathLike,
     for key, value in pairs:
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError(f"save_file: metadata must map str to str, not {key!r}: {value!r}"[:200])
-    with ArchiveWriter(path, alignment=alignment, threshold=0, digests=digests) as writer:
+    with ArchiveWriter(path, alignment=alignment, threshold=0, digests=digests, s3=s3) as writer:
         initializers = [writer.add_tensor(name, tensor) for name, tensor in tensors.items()]
         graph = onnx.helper.make_graph([], "tensors", [], [], initializer=initializers)
         model = onnx.helper.make_model(graph, producer_name="onnxzip.save_file")

@@ -43,6 +43,7 @@
 #include "onnxzip/internal/byte_source.h"
 #include "onnxzip/internal/http_source.h"
 #include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/s3.h"
 #include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
@@ -97,8 +98,10 @@ void translate_error(std::exception_ptr thrown) {
 }
 
 onnxzip::SaveOptions save_options(const std::uint32_t alignment, const std::uint64_t threshold,
-                                  const bool dedupe, const bool digests) {
+                                  const bool dedupe, const bool digests,
+                                  const onnxzip::S3Options& s3 = {}) {
   onnxzip::SaveOptions options;
+  options.s3 = s3;
   options.alignment = alignment;
   options.threshold = threshold;
   options.dedupe = dedupe;
@@ -533,9 +536,10 @@ class PyArchive final {
 class PyWriter final {
  public:
   PyWriter(const std::filesystem::path& path, const std::uint32_t alignment,
-           const std::uint64_t threshold, const bool dedupe, const bool digests) {
+           const std::uint64_t threshold, const bool dedupe, const bool digests,
+           const onnxzip::S3Options& s3) {
     const py::gil_scoped_release unlocked;
-    writer_.emplace(path, save_options(alignment, threshold, dedupe, digests));
+    writer_.emplace(path, save_options(alignment, threshold, dedupe, digests, s3));
   }
 
   std::pair<std::string, std::uint64_t> add_tensor(const std::string& name,
@@ -627,11 +631,12 @@ struct PyConvertOptions {
   bool digests = false;
   bool externalize_attributes = false;
   bool externalize_sparse = false;
+  onnxzip::S3Options s3;
 };
 
 onnxzip::ConvertOptions convert_options(const PyConvertOptions& o) {
   onnxzip::ConvertOptions options;
-  options.archive = save_options(o.alignment, o.threshold, o.dedupe, o.digests);
+  options.archive = save_options(o.alignment, o.threshold, o.dedupe, o.digests, o.s3);
   if (o.external_data) {
     options.legacy.mode = *o.external_data ? onnxzip::LegacyWriteOptions::Mode::kExternal
                                            : onnxzip::LegacyWriteOptions::Mode::kInline;
@@ -706,6 +711,14 @@ onnxzip::HttpOptions http_options(const std::vector<std::string>& headers) {
   return http;
 }
 
+// The source of an http(s) URL (with `headers`) or of s3://bucket/key (signed; the settings as
+// the AWS tools find them).
+std::shared_ptr<const onnxzip::HttpSource> remote_source(const std::string& url,
+                                                         const std::vector<std::string>& headers) {
+  if (onnxzip::is_s3_url(url)) return onnxzip::open_s3_source(url, http_options(headers));
+  return onnxzip::HttpSource::open(url, http_options(headers));
+}
+
 // convert() of the file at `src` (`kind` "path") or URL (`kind` "url", `headers` with its
 // requests) into `dst`; `check_output(format)` runs first, with the input's format, and may
 // refuse the output's name. An archive at a URL is written while it downloads (convert_remote);
@@ -731,7 +744,7 @@ std::string convert(const py::handle src, const std::string& kind, const std::fi
   onnxzip::ModelFormat format;
   {
     const py::gil_scoped_release unlocked;
-    source = onnxzip::HttpSource::open(url, http_options(headers));
+    source = remote_source(url, headers);
     format = onnxzip::detect_format(*source);
   }
   check_output(format_name(format));
@@ -778,7 +791,7 @@ py::tuple verify(const py::handle source, const std::string& kind, const bool ch
   {
     const py::gil_scoped_release unlocked;
     if (kind == "url") {
-      from.download.emplace(*onnxzip::HttpSource::open(url, http_options(headers)));
+      from.download.emplace(*remote_source(url, headers));
       from.mapping = onnxzip::MappedFile::open(from.download->path());
       from.name = onnxzip::display_url(url);
     } else if (from.path && !std::filesystem::is_directory(*from.path)) {
@@ -1002,8 +1015,59 @@ void register_archive(py::module_& m) {
       .def_property_readonly("closed", &PyArchive::closed);
 }
 
+// Where an s3:// destination's store is and how its upload goes (s3_options.h): the keyword
+// `s3=` of the writing calls. Its repr never shows the keys.
+void register_s3_options(py::module_& m) {
+  py::class_<onnxzip::S3Options>(m, "S3Options")
+      .def(py::init([](const std::string& region, const std::string& endpoint_url,
+                       const std::string& profile, const std::optional<std::string>& access_key_id,
+                       const std::optional<std::string>& secret_access_key,
+                       const std::string& session_token, const std::uint64_t part_size,
+                       const bool fixed_part_size, const unsigned parts_in_flight,
+                       const bool overwrite) {
+             onnxzip::S3Options options;
+             options.region = region;
+             options.endpoint_url = endpoint_url;
+             options.profile = profile;
+             if (access_key_id || secret_access_key) {
+               options.credentials = onnxzip::S3Credentials{
+                   access_key_id.value_or(""), secret_access_key.value_or(""), session_token};
+             }
+             options.part_size = part_size;
+             options.fixed_part_size = fixed_part_size;
+             options.parts_in_flight = parts_in_flight;
+             options.overwrite = overwrite;
+             return options;
+           }),
+           py::kw_only(), py::arg("region") = "", py::arg("endpoint_url") = "",
+           py::arg("profile") = "", py::arg("access_key_id") = py::none(),
+           py::arg("secret_access_key") = py::none(), py::arg("session_token") = "",
+           py::arg("part_size") = onnxzip::S3Options{}.part_size,
+           py::arg("fixed_part_size") = false,
+           py::arg("parts_in_flight") = onnxzip::S3Options{}.parts_in_flight,
+           py::arg("overwrite") = false)
+      .def_readonly("region", &onnxzip::S3Options::region)
+      .def_readonly("endpoint_url", &onnxzip::S3Options::endpoint_url)
+      .def_readonly("profile", &onnxzip::S3Options::profile)
+      .def_readonly("part_size", &onnxzip::S3Options::part_size)
+      .def_readonly("fixed_part_size", &onnxzip::S3Options::fixed_part_size)
+      .def_readonly("parts_in_flight", &onnxzip::S3Options::parts_in_flight)
+      .def_readonly("overwrite", &onnxzip::S3Options::overwrite)
+      .def("__repr__", [](const onnxzip::S3Options& o) {
+        return "S3Options(region=" + py::repr(py::str(o.region)).cast<std::string>() +
+               ", endpoint_url=" + py::repr(py::str(o.endpoint_url)).cast<std::string>() +
+               ", profile=" + py::repr(py::str(o.profile)).cast<std::string>() +
+               ", credentials=" + (o.credentials ? "<given>" : "None") +
+               ", part_size=" + std::to_string(o.part_size) +
+               ", fixed_part_size=" + (o.fixed_part_size ? "True" : "False") +
+               ", parts_in_flight=" + std::to_string(o.parts_in_flight) +
+               ", overwrite=" + (o.overwrite ? "True" : "False") + ")";
+      });
+}
+
 // Writing an archive: save() and ArchiveWriter.
 void register_writer(py::module_& m) {
+  register_s3_options(m);
   m.def("save_bytes", &save_bytes, py::arg("model_bytes"), py::arg("path"), py::arg("alignment"),
         py::arg("threshold"), py::arg("dedupe"), py::arg("digests") = false);
   m.def(
@@ -1020,9 +1084,10 @@ void register_writer(py::module_& m) {
       py::arg("threshold"), py::arg("dedupe"), py::arg("digests") = false);
   m.def("message_bridge_available", &onnxzip_python::message_bridge_available);
   py::class_<PyWriter>(m, "ArchiveWriter")
-      .def(py::init<const std::filesystem::path&, std::uint32_t, std::uint64_t, bool, bool>(),
+      .def(py::init<const std::filesystem::path&, std::uint32_t, std::uint64_t, bool, bool,
+                    const onnxzip::S3Options&>(),
            py::arg("path"), py::arg("alignment"), py::arg("threshold"), py::arg("dedupe"),
-           py::arg("digests") = false)
+           py::arg("digests") = false, py::arg("s3") = onnxzip::S3Options())
       .def("add_tensor", &PyWriter::add_tensor, py::arg("name"), py::arg("data_type"),
            py::arg("dims"), py::arg("data"))
       .def("add_tensor_proto", &PyWriter::add_tensor_proto, py::arg("tensor_bytes"))
@@ -1045,7 +1110,8 @@ void register_convert(py::module_& m) {
       .def_readwrite("data_alignment", &PyConvertOptions::data_alignment)
       .def_readwrite("digests", &PyConvertOptions::digests)
       .def_readwrite("externalize_attributes", &PyConvertOptions::externalize_attributes)
-      .def_readwrite("externalize_sparse", &PyConvertOptions::externalize_sparse);
+      .def_readwrite("externalize_sparse", &PyConvertOptions::externalize_sparse)
+      .def_readwrite("s3", &PyConvertOptions::s3);
   m.def("convert", &convert, py::arg("src"), py::arg("kind"), py::arg("dst"), py::arg("options"),
         py::arg("headers"), py::arg("check_output"));
   m.def(
@@ -1053,13 +1119,13 @@ void register_convert(py::module_& m) {
       // `kind` "url": `src` is downloaded first (with `headers`), as the CLI does.
       [](const py::handle src, const std::string& kind, const std::filesystem::path& out,
          const std::uint32_t alignment, const std::uint64_t threshold, const bool digests,
-         const std::vector<std::string>& headers) {
-        const onnxzip::SaveOptions options = save_options(alignment, threshold, false, digests);
+         const std::vector<std::string>& headers, const onnxzip::S3Options& s3) {
+        const onnxzip::SaveOptions options = save_options(alignment, threshold, false, digests, s3);
         onnxzip::RepackResult r;
         if (kind == "url") {
           const auto url = py::cast<std::string>(src);
           const py::gil_scoped_release unlocked;
-          const Download file(*onnxzip::HttpSource::open(url, http_options(headers)));
+          const Download file(*remote_source(url, headers));
           r = onnxzip::repack(file.path(), out, {.save = options});
         } else {
           const auto in = py::cast<std::filesystem::path>(src);
@@ -1075,7 +1141,7 @@ void register_convert(py::module_& m) {
                               names(r.dropped_entries));
       },
       py::arg("src"), py::arg("kind"), py::arg("dst"), py::arg("alignment"), py::arg("threshold"),
-      py::arg("digests"), py::arg("headers"));
+      py::arg("digests"), py::arg("headers"), py::arg("s3") = onnxzip::S3Options());
   m.def(
       "write_view_model",
       [](const std::filesystem::path& archive, const std::filesystem::path& view) {

@@ -104,8 +104,9 @@ void TensorRef::apply_to(TensorProto& tensor) const {
 struct ArchiveWriter::State {
   State(const std::filesystem::path& path, const SaveOptions& save_options)
       : options(save_options),
-        zip(path,
-            ZipWriterOptions{.alignment = save_options.alignment, .output = save_options.output}),
+        zip(path, ZipWriterOptions{.alignment = save_options.alignment,
+                                   .output = save_options.output,
+                                   .s3 = save_options.s3}),
         source(path.string()) {}
   State(const std::filesystem::path& path, const SaveOptions& save_options, ZipWriter resumed)
       : options(save_options), zip(std::move(resumed)), source(path.string()) {}

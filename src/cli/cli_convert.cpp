@@ -12,11 +12,59 @@
 #include "cli_remote.h"
 #include "onnxzip/convert.h"
 #include "onnxzip/internal/http_source.h"
+#include "onnxzip/internal/s3.h"
 #include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/legacy.h"
+#include "onnxzip/s3_options.h"
 
 namespace onnxzip::cli {
 namespace {
+
+// The flags of a write into a bucket (OUT is s3://bucket/key).
+struct S3WriteArgs {
+  SizeOption part_size;
+  bool fixed_part_size = false;
+  unsigned parts_in_flight = S3Options{}.parts_in_flight;
+  bool overwrite = false;
+};
+
+void add_s3_write_options(CLI::App& sub, S3WriteArgs& args) {
+  add_size_option(sub, "--part-size", args.part_size,
+                  "To s3://: the size of each part of the upload, 5M to 5G (default 64M); past "
+                  "1,000 parts each next 1,000 are twice as large");
+  sub.add_flag("--fixed-part-size", args.fixed_part_size,
+               "To s3://: every part but the last exactly --part-size (Cloudflare R2 needs it); "
+               "refuses an archive of more than 10,000 parts");
+  sub.add_option("--parts-in-flight", args.parts_in_flight,
+                 "To s3://: parts uploaded at once (default 4); memory stays within that many "
+                 "parts plus two")
+      ->check(CLI::Range(1U, 64U));
+  sub.add_flag("--overwrite", args.overwrite,
+               "To s3://: replace an existing object (by default the upload completes only if "
+               "none has the key)");
+}
+
+// The upload's settings; the store, region and keys come from the AWS environment and files.
+S3Options s3_write_options(const S3WriteArgs& args, const std::string& out) {
+  S3Options options;
+  if (const std::optional<std::uint64_t> part_size = args.part_size.value()) {
+    if (*part_size < kS3MinPartSize || *part_size > kS3MaxPartSize) {
+      throw UsageError("--part-size: must be from 5M to 5G (S3's limits for a part)");
+    }
+    options.part_size = *part_size;
+  }
+  options.fixed_part_size = args.fixed_part_size;
+  options.parts_in_flight = args.parts_in_flight;
+  options.overwrite = args.overwrite;
+  const bool given = args.part_size.value() || args.fixed_part_size || args.overwrite ||
+                     args.parts_in_flight != S3Options{}.parts_in_flight;
+  if (given && !is_s3_url(out)) {
+    throw UsageError(
+        "--part-size, --fixed-part-size, --parts-in-flight and --overwrite apply to "
+        "an s3:// OUT only");
+  }
+  return options;
+}
 
 struct ConvertArgs {
   std::string in;
@@ -30,6 +78,7 @@ struct ConvertArgs {
   bool dedupe = false;
   bool digests = false;
   InflateLimits limits;
+  S3WriteArgs s3;
 };
 
 // The flags' values, checked before the input is looked at (usage errors, whatever the input).
@@ -127,6 +176,7 @@ int run_convert(const ConvertArgs& args, const CLI::Option& external_data_option
   options.load.access = global.access();
   options.read.access = global.access();
   options.archive.output.follow_symlinks = global.follow_symlinks;
+  options.archive.s3 = s3_write_options(args.s3, args.out);
   options.legacy.output.follow_symlinks = global.follow_symlinks;
   if (to_archive) {
     set_archive_options(args, values, options.archive);
@@ -163,6 +213,7 @@ struct RepackArgs {
   SizeOption threshold;
   bool digests = false;
   InflateLimits limits;
+  S3WriteArgs s3;
 };
 
 int run_repack(const RepackArgs& args, const GlobalOptions& global) {
@@ -175,6 +226,7 @@ int run_repack(const RepackArgs& args, const GlobalOptions& global) {
     options.threshold = *threshold;
   }
   options.output.follow_symlinks = global.follow_symlinks;
+  options.s3 = s3_write_options(args.s3, args.out);
   options.digests = args.digests;
   const ZipReaderOptions zip_options = args.limits.zip_options();
   RepackResult result;
@@ -233,6 +285,7 @@ Command add_convert_command(CLI::App& app, const GlobalOptions& global) {
                 "To .onnxz: also write __DIGESTS, the SHA-256 of every entry, hashed as it is "
                 "written (sign it with 'onnxzip sign')");
   add_inflate_limit_options(*sub, args->limits);
+  add_s3_write_options(*sub, args->s3);
   sub->footer(
       "The direction comes from IN's content; OUT's name must agree with it: .onnxz names an\n"
       "archive, .onnx a legacy model (other names take either). A legacy model may keep its\n"
@@ -240,13 +293,16 @@ Command add_convert_command(CLI::App& app, const GlobalOptions& global) {
       "weights inline when it fits protobuf's 2 GiB, otherwise in external data next to it;\n"
       "with external data, tensors in node attributes and sparse tensors stay inline unless\n"
       "asked (a note says so), and an earlier model's data file that the new one does not\n"
-      "use is removed with the old model.\n" +
+      "use is removed with the old model. OUT may be s3://bucket/key (to .onnxz): the archive\n"
+      "is uploaded as it is written, in parts, and appears complete or not at all (Ctrl-C\n"
+      "aborts the upload).\n" +
       std::string(kSizeSyntax) +
       ".\n\n"
       "Examples:\n"
       "  onnxzip convert model.onnx model.onnxz\n"
       "  onnxzip convert model.onnxz model.onnx --external-data weights.bin "
-      "--max-file-size 2G");
+      "--max-file-size 2G\n"
+      "  onnxzip convert model.onnx s3://models/resnet50.onnxz --part-size 128M");
   return {sub,
           [args, external_data, &global] { return run_convert(*args, *external_data, global); }};
 }
@@ -265,11 +321,13 @@ Command add_repack_command(CLI::App& app, const GlobalOptions& global) {
                 "Also write __DIGESTS, the SHA-256 of every entry, hashed as it is written (sign "
                 "it with 'onnxzip sign'); IN's own __DIGESTS and __SIGNATURE are never copied");
   add_inflate_limit_options(*sub, args->limits);
+  add_s3_write_options(*sub, args->s3);
   sub->footer(
       "IN holds the model in an entry named __MODEL_PROTO, at the top or in a folder at any\n"
       "depth (its locations are then relative to that folder); its entries may be deflated or\n"
       "unaligned, have data descriptors, come in any order. Entries keep their names; every\n"
-      "CRC-32 is checked. Entries no tensor refers to are left out (with a note).\n" +
+      "CRC-32 is checked. Entries no tensor refers to are left out (with a note). OUT may be\n"
+      "s3://bucket/key (uploaded as it is written).\n" +
       std::string(kSizeSyntax) +
       ".\n\n"
       "Example:\n"

@@ -7,8 +7,10 @@
 #include <atomic>
 #include <cstddef>
 #include <string_view>
+#include <thread>
 
 #include "onnxzip/internal/mapped_file.h"
+#include "onnxzip/internal/s3.h"
 
 namespace onnxzip::cli {
 namespace {
@@ -75,9 +77,53 @@ void on_bus_error(int signal_number, siginfo_t* info, void*) {
   ::_exit(1);
 }
 
+// Ctrl-C and SIGTERM: the handler only hands the signal to a thread of its own through a pipe
+// (async-signal-safe); that thread aborts the uploads into buckets under way, which takes
+// requests, and then lets the signal end the process as it would have. A local output needs
+// nothing: its temporary has no name to leave behind.
+int interrupt_pipe[2] = {-1, -1};
+
+void on_interrupt(int signal_number) {
+  const unsigned char number = static_cast<unsigned char>(signal_number);
+  [[maybe_unused]] const ssize_t written = ::write(interrupt_pipe[1], &number, 1);
+}
+
+void end_on_interrupt() noexcept {
+  unsigned char number = 0;
+  while (::read(interrupt_pipe[0], &number, 1) != 1) {
+  }
+  abort_s3_uploads_in_progress();
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  ::sigemptyset(&default_action.sa_mask);
+  ::sigaction(number, &default_action, nullptr);
+  ::raise(number);
+}
+
+void install_interrupt_handlers() noexcept {
+  if (::pipe(interrupt_pipe) != 0) return;
+  try {
+    std::thread(end_on_interrupt).detach();
+  } catch (...) {
+    return;  // No thread: the signals keep their default action.
+  }
+  for (const int signal_number : {SIGINT, SIGTERM}) {
+    struct sigaction current {};
+    // Ignored (nohup, a background job of a shell without job control) stays ignored.
+    if (::sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler == SIG_IGN) {
+      continue;
+    }
+    struct sigaction interrupt {};
+    interrupt.sa_handler = on_interrupt;
+    ::sigemptyset(&interrupt.sa_mask);
+    ::sigaction(signal_number, &interrupt, nullptr);
+  }
+}
+
 }  // namespace
 
 void install_signal_handlers() noexcept {
+  install_interrupt_handlers();
   struct sigaction bus {};
   bus.sa_sigaction = on_bus_error;
   bus.sa_flags = SA_SIGINFO;

@@ -11,6 +11,9 @@ namespace onnxzip::cli {
 //     file changed (it shrank) while it was being read; rerun, or use --no-mmap for files that
 //     others may change", and exits with status 1. Any other SIGBUS is a real crash: the default
 //     action is restored and the fault recurs, so it still dumps core.
+//   * SIGINT and SIGTERM (unless ignored): every upload into a bucket under way is aborted
+//     (abort_s3_uploads_in_progress, internal/s3.h), so none is left behind, and the signal then
+//     ends the process as it would have.
 //   * SIGXFSZ ignored: a write past RLIMIT_FSIZE then fails with EFBIG, which the library reports
 //     as an error naming the output ("file too large"); outputs are atomic, so nothing is left.
 void install_signal_handlers() noexcept;

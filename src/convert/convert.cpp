@@ -23,6 +23,7 @@
 #include "interrupted_edit.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
+#include "onnxzip/internal/s3.h"
 #include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
@@ -500,6 +501,11 @@ ConvertResult convert(const fs::path& in, const fs::path& out, const ConvertOpti
     detail::check_input_model(in, model, options.read.source_name);
     save(model, out, options.archive);
   } else {
+    if (is_s3_url(out.native())) {
+      throw Error(ErrorCode::kUnsupported, {.file = out.string()},
+                  "a legacy .onnx model (and its data files) cannot be written to object "
+                  "storage; write an .onnxz archive there");
+    }
     check_legacy_output(in, out, options.legacy);
     check_output_name(out, ModelFormat::kLegacy);
     result.legacy = archive_to_legacy(in, out, options);

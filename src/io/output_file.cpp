@@ -205,6 +205,7 @@ AtomicOutputFile::AtomicOutputFile(fs::path destination, OutputFileOptions optio
     throw Error(ErrorCode::kInvalidArgument, {.file = destination.string()}, "not a file name");
   }
   destination_ = replaceable_destination(destination, options_.follow_symlinks);
+  name_ = destination_.string();
   folder_ = folder_of(destination_);
   // An unnamed file first: should the process die before commit, nothing is left behind. The
   // file gets 0666 minus the umask, the permissions any ordinary new file of the user would get.

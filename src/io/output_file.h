@@ -25,10 +25,12 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/output_options.h"
+#include "output.h"
 #include "posix_file.h"
 
 namespace onnxzip {
@@ -38,7 +40,7 @@ struct FileExtent;
 struct SplicePipe;
 }  // namespace detail
 
-class AtomicOutputFile final {
+class AtomicOutputFile final : public Output {
  public:
   static constexpr std::size_t kDefaultBufferSize = std::size_t{1} << 20;
 
@@ -48,7 +50,7 @@ class AtomicOutputFile final {
   // Writes of fewer than `buffer_size` bytes are gathered into a buffer of that size.
   explicit AtomicOutputFile(std::filesystem::path destination, OutputFileOptions options = {},
                             std::size_t buffer_size = kDefaultBufferSize);
-  ~AtomicOutputFile();
+  ~AtomicOutputFile() override;
   AtomicOutputFile(const AtomicOutputFile&) = delete;
 
   // For many writers of one file (parts.h): makes a hidden temporary next to `destination`
@@ -72,32 +74,34 @@ class AtomicOutputFile final {
   // through the mapping; others are buffered or, when large, written directly. Error(kIo) naming
   // the destination when the write fails or the mapped source file ends before the bytes do
   // (it was truncated); the file is then abandoned.
-  void write(ByteSpan bytes);
+  void write(ByteSpan bytes) override;
   // Appends `count` zero bytes.
-  void write_zeros(std::uint64_t count);
+  void write_zeros(std::uint64_t count) override;
   // Skips `count` bytes, for a header whose fields are known only after what follows it: they
   // read as zeros until write_at() fills them.
-  void reserve(std::uint64_t count);
+  void reserve(std::uint64_t count) override;
   // Overwrites bytes already written or reserved, at [offset, offset + size). Does not move the
   // position.
-  void write_at(std::uint64_t offset, ByteSpan bytes);
-  std::uint64_t position() const noexcept { return position_; }
+  void write_at(std::uint64_t offset, ByteSpan bytes) override;
+  std::uint64_t position() const noexcept override { return position_; }
   // Hands the buffered bytes to the OS, so that reader() sees every byte written so far.
-  void flush();
+  void flush() override;
   // A descriptor of its own that reads the file being written (with pread; opened for reading
   // and writing for this), for checksums of what was written. It stays valid after commit() or
   // after the file was abandoned (the abandoned file's space is freed once it is closed).
   // Error(kIo) when the system has no descriptor to spare.
-  detail::Fd reader() const;
+  detail::Fd reader() const override;
+  bool can_read_back() const noexcept override { return true; }
 
   // Flushes and renames the temporary over the destination (checked again first). Afterwards no
   // write is allowed.
-  void commit();
+  void commit() override;
   bool committed() const noexcept { return committed_; }
 
   // Where the file will appear: the path given, or with follow_symlinks the file its link leads
   // to.
   const std::filesystem::path& destination() const noexcept { return destination_; }
+  const std::string& name() const noexcept override { return name_; }
   // The temporary's name, or empty while it has none (an unnamed temporary before commit).
   const std::filesystem::path& temporary_path() const noexcept { return temporary_; }
 
@@ -132,6 +136,7 @@ class AtomicOutputFile final {
   void publish();
 
   std::filesystem::path destination_;
+  std::string name_;  // destination_ as messages show it.
   std::filesystem::path folder_;
   std::filesystem::path temporary_;
   OutputFileOptions options_;

@@ -41,14 +41,8 @@ Location parse_s3_url(std::string_view url);
 // "s3://bucket/key", as messages name an object.
 std::string display_name(const Location& location);
 
-// Explicit settings; an empty field is found as the header comment says.
-struct S3Options {
-  std::optional<Credentials> credentials{};
-  std::string profile{};
-  std::string region{};
-  std::string
-      endpoint_url{};  // "http://127.0.0.1:9000", "https://ACCOUNT.r2.cloudflarestorage.com"
-};
+// Explicit settings (s3_options.h); an empty field is found as the header comment says.
+using S3Options = onnxzip::S3Options;
 
 // What a request needs: resolved once per open or save.
 struct Config {

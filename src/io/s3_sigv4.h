@@ -15,15 +15,12 @@
 #include <vector>
 
 #include "onnxzip/bytes.h"
+#include "onnxzip/s3_options.h"
 
 namespace onnxzip::s3 {
 
-// What signs a request. Never shown: no message, log line or repr holds these.
-struct Credentials {
-  std::string access_key_id{};
-  std::string secret_access_key{};
-  std::string session_token{};  // "" without one (long-term keys).
-};
+// What signs a request (s3_options.h). Never shown: no message, log line or repr holds these.
+using Credentials = S3Credentials;
 
 // One query parameter or header, as given (not encoded).
 struct NameValue {

@@ -11,7 +11,7 @@
 #include "little_endian.h"
 #include "message_text.h"
 #include "onnxzip/error.h"
-#include "output_file.h"
+#include "output.h"
 #include "zip_layout.h"
 #include "zip_records.h"
 
@@ -36,7 +36,7 @@ using zip::plan_entry;
 using zip::written_entry;
 
 // The gap, then the local header, name, [zip64 extra], [alignment record].
-void write_local_header(AtomicOutputFile& file, const EntryLayout& layout, std::string_view name,
+void write_local_header(Output& file, const EntryLayout& layout, std::string_view name,
                         std::uint32_t crc, std::uint32_t alignment) {
   file.write_zeros(layout.gap);
   file.write(zip::encode_local_header(layout, name, crc, alignment));
@@ -48,7 +48,7 @@ void write_local_header(AtomicOutputFile& file, const EntryLayout& layout, std::
 // from the file (ZipWriter::defer_crc).
 class StreamingSink final : public EntrySink {
  public:
-  StreamingSink(AtomicOutputFile& file, std::uint64_t size, const ErrorContext& label,
+  StreamingSink(Output& file, std::uint64_t size, const ErrorContext& label,
                 const PieceObserver* observer_and_crc)
       : file_(file),
         remaining_(size),
@@ -78,7 +78,7 @@ class StreamingSink final : public EntrySink {
   std::uint32_t crc() const noexcept { return crc_; }
 
  private:
-  AtomicOutputFile& file_;
+  Output& file_;
   std::uint64_t remaining_;
   const std::uint64_t size_;
   const ErrorContext& label_;
@@ -95,11 +95,10 @@ ZipWriter::ZipWriter(std::filesystem::path destination, ZipWriterOptions options
   if (std::string problem = zip::alignment_problem(alignment_); !problem.empty()) {
     throw Error(ErrorCode::kInvalidArgument, {.file = destination.string()}, std::move(problem));
   }
-  file_ = std::make_unique<AtomicOutputFile>(std::move(destination), options.output,
-                                             options.buffer_size);
+  file_ = open_output(destination, options.output, options.s3, options.buffer_size);
 }
 
-ZipWriter::ZipWriter(std::unique_ptr<AtomicOutputFile> file, std::vector<WrittenEntry> written,
+ZipWriter::ZipWriter(std::unique_ptr<Output> file, std::vector<WrittenEntry> written,
                      std::uint32_t alignment)
     : file_(std::move(file)), alignment_(alignment) {
   ONNXZIP_DCHECK(zip::alignment_problem(alignment).empty());
@@ -144,9 +143,7 @@ void ZipWriter::validate_name(std::string_view name) {
 }
 
 ErrorContext ZipWriter::entry_label(std::string_view name) const {
-  return {.file = file_->destination().string(),
-          .entry = "entry " + quote(name),
-          .entry_name = std::string(name)};
+  return {.file = file_->name(), .entry = "entry " + quote(name), .entry_name = std::string(name)};
 }
 
 void ZipWriter::ensure_usable(const char* operation) const {
@@ -162,7 +159,7 @@ void ZipWriter::ensure_usable(const char* operation) const {
     reason = "after an entry failed; the archive cannot be completed";
   }
   if (reason != nullptr) {
-    throw Error(ErrorCode::kBadState, {.file = file_->destination().string()},
+    throw Error(ErrorCode::kBadState, {.file = file_->name()},
                 std::string(operation) + " called " + reason);
   }
 }
@@ -204,7 +201,8 @@ const WrittenEntry& ZipWriter::add(std::string_view name, ByteSpan data,
   check_size(name, data.size());
   const EntryLayout layout = plan_entry(file_->position(), name.size(), data.size(), alignment_);
   try {
-    if (data.size() < kParallelCrcBytes) {
+    // An output that cannot be read back (an upload) gets every CRC-32 here, from `data`.
+    if (data.size() < kParallelCrcBytes || !file_->can_read_back()) {
       const std::uint32_t crc = crc32(data);
       if (observer && !data.empty()) observer(data);
       write_local_header(*file_, layout, name, crc, alignment_);
@@ -243,8 +241,15 @@ const WrittenEntry& ZipWriter::add(std::string_view name, std::uint64_t size,
   if (!producer) throw Error(ErrorCode::kInvalidArgument, label, "no producer given");
   const EntryLayout layout = plan_entry(file_->position(), name.size(), size, alignment_);
   try {
-    write_local_header(*file_, layout, name, 0, alignment_);
-    const bool deferred = size >= kParallelCrcBytes;
+    const bool deferred = size >= kParallelCrcBytes && file_->can_read_back();
+    if (file_->can_read_back()) {
+      write_local_header(*file_, layout, name, 0, alignment_);
+    } else {
+      // An upload sends a part once it is full, unless it holds reserved bytes: the header's
+      // part waits for the CRC-32 (written last, below) while the data's parts go ahead.
+      file_->write_zeros(layout.gap);
+      file_->reserve(layout.data_offset - layout.local_header_offset);
+    }
     StreamingSink sink(*file_, size, label, deferred ? nullptr : &observer);
     in_producer_ = true;
     try {
@@ -268,9 +273,14 @@ const WrittenEntry& ZipWriter::add(std::string_view name, std::uint64_t size,
       remember(written_entry(layout, name, 0));
       defer_crc(layout.local_header_offset, {}, observer, done);
     } else {
-      std::uint8_t crc_bytes[4];
-      detail::store_le32(crc_bytes, sink.crc());
-      file_->write_at(layout.local_header_offset + kLocalHeaderCrcOffset, crc_bytes);
+      if (file_->can_read_back()) {
+        std::uint8_t crc_bytes[4];
+        detail::store_le32(crc_bytes, sink.crc());
+        file_->write_at(layout.local_header_offset + kLocalHeaderCrcOffset, crc_bytes);
+      } else {
+        file_->write_at(layout.local_header_offset,
+                        zip::encode_local_header(layout, name, sink.crc(), alignment_));
+      }
       remember(written_entry(layout, name, sink.crc()));
       complete_now(done);
     }

@@ -6,7 +6,8 @@
 // extra record after any zip64 extra, zip64 records only where a value needs them, reproducible
 // headers (time 0, date 1980-01-01, UNIX mode 0644). Entries are either copied from
 // a span or streamed from a producer in pieces, so memory never holds more than one piece.
-// Nothing appears at the destination until finish() renames the finished file over it.
+// Nothing appears at the destination until finish() renames the finished file over it (or, for
+// "s3://bucket/key", completes the multipart upload: output.h).
 //
 // Knows nothing of ONNX: the archive layer decides the names and the order (`__MODEL_PROTO`
 // last). Internal to the library, not installed: the archive and convert layers use it.
@@ -27,7 +28,7 @@
 #include "onnxzip/bytes.h"
 #include "onnxzip/entry_sink.h"
 #include "onnxzip/error.h"
-#include "output_file.h"
+#include "output.h"
 #include "posix_file.h"
 
 namespace onnxzip {
@@ -47,9 +48,11 @@ using EntryDone = std::function<void(const WrittenEntry&)>;
 struct ZipWriterOptions {
   // Where every entry's data starts: a power of two in [64, 65536].
   std::uint32_t alignment = 64;
-  // Forwarded to AtomicOutputFile (output_file.h).
+  // Forwarded to the output (output.h): a file's options.
   OutputFileOptions output{};
-  // Forwarded to AtomicOutputFile: the write buffer; pieces at least this big bypass it.
+  // For a destination "s3://bucket/key", the upload's (s3_upload.h).
+  S3Options s3{};
+  // Forwarded to a file output: the write buffer; pieces at least this big bypass it.
   std::size_t buffer_size = std::size_t{1} << 20;
 };
 
@@ -65,14 +68,15 @@ struct WrittenEntry {
 
 class ZipWriter final {
  public:
-  // Creates the temporary output file next to `destination`. Throws Error(kInvalidArgument) for
+  // Creates the temporary output file next to `destination` (or starts the upload of an
+  // s3://bucket/key, with options.s3). Throws Error(kInvalidArgument) for
   // an alignment that is not a power of two in [64, 65536] and Error(kIo) when the temporary
   // cannot be created.
   explicit ZipWriter(std::filesystem::path destination, ZipWriterOptions options = {});
   // Continues the archive whose first entries, `written` (with their CRC-32s, in file order), are
   // already in `file`, whose position is the end of the last one: the tail of an archive written
   // in parts (parts.h). Error(kInvalidArgument) for a name given twice.
-  ZipWriter(std::unique_ptr<AtomicOutputFile> file, std::vector<WrittenEntry> written,
+  ZipWriter(std::unique_ptr<Output> file, std::vector<WrittenEntry> written,
             std::uint32_t alignment);
   // Without a successful finish() the temporary is removed and the destination is untouched.
   ~ZipWriter();
@@ -155,7 +159,7 @@ class ZipWriter final {
     EntryDone done;
   };
 
-  std::unique_ptr<AtomicOutputFile> file_;
+  std::unique_ptr<Output> file_;  // A file, or an upload into a bucket (output.h).
   // For large entries, made on first use; reads the output through a descriptor of its own.
   std::unique_ptr<detail::CrcJobQueue> crc_jobs_;
   std::deque<PendingEntry> pending_;

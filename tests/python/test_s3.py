@@ -133,3 +133,70 @@ def test_refusals_name_the_object_and_never_the_secret(aws_environment, monkeypa
     assert "SignatureDoesNotMatch" in str(refused.value)
     assert "wrong-secret-4567" not in str(refused.value)
     assert "wrong-secret-4567" not in repr(refused.value)
+
+
+def _uploads_in_progress(store):
+    """The keys of the uploads in bucket "models" not completed or aborted (boto3, in moto's
+    Python)."""
+    script = ("import boto3,sys;s=boto3.client('s3',endpoint_url=sys.argv[1],region_name="
+              "'us-east-1',aws_access_key_id=sys.argv[2],aws_secret_access_key=sys.argv[3]);"
+              "print(' '.join(u['Key'] for u in s.list_multipart_uploads(Bucket='models')"
+              ".get('Uploads',[])))")
+    out = subprocess.run([MOTO_PYTHON, "-c", script, store.endpoint, store.access_key_id,
+                          store.secret_access_key], capture_output=True, check=True, text=True)
+    return out.stdout.split()
+
+
+def _object_bytes(store, key):
+    script = ("import boto3,sys;s=boto3.client('s3',endpoint_url=sys.argv[1],region_name="
+              "'us-east-1',aws_access_key_id=sys.argv[2],aws_secret_access_key=sys.argv[3]);"
+              "sys.stdout.buffer.write(s.get_object(Bucket='models',Key=sys.argv[4])['Body']"
+              ".read())")
+    out = subprocess.run([MOTO_PYTHON, "-c", script, store.endpoint, store.access_key_id,
+                          store.secret_access_key, key], capture_output=True)
+    return out.stdout if out.returncode == 0 else None
+
+
+def test_save_save_file_and_writer_upload_the_local_files_bytes(aws_environment, tmp_path):
+    store = aws_environment
+    model = onnxzip.load(store.local)
+    options = onnxzip.S3Options(part_size=5 << 20, parts_in_flight=2)
+    assert "secret" not in repr(onnxzip.S3Options(access_key_id="AKID", secret_access_key="secret"))
+    onnxzip.save(model, "s3://models/saved.onnxz", s3=options)
+    onnxzip.save(model, tmp_path / "saved.onnxz")
+    assert _object_bytes(store, "saved.onnxz") == (tmp_path / "saved.onnxz").read_bytes()
+    onnxzip.save_file(store.arrays, "s3://models/weights.onnxz")
+    onnxzip.save_file(store.arrays, tmp_path / "weights.onnxz")
+    assert _object_bytes(store, "weights.onnxz") == (tmp_path / "weights.onnxz").read_bytes()
+    onnxzip.repack(store.local, "s3://models/repacked.onnxz")
+    onnxzip.repack(store.local, tmp_path / "repacked.onnxz")
+    assert _object_bytes(store, "repacked.onnxz") == (tmp_path / "repacked.onnxz").read_bytes()
+    # An existing object is kept unless overwrite is asked for.
+    with pytest.raises(onnxzip.IOFailure) as exists:
+        onnxzip.save(model, "s3://models/saved.onnxz")
+    assert "412 PreconditionFailed" in str(exists.value)
+    onnxzip.save(model, "s3://models/saved.onnxz", s3=onnxzip.S3Options(overwrite=True))
+    assert _uploads_in_progress(store) == []
+
+
+def test_an_exception_inside_the_writer_aborts_the_upload(aws_environment):
+    store = aws_environment
+    with pytest.raises(RuntimeError, match="exporter failed"):
+        with onnxzip.ArchiveWriter("s3://models/aborted.onnxz") as writer:
+            writer.add_tensor("w", np.ones((3 << 20,), np.float32))  # 12 MiB, in the first part.
+            raise RuntimeError("exporter failed")
+    assert _uploads_in_progress(store) == []
+    assert _object_bytes(store, "aborted.onnxz") is None
+
+
+def test_verify_convert_and_repack_read_s3_objects(aws_environment, tmp_path):
+    store = aws_environment
+    remote = onnxzip.verify("s3://models/dir/model.onnxz")
+    local = onnxzip.verify(store.local)
+    assert remote.ok == local.ok and len(remote.findings) == len(local.findings)
+    onnxzip.convert("s3://models/dir/model.onnxz", tmp_path / "remote.onnx")
+    onnxzip.convert(store.local, tmp_path / "local.onnx")
+    assert (tmp_path / "remote.onnx").read_bytes() == (tmp_path / "local.onnx").read_bytes()
+    onnxzip.repack("s3://models/dir/model.onnxz", tmp_path / "remote.onnxz")
+    onnxzip.repack(store.local, tmp_path / "local.onnxz")
+    assert (tmp_path / "remote.onnxz").read_bytes() == (tmp_path / "local.onnxz").read_bytes()

@@ -31,6 +31,11 @@ bool is_s3_url(std::string_view text) noexcept;
 std::shared_ptr<const HttpSource> open_s3_source(const std::string& url,
                                                  const HttpOptions& http = {});
 
+// Aborts every multipart upload this process has started and not yet completed or aborted (one
+// AbortMultipartUpload each), for a program about to end on a signal: the CLI calls it on Ctrl-C
+// so that no upload is left in the bucket. The writers still running then fail. Never throws.
+void abort_s3_uploads_in_progress() noexcept;
+
 }  // namespace onnxzip
 
 #endif  // ONNXZIP_S3_H_
