@@ -1,4 +1,4 @@
-// Edits and signings of an archive in a bucket (src/archive/bucket_tail.cpp, archive_edit.cpp):
+// Edits and signings of an archive in a bucket (src/archive/bucket_tail.cpp, edit.cpp):
 // against moto with signature checking on, behind the proxy that counts requests and bytes and
 // checks the conditions moto ignores (tests/support/s3_server.h). Every edit kind is made on the
 // object and on a local copy of the same bytes, and the object boto3 downloads afterwards must

@@ -1,7 +1,7 @@
 // Private to the library: the new tail of an edited archive (its last entries and central
 // directory), and its writing in place, crash-safe by the protocol of spec §9.6 -- the writing
 // side of the interrupted edit record (interrupted_edit.h). The ZIP bytes of the new tail come
-// from the zip layer (zip_tail.h); the archive edit (archive_edit.cpp) decides what the new
+// from the zip layer (zip_tail.h); the archive edit (edit.cpp) decides what the new
 // entries hold.
 #ifndef ONNXZIP_SRC_TAIL_EDIT_H_
 #define ONNXZIP_SRC_TAIL_EDIT_H_

@@ -1,7 +1,7 @@
-// Private to the writers (src/archive_writer.cpp, src/archive_edit.cpp, src/legacy.cpp,
-// src/convert.cpp) and verify (src/archive_verify.cpp): turns bytes written (or checked) into the
-// ProgressCallback calls progress.h promises, so that the rule is kept in one place. Not
-// installed.
+// Private to the writers (src/archive/archive_writer.cpp, src/archive/edit.cpp,
+// src/convert/legacy.cpp, src/convert/convert.cpp) and verify (src/archive/archive_verify.cpp):
+// turns bytes written (or checked) into the ProgressCallback calls progress.h promises, so that
+// the rule is kept in one place. Not installed.
 #ifndef ONNXZIP_PROGRESS_METER_H_
 #define ONNXZIP_PROGRESS_METER_H_
 

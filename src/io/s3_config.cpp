@@ -324,12 +324,3 @@ Target target(const Config& config, const Location& location) {
 }
 
 }  // namespace onnxzip::s3
-
-namespace onnxzip {
-
-bool is_s3_url(std::string_view text) noexcept {
-  return text.size() >= 5 && (text[0] == 's' || text[0] == 'S') && text[1] == '3' &&
-         text.substr(2, 3) == "://";
-}
-
-}  // namespace onnxzip

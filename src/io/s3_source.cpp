@@ -54,11 +54,3 @@ std::shared_ptr<const HttpSource> open_source(std::string_view url, const HttpOp
 }
 
 }  // namespace onnxzip::s3
-
-namespace onnxzip {
-
-std::shared_ptr<const HttpSource> open_s3_source(const std::string& url, const HttpOptions& http) {
-  return s3::open_source(url, http);
-}
-
-}  // namespace onnxzip

@@ -1,5 +1,5 @@
 // Private to the library: a serialized ModelProto taken apart at its top level, for an edit of
-// the model's properties (archive_edit.cpp) that must not pay for its graph.
+// the model's properties (edit.cpp) that must not pay for its graph.
 //
 // A model's graph, functions and training_info hold nearly all its bytes and every tensor; its
 // other fields (metadata_props, producer, doc_string, opset_import...) are a few hundred bytes.

@@ -1,4 +1,4 @@
-// replace_model() (src/archive/archive_edit.cpp) and the in-place tail rewrite under it
+// replace_model() (src/archive/edit.cpp) and the in-place tail rewrite under it
 // (src/archive/tail_edit.cpp): the promise that only the model changes, the writers' reference
 // rule, and crash safety -- after a failure or a crash at every step, and in the middle of every
 // write, the archive reads with the old model or the new one.
