@@ -347,6 +347,46 @@ TEST_F(BucketEditTest, SigningWithoutDigestsReadsEveryEntryAndUploadsTheTail) {
   EXPECT_NE(second.err.find("kept as they stand"), std::string::npos) << second;
 }
 
+// The store's settings given as S3Options reach every request of a read, an edit and a signing
+// (the source's reads and the upload's), overriding an environment whose keys are wrong and
+// which names no endpoint (nor does ~/.aws: AWS_CONFIG_FILE names no file).
+TEST_F(BucketEditTest, ExplicitOptionsOverrideTheEnvironment) {
+  const std::string key = "explicit/model.onnxz";
+  const std::string url = "s3://models/" + key;
+  const fs::path local = stage(model("big.onnxz"), key);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret", 1);
+  const Error refused = error_of([&] { Archive::open_url(url); });
+  EXPECT_EQ(refused.code(), ErrorCode::kIo) << refused.what();
+  ::unsetenv("AWS_ENDPOINT_URL_S3");
+  S3Options s3;
+  s3.credentials = S3Credentials{server_->access_key_id(), server_->secret_access_key(), ""};
+  s3.endpoint_url = server_->endpoint();
+  s3.region = "us-east-1";
+  struct Restore {
+    ~Restore() {
+      ::setenv("AWS_SECRET_ACCESS_KEY", server_->secret_access_key().c_str(), 1);
+      ::setenv("AWS_ENDPOINT_URL_S3", server_->endpoint().c_str(), 1);
+    }
+  } restore;
+
+  LoadOptions load;
+  load.s3 = s3;
+  EXPECT_EQ(Archive::open_url(url, load).tensors().size(), Archive::open(local).tensors().size());
+  EditOptions edit;
+  edit.s3 = s3;
+  edit_model_properties(url, set_license, edit);
+  edit_model_properties(local, set_license);
+  EXPECT_EQ(object(key), test_support::read_file_bytes(local));
+  SignOptions sign;
+  sign.key = PrivateKey::load(keys_.private_pem);
+  sign.s3 = s3;
+  EXPECT_TRUE(sign_archive(url, sign).entries_read);  // Hashes every entry, a GET each.
+  sign_archive(local, sign);
+  expect_same_archive(object(key), local, keys_);
+  EXPECT_FALSE(sign_archive(url, sign).entries_read);  // The statement as it stands.
+  EXPECT_EQ(server_->pending_uploads(), std::vector<std::string>{});
+}
+
 TEST_F(BucketEditTest, AConcurrentWriterFailsTheEditAndLeavesNoUpload) {
   for (const char* operation : {"copy", "complete"}) {
     SCOPED_TRACE(operation);

@@ -261,6 +261,9 @@ struct LoadOptions {
   // another key, a bad signature.
   std::optional<PublicKey> public_key{};
   IntegrityLimits integrity{};
+  // Archive::open_url of an s3://bucket/key URL: credentials, profile, region and endpoint that
+  // override the environment's and ~/.aws's (s3_options.h; the part settings are for writes).
+  S3Options s3{};
 };
 
 // Reads the archive at `path` (memory-mapped) and returns its model with every external tensor
@@ -324,7 +327,8 @@ class Archive final {
   // open() of HttpSource::open(url, http), whose first request brings the tail: one request
   // when the end records, central directory and model fit in http.tail_size, else two. An
   // s3://bucket/key URL is read the same way, each request signed (credentials, region and
-  // endpoint from the environment and ~/.aws as the AWS tools take them; README "Object storage").
+  // endpoint from options.s3, else from the environment and ~/.aws as the AWS tools take them;
+  // README "Object storage").
   static Archive open_url(const std::string& url, const LoadOptions& options = {},
                           const HttpOptions& http = {});
   // Borrows `bytes` (they must outlive the Archive, and with kNoOwner the spans it gives too).

@@ -22,6 +22,7 @@
 #include "onnxzip/output_options.h"
 #include "onnxzip/progress.h"
 #include "onnxzip/read_limits.h"
+#include "onnxzip/s3_options.h"
 
 namespace onnxzip {
 
@@ -58,6 +59,11 @@ struct EditOptions {
   // another edit for as long as it takes) before it gives up (Error(kIo) "locked by another
   // process"). The default outlasts any reader's hold.
   std::chrono::milliseconds wait{kDefaultEditWait};
+  // An archive named s3://bucket/key (edited in its bucket): credentials, profile, region and
+  // endpoint that override the environment's and ~/.aws's (s3_options.h); the part settings and
+  // `overwrite` do not apply (the edit uploads the new tail in parts of its own, replacing the
+  // object only while it is the one read).
+  S3Options s3{};
 };
 
 struct EditResult {

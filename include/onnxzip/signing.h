@@ -16,6 +16,7 @@
 #include "onnxzip/output_options.h"
 #include "onnxzip/progress.h"
 #include "onnxzip/read_limits.h"
+#include "onnxzip/s3_options.h"
 
 namespace onnxzip {
 
@@ -33,6 +34,8 @@ struct SignOptions {
   ReadLimits limits{};
   // As EditOptions::wait: how long signing waits for the file's lock.
   std::chrono::milliseconds wait{kDefaultEditWait};
+  // As EditOptions::s3: how an archive named s3://bucket/key is reached.
+  S3Options s3{};
 };
 
 struct SignResult {

@@ -362,7 +362,8 @@ Archive Archive::open(std::shared_ptr<const ByteSource> source, const LoadOption
 
 Archive Archive::open_url(const std::string& url, const LoadOptions& options,
                           const HttpOptions& http) {
-  return open(is_s3_url(url) ? open_s3_source(url, http) : HttpSource::open(url, http), options);
+  return open(is_s3_url(url) ? open_s3_source(url, http, options.s3) : HttpSource::open(url, http),
+              options);
 }
 
 TensorBytes Archive::payload(const TensorInfo& info) const {

@@ -95,7 +95,7 @@ std::vector<CopyRange> copy_ranges(std::uint64_t size) {
 }
 
 BucketReplacement replace_tail_in_bucket(const HttpSource& source, const ZipDirectory& zip,
-                                         const NewTail& tail) {
+                                         const NewTail& tail, const S3Options& s3) {
   const s3::Location location = s3::parse_s3_url(source.name());
   const std::string& etag = source.etag();
   if (etag.empty()) {
@@ -105,7 +105,7 @@ BucketReplacement replace_tail_in_bucket(const HttpSource& source, const ZipDire
   }
   const zip::EntryTail laid_out = tail.lay_out(zip, tail.start);
   const OwnedBytes bytes = tail.bytes(zip);
-  s3::Client client(s3::resolve_config({}));
+  s3::Client client(s3::resolve_config(s3));
   const std::string upload = client.create_multipart_upload(location, false);
   try {
     const std::vector<s3::UploadedPart> parts =

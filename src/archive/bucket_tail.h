@@ -14,6 +14,7 @@
 
 #include "onnxzip/internal/http_source.h"
 #include "onnxzip/internal/zip_reader.h"
+#include "onnxzip/s3_options.h"
 #include "tail_edit.h"
 
 namespace onnxzip::archive_detail {
@@ -48,7 +49,8 @@ struct BucketReplacement {
 // UploadPart of the tail; CompleteMultipartUpload only while the object's ETag is E (If-Match).
 // A prefix under kMinCopyPart cannot be a part (only the last may be smaller): it is read (one
 // ranged GET, checked against E) and uploaded with the tail as the only part. Requests go through
-// the S3 client with the settings of s3_config.h.
+// the S3 client with the settings of s3_config.h, `s3`'s overriding the environment's (the
+// store that answered `source`'s reads).
 //
 // Errors (the object then unchanged, the upload aborted): Error(kUnsupported) when the store gave
 // no ETag (nothing to make the swap conditional on); Error(kChanged) naming s3://bucket/key when
@@ -56,7 +58,7 @@ struct BucketReplacement {
 // PreconditionFailed or 409 ConditionalRequestConflict, and a HeadObject shows another ETag);
 // the client's errors otherwise.
 BucketReplacement replace_tail_in_bucket(const HttpSource& source, const ZipDirectory& zip,
-                                         const NewTail& tail);
+                                         const NewTail& tail, const S3Options& s3);
 
 }  // namespace onnxzip::archive_detail
 

@@ -349,7 +349,7 @@ EditResult write_to_bucket(const HttpSource& source, const ZipDirectory& zip,
                            const EditOptions& options) {
   detail::ProgressMeter meter(options.progress, result.model_size);
   const archive_detail::BucketReplacement replaced =
-      archive_detail::replace_tail_in_bucket(source, zip, tail);
+      archive_detail::replace_tail_in_bucket(source, zip, tail, options.s3);
   meter.advance(result.model_size);
   meter.finish();
   result.model_offset = replaced.local_header_offset;
@@ -370,7 +370,7 @@ ZipDirectory open_bucket_tail(const std::shared_ptr<const HttpSource>& source,
 // makes, and its new tail uploaded. No lock: the upload's Complete is conditional on the ETag read.
 EditResult edit_in_bucket(const std::string& url, const EditOptions& options,
                           const PrepareModel& prepare) {
-  const std::shared_ptr<const HttpSource> source = open_s3_source(url);
+  const std::shared_ptr<const HttpSource> source = open_s3_source(url, {}, options.s3);
   const ZipDirectory zip = open_bucket_tail(source, options.limits);
   EditPlan plan = plan_edit(zip, source->size(), options, prepare);
   if (!plan.tail) {
@@ -525,6 +525,7 @@ SignResult sign_statement_in_bucket(const HttpSource& source, const ZipDirectory
   edit.limits = options.limits;
   edit.signing_key = options.key;
   edit.progress = options.progress;
+  edit.s3 = options.s3;
   EditPlan plan = plan_edit(zip, source.size(), edit, stored_model);
   SignResult result;
   result.entries = archive_detail::read_digests(zip, digests, edit.integrity).entries.size();
@@ -538,7 +539,7 @@ SignResult sign_statement_in_bucket(const HttpSource& source, const ZipDirectory
 // hashed, read by ranged GETs (SignResult::entries_read); the new tail alone is uploaded either
 // way.
 SignResult sign_in_bucket(const std::string& url, const SignOptions& options) {
-  const std::shared_ptr<const HttpSource> source = open_s3_source(url);
+  const std::shared_ptr<const HttpSource> source = open_s3_source(url, {}, options.s3);
   const ZipDirectory tail = open_bucket_tail(source, options.limits);
   const ZipEntry* const model_entry =
       archive_detail::find_model_entry(tail, archive_detail::throwing_sink(url));
@@ -554,7 +555,9 @@ SignResult sign_in_bucket(const std::string& url, const SignOptions& options) {
   plan.result.entries_read = true;
   EditResult written;
   written.model_size = plan.tail.entries.back().data.size();
-  plan.result.file_size = write_to_bucket(*source, zip, plan.tail, written, {}).file_size;
+  EditOptions upload;
+  upload.s3 = options.s3;
+  plan.result.file_size = write_to_bucket(*source, zip, plan.tail, written, upload).file_size;
   return plan.result;
 }
 

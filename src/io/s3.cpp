@@ -11,8 +11,9 @@ bool is_s3_url(std::string_view text) noexcept {
          text.substr(2, 3) == "://";
 }
 
-std::shared_ptr<const HttpSource> open_s3_source(const std::string& url, const HttpOptions& http) {
-  return s3::open_source(url, http);
+std::shared_ptr<const HttpSource> open_s3_source(const std::string& url, const HttpOptions& http,
+                                                 const S3Options& s3) {
+  return s3::open_source(url, http, s3);
 }
 
 }  // namespace onnxzip

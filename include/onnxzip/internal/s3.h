@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "onnxzip/internal/http_source.h"
+#include "onnxzip/s3_options.h"
 
 namespace onnxzip {
 
@@ -28,8 +29,10 @@ bool is_s3_url(std::string_view text) noexcept;
 // are found (saying where it looked) and for NoSuchKey / NoSuchBucket; kIo for other refusals
 // (SignatureDoesNotMatch, InvalidAccessKeyId, AccessDenied, PermanentRedirect naming the region;
 // 503 SlowDown after the retries), all naming s3://bucket/key; kUnsupported without libcurl.
+// `s3`'s credentials, profile, region and endpoint override the environment's.
 std::shared_ptr<const HttpSource> open_s3_source(const std::string& url,
-                                                 const HttpOptions& http = {});
+                                                 const HttpOptions& http = {},
+                                                 const S3Options& s3 = {});
 
 // Aborts every multipart upload this process has started and not yet completed or aborted (one
 // AbortMultipartUpload each), for a program about to end on a signal: the CLI calls it on Ctrl-C
