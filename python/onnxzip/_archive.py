@@ -18,7 +18,7 @@ from ._errors import (BadStateError, ChangedError, CorruptError, InvalidArgument
                       NotFoundError, UnsupportedError)
 from ._model_walk import model_tensors
 from ._common import (Headers, KeyLike, PathLike, Source, _header_lines, _is_archive_file, _key, _path,
-                      _source_kind)
+                      _s3_options, _source_kind)
 from ._dtypes import _location
 
 # Extra request headers for a remote archive (Authorization for a private hub).
@@ -36,19 +36,22 @@ def _parse_stored_model(model_bytes: bytes, path: str) -> onnx.ModelProto:
 
 def _open_archive(source: Source, access: str, *, headers: Headers = None,
                   check_digests: bool = False, public_key: Optional[KeyLike] = None,
-                  function: str = "open") -> _onnxzip.Archive:
+                  function: str = "open",
+                  s3: Optional[_onnxzip.S3Options] = None) -> _onnxzip.Archive:
     """The extension's Archive, with what the C++ message cannot know added: the file's name on
     a NotFoundError (as open() sets it), and a hint when the file is a legacy model or looks
-    cut short. An http(s) URL opens a remote archive (range requests with `headers`); a buffer
-    is viewed in place."""
+    cut short. An http(s) URL opens a remote archive (range requests with `headers`), an
+    s3://bucket/key one reached with `s3`'s settings over the environment's; a buffer is viewed
+    in place."""
     if not isinstance(check_digests, bool):
         raise TypeError(f"{function}: check_digests must be a bool, not "
                         f"{type(check_digests).__name__}")
     key = _key(function, "public_key", public_key)
+    s3_options = _s3_options(function, s3)
     kind = _source_kind(source)
     if kind == "url":
         return _onnxzip.Archive(source, access, kind, _header_lines(function, headers),
-                                check_digests, key)
+                                check_digests, key, s3_options)
     if headers is not None:
         raise InvalidArgumentError(f"{function}: headers apply to http(s) URLs only")
     if kind == "buffer":
@@ -119,7 +122,8 @@ def _display(source: Source) -> str:
 
 
 def load(path: Source, *, load_external_data: bool = True, check_digests: bool = False,
-         public_key: Optional[KeyLike] = None, headers: Headers = None) -> onnx.ModelProto:
+         public_key: Optional[KeyLike] = None, headers: Headers = None,
+         s3: Optional[_onnxzip.S3Options] = None) -> onnx.ModelProto:
     """Reads the archive at `path` (or an http(s) URL) and returns its model, like onnx.load.
 
     With `load_external_data` (the default) every tensor stored as an entry gets its bytes back in
@@ -132,12 +136,12 @@ def load(path: Source, *, load_external_data: bool = True, check_digests: bool =
     NotFoundError.
 
     A URL is read with HTTP range requests (see open()): the model with the first request, the
-    payloads in requests of up to 64 MiB, several at once. `check_digests`, `public_key` and
-    `headers` as for open(); with check_digests every payload is checked.
+    payloads in requests of up to 64 MiB, several at once. `check_digests`, `public_key`,
+    `headers` and `s3` as for open(); with check_digests every payload is checked.
     """
     archive = _open_archive(_location_of(path), "map", headers=headers,
                             check_digests=check_digests, public_key=public_key,
-                            function="load")
+                            function="load", s3=s3)
     try:
         model = _parse_stored_model(archive.model_bytes(), _display(path))
         if load_external_data:
@@ -223,7 +227,7 @@ class Archive:
 
     def __init__(self, path: Source, *, framework: str = "np", access: str = "map",
                  check_digests: bool = False, public_key: Optional[KeyLike] = None,
-                 headers: Headers = None) -> None:
+                 headers: Headers = None, s3: Optional[_onnxzip.S3Options] = None) -> None:
         if access not in ("map", "read"):
             raise InvalidArgumentError(f'open: access must be "map" or "read", not {access!r}')
         if framework not in _FRAMEWORKS:
@@ -233,7 +237,7 @@ class Archive:
         self.path = _display(path)
         self._archive = _open_archive(_location_of(path), access,
                                       headers=headers, check_digests=check_digests,
-                                      public_key=public_key)
+                                      public_key=public_key, s3=s3)
         # The model, parsed when asked for and held weakly: an open archive keeps the model's
         # bytes (read at open), not a parsed copy several times their size that a caller may
         # no longer use.
@@ -417,7 +421,7 @@ class Archive:
 
 def open(path: Source, *, framework: str = "np",  # noqa: A001 - like safetensors' safe_open.
          access: str = "map", check_digests: bool = False, public_key: Optional[KeyLike] = None,
-         headers: Headers = None) -> Archive:
+         headers: Headers = None, s3: Optional[_onnxzip.S3Options] = None) -> Archive:
     """Opens the .onnxz archive at `path` for zero-copy reading, at an http(s) URL for reading
     tensors on demand, or in memory (bytes, bytearray, memoryview, any buffer: viewed in place,
     kept alive by the archive and by every array from it; do not change it meanwhile): see
@@ -438,6 +442,9 @@ def open(path: Source, *, framework: str = "np",  # noqa: A001 - like safetensor
             bytes; implies check_digests).
         headers: extra HTTP request headers for a URL ({"Authorization": "Bearer ..."}); never
             shown in messages or repr().
+        s3: for an s3://bucket/key URL, an onnxzip.S3Options whose credentials, profile, region
+            and endpoint_url override the AWS environment's and files' (each one left empty is
+            found there).
 
     Raises:
         CorruptError: a broken archive, a digest mismatch, a signature that does not verify.
@@ -445,16 +452,16 @@ def open(path: Source, *, framework: str = "np",  # noqa: A001 - like safetensor
         UnsupportedError: a URL when the extension was built without libcurl.
     """
     return Archive(path, framework=framework, access=access, check_digests=check_digests,
-                   public_key=public_key, headers=headers)
+                   public_key=public_key, headers=headers, s3=s3)
 
 
 def load_file(path: Source, *, framework: str = "np", access: str = "map",
               check_digests: bool = False, headers: Headers = None,
-              key: str = "name") -> Dict[str, Any]:
+              key: str = "name", s3: Optional[_onnxzip.S3Options] = None) -> Dict[str, Any]:
     """Every tensor of the archive at `path` (or an http(s) URL) by name, as safetensors'
     load_file gives them: numpy arrays, or torch tensors with framework="pt". Zero-copy views of
     the mapping (inline tensors copied), which stays mapped while any of them lives; a remote
-    archive's are read as get_tensors() reads them. check_digests and headers as for open().
+    archive's are read as get_tensors() reads them. check_digests, headers and s3 as for open().
 
     key="name" (the default) keys the dict by tensor name (an unnamed tensor by its site), and
     refuses a name two tensors use (InvalidArgumentError naming their sites) rather than drop
@@ -462,7 +469,7 @@ def load_file(path: Source, *, framework: str = "np", access: str = "map",
     if key not in _KEYINGS:
         raise InvalidArgumentError(f'load_file: key must be "name" or "site", not {key!r}')
     with Archive(path, framework=framework, access=access, check_digests=check_digests,
-                 headers=headers) as archive:
+                 headers=headers, s3=s3) as archive:
         if key == "name":
             for name, found in archive._by_name.items():
                 if len(found) > 1:

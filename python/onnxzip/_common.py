@@ -111,6 +111,16 @@ def _key(function: str, option: str,
                     f"{type(key).__name__}")
 
 
+def _s3_options(function: str, s3: Any) -> "_onnxzip.S3Options":
+    """`s3=` as the extension takes it: an onnxzip.S3Options (its settings override the AWS
+    environment's and files' for an s3://bucket/key), or None for the environment's alone."""
+    if s3 is None:
+        return _onnxzip.S3Options()
+    if not isinstance(s3, _onnxzip.S3Options):
+        raise TypeError(f"{function}: s3 must be an onnxzip.S3Options, not {type(s3).__name__}")
+    return s3
+
+
 def _header_lines(function: str, headers: Headers) -> List[str]:
     """`headers` as "Name: value" lines, refused (without showing a value) when malformed."""
     if headers is None:

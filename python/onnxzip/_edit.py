@@ -15,7 +15,7 @@ from ._model_walk import model_tensors
 from ._archive import Archive, _parse_stored_model
 from ._common import ModelLike, PathLike, _is_buffer, _path
 from ._dtypes import _make_reference
-from ._common import KeyLike, _key
+from ._common import KeyLike, _key, _s3_options
 
 @dataclass(frozen=True)
 class EditResult:
@@ -42,7 +42,7 @@ class EditResult:
 
 def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact: bool = False,
                   durable: bool = True, key: Optional[KeyLike] = None,
-                  wait: float = 5.0) -> EditResult:
+                  wait: float = 5.0, s3: Optional[_onnxzip.S3Options] = None) -> EditResult:
     """Replaces the model of the archive at `path` in place, without moving or rewriting a payload
     byte: only `__MODEL_PROTO`, the central directory and the end records are rewritten, so the
     cost is the model's size, whatever the weights weigh. Crash-safe: the file always reads as the
@@ -67,8 +67,8 @@ def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact:
     tail, another edit for as long as it takes. `wait` is how long, in seconds, the edit waits for
     it before it gives up with IOFailure "locked by another process" (the archive unchanged).
 
-    `path` may be "s3://bucket/key" (credentials, region and endpoint as the AWS tools take
-    them): the object is edited inside the bucket, byte for byte as a local edit of the same
+    `path` may be "s3://bucket/key" (credentials, region and endpoint from `s3`, an
+    onnxzip.S3Options, else as the AWS tools take them): the object is edited inside the bucket, byte for byte as a local edit of the same
     bytes -- the store copies the bytes before the model, the new tail is uploaded, and the
     upload completes only if the object is still the one read (ChangedError otherwise, the
     object left as the other client wrote it). `durable` and `wait` do not apply there; an
@@ -81,6 +81,7 @@ def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact:
         onnxzip.replace_model("model.onnxz", model)
     """
     archive_path = _path(path)
+    s3_options = _s3_options("replace_model", s3)
     if isinstance(model, (str, os.PathLike)):
         # As the CLI's --model takes it: a file holding a serialized ModelProto.
         with builtins.open(model, "rb") as file:
@@ -88,20 +89,22 @@ def replace_model(path: PathLike, model: Union[ModelLike, PathLike], *, compact:
     if _is_buffer(model):
         model_bytes = model
     elif isinstance(model, onnx.ModelProto):
-        model_bytes = _serialize_referring(archive_path, model)
+        model_bytes = _serialize_referring(archive_path, model, s3_options)
     else:
         raise TypeError("replace_model: model must be an onnx.ModelProto, its bytes or a path, "
                         f"not {type(model).__name__}")
     return _edit_result(_onnxzip.replace_model(archive_path, model_bytes, compact, durable,
-                                               _key("replace_model", "key", key), wait=wait))
+                                               _key("replace_model", "key", key), wait=wait,
+                                               s3=s3_options))
 
 
-def _serialize_referring(archive_path: str, model: onnx.ModelProto) -> bytes:
+def _serialize_referring(archive_path: str, model: onnx.ModelProto,
+                         s3: _onnxzip.S3Options) -> bytes:
     """`model` serialized with every inline tensor whose bytes equal the archive's entry of the
     same name turned into a reference to it: the model load() gives goes back without moving a
     payload (and compact then drops nothing). `model` is as before when this returns."""
     swapped: List[Tuple[onnx.TensorProto, bytes, Optional[int]]] = []
-    with Archive(archive_path) as archive:
+    with Archive(archive_path, s3=s3) as archive:
         try:
             for tensor, _, in_sparse in model_tensors(model):
                 if in_sparse or tensor.data_location == onnx.TensorProto.EXTERNAL or \
@@ -138,7 +141,7 @@ Change = Callable[[onnx.ModelProto], Optional[onnx.ModelProto]]
 
 def edit_model(path: PathLike, change: Change, *, compact: bool = False,
                durable: bool = True, key: Optional[KeyLike] = None,
-               wait: float = 5.0) -> EditResult:
+               wait: float = 5.0, s3: Optional[_onnxzip.S3Options] = None) -> EditResult:
     """Changes the model of the archive at `path` in place, as replace_model() does, but reads the
     archive's own model and writes the changed one under one open and lock of the file, so that
     no other edit can come in between.
@@ -150,7 +153,7 @@ def edit_model(path: PathLike, change: Change, *, compact: bool = False,
         change: called with the onnx.ModelProto as Archive.model shows it (tensors that are
             entries as references); changes it and returns None, or returns a new model to put
             in instead.
-        compact, durable, key, wait: as for replace_model().
+        compact, durable, key, wait, s3: as for replace_model().
 
     Returns:
         What was done (EditResult).
@@ -160,12 +163,13 @@ def edit_model(path: PathLike, change: Change, *, compact: bool = False,
         InvalidArgumentError: the new model fails replace_model()'s checks.
         Whatever `change` raises. In every case nothing is written: the archive is unchanged.
     """
-    return _edit("edit_model", path, change, compact, durable, False, key, wait)
+    return _edit("edit_model", path, change, compact, durable, False, key, wait, s3)
 
 
 def edit_model_properties(path: PathLike, change: Change, *, compact: bool = False,
                           durable: bool = True, key: Optional[KeyLike] = None,
-                          wait: float = 5.0) -> EditResult:
+                          wait: float = 5.0,
+                          s3: Optional[_onnxzip.S3Options] = None) -> EditResult:
     """edit_model() for the model's properties alone (the C++ edit_model_properties): `change`
     gets the model without its graph, training_info and functions, and may change everything
     else (metadata_props, producer_name, doc_string, opset_import...). Those three are kept
@@ -177,12 +181,14 @@ def edit_model_properties(path: PathLike, change: Change, *, compact: bool = Fal
 
     Args, Returns and Raises: as for edit_model().
     """
-    return _edit("edit_model_properties", path, change, compact, durable, True, key, wait)
+    return _edit("edit_model_properties", path, change, compact, durable, True, key, wait, s3)
 
 
 def _edit(function: str, path: PathLike, change: Change, compact: bool, durable: bool,
-          properties_only: bool, key: Optional[KeyLike], wait: float) -> EditResult:
+          properties_only: bool, key: Optional[KeyLike], wait: float,
+          s3: Optional[_onnxzip.S3Options]) -> EditResult:
     archive_path = _path(path)
+    s3_options = _s3_options(function, s3)
 
     def apply(model_bytes: bytes) -> bytes:
         model = _parse_stored_model(model_bytes, archive_path)
@@ -200,7 +206,7 @@ def _edit(function: str, path: PathLike, change: Change, compact: bool, durable:
 
     return _edit_result(_onnxzip.edit_model(archive_path, apply, compact, durable,
                                             properties_only, _key(function, "key", key),
-                                            wait=wait))
+                                            wait=wait, s3=s3_options))
 
 
 def _edit_result(fields: _onnxzip.EditTuple) -> EditResult:

@@ -10,7 +10,7 @@ from typing import Mapping, Optional, Tuple, Union
 from . import _onnxzip
 from ._errors import InvalidArgumentError
 from ._common import (KeyLike, PathLike, Source, _check_int, _check_options, _check_output_name,
-                      _header_lines, _key, _path, _source_kind)
+                      _header_lines, _key, _path, _s3_options, _source_kind)
 
 
 def convert(src: PathLike, dst: PathLike, *, alignment: int = 64, threshold: int = 1024,
@@ -150,14 +150,16 @@ class VerifyReport:
 
 
 def verify(path: Source, *, check_crc: bool = True, public_key: Optional[KeyLike] = None,
-           headers: Optional[Mapping[str, str]] = None) -> VerifyReport:
+           headers: Optional[Mapping[str, str]] = None,
+           s3: Optional[_onnxzip.S3Options] = None) -> VerifyReport:
     """Checks the model file at `path` and returns every finding instead of raising: the same
     findings as `onnxzip verify` prints, one a line (the same C++ function makes both).
 
     `path` may also be an http(s) URL (downloaded first, into an unnamed temporary file, with
-    `headers`), or the model's bytes (bytes, bytearray, memoryview, any buffer: read in place,
-    and never shown in a message, which names it "<memory>"; a legacy model's external data then
-    has no folder, and each tensor referring to some is an "error" finding).
+    `headers`; an s3://bucket/key with `s3`'s settings as open() takes them), or the model's
+    bytes (bytes, bytearray, memoryview, any buffer: read in place, and never shown in a message,
+    which names it "<memory>"; a legacy model's external data then has no folder, and each tensor
+    referring to some is an "error" finding).
 
     An .onnxz archive is checked against the .onnxz specification (ZIP structure, alignment,
     CRC-32 of every entry unless check_crc=False, references, names); a legacy .onnx is read
@@ -183,7 +185,8 @@ def verify(path: Source, *, check_crc: bool = True, public_key: Optional[KeyLike
         raise InvalidArgumentError("verify: headers apply to http(s) URLs only")
     raw, digests, signature, signature_key_id, checked = _onnxzip.verify(
         _path(path) if kind == "path" else path, kind, check_crc,
-        _key("verify", "public_key", public_key), _header_lines("verify", headers))
+        _key("verify", "public_key", public_key), _header_lines("verify", headers),
+        _s3_options("verify", s3))
     findings = tuple(VerifyFinding(*f) for f in raw)
     return VerifyReport(findings, digests, signature, signature_key_id, checked)
 
@@ -204,7 +207,8 @@ class SignResult:
 
 
 def sign(path: PathLike, *, key: Optional[KeyLike] = None, digests_only: bool = False,
-         durable: bool = True, wait: float = 5.0) -> SignResult:
+         durable: bool = True, wait: float = 5.0,
+         s3: Optional[_onnxzip.S3Options] = None) -> SignResult:
     """Signs the archive at `path` in place, as `onnxzip sign` does (spec §12): hashes every
     entry (checking its CRC-32), writes `__DIGESTS` (the SHA-256 of each, as model_signing
     describes a model folder) and, with `key`, `__SIGNATURE` (a Sigstore bundle whose DSSE
@@ -217,7 +221,7 @@ def sign(path: PathLike, *, key: Optional[KeyLike] = None, digests_only: bool = 
     is needed.
 
     `path` may be "s3://bucket/key": the new tail is uploaded after the bytes before it, copied
-    inside the bucket, as replace_model() does there. An object with `__DIGESTS` gets that
+    inside the bucket, as replace_model() does there (`s3`: as for replace_model()). An object with `__DIGESTS` gets that
     statement signed as it stands (only the model is hashed again); one without has every entry
     read to be hashed (SignResult.entries_read).
 
@@ -234,7 +238,8 @@ def sign(path: PathLike, *, key: Optional[KeyLike] = None, digests_only: bool = 
         raise InvalidArgumentError(
             "sign: give key= (to sign) or digests_only=True (for __DIGESTS alone)"
             if key is None else "sign: key= and digests_only=True exclude each other")
-    return SignResult(*_onnxzip.sign(_path(path), _key("sign", "key", key), durable, wait=wait))
+    return SignResult(*_onnxzip.sign(_path(path), _key("sign", "key", key), durable, wait=wait,
+                                     s3=_s3_options("sign", s3)))
 
 
 @dataclass(frozen=True)

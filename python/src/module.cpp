@@ -227,9 +227,10 @@ class PyArchive final {
   // `check_digests` / `public_key`: LoadOptions' lazy digest checking; every payload is then
   // handed out through Archive::payload(), which checks it.
   // `kind` "buffer": `location` is the archive's bytes (any buffer object), viewed in place.
+  // `s3`: how an s3://bucket/key URL's store is reached.
   PyArchive(const py::handle location, const std::string& access, const std::string& kind,
             const std::vector<std::string>& headers, const bool check_digests,
-            const py::handle public_key) {
+            const py::handle public_key, const onnxzip::S3Options& s3) {
     // An open archive holds the model's bytes, about its size, and not the library's parse of
     // it (several times that): Python parses the model when asked for it (Archive.model), and
     // every inline payload is borrowed from those bytes.
@@ -240,6 +241,7 @@ class PyArchive final {
     options.check_digests_name = "check_digests=True";  // Python's name, not the C++ one.
     options.public_key = pem_key<onnxzip::PublicKey>(public_key);
     checked_ = options.check_digests || options.public_key.has_value();
+    options.s3 = s3;
     if (kind == "buffer") {
       const onnxzip::OwnerToken owner = hold_buffer(location);
       const onnxzip::ByteSpan bytes = static_cast<const HeldBuffer*>(owner.get())->span();
@@ -711,11 +713,12 @@ onnxzip::HttpOptions http_options(const std::vector<std::string>& headers) {
   return http;
 }
 
-// The source of an http(s) URL (with `headers`) or of s3://bucket/key (signed; the settings as
-// the AWS tools find them).
+// The source of an http(s) URL (with `headers`) or of s3://bucket/key (signed; `s3`'s settings
+// over those the AWS tools find).
 std::shared_ptr<const onnxzip::HttpSource> remote_source(const std::string& url,
-                                                         const std::vector<std::string>& headers) {
-  if (onnxzip::is_s3_url(url)) return onnxzip::open_s3_source(url, http_options(headers));
+                                                         const std::vector<std::string>& headers,
+                                                         const onnxzip::S3Options& s3 = {}) {
+  if (onnxzip::is_s3_url(url)) return onnxzip::open_s3_source(url, http_options(headers), s3);
   return onnxzip::HttpSource::open(url, http_options(headers));
 }
 
@@ -773,7 +776,8 @@ struct VerifySource {
 // `kind`: "path", "url" (`headers` go with its requests) or "buffer" (`source` is the model's
 // bytes).
 py::tuple verify(const py::handle source, const std::string& kind, const bool check_crc,
-                 const py::handle public_key, const std::vector<std::string>& headers) {
+                 const py::handle public_key, const std::vector<std::string>& headers,
+                 const onnxzip::S3Options& s3) {
   onnxzip::VerifyOptions options;
   options.check_crc = check_crc;
   options.public_key = pem_key<onnxzip::PublicKey>(public_key);
@@ -791,7 +795,7 @@ py::tuple verify(const py::handle source, const std::string& kind, const bool ch
   {
     const py::gil_scoped_release unlocked;
     if (kind == "url") {
-      from.download.emplace(*remote_source(url, headers));
+      from.download.emplace(*remote_source(url, headers, s3));
       from.mapping = onnxzip::MappedFile::open(from.download->path());
       from.name = onnxzip::display_url(url);
     } else if (from.path && !std::filesystem::is_directory(*from.path)) {
@@ -834,8 +838,9 @@ std::chrono::milliseconds lock_wait(const double seconds) {
 // sign_archive() with a key (PEM bytes or a path) or None for `__DIGESTS` alone:
 // (entries, key_id, signature_removed, file_size, entries_read).
 py::tuple sign(const std::filesystem::path& path, const py::handle key, const bool durable,
-               const double wait) {
+               const double wait, const onnxzip::S3Options& s3) {
   onnxzip::SignOptions options;
+  options.s3 = s3;
   options.key = pem_key<onnxzip::PrivateKey>(key);
   options.output.durable = durable;
   options.wait = lock_wait(wait);
@@ -860,8 +865,9 @@ py::tuple edit_result(const onnxzip::EditResult& result) {
 
 py::tuple replace_model(const std::filesystem::path& path, const py::handle model_bytes,
                         const bool compact, const bool durable, const py::handle key,
-                        const double wait) {
+                        const double wait, const onnxzip::S3Options& s3) {
   onnxzip::EditOptions options;
+  options.s3 = s3;
   options.compact = compact;
   options.output.durable = durable;
   options.wait = lock_wait(wait);
@@ -882,8 +888,9 @@ py::tuple replace_model(const std::filesystem::path& path, const py::handle mode
 // graph, training_info and functions, which the library keeps as they are.
 py::tuple edit_model(const std::filesystem::path& path, const py::function& change,
                      const bool compact, const bool durable, const bool properties_only,
-                     const py::handle key, const double wait) {
+                     const py::handle key, const double wait, const onnxzip::S3Options& s3) {
   onnxzip::EditOptions options;
+  options.s3 = s3;
   options.compact = compact;
   options.output.durable = durable;
   options.wait = lock_wait(wait);
@@ -995,10 +1002,10 @@ void register_archive(py::module_& m) {
 
   py::class_<PyArchive>(m, "Archive")
       .def(py::init<py::handle, const std::string&, const std::string&,
-                    const std::vector<std::string>&, bool, py::handle>(),
+                    const std::vector<std::string>&, bool, py::handle, const onnxzip::S3Options&>(),
            py::arg("location"), py::arg("access"), py::arg("kind") = "path",
            py::arg("headers") = std::vector<std::string>(), py::arg("check_digests") = false,
-           py::arg("public_key") = py::none())
+           py::arg("public_key") = py::none(), py::arg("s3") = onnxzip::S3Options())
       .def("model_bytes", &PyArchive::model_bytes)
       .def("tensors", &PyArchive::tensors)
       .def("tensor", &PyArchive::tensor, py::arg("index"))
@@ -1016,7 +1023,7 @@ void register_archive(py::module_& m) {
 }
 
 // Where an s3:// destination's store is and how its upload goes (s3_options.h): the keyword
-// `s3=` of the writing calls. Its repr never shows the keys.
+// `s3=` of the writing, reading, editing and signing calls. Its repr never shows the keys.
 void register_s3_options(py::module_& m) {
   py::class_<onnxzip::S3Options>(m, "S3Options")
       .def(py::init([](const std::string& region, const std::string& endpoint_url,
@@ -1067,7 +1074,6 @@ void register_s3_options(py::module_& m) {
 
 // Writing an archive: save() and ArchiveWriter.
 void register_writer(py::module_& m) {
-  register_s3_options(m);
   m.def("save_bytes", &save_bytes, py::arg("model_bytes"), py::arg("path"), py::arg("alignment"),
         py::arg("threshold"), py::arg("dedupe"), py::arg("digests") = false);
   m.def(
@@ -1154,19 +1160,20 @@ void register_convert(py::module_& m) {
 // verify and sign.
 void register_integrity(py::module_& m) {
   m.def("verify", &verify, py::arg("source"), py::arg("kind"), py::arg("check_crc"),
-        py::arg("public_key") = py::none(), py::arg("headers") = std::vector<std::string>());
+        py::arg("public_key") = py::none(), py::arg("headers") = std::vector<std::string>(),
+        py::arg("s3") = onnxzip::S3Options());
   m.def("sign", &sign, py::arg("path"), py::arg("key"), py::arg("durable") = true,
-        py::arg("wait") = kDefaultWait);
+        py::arg("wait") = kDefaultWait, py::arg("s3") = onnxzip::S3Options());
 }
 
 // In-place edits of the model entry.
 void register_edit(py::module_& m) {
   m.def("replace_model", &replace_model, py::arg("path"), py::arg("model_bytes"),
         py::arg("compact"), py::arg("durable"), py::arg("key") = py::none(),
-        py::arg("wait") = kDefaultWait);
+        py::arg("wait") = kDefaultWait, py::arg("s3") = onnxzip::S3Options());
   m.def("edit_model", &edit_model, py::arg("path"), py::arg("change"), py::arg("compact"),
         py::arg("durable"), py::arg("properties_only"), py::arg("key") = py::none(),
-        py::arg("wait") = kDefaultWait);
+        py::arg("wait") = kDefaultWait, py::arg("s3") = onnxzip::S3Options());
 }
 
 }  // namespace onnxzip_python
@@ -1174,6 +1181,8 @@ void register_edit(py::module_& m) {
 // One call per area (bindings.h); register_common first, for the error translator.
 PYBIND11_MODULE(_onnxzip, m) {
   onnxzip_python::register_common(m);
+  // Before the calls whose `s3=` defaults to an S3Options (pybind11 converts defaults at once).
+  onnxzip_python::register_s3_options(m);
   onnxzip_python::register_archive(m);
   onnxzip_python::register_writer(m);
   onnxzip_python::register_convert(m);

@@ -200,3 +200,56 @@ def test_verify_convert_and_repack_read_s3_objects(aws_environment, tmp_path):
     onnxzip.repack("s3://models/dir/model.onnxz", tmp_path / "remote.onnxz")
     onnxzip.repack(store.local, tmp_path / "local.onnxz")
     assert (tmp_path / "remote.onnxz").read_bytes() == (tmp_path / "local.onnxz").read_bytes()
+
+
+def test_explicit_s3_options_override_the_environment(aws_environment, monkeypatch, tmp_path):
+    """s3=onnxzip.S3Options(...) reaches the reads, the edits and signing: the environment's keys
+    are wrong and it names no endpoint (nor do ~/.aws's files), the options give the store."""
+    store = aws_environment
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl for the signing key")
+    private, public = tmp_path / "key.pem", tmp_path / "key.pub.pem"
+    subprocess.run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out",
+                    str(private)], check=True, capture_output=True)
+    subprocess.run(["openssl", "ec", "-in", str(private), "-pubout", "-out", str(public)],
+                   check=True, capture_output=True)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-4567")
+    with pytest.raises(onnxzip.IOFailure):
+        onnxzip.open("s3://models/dir/model.onnxz")
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3")
+    s3 = onnxzip.S3Options(access_key_id=store.access_key_id,
+                           secret_access_key=store.secret_access_key,
+                           endpoint_url=store.endpoint, region="us-east-1")
+    with pytest.raises(TypeError):
+        onnxzip.open("s3://models/dir/model.onnxz", s3={"region": "us-east-1"})
+
+    url = "s3://models/explicit/model.onnxz"
+    local = tmp_path / "model.onnxz"
+    shutil.copyfile(store.local, local)
+    onnxzip.save(onnxzip.load(store.local), url, s3=onnxzip.S3Options(
+        access_key_id=store.access_key_id, secret_access_key=store.secret_access_key,
+        endpoint_url=store.endpoint, region="us-east-1", overwrite=True))
+    onnxzip.save(onnxzip.load(store.local), local)
+    with onnxzip.open(url, s3=s3) as archive:
+        np.testing.assert_array_equal(archive.get_tensor("w3"), store.arrays["w3"])
+    assert set(onnxzip.load_file(url, s3=s3)) == set(store.arrays)
+    assert onnxzip.load(url, s3=s3).SerializeToString() == \
+        onnxzip.load(local).SerializeToString()
+    assert onnxzip.verify(url, s3=s3).loadable
+
+    def set_license(model):
+        onnx.helper.set_model_props(model, {"license": "MIT"})
+
+    onnxzip.edit_model_properties(url, set_license, s3=s3)
+    onnxzip.edit_model_properties(local, set_license)
+    assert _object_bytes(store, "explicit/model.onnxz") == local.read_bytes()
+    model = onnxzip.open(local).model
+    model.doc_string = "replaced"
+    onnxzip.replace_model(url, model, s3=s3)
+    onnxzip.replace_model(local, model)
+    assert _object_bytes(store, "explicit/model.onnxz") == local.read_bytes()
+    assert onnxzip.sign(url, key=private, s3=s3).entries_read
+    assert not onnxzip.sign(url, key=private, s3=s3).entries_read
+    report = onnxzip.verify(url, public_key=public, s3=s3)
+    assert report.loadable and report.signature == "verified", report
+    assert _uploads_in_progress(store) == []
