@@ -295,6 +295,39 @@ TEST_F(S3UploadTest, AFailedCompleteAbortsAndLeavesNothing) {
   expect_nothing_left("late error.onnxz");
 }
 
+// A Complete whose answer is lost after the store completed the upload is sent again and refused
+// (NoSuchUpload, or 412 for its If-None-Match: the object now exists): the object's full-object
+// CRC-32 is the upload's, so the upload succeeded and the commit says so. Before, the commit
+// failed with the refusal.
+TEST_F(S3UploadTest, ACompleteWhoseAnswerWasLostIsFoundDoneByItsCrc) {
+  const std::vector<std::uint8_t> bytes(1000, 9);
+  for (const bool overwrite : {false, true}) {
+    SCOPED_TRACE(overwrite);
+    const std::string key = overwrite ? "lost-answer-overwrite.onnxz" : "lost-answer.onnxz";
+    S3Options settings = options();
+    settings.overwrite = overwrite;
+    S3Upload upload("s3://models/" + key, settings, process_environment,
+                    {.retries = 2, .retry_delay = std::chrono::milliseconds(1)});
+    upload.write(bytes);
+    server_->reset_stats();
+    server_->inject("lost", 1, "complete");
+    upload.commit();
+    std::vector<std::string> ops;
+    for (const auto& request : server_->stats().log) {
+      if (request.operation != "part") ops.push_back(request.operation);
+    }
+    EXPECT_EQ(boto3_read(key), bytes);
+    // The Complete sent again (by libcurl or the retries). moto answers a completed upload's
+    // Complete 200 again; If-None-Match is refused with 412 (the proxy checks it), and an Abort
+    // then finds the upload gone, so the object is the upload's when its CRC-32 says so.
+    const std::vector<std::string> expected =
+        overwrite ? std::vector<std::string>{"complete", "complete"}
+                  : std::vector<std::string>{"complete", "complete", "abort", "head"};
+    EXPECT_EQ(ops, expected);
+    EXPECT_TRUE(client().list_multipart_uploads(kBucket).empty());
+  }
+}
+
 TEST_F(S3UploadTest, AnExistingObjectIsNeverReplacedUnlessOverwriteIsSet) {
   const ModelProto model = float_model(2, 1000);
   SaveOptions remote;

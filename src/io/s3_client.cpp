@@ -136,6 +136,8 @@ HttpAnswer Client::send(const Call& call) {
           answer.transport_retryable};
     } else if (answer.status == 404 && call.missing_ok) {
       return answer;
+    } else if ((answer.status == 404 || answer.status == 412) && call.check_refusal) {
+      return answer;
     } else if (answer.status < 200 || answer.status > 299) {
       refusal = store_refusal(answer.status, answer.body, call.location,
                               answer.header("x-amz-bucket-region"), call.doing);
@@ -228,10 +230,42 @@ std::string Client::complete_multipart_upload(const Location& location,
   }
   if (options.if_none_match) call.headers.push_back({"If-None-Match", "*"});
   if (!options.if_match.empty()) call.headers.push_back({"If-Match", options.if_match});
+  call.check_refusal = options.full_object_crc32.has_value();
   const HttpAnswer answer = send(call);
+  if (answer.status == 404 || answer.status == 412) {
+    return completed_by_lost_attempt(location, upload_id, answer, *options.full_object_crc32,
+                                     call.doing);
+  }
   const XmlAnswer xml = parse_answer(answer, location, call.doing);
   std::string etag = xml.field("ETag");
   return etag.empty() ? answer.header("etag") : etag;
+}
+
+std::string Client::completed_by_lost_attempt(const Location& location,
+                                              const std::string& upload_id,
+                                              const HttpAnswer& answer, const std::uint32_t crc32,
+                                              const std::string& doing) {
+  const StoreRefusal refusal = store_refusal(answer.status, answer.body, location, "", doing);
+  std::string code;
+  try {
+    code = parse_xml_answer(answer.body).field("Code");
+  } catch (const Error&) {
+  }
+  if (code != "NoSuchUpload") {
+    if (answer.status != 412) throw refusal.error;
+    // A repeated If-None-Match: * finds the object the lost attempt made -- or the condition
+    // refused a first Complete, the object older (its bytes may even be the same). Only the
+    // first leaves no upload behind; the second's is aborted here, as the caller would.
+    const HttpAnswer aborted = send({.method = "DELETE",
+                                     .location = location,
+                                     .query = {{"uploadId", upload_id}},
+                                     .doing = "aborting the upload (AbortMultipartUpload)",
+                                     .missing_ok = true});
+    if (aborted.status != 404) throw refusal.error;
+  }
+  const std::optional<ObjectHead> head = head_object(location, true);
+  if (!head || head->crc32 != crc32_base64(crc32)) throw refusal.error;
+  return head->etag;
 }
 
 void Client::abort_multipart_upload(const Location& location, const std::string& upload_id) {
@@ -263,13 +297,15 @@ std::vector<PendingUpload> Client::list_multipart_uploads(const std::string& buc
   return uploads;
 }
 
-std::optional<ObjectHead> Client::head_object(const Location& location) {
-  const HttpAnswer answer = send({.method = "HEAD",
-                                  .location = location,
-                                  .doing = "reading the object's size (HeadObject)",
-                                  .missing_ok = true});
+std::optional<ObjectHead> Client::head_object(const Location& location, const bool with_checksum) {
+  Call call{.method = "HEAD",
+            .location = location,
+            .doing = "reading the object's size (HeadObject)",
+            .missing_ok = true};
+  if (with_checksum) call.headers.push_back({"x-amz-checksum-mode", "ENABLED"});
+  const HttpAnswer answer = send(call);
   if (answer.status == 404) return std::nullopt;
-  ObjectHead head{.etag = answer.header("etag")};
+  ObjectHead head{.etag = answer.header("etag"), .crc32 = answer.header("x-amz-checksum-crc32")};
   const std::string length = answer.header("content-length");
   const auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), head.size);
   if (ec != std::errc() || end != length.data() + length.size() || length.empty()) {

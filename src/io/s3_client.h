@@ -65,6 +65,7 @@ struct CompleteOptions {
 struct ObjectHead {
   std::uint64_t size = 0;
   std::string etag;
+  std::string crc32{};  // x-amz-checksum-crc32 (base64) when asked for and the store has it.
 };
 
 // A multipart upload not yet completed or aborted.
@@ -92,7 +93,13 @@ class Client final {
                                 unsigned number, const CopySource& copy);
   // CompleteMultipartUpload of `parts` (in ascending part order); the new object's ETag. A
   // failed condition is Error(kIo) "... 412 PreconditionFailed ..." (409
-  // ConditionalRequestConflict for a race), the upload left to abort.
+  // ConditionalRequestConflict for a race), the upload left to abort. With full_object_crc32, a
+  // refusal with 404 NoSuchUpload or 412 is checked with HeadObject: a Complete whose answer was
+  // lost (the connection dropped after the store completed the upload) is sent again -- by the
+  // retries here, or by libcurl on a fresh connection when a reused one died -- and refused so.
+  // When the upload is gone (NoSuchUpload; after a 412, an Abort answering NoSuchUpload: a
+  // refused upload would still be there, and is aborted) and the object's full-object CRC-32 is
+  // the upload's, the lost attempt completed it: a success, the object's ETag returned.
   std::string complete_multipart_upload(const Location& location, const std::string& upload_id,
                                         std::span<const UploadedPart> parts,
                                         const CompleteOptions& options = {});
@@ -101,8 +108,9 @@ class Client final {
   // The uploads in progress in `bucket` whose key starts with `prefix` (the first 1,000).
   std::vector<PendingUpload> list_multipart_uploads(const std::string& bucket,
                                                     const std::string& prefix = "");
-  // HeadObject; nullopt when there is no such object (404).
-  std::optional<ObjectHead> head_object(const Location& location);
+  // HeadObject; nullopt when there is no such object (404). `with_checksum` asks for the
+  // object's checksum (x-amz-checksum-mode: ENABLED) into ObjectHead::crc32.
+  std::optional<ObjectHead> head_object(const Location& location, bool with_checksum = false);
 
   // Requests sent so far, every attempt counted.
   std::uint64_t requests() const noexcept { return requests_.load(); }
@@ -120,12 +128,21 @@ class Client final {
     std::string doing{};       // "uploading part 3": how messages say what failed.
     bool error_in_ok = false;  // A 200 may carry an <Error> (Complete, UploadPartCopy).
     bool missing_ok = false;   // A 404 is an answer (HEAD, Abort), not a refusal.
+    // A 404 or 412 is returned, for the caller to check: an attempt whose answer was lost may
+    // have done what was asked (a Complete), and its repetition is refused so.
+    bool check_refusal = false;
   };
   // Sends `call` with the retries; the answer of its last attempt (2xx, or 404 when missing_ok).
   HttpAnswer send(const Call& call);
 
  private:
   HttpAnswer attempt(const Call& call, const std::string& name);
+  // The ETag of the object a Complete's lost attempt made, when the refusal `answer` of its
+  // repetition and the store say the upload is gone and the object's CRC-32 is the upload's;
+  // else throws the refusal.
+  std::string completed_by_lost_attempt(const Location& location, const std::string& upload_id,
+                                        const HttpAnswer& answer, std::uint32_t crc32,
+                                        const std::string& doing);
 
   Config config_;
   ClientOptions options_;

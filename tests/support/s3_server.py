@@ -45,7 +45,10 @@ answers these itself:
                                            raced another write of the key;
                                  overwrite the request's object (its copy source for a copy)
                                            replaced by other bytes, through boto3, just before
-                                           the request is forwarded: a concurrent writer.
+                                           the request is forwarded: a concurrent writer;
+                                 lost      the request forwarded and moto's answer dropped: the
+                                           connection closed without an answer (a connection
+                                           lost after the store acted).
   Conditions moto ignores are checked here, against the object's ETag as moto reports it (HEAD
   through boto3, signed by the test key), and the request is then not forwarded: on
   CompleteMultipartUpload, `If-None-Match: *` answers 412 PreconditionFailed when the object
@@ -296,6 +299,9 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         data = answer.read()
         with lock:
             entry["store_seconds"] = time.monotonic() - started
+        if fault == "lost":
+            self.close_connection = True
+            return
         self.send_response(answer.status)
         for name, value in answer.getheaders():
             if name.lower() not in ("transfer-encoding", "connection", "content-length"):
