@@ -83,14 +83,8 @@ TEST(BucketTail, CopyRangesCoverThePrefixWithinThePartLimits) {
 class BucketEditTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!http_available()) {
-      skip_reason_ = "built without libcurl";
-      return;
-    }
-    if (!S3Server::python()) {
-      skip_reason_ = "no Python with moto 5 and boto3 (pip install 'moto[server]' boto3)";
-      return;
-    }
+    skip_reason_ = S3Server::why_unavailable();
+    if (!skip_reason_.empty()) return;
     if (!test_support::find_tool("openssl")) {
       skip_reason_ = "no openssl tool for the signing keys";
       return;

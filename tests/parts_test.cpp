@@ -484,14 +484,8 @@ TEST(PartsBucketPlanTest, RefusesPartsTheStoreCannotTakeSayingHowToRegroup) {
 class S3PartsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!http_available()) {
-      skip_reason_ = "built without libcurl";
-      return;
-    }
-    if (!test_support::S3Server::python()) {
-      skip_reason_ = "no Python with moto 5 and boto3";
-      return;
-    }
+    skip_reason_ = test_support::S3Server::why_unavailable();
+    if (!skip_reason_.empty()) return;
     try {
       server_ = std::make_unique<test_support::S3Server>(
           "models", std::vector<std::pair<std::string, std::string>>{});

@@ -56,14 +56,8 @@ TEST(S3Checksum, IsTheCrcsFourBytesBigEndianInBase64) {
 class S3ClientTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!http_available()) {
-      skip_reason_ = "built without libcurl";
-      return;
-    }
-    if (!S3Server::python()) {
-      skip_reason_ = "no Python with moto 5 and boto3 (pip install 'moto[server]' boto3)";
-      return;
-    }
+    skip_reason_ = S3Server::why_unavailable();
+    if (!skip_reason_.empty()) return;
     files_ = std::make_unique<test_support::ScratchDir>("s3_client");
     const std::vector<std::uint8_t> source = pattern(kMinPart + 4096, 7);
     std::ofstream((*files_ / "source.bin").string(), std::ios::binary)

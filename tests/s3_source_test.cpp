@@ -42,14 +42,8 @@ std::vector<std::uint8_t> to_vector(ByteSpan bytes) { return {bytes.begin(), byt
 class S3SourceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!http_available()) {
-      skip_reason_ = "built without libcurl";
-      return;
-    }
-    if (!S3Server::python()) {
-      skip_reason_ = "no Python with moto 5 and boto3 (pip install 'moto[server]' boto3)";
-      return;
-    }
+    skip_reason_ = S3Server::why_unavailable();
+    if (!skip_reason_.empty()) return;
     // small.onnxz fits the first read; big.onnxz: 40 tensors of 64 KiB beyond a 256 KiB tail;
     // wide.onnxz: a model of over 64 KiB (3,000 initializers).
     models_ = std::make_unique<test_support::ScratchDir>("s3_models");

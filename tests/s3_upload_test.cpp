@@ -83,15 +83,9 @@ TEST(S3PartSize, GrowsEveryThousandPartsUnlessFixed) {
 class S3UploadTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!http_available()) {
-      skip_reason_ = "built without libcurl";
-      return;
-    }
+    skip_reason_ = S3Server::why_unavailable();
+    if (!skip_reason_.empty()) return;
     python_ = S3Server::python().value_or("");
-    if (python_.empty()) {
-      skip_reason_ = "no Python with moto 5 and boto3 (pip install 'moto[server]' boto3)";
-      return;
-    }
     files_ = std::make_unique<test_support::ScratchDir>("s3_upload");
     std::ofstream(*files_ / "taken.bin") << "an object that is there already";
     try {

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "onnxzip/internal/http_source.h"
 #include "support/external_tool.h"
 
 namespace onnxzip::test_support {
@@ -63,6 +64,12 @@ std::optional<std::string> S3Server::python() {
     }
   }
   return std::nullopt;
+}
+
+std::string S3Server::why_unavailable() {
+  if (!http_available()) return "built without libcurl";
+  if (!python()) return "no Python with moto 5 and boto3 (pip install 'moto[server]' boto3)";
+  return "";
 }
 
 S3Server::S3Server(const std::string& bucket,

@@ -40,6 +40,9 @@ class S3Server final {
   // A Python interpreter with moto 5 and boto3: $ONNXZIP_MOTO_PYTHON, else `python3` on PATH, else
   // pyenv's; nullopt when none has them.
   static std::optional<std::string> python();
+  // Why the S3 tests cannot run here ("built without libcurl", no Python with moto), or "" when
+  // they can: what each suite's SetUpTestSuite checks first and its tests skip with.
+  static std::string why_unavailable();
 
   // Starts the store with `bucket`, holding each (key, local file) uploaded by boto3. Throws
   // std::runtime_error when it does not come up.
