@@ -6,7 +6,6 @@
 // RLIMIT_DATA of 96 MiB (heap and every private writable mapping count, file mappings do not), so
 // a single anonymous copy of the tensor would make it fail. Its peak RSS is printed too; for the
 // commands that read a spilled entry through its mapping, RSS includes those file pages.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -18,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,6 +25,7 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_codec.h"
+#include "support/cli_run.h"
 #include "support/memory_probe.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
@@ -36,7 +37,6 @@ namespace {
 namespace fs = std::filesystem;
 using test_support::ScratchDir;
 
-const fs::path kCli = ONNXZIP_CLI_PATH;
 constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 constexpr std::uint64_t kBombBytes = 256 * kMiB;
 // Far below the tensor, above what the tool needs besides: its own heap, one inflater buffer.
@@ -45,69 +45,14 @@ constexpr std::uint64_t kDataLimit = 96 * kMiB;
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
-struct LimitedRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-  std::uint64_t max_rss = 0;    // Bytes (ru_maxrss of the child).
-  std::uint64_t peak_anon = 0;  // Bytes: the largest RssAnon sampled.
-};
-
-std::ostream& operator<<(std::ostream& os, const LimitedRun& run) {
-  return os << "exit " << run.exit_code << "\n--- stdout\n" << run.out << "--- stderr\n" << run.err;
-}
-
-std::string read_text(const fs::path& path) {
-  const std::vector<std::uint8_t> bytes = test_support::read_file_bytes(path);
-  return std::string(bytes.begin(), bytes.end());
-}
+using test_support::LimitedCliRun;
 
 // Runs the tool with `args` under RLIMIT_DATA = kDataLimit (without sanitizers, whose shadow
 // memory the limit would refuse), standard output and error captured in `dir`.
-LimitedRun run_limited(const fs::path& dir, const std::vector<std::string>& args) {
-  const std::string out_path = (dir / "stdout").string();
-  const std::string err_path = (dir / "stderr").string();
-  std::vector<std::string> argv_strings = {kCli.string()};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const rlimit limit{kDataLimit, kDataLimit};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    // Only async-signal-safe calls between fork and exec.
-    const int in = ::open("/dev/null", O_RDONLY);
-    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (in < 0 || out < 0 || err < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 ||
-        ::dup2(err, 2) < 0) {
-      ::_exit(126);
-    }
-    if (!test_support::kSanitizedBuild && ::setrlimit(RLIMIT_DATA, &limit) != 0) ::_exit(126);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  LimitedRun run;
-  if (pid < 0) return run;
-  int status = 0;
-  rusage usage{};
-  // RssAnon of the child every 2 ms while it runs, for the record (the limit is the evidence).
-  const std::string status_path = "/proc/" + std::to_string(pid) + "/status";
-  pid_t done = 0;
-  while ((done = ::wait4(pid, &status, WNOHANG, &usage)) == 0) {
-    std::ifstream in(status_path);
-    for (std::string line; std::getline(in, line);) {
-      if (line.starts_with("RssAnon:")) {
-        run.peak_anon = std::max<std::uint64_t>(run.peak_anon, std::stoull(line.substr(8)) * 1024);
-      }
-    }
-    ::usleep(2000);
-  }
-  if (done == pid && WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
-  run.max_rss = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
-  run.out = read_text(out_path);
-  run.err = read_text(err_path);
-  return run;
+LimitedCliRun run_limited(const fs::path& dir, const std::vector<std::string>& args) {
+  std::optional<test_support::ResourceLimit> limit;
+  if (!test_support::kSanitizedBuild) limit = test_support::ResourceLimit{RLIMIT_DATA, kDataLimit};
+  return test_support::run_cli_limited(dir, args, limit);
 }
 
 class CliInflate : public ::testing::Test {
@@ -222,7 +167,7 @@ TEST_F(CliInflate, EveryCommandRefusesTheBombByItsRatioButInfoDescribesIt) {
     // The view must be next to the archive: each command gets a copy in its own folder.
     ScratchDir dir(std::string("cli_bomb_") + command.name);
     fs::copy_file(bomb(), dir / "bomb.onnxz");
-    const LimitedRun run = run_limited(dir.path(), command.args(dir / "bomb.onnxz", dir.path()));
+    const LimitedCliRun run = run_limited(dir.path(), command.args(dir / "bomb.onnxz", dir.path()));
     if (std::string(command.name) == "info") {
       EXPECT_EQ(run.exit_code, 0) << run;
       EXPECT_CONTAINS(run.out, std::to_string(kBombBytes));  // The entry's size, uninflated.
@@ -251,7 +196,7 @@ TEST_F(CliInflate, EveryCommandRefusesTheBombByItsRatioButInfoDescribesIt) {
 // --max-inflated-size caps any deflated entry, whatever its ratio.
 TEST_F(CliInflate, MaxInflatedSizeRefusesLargeEntries) {
   ScratchDir dir("cli_bomb_size");
-  const LimitedRun run =
+  const LimitedCliRun run =
       run_limited(dir.path(), {"extract", bomb().string(), (dir / "out").string(), "--max-ratio",
                                "0", "--max-inflated-size", "1M"});
   EXPECT_EQ(run.exit_code, 1) << run;
@@ -270,7 +215,7 @@ TEST_F(CliInflate, EveryCommandProcessesATrustedBombInBoundedMemory) {
     fs::copy_file(bomb(), dir / "bomb.onnxz");
     std::vector<std::string> args = command.args(dir / "bomb.onnxz", dir.path());
     args.insert(args.end(), {"--max-ratio", "0"});
-    const LimitedRun run = run_limited(dir.path(), args);
+    const LimitedCliRun run = run_limited(dir.path(), args);
     std::printf(
         "[ bomb ] onnxzip %-7s on 256 MiB deflated to %.0f KiB: exit %d, max RSS %.1f MiB, "
         "peak RssAnon %.1f MiB (RLIMIT_DATA %.0f MiB%s)\n",

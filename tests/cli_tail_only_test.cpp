@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -18,6 +17,7 @@
 #include "crc32.h"
 #include "onnxzip/archive.h"
 #include "onnxzip/onnx_codec.h"
+#include "support/cli_run.h"
 #include "support/memory_probe.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
@@ -29,7 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using test_support::ScratchDir;
 
-const fs::path kCli = ONNXZIP_CLI_PATH;
 constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 constexpr std::uint64_t kPayloadBytes = 768 * kMiB;
 // Half the file: room for the tool, none for a mapping of the file.
@@ -38,47 +37,12 @@ constexpr std::uint64_t kAddressSpace = kPayloadBytes / 2;
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
-struct ToolRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_text(const fs::path& path) {
-  const std::vector<std::uint8_t> bytes = test_support::read_file_bytes(path);
-  return std::string(bytes.begin(), bytes.end());
-}
+using ToolRun = test_support::CliRun;
 
 // Runs the tool with `args` under RLIMIT_AS = kAddressSpace, its output captured in `dir`.
 ToolRun run_in_small_address_space(const fs::path& dir, const std::vector<std::string>& args) {
-  const std::string out_path = (dir / "stdout").string();
-  const std::string err_path = (dir / "stderr").string();
-  std::vector<std::string> argv_strings = {kCli.string()};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const rlimit limit{kAddressSpace, kAddressSpace};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    // Only async-signal-safe calls between fork and exec.
-    const int in = ::open("/dev/null", O_RDONLY);
-    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (in < 0 || out < 0 || err < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 ||
-        ::dup2(err, 2) < 0 || ::setrlimit(RLIMIT_AS, &limit) != 0) {
-      ::_exit(126);
-    }
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ToolRun run;
-  int status = 0;
-  if (pid < 0 || ::waitpid(pid, &status, 0) != pid) return run;
-  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
-  run.out = read_text(out_path);
-  run.err = read_text(err_path);
-  return run;
+  return test_support::run_cli_limited(dir, args,
+                                       test_support::ResourceLimit{RLIMIT_AS, kAddressSpace});
 }
 
 // A model with one FLOAT tensor "w" of kPayloadBytes, referring to entry "w".
