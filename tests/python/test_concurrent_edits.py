@@ -132,8 +132,9 @@ while time.monotonic() < deadline:
             doc_hash = hashlib.sha256((model.get("doc_string") or "").encode()).hexdigest()
             detail = json.dumps([model.get("producer_name") or "", doc_hash,
                                  [[k or "", v or ""] for k, v in metadata]])
-    elif re.search(r"\bchanged\b", run.stderr):
-        outcome, detail = "changed", run.stderr.strip()
+    elif re.search(r"the file changed|it is being edited", run.stderr + run.stdout):
+        # The kChanged messages; verify prints them as findings, on stdout.
+        outcome, detail = "changed", (run.stderr + run.stdout).strip()
     else:
         outcome, detail = "other", f"exit {run.returncode}: {(run.stderr + run.stdout).strip()[:2000]}"
     print(json.dumps({"start": start, "end": time.monotonic(), "outcome": outcome,
