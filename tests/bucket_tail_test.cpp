@@ -41,12 +41,6 @@ namespace fs = std::filesystem;
 using test_support::error_of;
 using test_support::S3Server;
 
-constexpr char kBucket[] = "models";
-// The environment variables the library reads, set for the suite and removed after it.
-constexpr const char* kVariables[] = {"AWS_ACCESS_KEY_ID",   "AWS_SECRET_ACCESS_KEY",
-                                      "AWS_ENDPOINT_URL_S3", "AWS_REGION",
-                                      "AWS_CONFIG_FILE",     "AWS_SHARED_CREDENTIALS_FILE"};
-
 // Names of the operations the proxy logged, in order.
 std::vector<std::string> operations(const test_support::S3ProxyStats& stats) {
   std::vector<std::string> out;
@@ -78,48 +72,24 @@ TEST(BucketTail, CopyRangesCoverThePrefixWithinThePartLimits) {
   EXPECT_EQ(copy_ranges(std::uint64_t{5} << 40).size(), 1024U);  // 5 TiB, S3's largest object.
 }
 
-// One store for the suite (ctest runs it as one case, as S3SourceTest): each test uploads the
-// archives it edits with boto3 first, so they stay independent of each other.
-class BucketEditTest : public ::testing::Test {
+// Each test uploads the archives it edits with boto3 first, so they stay independent of each
+// other. The library finds the store in the environment.
+class BucketEditTest : public test_support::S3SuiteTest<BucketEditTest> {
+ public:
+  static constexpr bool kStoreInEnvironment = true;
+  static std::string missing() {
+    return test_support::find_tool("openssl") ? "" : "no openssl tool for the signing keys";
+  }
+  // big: 12 entries of 512 KiB, a prefix of 6 MiB: copied in the store. small: 64 KiB.
+  static Uploads prepare(const fs::path& files) {
+    test_support::write_float_archive(files / "big.onnxz", 12, 131072);
+    test_support::write_float_archive(files / "small.onnxz", 4, 4096);
+    keys_ = test_support::make_key_pair(files, "key");
+    return {};
+  }
+
  protected:
-  static void SetUpTestSuite() {
-    skip_reason_ = S3Server::why_unavailable();
-    if (!skip_reason_.empty()) return;
-    if (!test_support::find_tool("openssl")) {
-      skip_reason_ = "no openssl tool for the signing keys";
-      return;
-    }
-    models_ = std::make_unique<test_support::ScratchDir>("bucket_edit_models");
-    // big: 12 entries of 512 KiB, a prefix of 6 MiB: copied in the store. small: 64 KiB.
-    test_support::write_float_archive(model("big.onnxz"), 12, 131072);
-    test_support::write_float_archive(model("small.onnxz"), 4, 4096);
-    keys_ = test_support::make_key_pair(models_->path(), "key");
-    try {
-      server_ =
-          std::make_unique<S3Server>(kBucket, std::vector<std::pair<std::string, std::string>>{});
-    } catch (const std::exception& error) {
-      start_error_ = error.what();
-      return;
-    }
-    ::setenv("AWS_ACCESS_KEY_ID", server_->access_key_id().c_str(), 1);
-    ::setenv("AWS_SECRET_ACCESS_KEY", server_->secret_access_key().c_str(), 1);
-    ::setenv("AWS_ENDPOINT_URL_S3", server_->endpoint().c_str(), 1);
-    ::setenv("AWS_REGION", "us-east-1", 1);
-    ::setenv("AWS_CONFIG_FILE", (*models_ / "none").c_str(), 1);
-    ::setenv("AWS_SHARED_CREDENTIALS_FILE", (*models_ / "none").c_str(), 1);
-  }
-  static void TearDownTestSuite() {
-    for (const char* name : kVariables) ::unsetenv(name);
-    server_.reset();
-    models_.reset();
-  }
-
-  void SetUp() override {
-    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
-    ASSERT_TRUE(start_error_.empty()) << start_error_;
-  }
-
-  static fs::path model(const std::string& name) { return *models_ / name; }
+  static fs::path model(const std::string& name) { return file(name); }
 
   // `from` uploaded by boto3 as `key`, and a local copy of it to edit the same way; the counts
   // start from there.
@@ -139,18 +109,8 @@ class BucketEditTest : public ::testing::Test {
   }
 
   test_support::ScratchDir dir_{"bucket_edit"};
-  static std::unique_ptr<test_support::ScratchDir> models_;
-  static std::unique_ptr<S3Server> server_;
-  static test_support::KeyFiles keys_;
-  static std::string skip_reason_;
-  static std::string start_error_;
+  static inline test_support::KeyFiles keys_;
 };
-
-std::unique_ptr<test_support::ScratchDir> BucketEditTest::models_;
-std::unique_ptr<S3Server> BucketEditTest::server_;
-test_support::KeyFiles BucketEditTest::keys_;
-std::string BucketEditTest::skip_reason_;
-std::string BucketEditTest::start_error_;
 
 // What an archive is, entry by entry: its names and bytes in file order, a signature's bytes left
 // out (ECDSA signs with a random nonce: two signings of the same statement differ).
@@ -352,10 +312,7 @@ TEST_F(BucketEditTest, ExplicitOptionsOverrideTheEnvironment) {
   const Error refused = error_of([&] { Archive::open_url(url); });
   EXPECT_EQ(refused.code(), ErrorCode::kIo) << refused.what();
   ::unsetenv("AWS_ENDPOINT_URL_S3");
-  S3Options s3;
-  s3.credentials = S3Credentials{server_->access_key_id(), server_->secret_access_key(), ""};
-  s3.endpoint_url = server_->endpoint();
-  s3.region = "us-east-1";
+  const S3Options s3 = server_->options();
   struct Restore {
     ~Restore() {
       ::setenv("AWS_SECRET_ACCESS_KEY", server_->secret_access_key().c_str(), 1);

@@ -479,59 +479,20 @@ TEST(PartsBucketPlanTest, RefusesPartsTheStoreCannotTakeSayingHowToRegroup) {
       << e.message();
 }
 
-// The suite shares one moto server (a ctest case of its own); the writers find it through the
-// environment, as a job's ranks would.
-class S3PartsTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    skip_reason_ = test_support::S3Server::why_unavailable();
-    if (!skip_reason_.empty()) return;
-    try {
-      server_ = std::make_unique<test_support::S3Server>(
-          "models", std::vector<std::pair<std::string, std::string>>{});
-    } catch (const std::exception& error) {
-      start_error_ = error.what();
-      return;
-    }
-    ::setenv("AWS_ACCESS_KEY_ID", server_->access_key_id().c_str(), 1);
-    ::setenv("AWS_SECRET_ACCESS_KEY", server_->secret_access_key().c_str(), 1);
-    ::setenv("AWS_ENDPOINT_URL_S3", server_->endpoint().c_str(), 1);
-    ::setenv("AWS_REGION", "us-east-1", 1);
-  }
-  static void TearDownTestSuite() {
-    for (const char* name :
-         {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL_S3", "AWS_REGION"}) {
-      ::unsetenv(name);
-    }
-    server_.reset();
-  }
-  void SetUp() override {
-    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
-    ASSERT_TRUE(start_error_.empty()) << start_error_;
-    server_->reset_stats();
-  }
+// The writers find the store through the environment, as a job's ranks would.
+class S3PartsTest : public test_support::S3SuiteTest<S3PartsTest> {
+ public:
+  static constexpr bool kStoreInEnvironment = true;
 
+ protected:
   static std::vector<std::uint8_t> read_object(const std::string& url) {
     const auto source = s3::open_source(url, {.tail_size = 64 << 20});
     std::vector<std::uint8_t> bytes(source->size());
     source->read_into(0, bytes);
     return bytes;
   }
-  static s3::Client client() {
-    return s3::Client(
-        s3::Config{.credentials = {server_->access_key_id(), server_->secret_access_key(), ""},
-                   .region = "us-east-1",
-                   .endpoint = server_->endpoint()});
-  }
-
-  static std::unique_ptr<test_support::S3Server> server_;
-  static std::string skip_reason_;
-  static std::string start_error_;
+  static s3::Client client() { return s3::Client(server_->config()); }
 };
-
-std::unique_ptr<test_support::S3Server> S3PartsTest::server_;
-std::string S3PartsTest::skip_reason_;
-std::string S3PartsTest::start_error_;
 
 // Big tensors (6 MiB) between small ones, so that 1, 2 and 4 contiguous parts each hold 5 MiB.
 std::vector<Tensor> bucket_tensors() {

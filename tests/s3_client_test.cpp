@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <exception>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,7 +30,7 @@ namespace {
 using test_support::error_of;
 using test_support::S3Server;
 
-constexpr char kBucket[] = "models";
+constexpr const char* kBucket = test_support::kS3TestBucket;
 constexpr std::size_t kMinPart = std::size_t{5} << 20;  // S3's least size of a part but the last.
 
 std::vector<std::uint8_t> pattern(std::size_t size, std::uint8_t seed) {
@@ -51,61 +50,27 @@ TEST(S3Checksum, IsTheCrcsFourBytesBigEndianInBase64) {
   EXPECT_EQ(crc32_base64(0xFFFFFFFFU), "/////w==");
 }
 
-// One store for the suite (moto starts in seconds, a test takes milliseconds); each test starts
-// with the proxy's counters and pending faults cleared and writes keys of its own.
-class S3ClientTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    skip_reason_ = S3Server::why_unavailable();
-    if (!skip_reason_.empty()) return;
-    files_ = std::make_unique<test_support::ScratchDir>("s3_client");
+// Each test writes keys of its own.
+class S3ClientTest : public test_support::S3SuiteTest<S3ClientTest> {
+ public:
+  static Uploads prepare(const std::filesystem::path& files) {
     const std::vector<std::uint8_t> source = pattern(kMinPart + 4096, 7);
-    std::ofstream((*files_ / "source.bin").string(), std::ios::binary)
+    std::ofstream((files / "source.bin").string(), std::ios::binary)
         .write(reinterpret_cast<const char*>(source.data()),
                static_cast<std::streamsize>(source.size()));
-    try {
-      server_ = std::make_unique<S3Server>(kBucket,
-                                           std::vector<std::pair<std::string, std::string>>{
-                                               {"source.bin", (*files_ / "source.bin").string()}});
-    } catch (const std::exception& error) {
-      start_error_ = error.what();
-    }
-  }
-  static void TearDownTestSuite() {
-    server_.reset();
-    files_.reset();
+    return {{"source.bin", (files / "source.bin").string()}};
   }
 
-  void SetUp() override {
-    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
-    ASSERT_TRUE(start_error_.empty()) << start_error_;
-    server_->reset_stats();
-  }
-
-  static Config config(const std::string& secret = "") {
-    return Config{.credentials = {server_->access_key_id(),
-                                  secret.empty() ? server_->secret_access_key() : secret, ""},
-                  .region = "us-east-1",
-                  .endpoint = server_->endpoint()};
-  }
-
+ protected:
   static Client client(const std::string& secret = "") {
-    return Client(config(secret), {.retries = 2, .retry_delay = std::chrono::milliseconds(1)});
+    return Client(server_->config(secret),
+                  {.retries = 2, .retry_delay = std::chrono::milliseconds(1)});
   }
 
   // The object's bytes, read by the S3 reader.
   static std::vector<std::uint8_t> read_object(const std::string& key) {
-    const std::map<std::string, std::string> variables = {
-        {"AWS_ACCESS_KEY_ID", server_->access_key_id()},
-        {"AWS_SECRET_ACCESS_KEY", server_->secret_access_key()},
-        {"AWS_ENDPOINT_URL_S3", server_->endpoint()},
-        {"AWS_REGION", "us-east-1"},
-        {"HOME", files_->path().string()}};
-    const Environment environment = [variables](std::string_view name) {
-      const auto found = variables.find(std::string(name));
-      return found == variables.end() ? std::nullopt : std::optional(found->second);
-    };
-    const auto source = open_source("s3://models/" + key, {.tail_size = 64 << 20}, {}, environment);
+    const auto source = open_source("s3://models/" + key, {.tail_size = 64 << 20}, {},
+                                    server_->environment(files_->path()));
     std::vector<std::uint8_t> bytes(source->size());
     source->read_into(0, bytes);
     return bytes;
@@ -120,17 +85,7 @@ class S3ClientTest : public ::testing::Test {
     }
     return out;
   }
-
-  static std::unique_ptr<test_support::ScratchDir> files_;
-  static std::unique_ptr<S3Server> server_;
-  static std::string skip_reason_;
-  static std::string start_error_;
 };
-
-std::unique_ptr<test_support::ScratchDir> S3ClientTest::files_;
-std::unique_ptr<S3Server> S3ClientTest::server_;
-std::string S3ClientTest::skip_reason_;
-std::string S3ClientTest::start_error_;
 
 TEST_F(S3ClientTest, UploadsPartsAndCompletesTheObjectWithItsFullCrc) {
   Client store = client();

@@ -32,62 +32,30 @@ namespace fs = std::filesystem;
 using test_support::error_of;
 using test_support::S3Server;
 
-constexpr char kBucket[] = "models";
-
 std::vector<std::uint8_t> to_vector(ByteSpan bytes) { return {bytes.begin(), bytes.end()}; }
 
-// One store for the whole suite, which ctest runs as one case (tests/CMakeLists.txt): moto takes
-// seconds to start, a test here milliseconds. The tests only read the store, and each starts with
-// the proxy's counters and pending faults cleared, so they stay independent of each other.
-class S3SourceTest : public ::testing::Test {
+// The tests only read the store, so they stay independent of each other.
+class S3SourceTest : public test_support::S3SuiteTest<S3SourceTest> {
+ public:
+  // small.onnxz fits the first read; big.onnxz: 40 tensors of 64 KiB beyond a 256 KiB tail;
+  // wide.onnxz: a model of over 64 KiB (3,000 initializers).
+  static Uploads prepare(const fs::path& files) {
+    test_support::write_float_archive(files / "small.onnxz", 8, 256);
+    test_support::write_float_archive(files / "big.onnxz", 40, 16384);
+    test_support::write_float_archive(files / "wide.onnxz", 3000, 4);
+    return {{"small.onnxz", (files / "small.onnxz").string()},
+            {"dir/big model.onnxz", (files / "big.onnxz").string()},
+            {"big.onnxz", (files / "big.onnxz").string()},
+            {"wide.onnxz", (files / "wide.onnxz").string()}};
+  }
+
  protected:
-  static void SetUpTestSuite() {
-    skip_reason_ = S3Server::why_unavailable();
-    if (!skip_reason_.empty()) return;
-    // small.onnxz fits the first read; big.onnxz: 40 tensors of 64 KiB beyond a 256 KiB tail;
-    // wide.onnxz: a model of over 64 KiB (3,000 initializers).
-    models_ = std::make_unique<test_support::ScratchDir>("s3_models");
-    test_support::write_float_archive(model("small.onnxz"), 8, 256);
-    test_support::write_float_archive(model("big.onnxz"), 40, 16384);
-    test_support::write_float_archive(model("wide.onnxz"), 3000, 4);
-    try {
-      server_ = std::make_unique<S3Server>(kBucket,
-                                           std::vector<std::pair<std::string, std::string>>{
-                                               {"small.onnxz", model("small.onnxz").string()},
-                                               {"dir/big model.onnxz", model("big.onnxz").string()},
-                                               {"big.onnxz", model("big.onnxz").string()},
-                                               {"wide.onnxz", model("wide.onnxz").string()}});
-    } catch (const std::exception& error) {
-      start_error_ = error.what();
-    }
-  }
-  static void TearDownTestSuite() {
-    server_.reset();
-    models_.reset();
-  }
-
-  void SetUp() override {
-    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
-    ASSERT_TRUE(start_error_.empty()) << start_error_;
-    server_->reset_stats();
-  }
-
   // A local archive, the same bytes as the store's object of that name.
-  static fs::path model(const std::string& name) { return *models_ / name; }
+  static fs::path model(const std::string& name) { return file(name); }
 
   // The store's settings, from an environment of the test's own.
   Environment environment(const std::string& secret = "") const {
-    std::map<std::string, std::string> variables = {
-        {"HOME", dir_.path().string()},
-        {"AWS_ACCESS_KEY_ID", server_->access_key_id()},
-        {"AWS_SECRET_ACCESS_KEY", secret.empty() ? server_->secret_access_key() : secret},
-        {"AWS_ENDPOINT_URL_S3", server_->endpoint()},
-        {"AWS_REGION", "us-east-1"}};
-    return [variables](std::string_view name) -> std::optional<std::string> {
-      const auto found = variables.find(std::string(name));
-      if (found == variables.end()) return std::nullopt;
-      return found->second;
-    };
+    return server_->environment(dir_.path(), secret);
   }
 
   Archive open(const std::string& url, HttpOptions http = {}) const {
@@ -96,16 +64,7 @@ class S3SourceTest : public ::testing::Test {
   }
 
   test_support::ScratchDir dir_{"s3_source"};  // The test's HOME and the tool's outputs.
-  static std::unique_ptr<test_support::ScratchDir> models_;
-  static std::unique_ptr<S3Server> server_;
-  static std::string skip_reason_;
-  static std::string start_error_;
 };
-
-std::unique_ptr<test_support::ScratchDir> S3SourceTest::models_;
-std::unique_ptr<S3Server> S3SourceTest::server_;
-std::string S3SourceTest::skip_reason_;
-std::string S3SourceTest::start_error_;
 
 TEST_F(S3SourceTest, OpenIsOneSignedRequestAndEachTensorBeyondTheTailOne) {
   const Archive local = Archive::open(model("big.onnxz"));
@@ -202,7 +161,7 @@ TEST_F(S3SourceTest, ThrottledAndCutRequestsAreRetried) {
 // Variables of the process's environment set for a scope, then restored (the tool inherits them).
 class ScopedEnvironment final {
  public:
-  explicit ScopedEnvironment(const std::map<std::string, std::string>& variables) {
+  explicit ScopedEnvironment(const std::vector<std::pair<std::string, std::string>>& variables) {
     for (const auto& [name, value] : variables) {
       saved_[name] = process_environment(name);
       ::setenv(name.c_str(), value.c_str(), 1);
@@ -224,19 +183,9 @@ class ScopedEnvironment final {
   std::map<std::string, std::optional<std::string>> saved_;
 };
 
-std::map<std::string, std::string> store_variables(const S3Server& server, const fs::path& dir,
-                                                   const std::string& secret = "") {
-  return {{"AWS_ACCESS_KEY_ID", server.access_key_id()},
-          {"AWS_SECRET_ACCESS_KEY", secret.empty() ? server.secret_access_key() : secret},
-          {"AWS_ENDPOINT_URL_S3", server.endpoint()},
-          {"AWS_REGION", "us-east-1"},
-          {"AWS_CONFIG_FILE", (dir / "none").string()},
-          {"AWS_SHARED_CREDENTIALS_FILE", (dir / "none").string()}};
-}
-
 // Archive::open_url takes s3:// and finds the settings in the process's environment.
 TEST_F(S3SourceTest, ArchiveOpenUrlTakesS3Urls) {
-  const ScopedEnvironment scope(store_variables(*server_, dir_.path()));
+  const ScopedEnvironment scope(server_->variables(dir_.path()));
   const Archive local = Archive::open(model("small.onnxz"));
   const Archive remote = Archive::open_url("s3://models/small.onnxz");
   EXPECT_EQ(remote.tensors().size(), local.tensors().size());
@@ -245,7 +194,7 @@ TEST_F(S3SourceTest, ArchiveOpenUrlTakesS3Urls) {
 
 // The tool's read commands take s3:// where they take an http(s) URL.
 TEST_F(S3SourceTest, TheToolReadsS3Urls) {
-  const ScopedEnvironment scope(store_variables(*server_, dir_.path()));
+  const ScopedEnvironment scope(server_->variables(dir_.path()));
   const test_support::CliRun info =
       test_support::run_cli(dir_.path(), {"info", "s3://models/small.onnxz"});
   EXPECT_EQ(info.exit_code, 0) << info;
@@ -279,7 +228,7 @@ TEST_F(S3SourceTest, TheToolReadsS3Urls) {
 }
 
 TEST_F(S3SourceTest, TheToolSaysWhatTheStoreRefusedWithoutTheSecret) {
-  const ScopedEnvironment scope(store_variables(*server_, dir_.path(), "not-the-secret-123"));
+  const ScopedEnvironment scope(server_->variables(dir_.path(), "not-the-secret-123"));
   const test_support::CliRun info =
       test_support::run_cli(dir_.path(), {"info", "s3://models/small.onnxz"});
   EXPECT_NE(info.exit_code, 0);

@@ -47,7 +47,7 @@ namespace fs = std::filesystem;
 using test_support::error_of;
 using test_support::S3Server;
 
-constexpr char kBucket[] = "models";
+constexpr const char* kBucket = test_support::kS3TestBucket;
 constexpr std::uint64_t kPart = kS3MinPartSize;
 
 std::vector<std::uint8_t> read_file(const fs::path& path) {
@@ -80,47 +80,25 @@ TEST(S3PartSize, GrowsEveryThousandPartsUnlessFixed) {
   EXPECT_EQ(S3Upload::part_size_of(fixed, 10'000), kPart);
 }
 
-class S3UploadTest : public ::testing::Test {
+class S3UploadTest : public test_support::S3SuiteTest<S3UploadTest> {
+ public:
+  static Uploads prepare(const fs::path& files) {
+    std::ofstream(files / "taken.bin") << "an object that is there already";
+    return {{"taken.onnxz", (files / "taken.bin").string()}};
+  }
+
  protected:
-  static void SetUpTestSuite() {
-    skip_reason_ = S3Server::why_unavailable();
-    if (!skip_reason_.empty()) return;
-    python_ = S3Server::python().value_or("");
-    files_ = std::make_unique<test_support::ScratchDir>("s3_upload");
-    std::ofstream(*files_ / "taken.bin") << "an object that is there already";
-    try {
-      server_ = std::make_unique<S3Server>(kBucket,
-                                           std::vector<std::pair<std::string, std::string>>{
-                                               {"taken.onnxz", (*files_ / "taken.bin").string()}});
-    } catch (const std::exception& error) {
-      start_error_ = error.what();
-    }
-  }
-  static void TearDownTestSuite() {
-    server_.reset();
-    files_.reset();
-  }
-
-  void SetUp() override {
-    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
-    ASSERT_TRUE(start_error_.empty()) << start_error_;
-    server_->reset_stats();
-  }
-
   static S3Options options() {
-    return S3Options{
-        .credentials = S3Credentials{server_->access_key_id(), server_->secret_access_key(), ""},
-        .region = "us-east-1",
-        .endpoint_url = server_->endpoint(),
-        .part_size = kPart};
+    S3Options options = server_->options();
+    options.part_size = kPart;
+    return options;
   }
-  static Client client() {
-    return Client(Config{*options().credentials, "us-east-1", server_->endpoint()});
-  }
+  static Client client() { return Client(server_->config()); }
 
   // The object's bytes as boto3 reads them; throws when there is no such object.
   static std::vector<std::uint8_t> boto3_read(const std::string& key) {
-    const fs::path out = *files_ / "boto3.out";
+    static const std::string python = S3Server::python().value_or("");  // Slow to find.
+    const fs::path out = file("boto3.out");
     fs::remove(out);
     const std::string script =
         "import boto3,sys\n"
@@ -129,7 +107,7 @@ class S3UploadTest : public ::testing::Test {
         "open(sys.argv[5],'wb').write(s3.get_object(Bucket='models',Key=sys.argv[4])['Body']"
         ".read())\n";
     const test_support::ToolResult result = test_support::run_tool(
-        test_support::shell_quote(python_) + " -c " + test_support::shell_quote(script) + " " +
+        test_support::shell_quote(python) + " -c " + test_support::shell_quote(script) + " " +
         test_support::shell_quote(server_->endpoint()) + " " +
         test_support::shell_quote(server_->access_key_id()) + " " +
         test_support::shell_quote(server_->secret_access_key()) + " " +
@@ -157,18 +135,7 @@ class S3UploadTest : public ::testing::Test {
   }
 
   test_support::ScratchDir dir_{"s3_upload_case"};
-  static std::unique_ptr<test_support::ScratchDir> files_;
-  static std::unique_ptr<S3Server> server_;
-  static std::string python_;
-  static std::string skip_reason_;
-  static std::string start_error_;
 };
-
-std::unique_ptr<test_support::ScratchDir> S3UploadTest::files_;
-std::unique_ptr<S3Server> S3UploadTest::server_;
-std::string S3UploadTest::python_;
-std::string S3UploadTest::skip_reason_;
-std::string S3UploadTest::start_error_;
 
 TEST_F(S3UploadTest, SaveWritesTheLocalFilesBytesInOneCreateEachPartAndOneComplete) {
   const ModelProto model = float_model(6, 600'000);  // 14.4 MB of payloads: 3 parts of 5 MiB.
@@ -396,17 +363,6 @@ TEST_F(S3UploadTest, ConvertAndRepackWriteIntoTheBucket) {
             "written to object storage; write an .onnxz archive there");
 }
 
-// The tool's environment for the test store, as the AWS tools take it.
-std::vector<std::pair<std::string, std::string>> store_variables(const S3Server& server,
-                                                                 const fs::path& dir) {
-  return {{"AWS_ACCESS_KEY_ID", server.access_key_id()},
-          {"AWS_SECRET_ACCESS_KEY", server.secret_access_key()},
-          {"AWS_ENDPOINT_URL_S3", server.endpoint()},
-          {"AWS_REGION", "us-east-1"},
-          {"AWS_CONFIG_FILE", (dir / "none").string()},
-          {"AWS_SHARED_CREDENTIALS_FILE", (dir / "none").string()}};
-}
-
 // Starts the tool with `args` and the store's variables; its pid.
 pid_t start_tool(const std::vector<std::string>& args,
                  const std::vector<std::pair<std::string, std::string>>& variables) {
@@ -444,7 +400,7 @@ TEST_F(S3UploadTest, TheToolConvertsAndRepacksIntoABucket) {
                                                 (dir_ / "local.onnxz").string()})
                 .exit_code,
             0);
-  const auto variables = store_variables(*server_, dir_.path());
+  const auto variables = server_->variables(dir_.path());
   const auto run = [&](const std::vector<std::string>& args) {
     const int status = wait_status(start_tool(args, variables));
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -480,7 +436,7 @@ TEST_F(S3UploadTest, CtrlCAbortsTheToolsUpload) {
   server_->inject("slowdown", 100, "part");
   const pid_t pid = start_tool(
       {"repack", (dir_ / "m.onnxz").string(), "s3://models/interrupted.onnxz", "--part-size", "5M"},
-      store_variables(*server_, dir_.path()));
+      server_->variables(dir_.path()));
   bool uploading = false;
   for (int i = 0; i < 3000 && !uploading; ++i) {
     uploading = count_requests("PUT /models/interrupted.onnxz") > 0;

@@ -9,6 +9,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -128,6 +131,44 @@ S3Server::~S3Server() {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
+}
+
+s3::Config S3Server::config(const std::string& secret) const {
+  return s3::Config{
+      .credentials = {access_key_id_, secret.empty() ? secret_access_key_ : secret, ""},
+      .region = "us-east-1",
+      .endpoint = endpoint_};
+}
+
+S3Options S3Server::options() const {
+  return S3Options{.credentials = S3Credentials{access_key_id_, secret_access_key_, ""},
+                   .region = "us-east-1",
+                   .endpoint_url = endpoint_};
+}
+
+std::vector<std::pair<std::string, std::string>> S3Server::variables(
+    const std::filesystem::path& dir, const std::string& secret) const {
+  const std::string none = (dir / "none").string();
+  const std::string values[] = {access_key_id_, secret.empty() ? secret_access_key_ : secret,
+                                endpoint_,      "us-east-1",
+                                none,           none};
+  static_assert(std::size(values) == std::size(kStoreVariables));
+  std::vector<std::pair<std::string, std::string>> out;
+  for (std::size_t i = 0; i < std::size(values); ++i)
+    out.emplace_back(kStoreVariables[i], values[i]);
+  return out;
+}
+
+s3::Environment S3Server::environment(const std::filesystem::path& home,
+                                      const std::string& secret) const {
+  std::map<std::string, std::string, std::less<>> table;
+  for (auto& [name, value] : variables(home, secret)) table.emplace(name, value);
+  table.emplace("HOME", home.string());
+  return [table = std::move(table)](std::string_view name) -> std::optional<std::string> {
+    const auto found = table.find(name);
+    if (found == table.end()) return std::nullopt;
+    return found->second;
+  };
 }
 
 S3ProxyStats S3Server::stats() const {
