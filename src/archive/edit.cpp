@@ -243,7 +243,7 @@ NewEntry text_entry(std::string_view name, const std::string& text) {
 
 // The new tail for `model`, with the integrity entries before it rewritten (spec §12.4) when the
 // archive has them; `result` says what became of them.
-archive_detail::NewTail tail_for_model(const ZipDirectory& zip, std::uint64_t size,
+archive_detail::NewTail tail_for_model(const ZipDirectory& zip, std::uint64_t start,
                                        const archive_detail::IntegrityPlace& place,
                                        std::future<DigestStatement>& old_statement,
                                        OwnedBytes model, const EditOptions& options,
@@ -271,7 +271,7 @@ archive_detail::NewTail tail_for_model(const ZipDirectory& zip, std::uint64_t si
   }
   result.model_size = model.size();
   entries.push_back({std::string(kModelEntryName), std::move(model), model_crc});
-  return archive_detail::make_new_tail(zip, place.tail_start, size, std::move(entries));
+  return archive_detail::make_new_tail(zip, place.tail_start, start, std::move(entries));
 }
 
 // What an edit makes of the archive `zip` read from `size` bytes: the new tail (the model
@@ -289,10 +289,11 @@ EditPlan plan_edit(const ZipDirectory& zip, std::uint64_t size, const EditOption
   const std::string& source = zip.source_name();
   const ZipEntry* const model_entry =
       archive_detail::find_model_entry(zip, archive_detail::throwing_sink(source));
-  // Before any work on the model: an archive whose last entry cannot be replaced in place.
-  zip::check_last_entry_replaceable(zip, size);
   const archive_detail::IntegrityPlace place =
       archive_detail::find_integrity_entries(zip, *model_entry);
+  // Before any work on the model: an archive whose tail cannot be replaced in place. Where the
+  // tail starts is read here once (from a bucket, the header before it may cost a request).
+  const std::uint64_t start = zip::entries_start(zip, place.tail_start, size);
   std::future<DigestStatement> old_statement = read_digests_ahead(zip, place, options.integrity);
   CheckedModel checked = prepare(zip, *model_entry);
   // The statement may still be on its way: time for the signature's setup.
@@ -305,7 +306,7 @@ EditPlan plan_edit(const ZipDirectory& zip, std::uint64_t size, const EditOption
     plan.compacted = std::move(checked);
     return plan;
   }
-  plan.tail = tail_for_model(zip, size, place, old_statement, std::move(checked.bytes), options,
+  plan.tail = tail_for_model(zip, start, place, old_statement, std::move(checked.bytes), options,
                              plan.result);
   return plan;
 }
@@ -360,10 +361,13 @@ EditResult write_to_bucket(const HttpSource& source, const ZipDirectory& zip,
 
 // The ZIP of an object in a bucket, read for an edit: its directory, whose entries are located
 // as the edit reads them -- the tail it rewrites and the entry before it, and no others: each
-// local header outside the open's suffix read costs a request.
+// local header outside the open's suffix read costs a request. The tail (the model and the
+// integrity entries before it) comes in that read, or in one more when it does not fit.
 ZipDirectory open_bucket_tail(const std::shared_ptr<const HttpSource>& source,
                               const ReadLimits& limits) {
-  return archive_detail::open_zip_directory(source, zip_reader_options(limits));
+  ZipReaderOptions options = zip_reader_options(limits);
+  options.held_with_last = {std::string(kDigestsEntryName), std::string(kSignatureEntryName)};
+  return archive_detail::open_zip_directory(source, options);
 }
 
 // The edit of an object in a bucket: its tail read (the open's suffix GET), the plan a local edit
@@ -476,7 +480,7 @@ SignPlan plan_sign(const ZipDirectory& zip, std::uint64_t size, const std::strin
     throw Error(ErrorCode::kUnsupported, {.file = source},
                 place.misplaced + "; repack the archive to sign it");
   }
-  static_cast<void>(zip::entries_start(zip, place.tail_start, size));
+  const std::uint64_t start = zip::entries_start(zip, place.tail_start, size);
 
   std::uint64_t total = 0;
   for (const ZipEntry& entry : zip.entries()) {
@@ -505,7 +509,7 @@ SignPlan plan_sign(const ZipDirectory& zip, std::uint64_t size, const std::strin
   entries.push_back({std::string(kModelEntryName),
                      OwnedBytes::copy_of(zip.data(*model_entry).view()), model_entry->crc32});
   meter.finish();
-  plan.tail = archive_detail::make_new_tail(zip, place.tail_start, size, std::move(entries));
+  plan.tail = archive_detail::make_new_tail(zip, place.tail_start, start, std::move(entries));
   return plan;
 }
 

@@ -190,11 +190,11 @@ OwnedBytes NewTail::bytes(const ZipDirectory& zip) const {
   return out;
 }
 
-NewTail make_new_tail(const ZipDirectory& zip, std::size_t first, std::uint64_t size,
+NewTail make_new_tail(const ZipDirectory& zip, std::size_t first, std::uint64_t start,
                       std::vector<NewEntry> entries) {
   NewTail tail;
   tail.first = first;
-  tail.start = zip::entries_start(zip, first, size);
+  tail.start = start;
   tail.alignment = zip::declared_alignment(zip);
   tail.entries = std::move(entries);
   return tail;

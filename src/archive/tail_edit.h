@@ -43,10 +43,11 @@ struct NewTail {
   OwnedBytes bytes(const ZipDirectory& zip) const;
 };
 
-// The new tail of the archive `zip` read from a file (or object) of `size` bytes, with the
-// alignment the archive declares. Errors: those of zip::entries_start (the entries from `first`
-// on must be the last ones, the local header of the one before them read).
-NewTail make_new_tail(const ZipDirectory& zip, std::size_t first, std::uint64_t size,
+// The new tail of the archive `zip` from entry `first` on, with the alignment the archive
+// declares. `start` is zip::entries_start(zip, first, size), which the caller has checked before
+// any work on the new entries (it reads the local header of the entry before them: from a
+// bucket, a request).
+NewTail make_new_tail(const ZipDirectory& zip, std::size_t first, std::uint64_t start,
                       std::vector<NewEntry> entries);
 
 // Where the new last entry went.

@@ -226,10 +226,17 @@ void CentralDirectoryReader::hold_directory(std::uint64_t directory_end) {
 }
 
 // The last entry's bytes, when the directory's read did not bring them (the last entry in the
-// file is not the one listed last, or its bytes are more than the first read held).
+// file is not the one listed last, or its bytes are more than the first read held), with those of
+// the entries directly before it that the caller holds with it.
 void CentralDirectoryReader::hold_last_entry() {
   if (out_.entries.empty()) return;
-  const std::uint64_t offset = out_.entries.back().local_header_offset;
+  const std::vector<std::string>& with_last = options_.held_with_last;
+  std::size_t first = out_.entries.size() - 1;
+  while (first > 0 && std::find(with_last.begin(), with_last.end(), out_.entries[first - 1].name) !=
+                          with_last.end()) {
+    --first;
+  }
+  const std::uint64_t offset = out_.entries[first].local_header_offset;
   const std::uint64_t directory = end_.directory_offset;
   if (offset < directory && directory - offset <= kMaxHeldLastEntry) held_.hold_from(offset);
 }

@@ -21,14 +21,6 @@ constexpr std::size_t kAlignmentLookBack = 4;
 
 }  // namespace
 
-std::uint64_t last_entry_start(const ZipDirectory& zip, std::uint64_t file_size) {
-  if (zip.entries().empty()) {
-    throw Error(ErrorCode::kInvalidArgument, {.file = zip.source_name()},
-                "the archive has no entry");
-  }
-  return entries_start(zip, zip.entries().size() - 1, file_size);
-}
-
 std::uint64_t entries_start(const ZipDirectory& zip, std::size_t first, std::uint64_t file_size) {
   const std::vector<ZipEntry>& entries = zip.entries();
   if (first >= entries.size()) {
@@ -48,10 +40,6 @@ std::uint64_t entries_start(const ZipDirectory& zip, std::size_t first, std::uin
   if (first == 0) return entries[0].local_header_offset;
   // Where the entry before them ends: its local header says (read now unless the open read it).
   return zip.locate(entries[first - 1]).local->end_offset;
-}
-
-void check_last_entry_replaceable(const ZipDirectory& zip, std::uint64_t file_size) {
-  static_cast<void>(last_entry_start(zip, file_size));
 }
 
 EntryTail lay_out_tail(const ZipDirectory& zip, std::uint64_t position, ByteSpan data,

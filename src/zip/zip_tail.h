@@ -42,19 +42,14 @@ struct TailEntry {
   std::uint32_t crc = 0;
 };
 
-// Where the new last entry starts -- where the entry before it ends (a gap an interrupted edit
-// left there goes too) -- once the archive `zip` read from a file of `file_size` bytes is found
-// fit for replacing its last entry: Error(kInvalidArgument) when the last entry in the file is
-// not the last one in the central directory, Error(kBadState) when the file is shorter than the
-// archive read. Writes nothing: a caller with work to do before it knows the new entry calls it
-// first, not to do that work for an archive that cannot take it.
-std::uint64_t last_entry_start(const ZipDirectory& zip, std::uint64_t file_size);
-// The same checks alone.
-void check_last_entry_replaceable(const ZipDirectory& zip, std::uint64_t file_size);
-// The same for the entries from index `first` (file order) to the last: they must be the last
-// ones in the central directory too, in file order, else Error(kInvalidArgument). The entry
-// before them is located (ZipDirectory::locate: one read unless the open located it), with its
-// Errors.
+// Where new entries replacing those from index `first` (file order) to the last start -- where
+// the entry before them ends (a gap an interrupted edit left there goes too) -- once the archive
+// `zip` read from a file of `file_size` bytes is found fit for it: Error(kInvalidArgument) when
+// those entries are not the last ones in the central directory too, in file order,
+// Error(kBadState) when the file is shorter than the archive read. The entry before them is
+// located (ZipDirectory::locate: one read unless the open located it), with its Errors. Writes
+// nothing: a caller with work to do before it knows the new entries calls it first, not to do
+// that work for an archive that cannot take them, and keeps the result.
 std::uint64_t entries_start(const ZipDirectory& zip, std::size_t first, std::uint64_t file_size);
 
 // The archive's last entry replaced by a stored entry of the same name holding `data` (whose

@@ -98,6 +98,10 @@ struct ZipReaderOptions : ReadLimits {
   // one read is all a ZipDirectory's open reads; else one more read brings the rest, the last
   // entry when it is at most 64 MiB (a larger one is read when asked for).
   std::uint64_t tail_read_size = std::uint64_t{1} << 20;
+  // Names of entries held with the last one, in the same read, when they lie directly before it
+  // in the file: what an edit rewrites besides it (in an .onnxz, the integrity entries before the
+  // model). None by default.
+  std::vector<std::string> held_with_last{};
 };
 
 // The reader's options for `limits`, every other one at its default.
