@@ -70,24 +70,6 @@ int rename_file(const fs::path& from, const fs::path& to) {
   return ::rename(from.c_str(), to.c_str()) == 0 ? 0 : errno;
 }
 
-// Maps in the pages of `bytes` before write() copies from them. The kernel copies a write's
-// source with page faults disabled: at a page not mapped yet (a file mapping nothing has read:
-// the payloads of a model loaded with no_copy) the copy stops, the kernel faults the pages in and
-// starts over, which made writing from a mapped archive measurably slower than `cp`. Reading one
-// byte per page faults them in from user space instead, 16 pages per fault (the kernel's
-// fault-around), and costs little when the pages are mapped already (a heap buffer, a payload
-// whose CRC-32 was just computed); MADV_POPULATE_READ measured slower in both cases
-// (bench/convert_cli_bench.py compares writes with cp).
-// A source that is a mapping of a file truncated meanwhile raises SIGBUS here as it does in any
-// read of the mapping (a CRC-32, a parse).
-void touch_pages(ByteSpan bytes) {
-  constexpr std::size_t kPage = 4096;
-  if (bytes.empty()) return;
-  const volatile std::uint8_t* const p = bytes.data();
-  for (std::size_t at = 0; at < bytes.size(); at += kPage) static_cast<void>(p[at]);
-  static_cast<void>(p[bytes.size() - 1]);
-}
-
 void sync_folder(const fs::path& folder) {
   const detail::Fd dir_fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir_fd.get() >= 0) ::fsync(dir_fd.get());
@@ -357,7 +339,6 @@ void AtomicOutputFile::write(ByteSpan bytes) {
       // Large pieces go straight to pwrite, not through the buffer. (vmsplice into a pipe and
       // splice into the file, which lends the kernel the pages instead, measured slower on XFS
       // and ext4, in bench/zip_bench.cpp and for onnxzip.save in bench/python_bench.py.)
-      touch_pages(bytes);
       write_fully(bytes.data(), bytes.size(), flushed_position_);
     }
     flushed_position_ += bytes.size();
