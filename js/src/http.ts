@@ -503,6 +503,10 @@ export class HttpSource implements ByteSource {
 
   /** The [start, end) the response carries, after checking it is what was asked for. */
   private checkResponse(response: Response, what: { suffix: number } | { start: number; end: number }, asked: string, conditional: boolean): { start: number; end: number } {
+    if (response.status === 200 && 'suffix' in what && !conditional) {
+      const whole = this.wholeFileAsTail(response, what.suffix);
+      if (whole !== undefined) return whole;
+    }
     const empty = this.checkStatus(response, what, asked, conditional);
     if (empty) return { start: 0, end: 0 };
     const header = response.headers.get('Content-Range');
@@ -525,6 +529,17 @@ export class HttpSource implements ByteSource {
       this.badRange(response, `Content-Length ${length} differs from the ${last + 1 - first} bytes of Content-Range '${header}'`, asked);
     }
     return { start: first, end: last + 1 };
+  }
+
+  /**
+   * A 200 to the opening suffix request is the whole file: its tail when its Content-Length is no
+   * more than was asked for (S3 answers so for an empty object, as the C++ reader accepts).
+   */
+  private wholeFileAsTail(response: Response, suffix: number): { start: number; end: number } | undefined {
+    const length = Number(response.headers.get('Content-Length') ?? NaN);
+    if (!Number.isSafeInteger(length) || length < 0 || length > suffix) return undefined;
+    this.checkSameFile(response, length);
+    return { start: 0, end: length };
   }
 
   /**
