@@ -87,6 +87,7 @@ describe('s3:// from an S3 store', { skip }, () => {
       assert.ok(local.length >= 2);
       remote.forEach((t, i) => assert.deepEqual(bytesOf(t), local[i]));
       assert.ok((await store.requests()) >= 2);
+      assert.ok(!inspect(archive, { depth: 20, showHidden: true }).includes(store.secretAccessKey));
     } finally {
       await archive.close();
     }
