@@ -488,14 +488,14 @@ export class HttpSource implements ByteSource {
   }
 
   /**
-   * Throws a store's refusal: 412 (the pinned ETag no longer matches) as `changed`, any other
-   * status but 200, 206 and the 416 of an empty object as the hooks word it.
+   * Throws a store's refusal: 412 to If-Match (the pinned ETag no longer matches) as `changed`,
+   * any other status but 200, 206 and the 416 of an empty object as the hooks word it.
    */
   private async storeRefusal(response: Response, what: { suffix: number } | { start: number; end: number }, asked: string): Promise<void> {
     const status = response.status;
     if (status === 200 || status === 206 || (status === 416 && 'suffix' in what)) return;
     const body = await boundedText(response, kMaxRefusalBody);
-    if (status === 412) this.changed(`its ETag is no longer ${this.etag ?? '(none)'} (HTTP 412 for ${asked})`);
+    if (status === 412 && this.etag !== undefined) this.changed(`its ETag is no longer ${this.etag} (HTTP 412 for ${asked})`);
     const { error, retryable } = this.hooks!.refusal(status, body);
     if (retryable) throw new Retryable(error.problem);
     throw error;
