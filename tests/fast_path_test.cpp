@@ -15,6 +15,7 @@
 #include "onnxzip/edit.h"
 #include "onnxzip/error.h"
 #include "onnxzip/internal/zip_reader.h"
+#include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/signing.h"
 #include "page_advice.h"
@@ -85,6 +86,25 @@ TEST(FastPathTest, HugePageAdviceChangesNoSerializedOrReadByte) {
   const Archive archive = Archive::open(path, read_whole);
   EXPECT_TRUE(std::equal(advised_model.begin(), advised_model.end(), archive.model_bytes().begin(),
                          archive.model_bytes().end()));
+}
+
+// Shared blocks take effect on XFS with reflink and btrfs only (TMPDIR there makes this test
+// share them); elsewhere both writes copy. Either way the archives are the same bytes.
+TEST(FastPathTest, SharingBlocksWritesWhatCopyingThemWrites) {
+  ScratchDir dir("fast_path");
+  LegacyWriteOptions external;
+  external.mode = LegacyWriteOptions::Mode::kExternal;
+  external.alignment = 4096;
+  write_legacy_model(large_model(), dir / "m.onnx", external);
+  SaveOptions aligned;
+  aligned.alignment = 4096;
+  save(read_legacy_model(dir / "m.onnx"), dir / "shared.onnxz", aligned);
+  {
+    const PlainTwin plain(FastPath::kShareBlocks);
+    save(read_legacy_model(dir / "m.onnx"), dir / "copied.onnxz", aligned);
+  }
+  EXPECT_EQ(read_file_bytes(dir / "shared.onnxz"), read_file_bytes(dir / "copied.onnxz"));
+  EXPECT_TRUE(verify(dir / "shared.onnxz").ok());
 }
 
 class DigestsAheadTest : public ::testing::Test {

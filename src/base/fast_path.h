@@ -15,6 +15,8 @@ namespace onnxzip::detail {
 enum class FastPath : std::uint8_t {
   kHugePageAdvice,  // advise_huge_pages (page_advice.h); plain: no advice.
   kDigestsAhead,    // An edit reads `__DIGESTS` on another thread (edit.cpp); plain: in turn.
+  // Writers share a mapped file's blocks (FICLONERANGE, output_file.cpp); plain: they copy.
+  kShareBlocks,
 };
 
 // One bit per FastPath that is switched off.

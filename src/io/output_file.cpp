@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "check.h"
+#include "fast_path.h"
 #include "file_extent.h"
 #include "onnxzip/error.h"
 #include "output_file_testing.h"
@@ -375,8 +376,9 @@ void AtomicOutputFile::copy_from_file(const detail::FileExtent& extent, ByteSpan
 // 1.27x without, on an XFS test image).
 std::uint64_t AtomicOutputFile::share_blocks(const detail::FileExtent& extent, std::uint64_t size) {
   const std::uint64_t whole_blocks = size - size % kBlockBytes;
-  if (!may_share_blocks_ || extent.offset % kBlockBytes != 0 ||
-      flushed_position_ % kBlockBytes != 0 || whole_blocks == 0) {
+  if (!may_share_blocks_ || !detail::fast_path_on(detail::FastPath::kShareBlocks) ||
+      extent.offset % kBlockBytes != 0 || flushed_position_ % kBlockBytes != 0 ||
+      whole_blocks == 0) {
     may_share_blocks_ = false;
     return 0;
   }
