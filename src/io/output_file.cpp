@@ -371,9 +371,9 @@ void AtomicOutputFile::copy_from_file(const detail::FileExtent& extent, ByteSpan
 // How many of the first bytes at `extent` became shared blocks of this file (0: none). Blocks
 // are shared only while every piece so far could be: an output that has to copy bytes anyway is
 // not turned into a file with shared extents by the few pieces whose offsets happen to line up,
-// since XFS then checks every later write against them (an archive at the default alignment
-// from a data file of 4 KiB-aligned tensors converted at 1.48x cp --reflink=never that way,
-// 1.27x without, on an XFS test image).
+// since XFS then checks every later write against them, which slows a conversion at the default
+// alignment down (bench/reflink_probe.sh compares alignments; bench/fast_path_bench.cpp times
+// sharing against copying).
 std::uint64_t AtomicOutputFile::share_blocks(const detail::FileExtent& extent, std::uint64_t size) {
   const std::uint64_t whole_blocks = size - size % kBlockBytes;
   if (!may_share_blocks_ || !detail::fast_path_on(detail::FastPath::kShareBlocks) ||
