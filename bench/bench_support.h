@@ -34,6 +34,7 @@
 
 #include "onnxzip/bytes.h"
 #include "onnxzip/legacy.h"
+#include "onnxzip/onnx_model.h"
 
 extern char** environ;
 
@@ -99,6 +100,36 @@ inline void fill_random_ish(std::uint64_t seed, std::uint64_t at, MutableByteSpa
     const std::uint64_t word = x * 0x2545F4914F6CDD1Du;
     std::memcpy(out.data() + i, &word, std::min<std::size_t>(8, out.size() - i));
   }
+}
+
+// A model of `tensor_count` FLOAT weights of `total_bytes` together (as even as whole floats
+// allow), every payload owned and filled by fill_random_ish: a chain of Mul nodes, one per weight.
+inline ModelProto make_chain_model(std::size_t tensor_count, std::uint64_t total_bytes,
+                                   const char* producer) {
+  const std::uint64_t floats = total_bytes / 4;
+  ModelProto model;
+  model.ir_version = 8;
+  model.producer_name = producer;
+  OperatorSetIdProto& opset = model.opset_import.emplace_back();
+  opset.domain = "";
+  opset.version = 17;
+  GraphProto& graph = model.graph.ensure();
+  graph.name = "chain";
+  for (std::size_t i = 0; i < tensor_count; ++i) {
+    const std::uint64_t count = floats / tensor_count + (i < floats % tensor_count ? 1 : 0);
+    TensorProto& t = graph.initializer.emplace_back();
+    t.name = "model.layers." + std::to_string(i / 4) + ".mlp.w" + std::to_string(i % 4);
+    t.data_type = TensorProto::kFloat;
+    t.dims = {static_cast<std::int64_t>(count)};
+    OwnedBytes bytes(static_cast<std::size_t>(count * 4));
+    fill_random_ish(i, 0, bytes.mutable_span());
+    t.raw_data = TensorBytes::owned(std::move(bytes));
+    NodeProto& node = graph.node.emplace_back();
+    node.op_type = "Mul";
+    node.input = {"x" + std::to_string(i), *t.name};
+    node.output = {"x" + std::to_string(i + 1)};
+  }
+  return model;
 }
 
 inline void write_all(int fd, ByteSpan bytes, const fs::path& path) {
@@ -339,11 +370,12 @@ class FigureReporter final : public benchmark::ConsoleReporter {
 };
 
 // Runs the benchmarks with a FigureReporter, then `summary(reporter)`. Unless the command line
-// says otherwise, every benchmark runs 3 times, the repetitions of all benchmarks shuffled
-// together, and the table and summary show medians: on a shared machine a reference measured
-// minutes before or after what it is compared with would say more about the neighbours.
+// says otherwise, every benchmark runs `repetitions` times, the repetitions of all benchmarks
+// shuffled together, and the table and summary show medians: on a shared machine a reference
+// measured minutes before or after what it is compared with would say more about the neighbours.
 inline int run_main(int argc, char** argv, const char* program,
-                    const std::function<void(const FigureReporter&)>& summary) {
+                    const std::function<void(const FigureReporter&)>& summary,
+                    int repetitions = 3) {
   std::vector<std::string> arguments(argv, argv + argc);
   const auto given = [&](const std::string& flag) {
     for (const std::string& a : arguments) {
@@ -353,7 +385,8 @@ inline int run_main(int argc, char** argv, const char* program,
   };
   if (!given("--benchmark_repetitions")) {
     arguments.insert(arguments.begin() + 1,
-                     {"--benchmark_repetitions=3", "--benchmark_enable_random_interleaving=true",
+                     {"--benchmark_repetitions=" + std::to_string(repetitions),
+                      "--benchmark_enable_random_interleaving=true",
                       "--benchmark_display_aggregates_only=true"});
   }
   std::vector<char*> args;

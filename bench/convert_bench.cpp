@@ -43,39 +43,7 @@
 namespace onnxzip::bench {
 namespace {
 
-constexpr std::size_t kTensorCount = 1000;
 constexpr int kIterations = 3;
-
-std::uint64_t tensor_floats(std::size_t i) {
-  constexpr std::uint64_t kFloatsPerGiB = kGiB / 4;
-  return kFloatsPerGiB / kTensorCount + (i < kFloatsPerGiB % kTensorCount ? 1 : 0);
-}
-
-// The 1 GiB model with owned payloads: a chain of Mul nodes, one per weight.
-ModelProto make_model() {
-  ModelProto model;
-  model.ir_version = 8;
-  model.producer_name = "onnxzip convert_bench";
-  OperatorSetIdProto& opset = model.opset_import.emplace_back();
-  opset.domain = "";
-  opset.version = 17;
-  GraphProto& graph = model.graph.ensure();
-  graph.name = "chain";
-  for (std::size_t i = 0; i < kTensorCount; ++i) {
-    TensorProto& t = graph.initializer.emplace_back();
-    t.name = "model.layers." + std::to_string(i / 4) + ".mlp.w" + std::to_string(i % 4);
-    t.data_type = TensorProto::kFloat;
-    t.dims = {static_cast<std::int64_t>(tensor_floats(i))};
-    OwnedBytes bytes(static_cast<std::size_t>(tensor_floats(i) * 4));
-    fill_random_ish(i, 0, bytes.mutable_span());
-    t.raw_data = TensorBytes::owned(std::move(bytes));
-    NodeProto& node = graph.node.emplace_back();
-    node.op_type = "Mul";
-    node.input = {"x" + std::to_string(i), *t.name};
-    node.output = {"x" + std::to_string(i + 1)};
-  }
-  return model;
-}
 
 class Fixture final {
  public:
@@ -101,7 +69,7 @@ class Fixture final {
         plain_(folder_ / "plain_1g.bin") {
     fs::create_directories(external_.parent_path());
     fs::create_directories(inline_.parent_path());
-    owned_ = make_model();
+    owned_ = make_chain_model(1000, kGiB, "onnxzip convert_bench");
     save(owned_, archive_);
     write_legacy_model(owned_, external_, legacy_options(LegacyWriteOptions::Mode::kExternal));
     write_legacy_model(owned_, inline_, legacy_options(LegacyWriteOptions::Mode::kInline));

@@ -88,5 +88,16 @@ TEST(S3Error, FallsBackToTheStatusForBodiesThatAreNotTheStoresXml) {
   EXPECT_EQ(long_message.error.problem().find('\x1b'), std::string::npos);
 }
 
+// Callers decide by the code (a Complete's NoSuchUpload, a 200 whose body is an error).
+TEST(S3Error, GivesTheStoresCodeOrTheOneTheStatusImplies) {
+  EXPECT_EQ(store_refusal(404, error_body("NoSuchUpload", "gone"), kObject, "", "completing").code,
+            "NoSuchUpload");
+  EXPECT_EQ(store_refusal(200, error_body("InternalError", "retry"), kObject, "", "copying").code,
+            "InternalError");
+  EXPECT_EQ(store_refusal(404, "", kObject, "", "reading").code, "NoSuchKey");
+  EXPECT_EQ(store_refusal(412, "<html/>", kObject, "", "writing").code, "PreconditionFailed");
+  EXPECT_EQ(store_refusal(502, "<html>Bad gateway</html>", kObject, "", "writing").code, "");
+}
+
 }  // namespace
 }  // namespace onnxzip::s3

@@ -33,12 +33,56 @@ export interface HttpOptions {
   readonly fetch?: FetchFunction;
 }
 
+/** The first `limit` bytes of a response's body as text ("" when it cannot be read). */
+async function boundedText(response: Response, limit: number): Promise<string> {
+  if (response.body === null) return '';
+  const reader = response.body.getReader();
+  const pieces: Uint8Array[] = [];
+  let length = 0;
+  try {
+    while (length < limit) {
+      const { done, value } = await reader.read();
+      if (done || value === undefined) break;
+      pieces.push(value);
+      length += value.byteLength;
+    }
+  } catch {
+    // A refusal whose body was cut: its status still says what happened.
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  const all = new Uint8Array(length);
+  let at = 0;
+  for (const piece of pieces) {
+    all.set(piece, at);
+    at += piece.byteLength;
+  }
+  return new TextDecoder().decode(all.subarray(0, Math.min(length, limit)));
+}
+
 /** The URL as messages show it: without query and fragment. */
 export function displayUrl(url: URL): string {
   return `${url.origin}${url.pathname}`;
 }
 
 class Retryable extends Error {}
+
+/**
+ * @internal What a store's source (s3.ts) adds to plain HTTP reads: a name for messages, a
+ * signature on each attempt, the object pinned by its ETag (If-Match beside If-Range: a replaced
+ * object answers 412, which is `changed`), redirects not followed, and a refusal read from the
+ * store's answer. Holds the keys only inside `sign`, never as a field that could be shown.
+ */
+export interface RequestHooks {
+  readonly name: string;
+  /** Adds the signature headers for a GET of the URL; called at the time of each attempt. */
+  sign(headers: Headers): void;
+  /** The error for a refusal (not 2xx, not 412), and whether the same request may succeed later. */
+  refusal(status: number, body: string): { error: OnnxzipError; retryable: boolean };
+}
+
+/** The most of a refusal's body read for RequestHooks.refusal (the store's XML is short). */
+const kMaxRefusalBody = 64 << 10;
 
 /** The range a request still has to read: [start, end) of the file; start -1 before the first response. */
 interface Progress {
@@ -266,8 +310,9 @@ export class HttpSource implements ByteSource {
   constructor(
     private readonly url: URL,
     private readonly options: HttpOptions = {},
+    private readonly hooks?: RequestHooks,
   ) {
-    this.name = displayUrl(url);
+    this.name = hooks?.name ?? displayUrl(url);
     this.place = { source: this.name };
     const global = globalThis.fetch as FetchFunction | undefined;
     const f = options.fetch ?? global;
@@ -386,15 +431,20 @@ export class HttpSource implements ByteSource {
     headers.set('Range', asked);
     const validator = this.etag ?? this.lastModified;
     if (validator !== undefined) headers.set('If-Range', validator);
+    if (this.hooks !== undefined && this.etag !== undefined) headers.set('If-Match', this.etag);
+    this.hooks?.sign(headers);
     const stall = new StallTimer(this.timeoutMs);
     ++this.requests;
     try {
       let response: Response;
       try {
-        response = await this.fetchImpl(this.url.href, { headers, signal: stall.signal, cache: 'no-store' });
+        // A store answers a request for the bucket's wrong region with a 301, which is reported.
+        const redirect = this.hooks === undefined ? 'follow' : 'manual';
+        response = await this.fetchImpl(this.url.href, { headers, signal: stall.signal, cache: 'no-store', redirect });
       } catch (e) {
         throw new Retryable(stall.signal.aborted ? `no response within ${this.timeoutMs} ms (${asked})` : `request failed (${asked}): ${e instanceof Error ? e.message : String(e)}`);
       }
+      if (this.hooks !== undefined) await this.storeRefusal(response, what, asked);
       const { start, end } = this.checkResponse(response, what, asked, validator !== undefined);
       reached.start = start;
       reached.end = end;
@@ -437,8 +487,26 @@ export class HttpSource implements ByteSource {
     return at;
   }
 
+  /**
+   * Throws a store's refusal: 412 to If-Match (the pinned ETag no longer matches) as `changed`,
+   * any other status but 200, 206 and the 416 of an empty object as the hooks word it.
+   */
+  private async storeRefusal(response: Response, what: { suffix: number } | { start: number; end: number }, asked: string): Promise<void> {
+    const status = response.status;
+    if (status === 200 || status === 206 || (status === 416 && 'suffix' in what)) return;
+    const body = await boundedText(response, kMaxRefusalBody);
+    if (status === 412 && this.etag !== undefined) this.changed(`its ETag is no longer ${this.etag} (HTTP 412 for ${asked})`);
+    const { error, retryable } = this.hooks!.refusal(status, body);
+    if (retryable) throw new Retryable(error.problem);
+    throw error;
+  }
+
   /** The [start, end) the response carries, after checking it is what was asked for. */
   private checkResponse(response: Response, what: { suffix: number } | { start: number; end: number }, asked: string, conditional: boolean): { start: number; end: number } {
+    if (response.status === 200 && 'suffix' in what && !conditional) {
+      const whole = this.wholeFileAsTail(response, what.suffix);
+      if (whole !== undefined) return whole;
+    }
     const empty = this.checkStatus(response, what, asked, conditional);
     if (empty) return { start: 0, end: 0 };
     const header = response.headers.get('Content-Range');
@@ -461,6 +529,17 @@ export class HttpSource implements ByteSource {
       this.badRange(response, `Content-Length ${length} differs from the ${last + 1 - first} bytes of Content-Range '${header}'`, asked);
     }
     return { start: first, end: last + 1 };
+  }
+
+  /**
+   * A 200 to the opening suffix request is the whole file: its tail when its Content-Length is no
+   * more than was asked for (S3 answers so for an empty object, as the C++ reader accepts).
+   */
+  private wholeFileAsTail(response: Response, suffix: number): { start: number; end: number } | undefined {
+    const length = Number(response.headers.get('Content-Length') ?? NaN);
+    if (!Number.isSafeInteger(length) || length < 0 || length > suffix) return undefined;
+    this.checkSameFile(response, length);
+    return { start: 0, end: length };
   }
 
   /**

@@ -1,13 +1,16 @@
-// The Node entry point: everything of index.ts, and file paths as sources (read through a file
-// handle, and handed to ONNX Runtime by the file route).
+// The Node entry point: everything of index.ts, file paths as sources (read through a file
+// handle, and handed to ONNX Runtime by the file route), and s3://bucket/key (signed with
+// node:crypto).
 
 import { createHash } from 'node:crypto';
 
 import { FileSource } from './file.js';
-import { registerFileOpener } from './open_source.js';
+import { registerFileOpener, registerS3Opener } from './open_source.js';
+import { openS3Source } from './s3.js';
 import { registerSha256 } from './sha256.js';
 
 registerFileOpener((path) => FileSource.open(path));
+registerS3Opener((url, options) => openS3Source(url, options, options.s3));
 // Streaming: an entry is hashed piece by piece, never held whole (WebCrypto's digest is one-shot).
 registerSha256(() => {
   const hash = createHash('sha256');

@@ -14,6 +14,7 @@
 #include "bucket_tail.h"
 #include "check.h"
 #include "crc32.h"
+#include "fast_path.h"
 #include "integrity_entries.h"
 #include "interrupted_edit.h"
 #include "locked_archive.h"
@@ -197,7 +198,7 @@ std::future<DigestStatement> read_digests_ahead(const ZipDirectory& zip,
   const auto read = [&zip, &entry = *place.digests, limits] {
     return archive_detail::read_digests(zip, entry, limits);
   };
-  if (detail::default_task_threads() > 1) {
+  if (detail::default_task_threads() > 1 && detail::fast_path_on(detail::FastPath::kDigestsAhead)) {
     try {
       return std::async(std::launch::async, read);
     } catch (const std::system_error&) {

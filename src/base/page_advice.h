@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "fast_path.h"
+
 namespace onnxzip::detail {
 
 // Buffers at least this large are worth backing with transparent huge pages.
@@ -18,7 +20,7 @@ inline constexpr std::size_t kHugePageAdviceBytes = std::size_t{4} << 20;
 // (or with THP disabled) nothing changes.
 inline void advise_huge_pages(void* p, std::size_t size) noexcept {
 #ifdef MADV_HUGEPAGE
-  if (size < kHugePageAdviceBytes) return;
+  if (size < kHugePageAdviceBytes || !fast_path_on(FastPath::kHugePageAdvice)) return;
   constexpr std::uintptr_t kHugePage = std::uintptr_t{2} << 20;
   const auto begin = (reinterpret_cast<std::uintptr_t>(p) + kHugePage - 1) & ~(kHugePage - 1);
   const auto end = (reinterpret_cast<std::uintptr_t>(p) + size) & ~(kHugePage - 1);

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "check.h"
+#include "fast_path.h"
 #include "file_extent.h"
 #include "onnxzip/error.h"
 #include "output_file_testing.h"
@@ -68,24 +69,6 @@ detail::RenameHook& rename_hook() {
 int rename_file(const fs::path& from, const fs::path& to) {
   if (const detail::RenameHook& hook = rename_hook(); hook && !hook(from, to)) return EIO;
   return ::rename(from.c_str(), to.c_str()) == 0 ? 0 : errno;
-}
-
-// Maps in the pages of `bytes` before write() copies from them. The kernel copies a write's
-// source with page faults disabled: at a page not mapped yet (a file mapping nothing has read:
-// the payloads of a model loaded with no_copy) the copy stops, the kernel faults the pages in and
-// starts over, which made writing from a mapped archive measurably slower than `cp`. Reading one
-// byte per page faults them in from user space instead, 16 pages per fault (the kernel's
-// fault-around), and costs little when the pages are mapped already (a heap buffer, a payload
-// whose CRC-32 was just computed); MADV_POPULATE_READ measured slower in both cases
-// (bench/convert_cli_bench.py compares writes with cp).
-// A source that is a mapping of a file truncated meanwhile raises SIGBUS here as it does in any
-// read of the mapping (a CRC-32, a parse).
-void touch_pages(ByteSpan bytes) {
-  constexpr std::size_t kPage = 4096;
-  if (bytes.empty()) return;
-  const volatile std::uint8_t* const p = bytes.data();
-  for (std::size_t at = 0; at < bytes.size(); at += kPage) static_cast<void>(p[at]);
-  static_cast<void>(p[bytes.size() - 1]);
 }
 
 void sync_folder(const fs::path& folder) {
@@ -357,7 +340,6 @@ void AtomicOutputFile::write(ByteSpan bytes) {
       // Large pieces go straight to pwrite, not through the buffer. (vmsplice into a pipe and
       // splice into the file, which lends the kernel the pages instead, measured slower on XFS
       // and ext4, in bench/zip_bench.cpp and for onnxzip.save in bench/python_bench.py.)
-      touch_pages(bytes);
       write_fully(bytes.data(), bytes.size(), flushed_position_);
     }
     flushed_position_ += bytes.size();
@@ -389,13 +371,14 @@ void AtomicOutputFile::copy_from_file(const detail::FileExtent& extent, ByteSpan
 // How many of the first bytes at `extent` became shared blocks of this file (0: none). Blocks
 // are shared only while every piece so far could be: an output that has to copy bytes anyway is
 // not turned into a file with shared extents by the few pieces whose offsets happen to line up,
-// since XFS then checks every later write against them (an archive at the default alignment
-// from a data file of 4 KiB-aligned tensors converted at 1.48x cp --reflink=never that way,
-// 1.27x without, on an XFS test image).
+// since XFS then checks every later write against them, which slows a conversion at the default
+// alignment down (bench/reflink_probe.sh compares alignments; bench/fast_path_bench.cpp times
+// sharing against copying).
 std::uint64_t AtomicOutputFile::share_blocks(const detail::FileExtent& extent, std::uint64_t size) {
   const std::uint64_t whole_blocks = size - size % kBlockBytes;
-  if (!may_share_blocks_ || extent.offset % kBlockBytes != 0 ||
-      flushed_position_ % kBlockBytes != 0 || whole_blocks == 0) {
+  if (!may_share_blocks_ || !detail::fast_path_on(detail::FastPath::kShareBlocks) ||
+      extent.offset % kBlockBytes != 0 || flushed_position_ % kBlockBytes != 0 ||
+      whole_blocks == 0) {
     may_share_blocks_ = false;
     return 0;
   }

@@ -133,7 +133,7 @@ HttpAnswer Client::send(const Call& call) {
     if (answer.status == 0) {
       refusal = StoreRefusal{
           Error(ErrorCode::kIo, {.file = name}, call.doing + " failed: " + answer.transport_error),
-          answer.transport_retryable};
+          answer.transport_retryable, ""};
     } else if (answer.status == 404 && call.missing_ok) {
       return answer;
     } else if ((answer.status == 404 || answer.status == 412) && call.check_refusal) {
@@ -143,13 +143,8 @@ HttpAnswer Client::send(const Call& call) {
                               answer.header("x-amz-bucket-region"), call.doing);
     } else if (call.error_in_ok && answer.body.find("<Error>") != std::string::npos) {
       // S3 answers 200 before it knows how a Complete or a copy ends: the body says.
-      std::string code;
-      try {
-        code = parse_xml_answer(answer.body).field("Code");
-      } catch (const Error&) {
-      }
       refusal = store_refusal(answer.status, answer.body, call.location, "", call.doing);
-      refusal->retryable = retryable_code(code);
+      refusal->retryable = retryable_code(refusal->code);
     } else {
       return answer;
     }
@@ -246,12 +241,7 @@ std::string Client::completed_by_lost_attempt(const Location& location,
                                               const HttpAnswer& answer, const std::uint32_t crc32,
                                               const std::string& doing) {
   const StoreRefusal refusal = store_refusal(answer.status, answer.body, location, "", doing);
-  std::string code;
-  try {
-    code = parse_xml_answer(answer.body).field("Code");
-  } catch (const Error&) {
-  }
-  if (code != "NoSuchUpload") {
+  if (refusal.code != "NoSuchUpload") {
     if (answer.status != 412) throw refusal.error;
     // A repeated If-None-Match: * finds the object the lost attempt made -- or the condition
     // refused a first Complete, the object older (its bytes may even be the same). Only the

@@ -112,7 +112,7 @@ StoreRefusal store_refusal(long status, std::string_view body, const Location& l
   }
   const bool retryable = status >= 500 || status == 429 || status == 408 || code == "SlowDown";
   const ErrorCode error_code = status == 404 ? ErrorCode::kNotFound : ErrorCode::kIo;
-  return {Error(error_code, {.file = display_name(location)}, problem), retryable};
+  return {Error(error_code, {.file = display_name(location)}, problem), retryable, code};
 }
 
 }  // namespace onnxzip::s3

@@ -3,6 +3,7 @@
 #ifndef ONNXZIP_IO_S3_ERROR_H_
 #define ONNXZIP_IO_S3_ERROR_H_
 
+#include <string>
 #include <string_view>
 
 #include "onnxzip/error.h"
@@ -14,6 +15,8 @@ namespace onnxzip::s3 {
 struct StoreRefusal {
   Error error;
   bool retryable = false;
+  // The store's Code ("NoSuchUpload"), or the one the status implies ("" when neither says).
+  std::string code;
 };
 
 // The error for an answer with `status` (not 2xx) and `body` (the store's XML, maybe empty or not

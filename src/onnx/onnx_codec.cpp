@@ -26,7 +26,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "bulk_copy.h"
 #include "check.h"
 #include "onnxzip/internal/mapped_file.h"
 #include "onnxzip/internal/protobuf_wire.h"
@@ -200,7 +199,7 @@ class ReverseWriter final {
     if (bytes.empty()) return;
     reserve(bytes.size());
     cur_ -= bytes.size();
-    detail::copy_bytes(cur_, bytes.data(), bytes.size());
+    std::memcpy(cur_, bytes.data(), bytes.size());
   }
   // A length-delimited string or bytes field without its tag: payload, then length. One room
   // check for both.
@@ -1223,7 +1222,7 @@ void MessageSerializer<M>::write(MutableByteSpan out) const {
     snapshot.check_payloads();
     std::uint8_t* p = out.data();
     snapshot.emit([&](ByteSpan piece) {
-      detail::copy_bytes(p, piece.data(), piece.size());
+      std::memcpy(p, piece.data(), piece.size());
       p += piece.size();
     });
     return;
@@ -1321,7 +1320,7 @@ OwnedBytes serialize_model_to_owned_bytes(const ModelProto& model,
   OwnedBytes out(static_cast<std::size_t>(writer.written()));
   std::uint8_t* p = out.data();
   writer.emit([&](ByteSpan piece) {
-    detail::copy_bytes(p, piece.data(), piece.size());
+    std::memcpy(p, piece.data(), piece.size());
     p += piece.size();
   });
   return out;
