@@ -1222,6 +1222,7 @@ void MessageSerializer<M>::write(MutableByteSpan out) const {
     snapshot.check_payloads();
     std::uint8_t* p = out.data();
     snapshot.emit([&](ByteSpan piece) {
+      if (piece.empty()) return;  // memcpy takes no null pointer, even for 0 bytes.
       std::memcpy(p, piece.data(), piece.size());
       p += piece.size();
     });
@@ -1320,6 +1321,7 @@ OwnedBytes serialize_model_to_owned_bytes(const ModelProto& model,
   OwnedBytes out(static_cast<std::size_t>(writer.written()));
   std::uint8_t* p = out.data();
   writer.emit([&](ByteSpan piece) {
+    if (piece.empty()) return;  // memcpy takes no null pointer, even for 0 bytes.
     std::memcpy(p, piece.data(), piece.size());
     p += piece.size();
   });
