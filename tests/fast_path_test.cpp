@@ -55,8 +55,10 @@ ModelProto large_model() {
 }
 
 TEST(FastPathTest, EverySwitchIsOnUnlessTurnedOffAndEachTurnsOffAlone) {
-  EXPECT_TRUE(detail::fast_path_on(FastPath::kHugePageAdvice));
-  EXPECT_TRUE(detail::fast_path_on(FastPath::kDigestsAhead));
+  for (const FastPath path : {FastPath::kHugePageAdvice, FastPath::kDigestsAhead,
+                              FastPath::kShareBlocks, FastPath::kAllocateAhead}) {
+    EXPECT_TRUE(detail::fast_path_on(path));
+  }
   {
     const PlainTwin plain(FastPath::kDigestsAhead);
     EXPECT_FALSE(detail::fast_path_on(FastPath::kDigestsAhead));
@@ -105,6 +107,30 @@ TEST(FastPathTest, SharingBlocksWritesWhatCopyingThemWrites) {
   }
   EXPECT_EQ(read_file_bytes(dir / "shared.onnxz"), read_file_bytes(dir / "copied.onnxz"));
   EXPECT_TRUE(verify(dir / "shared.onnxz").ok());
+}
+
+// A model saved from memory and one converted from a mapped data file (large pieces both: the
+// pieces allocated ahead), with the blocks allocated ahead and without: the same bytes, and a
+// file no longer than what was written.
+TEST(FastPathTest, AllocatingAheadWritesWhatAllocatingAsWrittenWrites) {
+  ScratchDir dir("fast_path");
+  const ModelProto model = large_model();
+  LegacyWriteOptions external;
+  external.mode = LegacyWriteOptions::Mode::kExternal;
+  write_legacy_model(model, dir / "m.onnx", external);
+  save(model, dir / "ahead.onnxz");
+  save(read_legacy_model(dir / "m.onnx"), dir / "ahead_converted.onnxz");
+  {
+    const PlainTwin plain(FastPath::kAllocateAhead);
+    save(model, dir / "plain.onnxz");
+    save(read_legacy_model(dir / "m.onnx"), dir / "plain_converted.onnxz");
+  }
+  const std::vector<std::uint8_t> ahead = read_file_bytes(dir / "ahead.onnxz");
+  EXPECT_EQ(ahead, read_file_bytes(dir / "plain.onnxz"));
+  EXPECT_EQ(read_file_bytes(dir / "ahead_converted.onnxz"),
+            read_file_bytes(dir / "plain_converted.onnxz"));
+  EXPECT_EQ(read_file_bytes(dir / "ahead_converted.onnxz"), ahead);
+  EXPECT_TRUE(verify(dir / "ahead.onnxz").ok());
 }
 
 class DigestsAheadTest : public ::testing::Test {

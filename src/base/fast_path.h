@@ -17,6 +17,9 @@ enum class FastPath : std::uint8_t {
   kDigestsAhead,    // An edit reads `__DIGESTS` on another thread (edit.cpp); plain: in turn.
   // Writers share a mapped file's blocks (FICLONERANGE, output_file.cpp); plain: they copy.
   kShareBlocks,
+  // Writers allocate a large piece's blocks before writing it (fallocate, output_file.cpp);
+  // plain: the file system allocates them as the bytes come.
+  kAllocateAhead,
 };
 
 // One bit per FastPath that is switched off.

@@ -334,6 +334,8 @@ void AtomicOutputFile::write(ByteSpan bytes) {
     buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
   } else {
     flush_buffer();
+    // Blocks that may be shared (share_blocks) are not allocated first only to be given back.
+    if (!extent || !may_share_blocks_) allocate_ahead(bytes.size());
     if (extent) {
       copy_from_file(*extent, bytes);
     } else {
@@ -348,6 +350,18 @@ void AtomicOutputFile::write(ByteSpan bytes) {
   // What is not yet written is exactly the buffer.
   ONNXZIP_DCHECK(position_ == flushed_position_ + buffer_.size());
   ONNXZIP_DCHECK(buffer_.size() <= buffer_size_);
+}
+
+// Allocates the blocks of the `count` bytes about to be written at flushed_position_, in one
+// extent: a file system that allocates as the bytes come (ext4's delayed allocation) does so page
+// by page under writeback, where a large write into a new file then waits. A hint: a file system
+// without fallocate allocates as before, and a full disk is reported by the write.
+void AtomicOutputFile::allocate_ahead(std::uint64_t count) noexcept {
+  if (!detail::fast_path_on(detail::FastPath::kAllocateAhead) || no_allocate_ahead_) return;
+  if (::fallocate(fd_, 0, static_cast<off_t>(flushed_position_), static_cast<off_t>(count)) != 0 &&
+      (errno == EOPNOTSUPP || errno == ENOSYS)) {
+    no_allocate_ahead_ = true;
+  }
 }
 
 // Bytes of a mapped file are copied from the file, never through the mapping (which write() would

@@ -113,6 +113,7 @@ class AtomicOutputFile final : public Output {
   AtomicOutputFile(Adopted, std::filesystem::path destination, std::filesystem::path temporary,
                    OutputFileOptions options, std::uint64_t position);
   void flush_buffer();
+  void allocate_ahead(std::uint64_t count) noexcept;
   void copy_from_file(const detail::FileExtent& extent, ByteSpan bytes);
   std::uint64_t share_blocks(const detail::FileExtent& extent, std::uint64_t size);
   std::uint64_t copy_by_splice(const detail::FileExtent& extent, std::uint64_t done,
@@ -150,6 +151,7 @@ class AtomicOutputFile final : public Output {
   OwnedBytes copy_buffer_;        // Page-aligned, for copy_through_buffer; allocated on first use.
   bool may_share_blocks_ = true;  // Until a piece could not be shared (share_blocks).
   bool no_splice_ = false;        // The file systems refused splice: copies go through the buffer.
+  bool no_allocate_ahead_ = false;  // The file system has no fallocate: blocks come as written.
 };
 
 // Publishes `primary` (a model) and `others` (the files it refers to) as one set; all must be in
