@@ -74,6 +74,16 @@ class Store:
     def reset(self):
         self._control("POST", "/__proxy/reset")
 
+    def set_environment(self, monkeypatch, folder):
+        """The AWS variables a user sets for this store, and no config or credentials file
+        (`folder`/none) that could override them."""
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", self.access_key_id)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", self.secret_access_key)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", self.endpoint)
+        monkeypatch.setenv("AWS_REGION", "us-east-1")
+        monkeypatch.setenv("AWS_CONFIG_FILE", str(folder / "none"))
+        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(folder / "none"))
+
     def stop(self):
         if self.process.poll() is None:
             self.process.kill()
@@ -97,12 +107,7 @@ def store(tmp_path_factory):
 
 @pytest.fixture
 def aws_environment(store, monkeypatch, tmp_path):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", store.access_key_id)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", store.secret_access_key)
-    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", store.endpoint)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    store.set_environment(monkeypatch, tmp_path)
     store.reset()
     return store
 

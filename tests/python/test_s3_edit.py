@@ -44,12 +44,7 @@ def store(tmp_path_factory):
 
 @pytest.fixture
 def s3(store, monkeypatch, tmp_path):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", store.access_key_id)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", store.secret_access_key)
-    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", store.endpoint)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    store.set_environment(monkeypatch, tmp_path)
     client = botocore_session.get_session().create_client(
         "s3", endpoint_url=store.endpoint, region_name="us-east-1",
         aws_access_key_id=store.access_key_id, aws_secret_access_key=store.secret_access_key,
