@@ -594,6 +594,20 @@ TEST_F(ArchiveEdit, SymbolicLinksAreFollowedUnlessRefused) {
   EXPECT_EQ(producer_of(path), "refused");
 }
 
+// For the tests of files renamed over an archive's path: the archive dir/m.onnxz, a second link
+// to it named `link_name` (so that the file stays reachable once another is renamed over the
+// path), and that other archive, producer "other", at dir/other.onnxz. Returns the archive's
+// bytes, which the link keeps.
+Bytes archive_with_link_and_another(const ScratchDir& dir, const std::string& link_name) {
+  const fs::path path = dir / "m.onnxz";
+  save(sample_model(), path);
+  fs::create_hard_link(path, dir / link_name);
+  ModelProto other = sample_model();
+  other.producer_name = "other";
+  save(other, dir / "other.onnxz");
+  return read_file_bytes(path);
+}
+
 // The edit reads the archive through the descriptor it opened and locked, and checks just before
 // its first write that the path still names that file: an archive renamed over the path during
 // the edit is neither read nor changed, nor is the file the edit opened (still reachable by a
@@ -601,12 +615,7 @@ TEST_F(ArchiveEdit, SymbolicLinksAreFollowedUnlessRefused) {
 TEST_F(ArchiveEdit, AFileRenamedOverThePathDuringTheEditFailsItUnwritten) {
   ScratchDir dir("edit_replaced");
   const fs::path path = dir / "m.onnxz";
-  save(sample_model(), path);
-  fs::create_hard_link(path, dir / "opened.onnxz");
-  const Bytes opened_bytes = read_file_bytes(path);
-  ModelProto other = sample_model();
-  other.producer_name = "other";
-  save(other, dir / "other.onnxz");
+  const Bytes opened_bytes = archive_with_link_and_another(dir, "opened.onnxz");
   const Bytes other_bytes = read_file_bytes(dir / "other.onnxz");
 
   ModelProto model = archive_model(path);
@@ -640,12 +649,9 @@ TEST_F(ArchiveEdit, AFileRenamedOverThePathDuringTheEditFailsItUnwritten) {
 TEST_F(ArchiveEdit, AFileRenamedOverThePathBeforeTheLockIsTheOneEdited) {
   ScratchDir dir("edit_replaced_before_lock");
   const fs::path path = dir / "m.onnxz";
-  save(sample_model(), path);
-  fs::create_hard_link(path, dir / "first.onnxz");
-  const Bytes first_bytes = read_file_bytes(path);
+  const Bytes first_bytes = archive_with_link_and_another(dir, "first.onnxz");
   ModelProto other = sample_model();
   other.producer_name = "other";
-  save(other, dir / "other.onnxz");
 
   ModelProto model = archive_model(path);
   model.producer_name = "new";
