@@ -18,6 +18,7 @@
 #include "onnxzip/error.h"
 #include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/tensor.h"
+#include "support/expect_contains.h"
 #include "support/external_tool.h"
 #include "support/model_builder.h"
 #include "support/progress_calls.h"
@@ -47,9 +48,6 @@ std::string error_of(ErrorCode code, Body&& body) {
   ADD_FAILURE() << "no error thrown";
   return {};
 }
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 Bytes to_bytes(ByteSpan span) { return Bytes(span.begin(), span.end()); }
 

@@ -18,6 +18,7 @@
 #include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_codec.h"
 #include "support/cli_run.h"
+#include "support/expect_contains.h"
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
 #include "support/model_builder.h"
@@ -38,9 +39,6 @@ using test_support::ScratchDir;
 using test_support::shell_quote;
 
 const fs::path kCli = ONNXZIP_CLI_PATH;
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 // run_cli(dir, args) with the scratch folder's path (support/cli_run.h).
 CliRun run_cli(const ScratchDir& dir, const std::vector<std::string>& args) {

@@ -26,6 +26,7 @@
 #include "onnxzip/internal/zip_reader.h"
 #include "onnxzip/onnx_codec.h"
 #include "support/cli_run.h"
+#include "support/expect_contains.h"
 #include "support/memory_probe.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
@@ -41,9 +42,6 @@ constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 constexpr std::uint64_t kBombBytes = 256 * kMiB;
 // Far below the tensor, above what the tool needs besides: its own heap, one inflater buffer.
 constexpr std::uint64_t kDataLimit = 96 * kMiB;
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 using test_support::LimitedCliRun;
 

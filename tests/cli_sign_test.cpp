@@ -8,6 +8,7 @@
 
 #include "onnxzip/archive.h"
 #include "support/cli_run.h"
+#include "support/expect_contains.h"
 #include "support/external_tool.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
@@ -24,9 +25,6 @@ using test_support::read_file_bytes;
 using test_support::run_tool;
 using test_support::ScratchDir;
 using test_support::shell_quote;
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 // run_cli(dir, args) with the scratch folder's path (support/cli_run.h).
 CliRun run_cli(const ScratchDir& dir, const std::vector<std::string>& args) {

@@ -18,6 +18,7 @@
 #include "onnxzip/archive.h"
 #include "onnxzip/onnx_codec.h"
 #include "support/cli_run.h"
+#include "support/expect_contains.h"
 #include "support/memory_probe.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
@@ -33,9 +34,6 @@ constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 constexpr std::uint64_t kPayloadBytes = 768 * kMiB;
 // Half the file: room for the tool, none for a mapping of the file.
 constexpr std::uint64_t kAddressSpace = kPayloadBytes / 2;
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 using ToolRun = test_support::CliRun;
 

@@ -30,6 +30,7 @@
 #include "onnxzip/legacy.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
+#include "support/expect_contains.h"
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
 #include "support/model_builder.h"
@@ -56,9 +57,6 @@ using test_support::shell_quote;
 
 const fs::path kCli = ONNXZIP_CLI_PATH;
 const fs::path kRezip = fs::path(ONNXZIP_TEST_DATA_DIR) / "rezip_archive.py";
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 struct CliRun {
   int exit_code = -1;

@@ -17,6 +17,7 @@
 #include "onnxzip/ir_check.h"
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/tensor.h"
+#include "support/expect_contains.h"
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
 #include "support/model_builder.h"
@@ -43,9 +44,6 @@ using test_support::sha256_hex;
 using test_support::shell_quote;
 
 const fs::path kRezip = fs::path(ONNXZIP_TEST_DATA_DIR) / "rezip_archive.py";
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 // A model check_ir accepts, with an empty graph.
 ModelProto model_with_ir_fields() {

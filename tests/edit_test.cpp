@@ -36,6 +36,7 @@
 #include "onnxzip/onnx_codec.h"
 #include "onnxzip/signing.h"
 #include "support/byte_sources.h"
+#include "support/expect_contains.h"
 #include "support/model_builder.h"
 #include "support/scratch_dir.h"
 #include "tail_edit.h"
@@ -50,9 +51,6 @@ using test_support::raw_tensor;
 using test_support::read_file_bytes;
 using test_support::ScratchDir;
 using test_support::wire_field;
-
-#define EXPECT_CONTAINS(text, fragment) \
-  EXPECT_NE(std::string(text).find(fragment), std::string::npos) << (text)
 
 // A model of a few initializers (one of 4 MiB, so that writes take a while), saved to `path`.
 ModelProto sample_model() {

@@ -23,6 +23,7 @@
 #include "onnxzip/tensor.h"
 #include "output_file_testing.h"
 #include "support/big_model.h"
+#include "support/expect_contains.h"
 #include "support/external_tool.h"
 #include "support/legacy_models.h"
 #include "support/model_builder.h"
@@ -51,9 +52,6 @@ std::string error_of(ErrorCode code, Body&& body) {
   ADD_FAILURE() << "no error thrown";
   return {};
 }
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 // The models of make_legacy_models.py, generated once for the suite.
 class LegacyModels : public ::testing::Test {

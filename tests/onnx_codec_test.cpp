@@ -18,6 +18,7 @@
 #include "onnxzip/internal/protobuf_wire.h"
 #include "onnxzip/onnx_model.h"
 #include "onnxzip/tensor.h"
+#include "support/expect_contains.h"
 #include "support/onnx_samples.h"
 #include "support/scratch_dir.h"
 
@@ -90,9 +91,6 @@ std::string error_of(ErrorCode code, Body&& body) {
   ADD_FAILURE() << "no error thrown";
   return {};
 }
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 Bytes to_bytes(ByteSpan span) { return Bytes(span.begin(), span.end()); }
 

@@ -16,6 +16,7 @@
 
 #include "onnxzip/error.h"
 #include "onnxzip/onnx_model.h"
+#include "support/expect_contains.h"
 
 namespace onnxzip {
 namespace {
@@ -33,9 +34,6 @@ std::string error_of(ErrorCode code, Body&& body) {
   ADD_FAILURE() << "no error thrown";
   return {};
 }
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 Bytes to_bytes(ByteSpan span) { return Bytes(span.begin(), span.end()); }
 
